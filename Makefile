@@ -1,0 +1,26 @@
+# Two entry points: `make demo` and `make test`. Both create (or reuse) .venv and install everything.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# PyTorch is installed first and pinned so that pip never swaps it for another build; override for your CUDA build.
+TORCH_SPEC ?= torch==2.13.0
+STAMP := $(VENV)/.ganforge-installed
+
+.PHONY: venv test lint demo clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH_SPEC)"
+	$(PY) -m pip install -q -e ".[dev,fid]"
+	touch $@
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff format --check src tests benchmarks
+
+test: lint
+	OMP_NUM_THREADS=2 $(PY) -m pytest -q tests
+
+clean:
+	rm -rf $(VENV) build *.egg-info

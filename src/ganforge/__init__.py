@@ -1,0 +1,8 @@
+"""ganforge: StyleGAN2-family training that resumes exactly, never runs a checkpoint, and is tested."""
+
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("ganforge")
+except PackageNotFoundError:  # running from a source tree that was never installed
+    __version__ = "0.0.0+unknown"

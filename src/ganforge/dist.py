@@ -1,0 +1,89 @@
+"""Distributed helpers: torchrun's environment, or one process when it is absent (STYLE 12).
+
+World size 1 goes through the same code paths as N; every helper here is a no-op or identity then.
+"""
+
+import contextlib
+import datetime
+import os
+
+import torch
+import torch.distributed as tdist
+
+_TIMEOUT = datetime.timedelta(minutes=30)
+
+
+def launched_by_torchrun() -> bool:
+    return "RANK" in os.environ and "WORLD_SIZE" in os.environ
+
+
+def init(device: str = "auto") -> torch.device:
+    """Join the process group torchrun describes (NCCL on CUDA, gloo on CPU) and return this process's device.
+
+    `device` is "auto" (CUDA when available), "cuda" or "cpu".
+    """
+    use_cuda = torch.cuda.is_available() if device == "auto" else device == "cuda"
+    dev = torch.device("cuda", local_rank()) if use_cuda else torch.device("cpu")
+    if use_cuda:
+        torch.cuda.set_device(dev)
+    if launched_by_torchrun() and not tdist.is_initialized():
+        tdist.init_process_group(backend="nccl" if use_cuda else "gloo", timeout=_TIMEOUT)
+    return dev
+
+
+def shutdown() -> None:
+    if tdist.is_initialized():
+        tdist.destroy_process_group()
+
+
+def rank() -> int:
+    return tdist.get_rank() if tdist.is_initialized() else 0
+
+
+def world_size() -> int:
+    return tdist.get_world_size() if tdist.is_initialized() else 1
+
+
+def local_rank() -> int:
+    return int(os.environ.get("LOCAL_RANK", "0"))
+
+
+def is_main() -> bool:
+    return rank() == 0
+
+
+def print0(*args, **kwargs) -> None:
+    """print() on rank 0 only."""
+    if is_main():
+        print(*args, **kwargs, flush=True)
+
+
+def barrier() -> None:
+    if tdist.is_initialized():
+        tdist.barrier()
+
+
+def all_reduce_sum_(tensor: torch.Tensor) -> torch.Tensor:
+    """Sum `tensor` over ranks in place (identity on one process) and return it."""
+    if tdist.is_initialized() and world_size() > 1:
+        tdist.all_reduce(tensor, op=tdist.ReduceOp.SUM)
+    return tensor
+
+
+def broadcast_object(obj, src: int = 0):
+    """Send a small picklable Python value (strings, numbers, dicts of them) from `src` to every rank."""
+    if not tdist.is_initialized() or world_size() == 1:
+        return obj
+    box = [obj]
+    tdist.broadcast_object_list(box, src=src)
+    return box[0]
+
+
+@contextlib.contextmanager
+def no_sync_unless(module: torch.nn.Module, sync: bool):
+    """Skip DDP's gradient all-reduce for accumulation micro-batches; `sync=True` on the last one."""
+    if sync or not hasattr(module, "no_sync"):
+        yield
+    else:
+        with module.no_sync():
+            yield
