@@ -1,0 +1,104 @@
+"""Training checkpoints that never lose work: atomic, verified, retained, never executed (DESIGN "Checkpoints").
+
+    state = {"G": G.state_dict(), "opt_G": opt_G.state_dict(), "rng": capture_rng(), "loop": {...}, ...}
+    save(run_dir / "checkpoints", state, tag=str(cur_nimg), retention=Retention(keep_last=3))
+    state = load_latest(run_dir / "checkpoints")   # None when there is nothing valid to resume from
+
+A checkpoint is a folder `ckpt-<nimg>/` with `tensors.safetensors`, `state.json` and `manifest.json`
+(store.py describes the format). Loading parses safetensors and JSON only: no pickle, so a tampered file can make
+a checkpoint invalid but can never run code.
+"""
+
+import warnings
+from pathlib import Path
+
+from ganforge import dist
+from ganforge.checkpoint import retention as _retention
+from ganforge.checkpoint import store
+from ganforge.checkpoint.retention import Retention
+from ganforge.checkpoint.rng import capture_rng, restore_rng
+from ganforge.checkpoint.store import CheckpointWarning, InvalidCheckpoint, list_checkpoints
+from ganforge.errors import UserError
+
+__all__ = [
+    "CheckpointWriteError",
+    "CheckpointWarning",
+    "InvalidCheckpoint",
+    "Retention",
+    "capture_rng",
+    "find_latest",
+    "list_checkpoints",
+    "load",
+    "load_latest",
+    "restore_rng",
+    "save",
+]
+
+
+class CheckpointWriteError(UserError):
+    """Writing a checkpoint failed (full disk, permissions); the previous checkpoints are intact."""
+
+
+def save(ckpt_dir: Path, state: dict, tag: str, retention: Retention) -> Path:
+    """Write `state` as checkpoint `ckpt_dir/ckpt-<tag>` and apply `retention`; return the folder's path.
+
+    `tag` is the training progress in images (`cur_nimg`) as decimal digits; it orders the checkpoints and
+    `--keep-every` reads kimg from it. Call on every rank: rank 0 writes (the other ranks' `state` is not used),
+    then all ranks learn the outcome together, so a failed write raises CheckpointWriteError on every rank
+    instead of leaving the others waiting. A failure leaves no partial folder and the earlier checkpoints intact.
+    """
+    tag = str(tag)
+    assert tag.isdigit(), f"checkpoint tag must be the image count in decimal digits, got {tag!r}"
+    ckpt_dir, nimg = Path(ckpt_dir), int(tag)
+    path = ckpt_dir / store.checkpoint_name(nimg)
+    failure = None
+    if dist.is_main():
+        try:
+            store.commit(ckpt_dir, nimg, state)
+        except OSError as error:
+            failure = (
+                f"checkpoint {path}: writing failed ({error}); the previous checkpoints in {ckpt_dir} are "
+                "intact: free disk space or fix permissions there, then rerun the same command to resume"
+            )
+        else:
+            _retention.apply(ckpt_dir, retention, protect=path.name)
+    failure = dist.broadcast_object(failure)
+    dist.barrier()
+    if failure is not None:
+        raise CheckpointWriteError(failure)
+    return path
+
+
+def load(path: Path) -> dict:
+    """Verify and read the checkpoint folder `path`: the saved structure, int dict keys restored, CPU tensors.
+
+    Raises UserError naming the folder and what is wrong with it when it does not verify.
+    """
+    try:
+        return store.read(Path(path))
+    except (InvalidCheckpoint, OSError) as error:
+        raise UserError(f"checkpoint {path}: {_reason(error)}; pass another checkpoint, or remove it") from None
+
+
+def load_latest(ckpt_dir: Path) -> dict | None:
+    """The state of the newest checkpoint in `ckpt_dir` that verifies; None when there is none (or no folder).
+
+    Each newer one that does not verify is skipped with a CheckpointWarning naming it and saying why.
+    """
+    found = find_latest(ckpt_dir)
+    return None if found is None else found[1]
+
+
+def find_latest(ckpt_dir: Path) -> tuple[Path, dict] | None:
+    """Like `load_latest`, and also says which folder the state came from (for "resuming from ..." messages)."""
+    for path in reversed(list_checkpoints(ckpt_dir)):
+        try:
+            return path, store.read(path)
+        except (InvalidCheckpoint, OSError) as error:
+            if dist.is_main():
+                warnings.warn(f"skipping checkpoint {path}: {_reason(error)}", CheckpointWarning, stacklevel=3)
+    return None
+
+
+def _reason(error: Exception) -> str:
+    return error.reason if isinstance(error, InvalidCheckpoint) else f"cannot read it ({error})"
