@@ -1,0 +1,218 @@
+"""Random-access readers for the three dataset forms, behind one `ImageDataset`: `open_dataset(path)`.
+
+- folder: images found recursively (sorted by relative path), decoded on every access; labels from a
+  `dataset.json` at its root when present. Convenient, slow; `ganforge dataset build` makes an archive from it.
+- zip: ours or NVlabs' dataset_tool layout (`00000/img00000000.png` + `dataset.json` with
+  `{"labels": [[name, class], ...] | null}`). The ZipFile is opened lazily in each process, never inherited or
+  pickled: a forked DataLoader worker sharing the parent's file offset would read garbage.
+- fast: `fastformat`, memory-mapped, no decoding.
+
+Content hash: fast files carry it in the header; zips we built carry it in `dataset.json` (key
+`ganforge.content_hash`, the same pixel-based hash as the fast format). For other zips it is SHA-256 over member
+names, sizes and CRC-32s (cheap: the zip directory only); for other folders over relative names and file bytes,
+computed on first use. `verify` re-derives the pixel-based hash to check a stored one.
+"""
+
+import functools
+import hashlib
+import json
+import os
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ganforge.data import fastformat, images
+from ganforge.errors import UserError
+
+_GREY_MODES = ("1", "L", "LA", "La", "I", "I;16", "I;16L", "I;16B", "I;16N")
+
+
+class _FileSource:
+    """Shared logic of folders and zips: a sorted list of image names read as bytes and decoded on access."""
+
+    format = ""
+
+    def __init__(self, path: Path, names: list[str], meta: dict | None):
+        if not names:
+            raise UserError(f"--data: no images ({', '.join(images.IMAGE_SUFFIXES)}) found in {path}")
+        self.path, self.names = path, names
+        try:
+            first_mode = images.decode(self.read(0)).mode
+        except images.BadImage as error:
+            raise self._bad(0, error) from None
+        self.channels = 1 if first_mode in _GREY_MODES else 3
+        self.resolution = self._pixels(0, self.read(0)).shape[-1]
+        self.labels, self.label_names = _parse_labels(path, names, meta)
+        self.stored_hash = (meta or {}).get("ganforge", {}).get("content_hash")
+
+    def load(self, index: int) -> np.ndarray:
+        pixels = self._pixels(index, self.read(index))
+        if pixels.shape != (self.channels, self.resolution, self.resolution):
+            raise UserError(
+                f"--data: {self.path}/{self.names[index]}: size {pixels.shape[2]}x{pixels.shape[1]}, expected "
+                f"{self.resolution}x{self.resolution} like the first image; `ganforge dataset build` makes an archive"
+            )
+        return pixels
+
+    def _pixels(self, index: int, data: bytes) -> np.ndarray:
+        try:
+            return images.load_pixels(data, images.Conversion(channels=self.channels, transform="none"))
+        except images.BadImage as error:
+            raise self._bad(index, error) from None
+
+    def _bad(self, index: int, error: images.BadImage) -> UserError:
+        return UserError(
+            f"--data: {self.path}/{self.names[index]}: {error}; `ganforge dataset build --on-error skip` "
+            "makes an archive without the bad files"
+        )
+
+
+class FolderSource(_FileSource):
+    format = "folder"
+
+    def __init__(self, path: Path):
+        names = sorted(p.relative_to(path).as_posix() for p in path.rglob("*") if images.is_image_name(p.name))
+        meta_path = path / "dataset.json"
+        super().__init__(path, names, json.loads(meta_path.read_text()) if meta_path.is_file() else None)
+
+    def read(self, index: int) -> bytes:
+        return (self.path / self.names[index]).read_bytes()
+
+    def fallback_hash(self) -> str:
+        hasher = hashlib.sha256()
+        for index, name in enumerate(self.names):
+            data = self.read(index)
+            hasher.update(f"{name}\0{len(data)}\0".encode())
+            hasher.update(data)
+        return hasher.hexdigest()
+
+
+class ZipSource(_FileSource):
+    format = "zip"
+
+    def __init__(self, path: Path):
+        self.path, self._zip, self._pid = path, None, None
+        members = self._open().namelist()
+        names = sorted(name for name in members if images.is_image_name(name))
+        meta = json.loads(self._open().read("dataset.json")) if "dataset.json" in members else None
+        super().__init__(path, names, meta)
+
+    def _open(self) -> zipfile.ZipFile:
+        if self._pid != os.getpid():  # first use in this process (e.g. a freshly forked DataLoader worker)
+            self._zip, self._pid = zipfile.ZipFile(self.path), os.getpid()
+        return self._zip
+
+    def read(self, index: int) -> bytes:
+        return self._open().read(self.names[index])
+
+    def __getstate__(self):
+        return {**self.__dict__, "_zip": None, "_pid": None}
+
+    def fallback_hash(self) -> str:
+        hasher = hashlib.sha256()
+        for info in sorted(self._open().infolist(), key=lambda info: info.filename):
+            hasher.update(f"{info.filename}\0{info.file_size}\0{info.CRC}\0".encode())
+        return hasher.hexdigest()
+
+
+class FastSource:
+    format = "fast"
+
+    def __init__(self, path: Path):
+        try:
+            header = fastformat.read_header(path)
+        except (ValueError, KeyError, OSError) as error:
+            raise UserError(f"--data: {path}: damaged fast dataset ({error}); rebuild it") from None
+        self.path, self.header = path, header
+        self.channels, self.resolution = header["channels"], header["resolution"]
+        self.names = [f"image {i}" for i in range(header["count"])]
+        self.label_names = header["label_names"]
+        self.labels = fastformat.read_labels(path, header)
+        self.stored_hash = header["content_hash"]
+        self._images, self._pid = None, None
+
+    def load(self, index: int) -> np.ndarray:
+        if self._pid != os.getpid():
+            self._images, self._pid = fastformat.map_images(self.path, self.header), os.getpid()
+        return np.array(self._images[index])
+
+    def __getstate__(self):
+        return {**self.__dict__, "_images": None, "_pid": None}
+
+
+def _parse_labels(path: Path, names: list[str], meta: dict | None) -> tuple[np.ndarray | None, list[str]]:
+    """NVlabs' `labels` list -> class indices [N] (int) or label vectors [N, D] (float), plus label names."""
+    entries = (meta or {}).get("labels")
+    if not entries:
+        return None, []
+    table = {str(name).replace("\\", "/"): value for name, value in entries}
+    missing = [name for name in names if name not in table]
+    if missing:
+        raise UserError(*(f"--data: {path}/dataset.json: no label for {name}" for name in missing[:20]))
+    values = [table[name] for name in names]
+    if all(isinstance(value, int) for value in values):
+        labels = np.array(values, dtype=np.int64)
+        default_names = [str(i) for i in range(int(labels.max()) + 1)]
+        return labels, list(meta.get("label_names") or default_names)
+    labels = np.array(values, dtype=np.float32).reshape(len(values), -1)
+    return labels, [str(i) for i in range(labels.shape[1])]
+
+
+class ImageDataset(torch.utils.data.Dataset):
+    """Images as uint8 tensors [C, H, W] and labels as float32 vectors [label_dim] (one-hot for class labels).
+
+    With `mirror=True` the dataset has twice the images: index i >= N is image i - N flipped left-right.
+    """
+
+    def __init__(self, source, mirror: bool = False):
+        self.source, self.mirror = source, mirror
+        self.path, self.format = source.path, source.format
+        self.name = source.path.stem if source.path.is_file() else source.path.name
+        self.resolution, self.channels = source.resolution, source.channels
+        self.label_names = list(source.label_names)
+        self.label_dim = len(self.label_names)
+        self.raw_labels = source.labels  # class indices [N] or label vectors [N, D]; None without labels
+        self.num_raw = len(source.names)
+
+    def __len__(self) -> int:
+        return self.num_raw * (2 if self.mirror else 1)
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
+        raw = index % self.num_raw
+        pixels = self.source.load(raw)
+        if index >= self.num_raw:
+            pixels = np.ascontiguousarray(pixels[:, :, ::-1])
+        return torch.from_numpy(pixels), torch.from_numpy(self.label(raw))
+
+    def label(self, raw_index: int) -> np.ndarray:
+        vector = np.zeros(self.label_dim, dtype=np.float32)
+        if self.raw_labels is None:
+            return vector
+        if self.raw_labels.ndim == 2:
+            return self.raw_labels[raw_index].copy()
+        vector[self.raw_labels[raw_index]] = 1
+        return vector
+
+    @functools.cached_property
+    def content_hash(self) -> str:
+        """SHA-256 hex identifying the images and labels (see the module docstring for how each form derives it)."""
+        return self.source.stored_hash or self.source.fallback_hash()
+
+
+def open_source(path: Path):
+    if path.is_dir():
+        return FolderSource(path)
+    if zipfile.is_zipfile(path):
+        return ZipSource(path)
+    if fastformat.is_fast_file(path):
+        return FastSource(path)
+    if not path.exists():
+        raise UserError(f"--data: {path} does not exist")
+    raise UserError(f"--data: {path} is not a folder, a zip, or a ganforge fast dataset")
+
+
+def open_dataset(path, mirror: bool = False) -> ImageDataset:
+    """Open a folder of images, a zip (ours or NVlabs'), or a fast dataset; `mirror` adds x-flipped copies."""
+    return ImageDataset(open_source(Path(path)), mirror=mirror)

@@ -1,0 +1,108 @@
+"""The fast dataset format: one memory-mappable file of pre-decoded uint8 images (suffix `.gfd` by convention).
+
+Layout (all integers little-endian):
+
+    offset 0     8 bytes   magic b"GFFAST01"
+    offset 8     uint64    byte offset of the JSON header
+    offset 16    uint64    byte length of the JSON header
+    offset 4096  images    uint8 [count, channels, resolution, resolution], C order, no gaps
+    then         labels    int64 [count] class indices (absent when label_names is empty)
+    then         header    UTF-8 JSON: format, format_version, count, channels, resolution, label_names,
+                           content_hash, build (the options that made the file)
+
+The JSON header sits after the data because the image count is only known once every source file has been
+validated; the fixed prefix points at it. Images start page-aligned so np.memmap slices are aligned reads.
+`content_hash` is the format-independent hash of `content_hash()` below, the same for a zip built from the same
+images, so metric caches keyed by it survive a change of format.
+"""
+
+import hashlib
+import json
+import struct
+from pathlib import Path
+
+import numpy as np
+
+MAGIC = b"GFFAST01"
+DATA_OFFSET = 4096
+_PREFIX = struct.Struct("<8sQQ")
+
+
+def content_hash(channels: int, resolution: int, label_names: list[str], digests, labels: np.ndarray) -> str:
+    """SHA-256 over the shape, the label names, every image's own SHA-256 in order, and the int64 class indices.
+
+    Hashing per-image digests (rather than all pixels at once) lets parallel workers hash their images and lets
+    `verify` and the build agree without holding pixels in one place.
+    """
+    hasher = hashlib.sha256(json.dumps([channels, resolution, list(label_names)]).encode())
+    for item in digests:
+        hasher.update(item)
+    hasher.update(np.asarray(labels, dtype="<i8").tobytes())
+    return hasher.hexdigest()
+
+
+def is_fast_file(path: Path) -> bool:
+    if not path.is_file():
+        return False
+    with open(path, "rb") as file:
+        return file.read(len(MAGIC)) == MAGIC
+
+
+def read_header(path: Path) -> dict:
+    """The JSON header, with the byte offsets of the image and label arrays added; ValueError if malformed."""
+    with open(path, "rb") as file:
+        magic, offset, length = _PREFIX.unpack(file.read(_PREFIX.size))
+        if magic != MAGIC:
+            raise ValueError("not a ganforge fast dataset (bad magic bytes)")
+        file.seek(offset)
+        header = json.loads(file.read(length).decode())
+    image_bytes = header["count"] * header["channels"] * header["resolution"] ** 2
+    header["images_offset"] = DATA_OFFSET
+    header["labels_offset"] = DATA_OFFSET + image_bytes
+    labels_end = header["labels_offset"] + (8 * header["count"] if header["label_names"] else 0)
+    if labels_end != offset:
+        raise ValueError(f"header says {header['count']} images but the data section ends at byte {offset}")
+    return header
+
+
+def map_images(path: Path, header: dict) -> np.memmap:
+    shape = (header["count"], header["channels"], header["resolution"], header["resolution"])
+    return np.memmap(path, dtype=np.uint8, mode="r", offset=header["images_offset"], shape=shape)
+
+
+def read_labels(path: Path, header: dict) -> np.ndarray | None:
+    if not header["label_names"]:
+        return None
+    labels = np.memmap(path, dtype="<i8", mode="r", offset=header["labels_offset"], shape=(header["count"],))
+    return np.array(labels, dtype=np.int64)
+
+
+class FastWriter:
+    """Streams images into a fast file: `add()` one [C, R, R] image at a time, then `finish()` once."""
+
+    def __init__(self, path: Path, channels: int, resolution: int):
+        self.path = path
+        self.channels, self.resolution = channels, resolution
+        self.count = 0
+        self._file = open(path, "wb")  # noqa: SIM115 -- closed by finish()/close(), it outlives this call
+        self._file.write(b"\0" * DATA_OFFSET)
+
+    def add(self, pixels: np.ndarray) -> None:
+        assert pixels.shape == (self.channels, self.resolution, self.resolution) and pixels.dtype == np.uint8
+        self._file.write(np.ascontiguousarray(pixels).tobytes())
+        self.count += 1
+
+    def finish(self, labels: np.ndarray | None, header: dict) -> None:
+        """Append the labels and the JSON header (`label_names`, `content_hash`, `build`), then close the file."""
+        if labels is not None:
+            self._file.write(np.asarray(labels, dtype="<i8").tobytes())
+        offset = self._file.tell()
+        shape = {"count": self.count, "channels": self.channels, "resolution": self.resolution}
+        text = json.dumps({"format": "ganforge-fast", "format_version": 1, **shape, **header}, indent=1).encode()
+        self._file.write(text)
+        self._file.seek(0)
+        self._file.write(_PREFIX.pack(MAGIC, offset, len(text)))
+        self.close()
+
+    def close(self) -> None:
+        self._file.close()

@@ -1,0 +1,166 @@
+"""Decode, validate and convert one image: the pure, picklable per-file work of the dataset tool and readers.
+
+Everything here works on bytes and numpy arrays (no torch), so `dataset build` can run it in a process pool.
+A problem with a file is raised as `BadImage(reason)`; the caller attaches the file name.
+"""
+
+import dataclasses
+import hashlib
+import io
+import warnings
+
+import numpy as np
+from PIL import Image, ImageOps
+
+# Suffixes the tool reads; anything else in a source folder or zip (labels.csv, dataset.json, .DS_Store) is ignored.
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff")
+TRANSFORMS = ("center-crop", "center-crop-wide", "pad", "none")
+RESIZE_FILTERS = {
+    "box": Image.Resampling.BOX,
+    "lanczos": Image.Resampling.LANCZOS,
+    "bicubic": Image.Resampling.BICUBIC,
+}
+# Transparent pixels are composited on white: transparent images are mostly logos, icons and cut-out products drawn
+# for a light page, where black would swallow dark strokes. `--transform pad` fills with black, NVlabs' convention.
+ALPHA_BACKGROUND = 255
+PAD_FILL = 0
+_ALPHA_MODES = ("RGBA", "RGBa", "LA", "La", "PA")
+_SIXTEEN_BIT_MODES = ("I;16", "I;16L", "I;16B", "I;16N", "I")
+
+
+class BadImage(Exception):
+    """A file that cannot become a training image; the message is the reason shown to the user."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Conversion:
+    """How every image of a dataset is brought to one shape: `resolution` None keeps the decoded size."""
+
+    channels: int = 3
+    resolution: int | None = None
+    transform: str = "center-crop"
+    resize_filter: str = "lanczos"
+
+
+def is_image_name(name: str) -> bool:
+    return name.lower().endswith(IMAGE_SUFFIXES)
+
+
+def decode(data: bytes) -> Image.Image:
+    """Fully decode `data`, rejecting empty, unidentifiable, truncated, corrupt and decompression-bomb files.
+
+    PIL's LOAD_TRUNCATED_IMAGES stays off, so a truncated file raises instead of decoding as grey padding; verify()
+    additionally checks PNG chunk checksums and the end marker, which load() alone does not reach.
+    """
+    if not data:
+        raise BadImage("empty file (0 bytes)")
+    with warnings.catch_warnings():
+        # PIL only warns between MAX_IMAGE_PIXELS and twice that; a bomb is a bomb either way.
+        warnings.simplefilter("error", Image.DecompressionBombWarning)
+        try:
+            Image.open(io.BytesIO(data)).verify()
+            image = Image.open(io.BytesIO(data))
+            image.load()
+        except (Image.DecompressionBombError, Image.DecompressionBombWarning) as error:
+            raise BadImage(f"decompression bomb: {error}") from None
+        except Image.UnidentifiedImageError:
+            raise BadImage("not an image PIL can identify (wrong suffix, or not an image at all)") from None
+        except (OSError, SyntaxError, ValueError, EOFError) as error:
+            raise BadImage(f"undecodable or truncated: {error}") from None
+    return image
+
+
+def to_array(image: Image.Image, channels: int) -> np.ndarray:
+    """EXIF orientation, mode conversion and alpha compositing -> uint8 array [H, W, channels]."""
+    image = ImageOps.exif_transpose(image)
+    if image.mode in _SIXTEEN_BIT_MODES:
+        image = _sixteen_to_eight_bit(image)
+    if image.mode == "P":
+        image = image.convert("RGBA" if "transparency" in image.info else "RGB")
+    if image.mode in _ALPHA_MODES:
+        rgba = image.convert("RGBA")
+        background = Image.new("RGBA", rgba.size, (ALPHA_BACKGROUND,) * 3 + (255,))
+        image = Image.alpha_composite(background, rgba).convert("RGB")
+    if image.mode not in ("1", "L", "RGB", "CMYK", "YCbCr"):
+        raise BadImage(f"unsupported image mode {image.mode}")
+    image = image.convert("L" if channels == 1 else "RGB")
+    return np.asarray(image).reshape(image.height, image.width, channels)
+
+
+def _sixteen_to_eight_bit(image: Image.Image) -> Image.Image:
+    """Rescale 16-bit grey to 8 bits; PIL's convert("L") would clip everything above 255 to white."""
+    values = np.asarray(image).astype(np.int64)
+    if values.min() < 0 or values.max() > 65535:
+        raise BadImage(f"unsupported image mode {image.mode} (values outside 0..65535)")
+    return Image.fromarray(((values * 255 + 32767) // 65535).astype(np.uint8), mode="L")
+
+
+def fit(pixels: np.ndarray, conversion: Conversion) -> np.ndarray:
+    """Crop/pad and resize [H, W, C] to [R, R, C]; refuse to upscale (an image smaller than R is a bad file)."""
+    height, width = pixels.shape[:2]
+    size = conversion.resolution
+    if conversion.transform == "none":
+        if size is None:
+            if height != width or width < 4 or width & (width - 1):
+                raise BadImage(f"size {width}x{height} is not square with a power-of-two side >= 4; pass --resolution")
+            return pixels
+        if (width, height) != (size, size):
+            raise BadImage(f"size {width}x{height} is not {size}x{size}; pass --transform center-crop or pad")
+        return pixels
+    image = Image.fromarray(pixels.squeeze(-1) if pixels.shape[-1] == 1 else pixels)
+    image = _CROPPERS[conversion.transform](image, size, RESIZE_FILTERS[conversion.resize_filter])
+    return np.asarray(image).reshape(size, size, pixels.shape[-1])
+
+
+def _center_crop(image: Image.Image, size: int, resample) -> Image.Image:
+    side = min(image.size)
+    if side < size:
+        raise BadImage(f"too small: {image.width}x{image.height}, shorter side < --resolution {size}")
+    left, top = (image.width - side) // 2, (image.height - side) // 2
+    return image.crop((left, top, left + side, top + side)).resize((size, size), resample)
+
+
+def _center_crop_wide(image: Image.Image, size: int, resample) -> Image.Image:
+    """A centred 2:1 band scaled to R x R/2 and padded to R x R (the StyleGAN2 paper's LSUN Car layout)."""
+    if image.width < size or image.height < size // 2:
+        raise BadImage(f"too small: {image.width}x{image.height} < {size}x{size // 2} (--transform center-crop-wide)")
+    width = min(image.width, 2 * image.height)
+    height = width // 2
+    left, top = (image.width - width) // 2, (image.height - height) // 2
+    band = image.crop((left, top, left + width, top + height)).resize((size, size // 2), resample)
+    canvas = Image.new(image.mode, (size, size), PAD_FILL)
+    canvas.paste(band, (0, (size - size // 2) // 2))
+    return canvas
+
+
+def _pad(image: Image.Image, size: int, resample) -> Image.Image:
+    """Scale the longer side to R (keeping the aspect ratio) and centre on a square canvas."""
+    longer = max(image.size)
+    if longer < size:
+        raise BadImage(f"too small: {image.width}x{image.height}, longer side < --resolution {size}")
+    width = max(1, round(image.width * size / longer))
+    height = max(1, round(image.height * size / longer))
+    canvas = Image.new(image.mode, (size, size), PAD_FILL)
+    canvas.paste(image.resize((width, height), resample), ((size - width) // 2, (size - height) // 2))
+    return canvas
+
+
+_CROPPERS = {"center-crop": _center_crop, "center-crop-wide": _center_crop_wide, "pad": _pad}
+
+
+def load_pixels(data: bytes, conversion: Conversion) -> np.ndarray:
+    """File bytes -> validated uint8 array [C, H, W], the layout of every ganforge archive and of the training batch."""
+    return np.array(fit(to_array(decode(data), conversion.channels), conversion).transpose(2, 0, 1), order="C")
+
+
+def digest(pixels: np.ndarray) -> bytes:
+    """SHA-256 of one [C, H, W] uint8 image; duplicates are equal digests, content hashes are built from them."""
+    return hashlib.sha256(np.ascontiguousarray(pixels).tobytes()).digest()
+
+
+def encode_png(pixels: np.ndarray) -> bytes:
+    """[C, H, W] uint8 -> PNG bytes, zlib level 0 as NVlabs' dataset_tool writes them: decoding skips inflate work."""
+    image = Image.fromarray(pixels[0] if pixels.shape[0] == 1 else pixels.transpose(1, 2, 0))
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG", compress_level=0, optimize=False)
+    return buffer.getvalue()

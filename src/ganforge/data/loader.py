@@ -1,0 +1,109 @@
+"""Batches for training: DataLoader workers produce uint8 batches in the sampler's order, a prefetcher moves the next
+batch to the device while the current one trains, and converts it to float in [-1, 1] there.
+
+The uint8 -> float conversion happens on the device (4x less host-to-device traffic than float32) and is the same
+expression on CPU and CUDA, so both give identical numbers.
+"""
+
+import contextlib
+
+import torch
+
+from ganforge.data.sampler import InfiniteSampler
+from ganforge.errors import UserError
+
+# A worker that delivers nothing for this long is stuck (hung network filesystem, deadlock), not slow.
+DEFAULT_TIMEOUT_S = 600.0
+_WORKER_DIED = (
+    "data loader: a DataLoader worker died ({error}). The usual cause is exhausted shared memory (/dev/shm): in "
+    "Docker pass --shm-size=16g or --ipc=host (Kubernetes: mount an emptyDir with medium: Memory at /dev/shm), "
+    "or use fewer --workers"
+)
+_TIMED_OUT = (
+    "data loader: no batch from the workers for {seconds:.0f} s; the dataset storage is too slow or a worker hung. "
+    "Copy the dataset to local disk, or use fewer --workers"
+)
+
+
+def to_float(images: torch.Tensor) -> torch.Tensor:
+    """uint8 [0, 255] -> float32 [-1, 1], the generator's output range."""
+    return images.to(torch.float32) / 127.5 - 1
+
+
+class DeviceLoader:
+    """Iterator of (images float32 [N, C, H, W] in [-1, 1], labels float32 [N, label_dim]) on `device`.
+
+    On CUDA, batch k+1 is copied on a side stream while the caller uses batch k; the caller's stream waits for the
+    copy before it sees the tensors, and record_stream keeps the allocator from reusing their memory early.
+    """
+
+    def __init__(self, batches, device: torch.device, timeout_s: float):
+        self._batches, self._device, self._timeout_s = iter(batches), device, timeout_s
+        self._stream = torch.cuda.Stream(device) if device.type == "cuda" else None
+        self._pending = None
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> tuple[torch.Tensor, torch.Tensor]:
+        if self._pending is None:
+            self._pending = self._fetch()
+        ready = self._pending
+        if self._stream is not None:
+            current = torch.cuda.current_stream(self._device)
+            current.wait_stream(self._stream)
+            for tensor in ready:
+                tensor.record_stream(current)
+        self._pending = self._fetch()
+        return ready
+
+    def _fetch(self) -> tuple[torch.Tensor, torch.Tensor]:
+        images, labels = self._next_host_batch()
+        context = torch.cuda.stream(self._stream) if self._stream is not None else contextlib.nullcontext()
+        with context:
+            images = to_float(images.to(self._device, non_blocking=True))
+            labels = labels.to(self._device, non_blocking=True)
+        return images, labels
+
+    def _next_host_batch(self):
+        try:
+            return next(self._batches)
+        except RuntimeError as error:
+            # DataLoader reports dead and stuck workers only as RuntimeError text; these are its two phrasings.
+            message = str(error)
+            if "DataLoader worker" in message:
+                raise UserError(_WORKER_DIED.format(error=message.splitlines()[0])) from error
+            if "DataLoader timed out" in message:
+                raise UserError(_TIMED_OUT.format(seconds=self._timeout_s)) from error
+            raise
+
+
+def make_loader(
+    dataset,
+    batch_gpu: int,
+    seed: int = 0,
+    rank: int = 0,
+    world_size: int = 1,
+    start: int = 0,
+    workers: int = 2,
+    device: torch.device | str = "cpu",
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> DeviceLoader:
+    """An endless iterator of this rank's micro-batches, beginning at global image position `start`.
+
+    Workers are persistent and batches land in pinned memory when the device is CUDA. The batch order depends only on
+    (seed, start, rank, world_size, batch_gpu), never on `workers`.
+    """
+    device = torch.device(device)
+    sampler = InfiniteSampler(len(dataset), seed=seed, rank=rank, world_size=world_size, start=start)
+    loader = torch.utils.data.DataLoader(
+        dataset,
+        batch_size=batch_gpu,
+        sampler=sampler,
+        num_workers=workers,
+        pin_memory=device.type == "cuda",
+        persistent_workers=workers > 0,
+        prefetch_factor=4 if workers > 0 else None,
+        timeout=timeout_s if workers > 0 else 0,
+    )
+    return DeviceLoader(loader, device, timeout_s)

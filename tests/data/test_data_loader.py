@@ -1,0 +1,68 @@
+import os
+import signal
+
+import numpy as np
+import pytest
+import torch
+from data_testfiles import write_nvlabs_zip
+
+from ganforge.data import make_loader, open_dataset
+from ganforge.data.sampler import InfiniteSampler
+from ganforge.errors import UserError
+
+
+@pytest.fixture
+def dataset(tmp_path):
+    rng = np.random.default_rng(0)
+    source = [rng.integers(0, 256, (8, 8, 3), dtype=np.uint8) for _ in range(9)]
+    return open_dataset(write_nvlabs_zip(tmp_path / "x.zip", source, [i % 3 for i in range(9)]), mirror=True)
+
+
+def batches(loader, count):
+    return [next(loader) for _ in range(count)]
+
+
+def test_batches_follow_the_sampler_and_convert_to_minus_one_one(dataset):
+    images, labels = next(make_loader(dataset, 4, seed=5, workers=0))
+    indices = [i for i, _ in zip(InfiniteSampler(len(dataset), seed=5), range(4), strict=False)]
+    expected = torch.stack([dataset[i][0] for i in indices]).float() / 127.5 - 1
+    assert images.dtype == torch.float32 and images.shape == (4, 3, 8, 8)
+    assert torch.equal(images, expected)
+    assert torch.equal(labels, torch.stack([dataset[i][1] for i in indices]))
+    assert images.min() >= -1 and images.max() <= 1
+
+
+def test_first_batches_identical_with_0_and_2_workers(dataset):
+    serial = batches(make_loader(dataset, 3, seed=1, workers=0), 4)
+    parallel = batches(make_loader(dataset, 3, seed=1, workers=2, timeout_s=60), 4)
+    for (a, la), (b, lb) in zip(serial, parallel, strict=True):
+        assert torch.equal(a, b) and torch.equal(la, lb)
+
+
+def test_two_ranks_together_see_the_one_rank_batch(dataset):
+    single = next(make_loader(dataset, 4, seed=2, workers=0))[0]
+    halves = [next(make_loader(dataset, 2, seed=2, rank=r, world_size=2, workers=0))[0] for r in range(2)]
+    assert torch.equal(torch.stack([halves[0][0], halves[1][0], halves[0][1], halves[1][1]]), single)
+
+
+def test_resume_position_continues_the_sequence(dataset):
+    loader = make_loader(dataset, 2, seed=3, workers=0)
+    first_three = batches(loader, 3)
+    resumed = next(make_loader(dataset, 2, seed=3, workers=0, start=4))
+    assert torch.equal(resumed[0], first_three[2][0])
+
+
+class _DyingDataset(torch.utils.data.Dataset):
+    """Kills its worker process the way an exhausted /dev/shm does (SIGBUS)."""
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, index):
+        os.kill(os.getpid(), signal.SIGBUS)
+        return torch.zeros(3, 4, 4, dtype=torch.uint8), torch.zeros(0)
+
+
+def test_dead_worker_names_shm_size_and_ipc_host():
+    with pytest.raises(UserError, match=r"--shm-size.*--ipc=host"):
+        next(make_loader(_DyingDataset(), 2, workers=1, timeout_s=30))
