@@ -1,0 +1,150 @@
+"""One metrics run's sources and shared state: the real and fake image streams, the Inception network (loaded once,
+on first use), features already computed in this run, and the on-disk cache of the reals' statistics."""
+
+import dataclasses
+import warnings
+from pathlib import Path
+
+import torch
+
+from ganforge import dist
+from ganforge.errors import UserError
+from ganforge.metrics import inception
+from ganforge.metrics.features import (
+    FeatureStats,
+    cache_path,
+    dataset_batches,
+    dataset_subset,
+    generator_batches,
+    progress,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class MetricOptions:
+    """How metrics are computed. Counts left at None keep each metric's own (its name says them)."""
+
+    device: str | torch.device = "cpu"
+    batch_size: int = 32  # images per forward pass of the generator and of the Inception network
+    seed: int = 0  # fixes latents, labels, noise, real subsets, patch positions and KID subsets
+    workers: int = 0  # DataLoader worker processes for reading images
+    num_gen: int | None = None  # replaces each metric's number of fake images (tiny tests, quick looks)
+    num_real: int | None = None  # caps each metric's number of real images
+    inception: str | Path | None = None  # weights file; None searches (see inception.resolve_weights)
+    cache_dir: str | Path | None = None  # None: $GANFORGE_CACHE or ~/.cache/ganforge
+    progress: bool = True
+
+
+def open_images(source, flag: str):
+    """A dataset object as it is, or a path opened with ganforge.data.open_dataset."""
+    if hasattr(source, "content_hash") and hasattr(source, "__getitem__"):
+        return source
+    from ganforge.data import open_dataset
+
+    if not Path(source).exists():
+        raise UserError(f"{flag}: no such file or folder: {source}")
+    return open_dataset(source)
+
+
+class Evaluator:
+    """Images and Inception features of the reals (`real`) and the fakes (`generator` or a `fake` image set)."""
+
+    def __init__(self, real, generator=None, fake=None, options: MetricOptions | None = None, capture_all=False):
+        """`capture_all`: keep every feature vector from the start, when a later metric of the run will need them."""
+        if (generator is None) == (fake is None):
+            raise UserError("give exactly one source of fake images: --network SNAPSHOT or --fake DIR_OR_ZIP")
+        self.options = options or MetricOptions()
+        self.device = torch.device(self.options.device)
+        self.real = open_images(real, "--data/--real")
+        self.generator = generator
+        self.fake = None if fake is None else open_images(fake, "--fake")
+        self.real_shape = (self.real.channels, self.real.resolution, self.real.resolution)
+        if generator is not None:
+            self.fake_shape = (generator.img_channels, generator.resolution, generator.resolution)
+            if generator.c_dim not in (0, self.real.label_dim):
+                raise UserError(
+                    f"--data: the generator is conditional on {generator.c_dim} classes but the dataset has "
+                    f"{self.real.label_dim} label dimensions; use the dataset it was trained on"
+                )
+        else:
+            self.fake_shape = (self.fake.channels, self.fake.resolution, self.fake.resolution)
+        self.capture_all = capture_all
+        self._net = None
+        self._memo: dict[tuple[str, int], FeatureStats | None] = {}
+
+    def real_count(self, nominal: int | None) -> int:
+        """Real images a metric uses: its nominal count (None: all), capped by --num-real and the dataset size."""
+        caps = [len(self.real), nominal, self.options.num_real]
+        return min(c for c in caps if c is not None)
+
+    def fake_count(self, nominal: int) -> int:
+        """Fake images a metric uses: --num-gen, else the nominal count; a fake image set caps it with a warning."""
+        count = self.options.num_gen or nominal
+        if self.fake is not None and len(self.fake) < count:
+            message = f"--fake: {len(self.fake)} images, fewer than the {count} asked for; using them all"
+            warnings.warn(message, stacklevel=2)
+            count = len(self.fake)
+        return count
+
+    def real_images(self, count: int):
+        indices, _ = dataset_subset(self.real, count, self.options.seed)
+        batches = dataset_batches(self.real, indices, self.options.batch_size, self.options.workers)
+        return progress(batches, count, "reals", self.options.progress)
+
+    def fake_images(self, count: int):
+        opts = self.options
+        if self.generator is None:
+            indices, _ = dataset_subset(self.fake, count, opts.seed)
+            batches = dataset_batches(self.fake, indices, opts.batch_size, opts.workers)
+        else:
+            batches = generator_batches(self.generator, count, opts.batch_size, self.device, opts.seed, self.real)
+        return progress(batches, count, "fakes", opts.progress)
+
+    def inception(self) -> inception.InceptionFeatures:
+        if self._net is None:
+            self._net = inception.load_inception(self.options.inception, self.device, self.options.cache_dir)
+        return self._net
+
+    def _features(self, images, count: int, capture_all: bool) -> FeatureStats:
+        net = self.inception()
+        stats = FeatureStats(inception.FEATURE_DIM, capture_all, self.device)
+        for batch in images:
+            stats.append(net(batch.to(self.device)))
+        return stats.finalize(count)
+
+    def _memoized(self, which: str, count: int, capture_all: bool) -> FeatureStats | None:
+        stats = self._memo.get((which, count))
+        return stats if stats is not None and (stats.all is not None or not capture_all) else None
+
+    def fake_features(self, nominal: int, capture_all: bool) -> FeatureStats:
+        count, capture_all = self.fake_count(nominal), capture_all or self.capture_all
+        stats = self._memoized("fake", count, capture_all)
+        if stats is None:
+            stats = self._features(self.fake_images(count), count, capture_all)
+            self._memo["fake", count] = stats
+        return stats
+
+    def real_features(self, nominal: int | None, capture_all: bool) -> FeatureStats | None:
+        """The reals' statistics from this run, the disk cache or the images; None on other ranks after a cache hit."""
+        count, capture_all = self.real_count(nominal), capture_all or self.capture_all
+        # Rank 0 decides (memo, then disk cache) and tells the others, so that all ranks join the same computations.
+        memo = self._memoized("real", count, capture_all) if dist.is_main() else None
+        if dist.broadcast_object(memo is not None):
+            return memo
+        _, subset = dataset_subset(self.real, count, self.options.seed)
+        key = {
+            "content_hash": self.real.content_hash,
+            "protocol": inception.PROTOCOL,
+            "network": inception.INCEPTION_SHA256,
+            "subset": subset,
+            "count": count,
+        }
+        cache_dir = Path(self.options.cache_dir) if self.options.cache_dir else inception.default_cache_dir()
+        path = cache_path(cache_dir, self.real.name, key)
+        stats = FeatureStats.load(path, capture_all, self.device) if dist.is_main() and path.is_file() else None
+        if not dist.broadcast_object(stats is not None):
+            stats = self._features(self.real_images(count), count, capture_all)
+            if dist.is_main():
+                stats.save(path, key)
+        self._memo["real", count] = stats
+        return stats

@@ -1,0 +1,99 @@
+"""The metrics by name, and computing them into result records (STYLE 17: small functions in a registry)."""
+
+import dataclasses
+import time
+import types
+from collections.abc import Callable
+
+from ganforge import dist
+from ganforge.errors import UserError
+from ganforge.metrics import inception, swd
+from ganforge.metrics.evaluator import Evaluator, MetricOptions
+from ganforge.metrics.fid import fid
+from ganforge.metrics.kid import kid
+from ganforge.metrics.pr import pr
+
+
+@dataclasses.dataclass(frozen=True)
+class MetricSpec:
+    """A named metric: `fn(evaluator, num_real, num_gen, **kwargs)`; num_real None means every real image."""
+
+    name: str
+    fn: Callable
+    num_real: int | None
+    num_gen: int
+    protocol: str
+    feature_network: str | None
+    needs_all_features: bool = False  # KID and PR need every feature vector, FID only their moments
+    kwargs: types.MappingProxyType = dataclasses.field(default_factory=lambda: types.MappingProxyType({}))
+
+
+def _inception_metric(name: str, fn: Callable, num_real: int | None, num_gen: int, **kwargs) -> MetricSpec:
+    protocol, network, needs_all = inception.PROTOCOL, inception.FEATURE_NETWORK, fn is not fid
+    return MetricSpec(name, fn, num_real, num_gen, protocol, network, needs_all, types.MappingProxyType(kwargs))
+
+
+# Names as in the field (stylegan2-ada): "_full" compares with the whole dataset, "50k" is the number of fakes.
+METRICS = types.MappingProxyType(
+    {
+        spec.name: spec
+        for spec in (
+            _inception_metric("fid50k_full", fid, None, 50_000),
+            _inception_metric("fid50k", fid, 50_000, 50_000),
+            _inception_metric("fid10k", fid, 10_000, 10_000),
+            _inception_metric("fid10k_full", fid, None, 10_000),
+            _inception_metric("kid50k_full", kid, None, 50_000, num_subsets=100, subset_size=1000),
+            _inception_metric("pr50k3_full", pr, None, 50_000, k=3),
+            MetricSpec("swd16k", swd.swd, 16_384, 16_384, swd.PROTOCOL, None),
+        )
+    }
+)
+
+
+def check_names(names: list[str]) -> None:
+    """One UserError naming every unknown metric and the known ones."""
+    unknown = [n for n in names if n not in METRICS]
+    if unknown or not names:
+        known = ", ".join(METRICS)
+        raise UserError(*[f"--metrics: unknown metric {n!r}; choose from {known}" for n in unknown or ["(none)"]])
+
+
+def _record(spec: MetricSpec, out: dict, ev: Evaluator, seconds: float) -> dict:
+    """The result record: values keyed by metric name (NVlabs' style), protocol, counts, seed, time."""
+    if "value" in out:
+        results = {spec.name: out["value"]}
+    else:
+        results = {f"{spec.name}_{key}": value for key, value in out["results"].items()}
+    record = {"metric": spec.name, "results": results}
+    if "value" in out:
+        record["value"] = out["value"]
+    record |= {"protocol": spec.protocol, "feature_network": spec.feature_network} | out.get("extra", {})
+    record |= {"num_real": out["num_real"], "num_fake": out["num_fake"], "seed": ev.options.seed}
+    record |= {"real": str(ev.real.name), "fake": "generator" if ev.fake is None else str(ev.fake.name)}
+    return record | {"seconds": round(seconds, 3)}
+
+
+def compute_metrics(names, generator=None, real=None, fake=None, **options) -> list[dict]:
+    """Compute each named metric between `real` (dataset or path) and `generator` or `fake` (dataset or path).
+
+    Keyword options are MetricOptions fields (device, batch_size, seed, num_gen, num_real, inception, cache_dir, ...).
+    Metrics share one Inception network and the features already computed. Every rank must call this (collective);
+    every rank gets the same records.
+    """
+    names = list(names)
+    check_names(names)
+    capture_all = any(METRICS[name].needs_all_features for name in names)
+    ev = Evaluator(real, generator=generator, fake=fake, options=MetricOptions(**options), capture_all=capture_all)
+    records = []
+    for name in names:
+        spec = METRICS[name]
+        start = time.monotonic()
+        out = spec.fn(ev, spec.num_real, spec.num_gen, **spec.kwargs)
+        record = _record(spec, out, ev, time.monotonic() - start) if dist.is_main() else None
+        records.append(dist.broadcast_object(record))
+    return records
+
+
+def compute_metric(name: str, generator=None, real=None, fake=None, **options) -> dict:
+    """One metric's result record; see compute_metrics."""
+    return compute_metrics([name], generator=generator, real=real, fake=fake, **options)[0]
