@@ -1,0 +1,59 @@
+"""Two gloo processes: rank 0 writes, both learn the outcome, and a failed write raises on every rank."""
+
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+
+_WORKER = textwrap.dedent(
+    """
+    import errno, sys
+    from pathlib import Path
+    from ganforge import checkpoint, dist
+    from ganforge.checkpoint import store
+
+    dist.init("cpu")
+    ckpt_dir = Path(sys.argv[1])
+    keep = checkpoint.Retention(keep_last=2)
+    path = checkpoint.save(ckpt_dir, {"rank": dist.rank()}, tag="1000", retention=keep)
+    assert path == ckpt_dir / "ckpt-000001000", path
+    if dist.rank() == 0:
+        def full(path, data):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        store.write_file = full
+    try:
+        checkpoint.save(ckpt_dir, {"rank": dist.rank()}, tag="2000", retention=keep)
+    except checkpoint.CheckpointWriteError as error:
+        print(f"rank {dist.rank()} raised: {error}")
+    state = checkpoint.load_latest(ckpt_dir)
+    print(f"rank {dist.rank()} loaded the state of rank {state['rank']}")
+    dist.shutdown()
+    """
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_only_rank0_writes_and_a_failure_reaches_every_rank(tmp_path):
+    env = dict(os.environ, WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()))
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _WORKER, str(tmp_path)],
+            env=dict(env, RANK=str(r), LOCAL_RANK=str(r)),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for r in range(2)
+    ]
+    outputs = [p.communicate(timeout=120)[0] for p in procs]
+    for rank, (proc, out) in enumerate(zip(procs, outputs, strict=True)):
+        assert proc.returncode == 0, out
+        assert f"rank {rank} raised: checkpoint {tmp_path}/ckpt-000002000: writing failed" in out, out
+        assert f"rank {rank} loaded the state of rank 0" in out, out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt-000001000", "latest"]

@@ -1,0 +1,100 @@
+import random
+
+import numpy as np
+import pytest
+import torch
+from conftest import _train_a_little, assert_same, make_state
+
+from ganforge import checkpoint
+
+
+def test_realistic_state_round_trips_bitwise_with_int_keys_and_tuples(tmp_path, state):
+    path = checkpoint.save(tmp_path, state, tag="1000", retention=checkpoint.Retention())
+    assert path == tmp_path / "ckpt-000001000"
+    loaded = checkpoint.load(path)
+    assert_same(state, loaded)
+    assert list(loaded["opt_G"]["state"]) == [0, 1, 2, 3]  # int parameter indices, not "0".."3"
+    assert loaded["opt_G"]["param_groups"][0]["betas"] == (0.0, 0.99)
+    assert_same(checkpoint.load_latest(tmp_path), loaded)
+    assert (tmp_path / "latest").read_text().strip() == path.name
+
+
+def test_odd_values_round_trip(tmp_path):
+    base = torch.arange(12, dtype=torch.float32)
+    odd = {
+        "nonfinite": [float("nan"), float("inf"), float("-inf"), -0.0, 1e-310],
+        "dtypes": [
+            torch.ones(2, dtype=d) for d in (torch.bfloat16, torch.float16, torch.int64, torch.uint8, torch.bool)
+        ],
+        "scalar": torch.tensor(3.5, dtype=torch.float64),
+        "empty": [torch.empty(0), torch.empty(0, 3), {}, [], ()],
+        "views": {"whole": base, "slice": base[2:5], "transposed": base.view(3, 4).t()},
+        "mixed_keys": {1: "int", "1": "str", "__tensor__": "marker-looking key"},
+        "nested": {0: {1: (2, [3, {"a": None}])}},
+        "huge_int": 2**70,
+        "same/name": torch.ones(1),
+        "same": {"name": torch.zeros(1)},  # flattens to the same readable tensor name as the entry above
+        "unicode": "ümlaut ✓",
+    }
+    loaded = checkpoint.load(checkpoint.save(tmp_path, odd, tag="0", retention=checkpoint.Retention()))
+    assert_same(odd, loaded)
+
+
+def test_loaded_optimizer_continues_exactly_like_the_original(tmp_path):
+    net, opt = _train_a_little(0)
+    path = checkpoint.save(
+        tmp_path, {"net": net.state_dict(), "opt": opt.state_dict()}, tag="5", retention=checkpoint.Retention()
+    )
+    loaded = checkpoint.load(path)
+    net2, opt2 = _train_a_little(7)  # different weights and moments, overwritten from the checkpoint
+    net2.load_state_dict(loaded["net"])
+    opt2.load_state_dict(loaded["opt"])
+    x = torch.randn(6, 4)
+    for model, optimizer in ((net, opt), (net2, opt2)):
+        optimizer.zero_grad()
+        model(x).square().mean().backward()
+        optimizer.step()
+    assert_same(net.state_dict(), net2.state_dict())
+    assert_same(opt.state_dict(), opt2.state_dict())
+
+
+def test_rng_capture_restore_through_a_checkpoint(tmp_path):
+    random.gauss(0, 1)  # leaves a cached Gaussian in Python's generator
+    np.random.standard_normal()  # and in NumPy's legacy generator
+    path = checkpoint.save(tmp_path, {"rng": checkpoint.capture_rng()}, tag="1", retention=checkpoint.Retention())
+    expected = (random.random(), random.gauss(0, 1), np.random.standard_normal(3).tolist(), torch.rand(3).tolist())
+    random.seed(99)
+    np.random.seed(99)
+    torch.manual_seed(99)
+    checkpoint.restore_rng(checkpoint.load(path)["rng"])
+    again = (random.random(), random.gauss(0, 1), np.random.standard_normal(3).tolist(), torch.rand(3).tolist())
+    assert again == expected
+
+
+def test_unsupported_values_fail_at_save_naming_where(tmp_path):
+    with pytest.raises(TypeError, match="augment/p"):
+        checkpoint.save(tmp_path, {"augment": {"p": np.int64(3)}}, tag="1", retention=checkpoint.Retention())
+    with pytest.raises(TypeError, match="key"):
+        checkpoint.save(tmp_path, {"loop": {(1, 2): 3}}, tag="1", retention=checkpoint.Retention())
+    assert checkpoint.list_checkpoints(tmp_path) == []
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_newer_checkpoint_wins_and_same_tag_replaces(tmp_path):
+    for nimg in (64, 1000, 128):
+        checkpoint.save(tmp_path, make_state(nimg), tag=str(nimg), retention=checkpoint.Retention(keep_last=5))
+    assert checkpoint.load_latest(tmp_path)["loop"]["cur_nimg"] == 1000
+    replacement = make_state(1000)
+    replacement["config_hash"] = "replaced"
+    checkpoint.save(tmp_path, replacement, tag="1000", retention=checkpoint.Retention(keep_last=5))
+    assert checkpoint.load_latest(tmp_path)["config_hash"] == "replaced"
+    assert [p.name for p in checkpoint.list_checkpoints(tmp_path)] == [
+        "ckpt-000000064",
+        "ckpt-000000128",
+        "ckpt-000001000",
+    ]
+
+
+def test_missing_folder_means_nothing_to_resume(tmp_path):
+    assert checkpoint.load_latest(tmp_path / "nope") is None
+    assert checkpoint.find_latest(tmp_path) is None
