@@ -6,7 +6,7 @@ import pickle
 
 import pytest
 import torch
-from conftest import make_state
+from checkpoint_helpers import make_state
 
 from ganforge import checkpoint
 from ganforge.errors import UserError

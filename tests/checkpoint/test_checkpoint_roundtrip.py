@@ -3,12 +3,13 @@ import random
 import numpy as np
 import pytest
 import torch
-from conftest import _train_a_little, assert_same, make_state
+from checkpoint_helpers import assert_same, make_state, train_a_little
 
 from ganforge import checkpoint
 
 
-def test_realistic_state_round_trips_bitwise_with_int_keys_and_tuples(tmp_path, state):
+def test_realistic_state_round_trips_bitwise_with_int_keys_and_tuples(tmp_path):
+    state = make_state()
     path = checkpoint.save(tmp_path, state, tag="1000", retention=checkpoint.Retention())
     assert path == tmp_path / "ckpt-000001000"
     loaded = checkpoint.load(path)
@@ -41,12 +42,12 @@ def test_odd_values_round_trip(tmp_path):
 
 
 def test_loaded_optimizer_continues_exactly_like_the_original(tmp_path):
-    net, opt = _train_a_little(0)
+    net, opt = train_a_little(0)
     path = checkpoint.save(
         tmp_path, {"net": net.state_dict(), "opt": opt.state_dict()}, tag="5", retention=checkpoint.Retention()
     )
     loaded = checkpoint.load(path)
-    net2, opt2 = _train_a_little(7)  # different weights and moments, overwritten from the checkpoint
+    net2, opt2 = train_a_little(7)  # different weights and moments, overwritten from the checkpoint
     net2.load_state_dict(loaded["net"])
     opt2.load_state_dict(loaded["opt"])
     x = torch.randn(6, 4)

@@ -3,7 +3,7 @@
 import errno
 
 import pytest
-from conftest import assert_same, make_state
+from checkpoint_helpers import assert_same, make_state
 
 from ganforge import checkpoint
 from ganforge.checkpoint import store

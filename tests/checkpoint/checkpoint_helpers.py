@@ -1,12 +1,11 @@
 """Shared helpers for the checkpoint tests: a small but realistic training state and a bitwise comparison."""
 
-import pytest
 import torch
 
 from ganforge import checkpoint
 
 
-def _train_a_little(seed: int = 0):
+def train_a_little(seed: int = 0):
     torch.manual_seed(seed)
     net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.LeakyReLU(0.2), torch.nn.Linear(8, 1))
     net.register_buffer("w_avg", torch.randn(8))
@@ -20,8 +19,8 @@ def _train_a_little(seed: int = 0):
 
 def make_state(nimg: int = 1000) -> dict:
     """The shape of what the training loop saves: module and Adam state dicts, scaler, RNG, counters."""
-    G, opt_G = _train_a_little(0)
-    D, opt_D = _train_a_little(1)
+    G, opt_G = train_a_little(0)
+    D, opt_D = train_a_little(1)
     scaler = torch.amp.GradScaler("cpu", init_scale=1024.0)
     return {
         "G": G.state_dict(),
@@ -68,8 +67,3 @@ def assert_same(a, b, where: str = "state") -> None:
         assert b != b, where
     else:
         assert a == b, f"{where}: {a!r} != {b!r}"
-
-
-@pytest.fixture
-def state() -> dict:
-    return make_state()
