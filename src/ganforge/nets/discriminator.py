@@ -1,0 +1,142 @@
+"""The StyleGAN2 discriminator (Karras et al. 2020, Fig. 7c): residual blocks, minibatch stddev, projection head.
+
+Module and tensor names follow the official PyTorch release (b256.fromrgb, b4.fc, mapping.embed, ...);
+docs/official-tensor-mapping.md lists the correspondence.
+"""
+
+import math
+
+import torch
+from torch import nn
+
+from ganforge.nets.layers import (
+    Conv2dLayer,
+    FullyConnectedLayer,
+    block_dtype,
+    channels_at,
+    check_arch,
+    fp16_min_resolution,
+)
+from ganforge.nets.mapping import MappingNetwork
+
+CMAP_LAYERS = 8  # the official D embeds c with a full-depth mapping network, whatever G's depth
+RESIDUAL_GAIN = math.sqrt(0.5)  # (skip + residual) * sqrt(1/2) keeps the variance (StyleGAN2 App. B)
+
+
+class DiscriminatorBlock(nn.Module):
+    """One resolution of the residual D: [fromRGB], conv0 3x3, conv1 3x3 with 2x FIR down, 1x1 down skip."""
+
+    def __init__(self, in_channels, tmp_channels, out_channels, img_channels, use_fp16, conv_clamp):
+        super().__init__()
+        self.use_fp16 = use_fp16
+        self.fromrgb = None
+        if in_channels == 0:
+            self.fromrgb = Conv2dLayer(img_channels, tmp_channels, 1, "lrelu", conv_clamp=conv_clamp)
+        self.conv0 = Conv2dLayer(tmp_channels, tmp_channels, 3, "lrelu", conv_clamp=conv_clamp)
+        self.conv1 = Conv2dLayer(tmp_channels, out_channels, 3, "lrelu", down=True, conv_clamp=conv_clamp)
+        self.skip = Conv2dLayer(tmp_channels, out_channels, 1, bias=False, down=True)
+
+    def forward(self, x: torch.Tensor, force_fp32: bool = False) -> torch.Tensor:
+        """x: the image for the top block (it has fromRGB), else the previous block's features."""
+        x = x.to(block_dtype(self.use_fp16, force_fp32, x.device))
+        if self.fromrgb is not None:
+            x = self.fromrgb(x)
+        y = self.skip(x, gain=RESIDUAL_GAIN)
+        x = self.conv1(self.conv0(x), gain=RESIDUAL_GAIN)
+        return y + x
+
+
+class MinibatchStdLayer(nn.Module):
+    """Append the mean stddev over groups of samples as extra feature maps (Karras et al. 2018, Sec. 3).
+
+    Sample i belongs to group i % (N / G), as upstream; N must be a multiple of the group size G = min(group, N).
+    """
+
+    def __init__(self, group_size: int, num_channels: int = 1):
+        super().__init__()
+        self.group_size, self.num_channels = group_size, num_channels
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n, c, h, w = x.shape
+        g = min(self.group_size, n)
+        f = self.num_channels
+        assert n % g == 0, f"minibatch stddev: batch {n} is not a multiple of the group size {g}"
+        y = x.reshape(g, -1, f, c // f, h, w)  # [G, N/G, F, C/F, H, W]
+        y = (y - y.mean(dim=0)).square().mean(dim=0)  # variance over each group
+        y = (y + 1e-8).sqrt().mean(dim=[2, 3, 4])  # [N/G, F]: mean stddev over channels and pixels
+        y = y.reshape(-1, f, 1, 1).repeat(g, 1, h, w)  # [N, F, H, W]
+        return torch.cat([x, y], dim=1)
+
+    def extra_repr(self) -> str:
+        return f"group_size={self.group_size}, num_channels={self.num_channels}"
+
+
+class DiscriminatorEpilogue(nn.Module):
+    """The 4x4 head: minibatch stddev, 3x3 conv, dense, output (projection onto cmap when conditional)."""
+
+    def __init__(self, in_channels, cmap_dim, mbstd_group_size, mbstd_num_channels, conv_clamp):
+        super().__init__()
+        self.cmap_dim = cmap_dim
+        self.mbstd = MinibatchStdLayer(mbstd_group_size, mbstd_num_channels)
+        self.conv = Conv2dLayer(in_channels + mbstd_num_channels, in_channels, 3, "lrelu", conv_clamp=conv_clamp)
+        self.fc = FullyConnectedLayer(in_channels * 4 * 4, in_channels, "lrelu")
+        self.out = FullyConnectedLayer(in_channels, cmap_dim if cmap_dim > 0 else 1)
+
+    def forward(self, x: torch.Tensor, cmap: torch.Tensor | None) -> torch.Tensor:
+        x = self.conv(self.mbstd(x.to(torch.float32)))
+        x = self.out(self.fc(x.flatten(1)))
+        if cmap is not None:
+            # projection discriminator (Miyato & Koyama 2018): <features, class embedding>, scaled by 1/sqrt(dim)
+            x = (x * cmap).sum(dim=1, keepdim=True) / math.sqrt(self.cmap_dim)
+        return x.to(torch.float32)
+
+
+class Discriminator(nn.Module):
+    """StyleGAN2 residual discriminator: image [N, C, R, R] and one-hot c [N, c_dim] -> logits [N, 1] (float32).
+
+    Args:
+        resolution, img_channels, c_dim, channel_base, channel_max: as for the Generator.
+        mbstd_group_size: samples per minibatch-stddev group (4 in config F, 32 in the ADA CIFAR config).
+        num_fp16_res: run this many top resolutions in fp16 (CUDA only).
+        conv_clamp: clamp conv outputs to +-conv_clamp, or None.
+        Other keyword arguments (the generator's z_dim, w_dim, mapping_layers) are accepted and ignored, so one
+        architecture dict can build both networks.
+    """
+
+    def __init__(self, resolution=32, img_channels=3, c_dim=0, channel_base=16384, channel_max=512,
+                 mbstd_group_size=4, num_fp16_res=0, conv_clamp=None, **ignored_generator_kwargs):  # fmt: skip
+        super().__init__()
+        self._config = dict(resolution=resolution, img_channels=img_channels, c_dim=c_dim, channel_base=channel_base,
+                            channel_max=channel_max, mbstd_group_size=mbstd_group_size, num_fp16_res=num_fp16_res,
+                            conv_clamp=conv_clamp)  # fmt: skip
+        check_arch(**self._config)
+        self.resolution, self.img_channels, self.c_dim = resolution, img_channels, c_dim
+        self.block_resolutions = [2**i for i in range(int(math.log2(resolution)), 2, -1)]
+        fp16_res = fp16_min_resolution(resolution, num_fp16_res)
+        for res in self.block_resolutions:
+            in_channels = channels_at(res, channel_base, channel_max) if res < resolution else 0
+            tmp_channels = channels_at(res, channel_base, channel_max)
+            out_channels = channels_at(res // 2, channel_base, channel_max)
+            block = DiscriminatorBlock(in_channels, tmp_channels, out_channels, img_channels, res >= fp16_res,
+                                       conv_clamp)  # fmt: skip
+            setattr(self, f"b{res}", block)
+        cmap_dim = channels_at(4, channel_base, channel_max) if c_dim > 0 else 0
+        self.mapping = None
+        if c_dim > 0:
+            self.mapping = MappingNetwork(0, c_dim, cmap_dim, CMAP_LAYERS, num_ws=None, w_avg_beta=None)
+        self.b4 = DiscriminatorEpilogue(channels_at(4, channel_base, channel_max), cmap_dim, mbstd_group_size, 1,
+                                        conv_clamp)  # fmt: skip
+
+    @property
+    def config(self) -> dict:
+        """JSON-serialisable constructor kwargs: Discriminator(**D.config) rebuilds the same architecture."""
+        return dict(self._config)
+
+    def forward(self, img: torch.Tensor, c: torch.Tensor, force_fp32: bool = False) -> torch.Tensor:
+        shape = (self.img_channels, self.resolution, self.resolution)
+        assert img.ndim == 4 and img.shape[1:] == shape, f"img: expected [N, *{shape}], got {list(img.shape)}"
+        x = img
+        for res in self.block_resolutions:
+            x = getattr(self, f"b{res}")(x, force_fp32)
+        cmap = self.mapping(None, c) if self.mapping is not None else None
+        return self.b4(x, cmap)

@@ -1,0 +1,176 @@
+"""The StyleGAN2 generator (Karras et al. 2020), config F / ADA "stylegan2": skip architecture, no progressive growing.
+
+Module and tensor names follow the official PyTorch release (mapping.fc0, synthesis.b64.conv0.affine, ...), so an
+official snapshot maps one to one onto this module; docs/official-tensor-mapping.md lists the correspondence.
+"""
+
+import math
+
+import torch
+from torch import nn
+
+from ganforge.nets.layers import (
+    LRELU_GAIN,
+    FullyConnectedLayer,
+    bias_act,
+    block_dtype,
+    channels_at,
+    check_arch,
+    fir_kernel,
+    fp16_min_resolution,
+    modulated_conv2d,
+    upsample2d,
+)
+from ganforge.nets.mapping import MappingNetwork
+
+NOISE_MODES = ("random", "const", "none")
+W_AVG_BETA = 0.995  # official w_avg tracking rate
+MAPPING_LR_MULTIPLIER = 0.01  # StyleGAN Sec. 2 / App. C: the mapping network learns 100x slower
+
+
+class SynthesisLayer(nn.Module):
+    """Modulated, demodulated 3x3 conv (StyleGAN2 Fig. 2d), + per-pixel noise with a learned strength, bias, lrelu.
+
+    The style affine's bias starts at 1 so every feature map is initially modulated by about 1.
+    """
+
+    def __init__(self, in_channels, out_channels, w_dim, resolution, up=False, conv_clamp=None):
+        super().__init__()
+        self.resolution, self.up, self.conv_clamp = resolution, up, conv_clamp
+        self.affine = FullyConnectedLayer(w_dim, in_channels, bias_init=1.0)
+        self.weight = nn.Parameter(torch.randn([out_channels, in_channels, 3, 3]))
+        self.bias = nn.Parameter(torch.zeros([out_channels]))
+        self.noise_strength = nn.Parameter(torch.zeros([]))
+        self.register_buffer("noise_const", torch.randn([resolution, resolution]))  # the fixed noise of "const"
+        self.register_buffer("resample_filter", fir_kernel(), persistent=False)
+
+    def forward(self, x: torch.Tensor, w: torch.Tensor, noise_mode: str = "random") -> torch.Tensor:
+        styles = self.affine(w)  # [N, in_channels]
+        fused = not self.training and (x.dtype == torch.float32 or x.shape[0] == 1)
+        x = modulated_conv2d(x, self.weight, styles, up=self.up, fused=fused, resample_filter=self.resample_filter)
+        if noise_mode == "random":
+            noise = torch.randn([x.shape[0], 1, self.resolution, self.resolution], device=x.device)
+            x = x + (noise * self.noise_strength).to(x.dtype)
+        elif noise_mode == "const":
+            x = x + (self.noise_const * self.noise_strength).to(x.dtype)
+        return bias_act(x, self.bias, "lrelu", LRELU_GAIN, self.conv_clamp)
+
+    def extra_repr(self) -> str:
+        out_c, in_c = self.weight.shape[:2]
+        return f"in={in_c}, out={out_c}, res={self.resolution}, up={self.up}"
+
+
+class ToRGBLayer(nn.Module):
+    """Modulated 1x1 conv to image channels, without demodulation (StyleGAN2 Sec. 4.1, Fig. 7b skip outputs)."""
+
+    def __init__(self, in_channels, img_channels, w_dim, conv_clamp=None):
+        super().__init__()
+        self.conv_clamp = conv_clamp
+        self.affine = FullyConnectedLayer(w_dim, in_channels, bias_init=1.0)
+        self.weight = nn.Parameter(torch.randn([img_channels, in_channels, 1, 1]))
+        self.bias = nn.Parameter(torch.zeros([img_channels]))
+        self.weight_gain = 1 / math.sqrt(in_channels)  # equalized lr; without demodulation it must be explicit
+
+    def forward(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        styles = self.affine(w) * self.weight_gain
+        fused = not self.training and (x.dtype == torch.float32 or x.shape[0] == 1)
+        x = modulated_conv2d(x, self.weight, styles, demodulate=False, fused=fused)
+        return bias_act(x, self.bias, "linear", 1.0, self.conv_clamp)
+
+
+class SynthesisBlock(nn.Module):
+    """One resolution: (learned 4x4 const | upsampling conv0), conv1, toRGB added to the upsampled image."""
+
+    def __init__(self, in_channels, out_channels, w_dim, resolution, img_channels, use_fp16, conv_clamp):
+        super().__init__()
+        self.resolution, self.use_fp16 = resolution, use_fp16
+        if in_channels == 0:
+            self.const = nn.Parameter(torch.randn([out_channels, 4, 4]))
+        else:
+            self.conv0 = SynthesisLayer(in_channels, out_channels, w_dim, resolution, up=True, conv_clamp=conv_clamp)
+        self.conv1 = SynthesisLayer(out_channels, out_channels, w_dim, resolution, conv_clamp=conv_clamp)
+        self.torgb = ToRGBLayer(out_channels, img_channels, w_dim, conv_clamp=conv_clamp)
+        self.num_conv = 1 if in_channels == 0 else 2
+        self.register_buffer("resample_filter", fir_kernel(), persistent=False)
+
+    def forward(self, x, img, ws, noise_mode="random", force_fp32=False):
+        """ws [N, num_conv + 1, w_dim]: one w per conv, then the toRGB's (shared with the next block's conv0)."""
+        dtype = block_dtype(self.use_fp16, force_fp32, ws.device)
+        if x is None:
+            x = self.const.to(dtype).unsqueeze(0).repeat([ws.shape[0], 1, 1, 1])
+        else:
+            x = self.conv0(x.to(dtype), ws[:, 0], noise_mode)
+        x = self.conv1(x, ws[:, self.num_conv - 1], noise_mode)
+        y = self.torgb(x, ws[:, self.num_conv]).to(torch.float32)
+        img = y if img is None else upsample2d(img, self.resample_filter) + y
+        return x, img
+
+
+class SynthesisNetwork(nn.Module):
+    """ws [N, num_ws, w_dim] -> image [N, img_channels, resolution, resolution] (float32)."""
+
+    def __init__(self, w_dim, resolution, img_channels, channel_base, channel_max, num_fp16_res, conv_clamp):
+        super().__init__()
+        self.w_dim, self.resolution, self.img_channels = w_dim, resolution, img_channels
+        self.block_resolutions = [2**i for i in range(2, int(math.log2(resolution)) + 1)]
+        fp16_res = fp16_min_resolution(resolution, num_fp16_res)
+        self.num_ws = 0
+        for res in self.block_resolutions:
+            in_channels = channels_at(res // 2, channel_base, channel_max) if res > 4 else 0
+            out_channels = channels_at(res, channel_base, channel_max)
+            block = SynthesisBlock(in_channels, out_channels, w_dim, res, img_channels, res >= fp16_res, conv_clamp)
+            setattr(self, f"b{res}", block)
+            self.num_ws += block.num_conv
+        self.num_ws += 1  # the last block's toRGB; every other toRGB shares the next block's first w
+
+    def forward(self, ws: torch.Tensor, noise_mode: str = "random", force_fp32: bool = False) -> torch.Tensor:
+        assert noise_mode in NOISE_MODES, f"noise_mode must be one of {NOISE_MODES}, got {noise_mode!r}"
+        assert ws.ndim == 3 and ws.shape[1:] == (self.num_ws, self.w_dim), f"ws: got {list(ws.shape)}"
+        ws = ws.to(torch.float32)
+        x = img = None
+        w_idx = 0
+        for res in self.block_resolutions:
+            block = getattr(self, f"b{res}")
+            x, img = block(x, img, ws[:, w_idx : w_idx + block.num_conv + 1], noise_mode, force_fp32)
+            w_idx += block.num_conv
+        return img
+
+
+class Generator(nn.Module):
+    """StyleGAN2 generator: mapping network z, c -> ws, then the synthesis network ws -> image.
+
+    Args:
+        resolution: output size, a power of two from 8 to 1024.
+        img_channels: image channels (3 for RGB, 1 for grayscale, any number works).
+        c_dim: number of classes (0 = unconditional); c is one-hot [N, c_dim].
+        z_dim, w_dim: latent sizes (512 in the paper).
+        channel_base, channel_max: feature maps at resolution r are min(channel_base // r, channel_max).
+        mapping_layers: depth of the mapping network (8 in config F, 2 in the ADA CIFAR config).
+        num_fp16_res: run this many top resolutions in fp16 (CUDA only; fp32 master weights are cast at use).
+        conv_clamp: clamp conv outputs to +-conv_clamp (256 with fp16), or None.
+    """
+
+    def __init__(self, resolution=32, img_channels=3, c_dim=0, z_dim=512, w_dim=512, channel_base=16384,
+                 channel_max=512, mapping_layers=8, num_fp16_res=0, conv_clamp=None):  # fmt: skip
+        super().__init__()
+        self._config = dict(resolution=resolution, img_channels=img_channels, c_dim=c_dim, z_dim=z_dim, w_dim=w_dim,
+                            channel_base=channel_base, channel_max=channel_max, mapping_layers=mapping_layers,
+                            num_fp16_res=num_fp16_res, conv_clamp=conv_clamp)  # fmt: skip
+        check_arch(**self._config)
+        self.z_dim, self.c_dim, self.w_dim = z_dim, c_dim, w_dim
+        self.img_channels, self.resolution = img_channels, resolution
+        self.synthesis = SynthesisNetwork(w_dim, resolution, img_channels, channel_base, channel_max, num_fp16_res,
+                                          conv_clamp)  # fmt: skip
+        self.num_ws = self.synthesis.num_ws
+        self.mapping = MappingNetwork(z_dim, c_dim, w_dim, mapping_layers, num_ws=self.num_ws, w_avg_beta=W_AVG_BETA,
+                                      lr_multiplier=MAPPING_LR_MULTIPLIER)  # fmt: skip
+
+    @property
+    def config(self) -> dict:
+        """JSON-serialisable constructor kwargs: Generator(**G.config) rebuilds the same architecture."""
+        return dict(self._config)
+
+    def forward(self, z, c, psi=1.0, cutoff=None, noise_mode="random", force_fp32=False):
+        """z [N, z_dim], c [N, c_dim] -> image [N, img_channels, resolution, resolution], float32, about [-1, 1]."""
+        ws = self.mapping(z, c, psi=psi, cutoff=cutoff)
+        return self.synthesis(ws, noise_mode=noise_mode, force_fp32=force_fp32)

@@ -1,0 +1,229 @@
+"""Building blocks shared by the StyleGAN2 generator and discriminator.
+
+Equalized learning rate (Karras et al. 2018, "Progressive Growing of GANs", Sec. 4.1): weights are stored with unit
+variance and scaled by He's constant at every use, so Adam's per-parameter step is the same for every layer.
+Modulated convolution and demodulation follow Karras et al. 2020 ("Analyzing and Improving the Image Quality of
+StyleGAN", Eq. 1-3). Resampling uses the [1, 3, 3, 1] FIR filter of Zhang 2019 ("Making Convolutional Networks
+Shift-Invariant Again"), applied as the official implementation does, so imported weights give the same images.
+"""
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ganforge.errors import UserError
+
+FIR_TAPS = (1.0, 3.0, 3.0, 1.0)
+LRELU_SLOPE = 0.2
+LRELU_GAIN = math.sqrt(2.0)  # keeps the activations' second moment after leaky ReLU (He et al. 2015)
+
+
+# --- architecture helpers -------------------------------------------------------------------------------------------
+
+
+def channels_at(res: int, channel_base: int, channel_max: int) -> int:
+    """Feature maps at resolution `res`: min(channel_base // res, channel_max), as in the official configs."""
+    return min(channel_base // res, channel_max)
+
+
+def fp16_min_resolution(resolution: int, num_fp16_res: int) -> int:
+    """Lowest resolution that runs in fp16 when the top `num_fp16_res` resolutions do (never below 8x8)."""
+    return max(2 ** (int(math.log2(resolution)) + 1 - num_fp16_res), 8)
+
+
+def block_dtype(use_fp16: bool, force_fp32: bool, device: torch.device) -> torch.dtype:
+    """fp16 only on CUDA: CPU fp16 convolutions are slow and imprecise, so there the whole net stays fp32."""
+    return torch.float16 if use_fp16 and not force_fp32 and device.type == "cuda" else torch.float32
+
+
+def check_arch(**kwargs) -> None:
+    """Raise one UserError listing every invalid architecture argument (positive ints, power-of-two resolution)."""
+    problems = []
+    res = kwargs.pop("resolution")
+    if not isinstance(res, int) or res < 8 or res > 1024 or res & (res - 1):
+        problems.append(f"resolution: {res!r} is not a power of two from 8 to 1024; resize the dataset")
+    minimum = {"c_dim": 0, "num_fp16_res": 0}
+    for name, value in kwargs.items():
+        if name == "conv_clamp":
+            if value is not None and (not isinstance(value, (int, float)) or value <= 0):
+                problems.append(f"conv_clamp: {value!r} must be a positive number or None (no clamping)")
+        elif not isinstance(value, int) or value < minimum.get(name, 1):
+            problems.append(f"{name}: {value!r} must be an integer >= {minimum.get(name, 1)}")
+    if not problems and kwargs["channel_base"] < res:
+        problems.append(f"channel_base: {kwargs['channel_base']} gives no channels at {res}px; use >= {res}")
+    if problems:
+        raise UserError(*problems)
+
+
+# --- elementwise helpers --------------------------------------------------------------------------------------------
+
+
+def normalize_2nd_moment(x: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
+    """Scale each row to unit mean square (StyleGAN's "pixel norm" of z and of the class embedding)."""
+    return x * (x.square().mean(dim=1, keepdim=True) + eps).rsqrt()
+
+
+def bias_act(x: torch.Tensor, b: torch.Tensor | None, act: str, gain: float, clamp: float | None) -> torch.Tensor:
+    """Add a per-channel bias, apply the activation ("lrelu" or "linear"), multiply by gain, clamp to +-clamp.
+
+    The clamp keeps fp16 activations finite (official conv_clamp=256); it is applied after the gain, as upstream.
+    """
+    if b is not None:
+        x = x + b.to(x.dtype).reshape(1, -1, *([1] * (x.ndim - 2)))
+    if act == "lrelu":
+        x = F.leaky_relu(x, LRELU_SLOPE)
+    else:
+        assert act == "linear", act
+    if gain != 1:
+        x = x * gain
+    if clamp is not None:
+        x = x.clamp(-clamp, clamp)
+    return x
+
+
+# --- FIR resampling -------------------------------------------------------------------------------------------------
+
+
+def fir_kernel() -> torch.Tensor:
+    """The normalized separable 4x4 FIR kernel: outer([1,3,3,1], [1,3,3,1]) / 64, summing to 1."""
+    f = torch.tensor(FIR_TAPS, dtype=torch.float32)
+    f = torch.outer(f, f)
+    return f / f.sum()
+
+
+def _depthwise(x: torch.Tensor, f: torch.Tensor, **conv_kwargs) -> torch.Tensor:
+    """Apply the same 2D kernel to every channel: fold channels into the batch, convolve with one 1->1 kernel."""
+    n, c, h, w = x.shape
+    y = F.conv2d(x.reshape(n * c, 1, h, w), f.to(x.dtype)[None, None], **conv_kwargs)
+    return y.reshape(n, c, *y.shape[2:])
+
+
+def fir_filter(x: torch.Tensor, f: torch.Tensor, pad: int, gain: float = 1.0) -> torch.Tensor:
+    """Pad by `pad` on every side and convolve with f * gain (f is symmetric, so correlation == convolution)."""
+    return _depthwise(x, f * gain, padding=pad)
+
+
+def upsample2d(x: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
+    """2x FIR upsampling: zero insertion, then the filter with gain 4 (so a constant image keeps its value).
+
+    A transposed convolution with stride 2 is exactly zero insertion followed by full convolution; cropping one
+    sample on each side (padding=1) aligns the result with upfirdn2d(up=2, pad=[2, 1]) of the reference.
+    """
+    n, c, h, w = x.shape
+    y = F.conv_transpose2d(x.reshape(n * c, 1, h, w), (f * 4).to(x.dtype)[None, None], stride=2, padding=1)
+    return y.reshape(n, c, 2 * h, 2 * w)
+
+
+def downsample2d(x: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
+    """2x FIR downsampling: pad 1 on each side, filter, keep every second sample (upfirdn2d(down=2, pad=[1, 1]))."""
+    return _depthwise(x, f, stride=2, padding=1)
+
+
+# --- equalized-lr layers --------------------------------------------------------------------------------------------
+
+
+class FullyConnectedLayer(nn.Module):
+    """Dense layer with equalized learning rate and a learning-rate multiplier (0.01 in the mapping network).
+
+    weight [out, in] is initialised N(0, 1/lr_multiplier^2) and used as weight * lr_multiplier / sqrt(in); the bias
+    is used as bias * lr_multiplier. This makes the effective learning rate lr * lr_multiplier (StyleGAN, App. C).
+    """
+
+    def __init__(self, in_features, out_features, activation="linear", lr_multiplier=1.0, bias_init=0.0):
+        super().__init__()
+        self.in_features, self.out_features, self.activation = in_features, out_features, activation
+        self.weight = nn.Parameter(torch.randn([out_features, in_features]) / lr_multiplier)
+        self.bias = nn.Parameter(torch.full([out_features], float(bias_init)))
+        self.weight_gain = lr_multiplier / math.sqrt(in_features)
+        self.bias_gain = lr_multiplier
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        w = (self.weight * self.weight_gain).to(x.dtype)
+        b = self.bias * self.bias_gain
+        if self.activation == "linear":
+            return torch.addmm(b.to(x.dtype).unsqueeze(0), x, w.t())
+        return bias_act(x.matmul(w.t()), b, self.activation, LRELU_GAIN, None)
+
+    def extra_repr(self) -> str:
+        return f"in={self.in_features}, out={self.out_features}, act={self.activation}"
+
+
+class Conv2dLayer(nn.Module):
+    """Discriminator convolution with equalized learning rate, optional bias, and optional 2x FIR downsampling.
+
+    With down=True the input is blurred first and then convolved with stride 2: the same linear map as the
+    reference "convolve, then FIR-filter and decimate", but cheaper.
+    """
+
+    def __init__(self, in_channels, out_channels, kernel_size, activation="linear", bias=True, down=False,
+                 conv_clamp=None):  # fmt: skip
+        super().__init__()
+        self.activation, self.down, self.conv_clamp = activation, down, conv_clamp
+        self.weight = nn.Parameter(torch.randn([out_channels, in_channels, kernel_size, kernel_size]))
+        self.bias = nn.Parameter(torch.zeros([out_channels])) if bias else None
+        self.weight_gain = 1 / math.sqrt(in_channels * kernel_size * kernel_size)
+        self.act_gain = LRELU_GAIN if activation == "lrelu" else 1.0
+        self.register_buffer("resample_filter", fir_kernel(), persistent=False)
+
+    def forward(self, x: torch.Tensor, gain: float = 1.0) -> torch.Tensor:
+        w = (self.weight * self.weight_gain).to(x.dtype)
+        k = w.shape[-1]
+        if self.down and k == 1:
+            x = F.conv2d(downsample2d(x, self.resample_filter), w)
+        elif self.down:
+            # blur with the padding of a same-size conv (k // 2) plus the filter's (1), then a strided valid conv
+            x = F.conv2d(fir_filter(x, self.resample_filter, pad=k // 2 + 1), w, stride=2)
+        else:
+            x = F.conv2d(x, w, padding=k // 2)
+        clamp = self.conv_clamp * gain if self.conv_clamp is not None else None
+        return bias_act(x, self.bias, self.activation, self.act_gain * gain, clamp)
+
+    def extra_repr(self) -> str:
+        out_c, in_c, k, _ = self.weight.shape
+        return f"in={in_c}, out={out_c}, k={k}, act={self.activation}, down={self.down}"
+
+
+def modulated_conv2d(x, weight, styles, *, demodulate=True, up=False, fused=False, resample_filter=None):
+    """Convolve each sample with its own style-scaled weight (StyleGAN2 Eq. 1), optionally demodulated (Eq. 3).
+
+    x [N, I, H, W], weight [O, I, k, k] (unit-variance; demodulation makes a weight gain unnecessary), styles [N, I].
+    up=True doubles the resolution: transposed conv with stride 2, then the FIR filter with gain 4, as upstream.
+    fused=False scales the activations before and after one shared-weight convolution (fast for training);
+    fused=True builds the per-sample weights and runs one grouped convolution (fast for inference). Both are the
+    same linear map.
+    """
+    n, in_ch = x.shape[:2]
+    out_ch, _, kh, kw = weight.shape
+    if x.dtype == torch.float16 and demodulate:
+        # rescale before the products so fp16 cannot overflow; demodulation divides the scale out again
+        weight = weight * (1 / math.sqrt(in_ch * kh * kw) / weight.norm(float("inf"), dim=[1, 2, 3], keepdim=True))
+        styles = styles / styles.norm(float("inf"), dim=1, keepdim=True)
+    if fused:
+        w = weight.unsqueeze(0) * styles.reshape(n, 1, in_ch, 1, 1)  # [N, O, I, k, k]
+        if demodulate:
+            w = w * (w.square().sum(dim=[2, 3, 4]) + 1e-8).rsqrt().reshape(n, out_ch, 1, 1, 1)
+        y = _conv_resample(x.reshape(1, n * in_ch, *x.shape[2:]), w.reshape(n * out_ch, in_ch, kh, kw), up, n,
+                           resample_filter)  # fmt: skip
+        return y.reshape(n, out_ch, *y.shape[2:])
+    x = x * styles.to(x.dtype).reshape(n, in_ch, 1, 1)
+    x = _conv_resample(x, weight.to(x.dtype), up, 1, resample_filter)
+    if demodulate:
+        # sum_{i,k} (w_oik s_i)^2 = sum_i s_i^2 sum_k w_oik^2: the Eq. 3 norm without materialising per-sample weights
+        sigma_sq = styles.square() @ weight.square().sum(dim=[2, 3]).t()  # [N, O]
+        x = x * (sigma_sq + 1e-8).rsqrt().to(x.dtype).reshape(n, out_ch, 1, 1)
+    return x
+
+
+def _conv_resample(x, w, up, groups, resample_filter):
+    """Plain (padding k//2) or 2x-upsampling grouped convolution; w is [groups * O, I, k, k]."""
+    w = w.to(x.dtype)
+    if not up:
+        return F.conv2d(x, w, padding=w.shape[-1] // 2, groups=groups)
+    go, i, kh, kw = w.shape
+    # conv_transpose2d wants [groups * I, O, k, k]
+    wt = w.reshape(groups, go // groups, i, kh, kw).transpose(1, 2).reshape(groups * i, go // groups, kh, kw)
+    x = F.conv_transpose2d(x, wt, stride=2, groups=groups)  # [.., 2H + k - 2]
+    # pad so the 4-tap filter returns exactly 2H samples: 2H + k - 2 + 2 * pad - 3 = 2H
+    return fir_filter(x, resample_filter, pad=(len(FIR_TAPS) + 1 - kh) // 2, gain=4.0)

@@ -1,0 +1,116 @@
+"""Snapshots: the shareable artifact of a run, one `.safetensors` file holding the EMA generator.
+
+File format (version 1): a safetensors file whose tensors are `Generator.state_dict()` (float32, CPU layout; names
+as in docs/official-tensor-mapping.md) and whose string metadata is
+
+    format          "ganforge-snapshot"
+    format_version  "1"
+    generator       JSON of Generator.config (the constructor kwargs)
+    meta            JSON of a free-form dict from the writer (kimg, dataset, metrics, ...)
+
+Loading never executes code from the file: it parses JSON, builds a Generator from the config and copies tensors.
+"""
+
+import json
+import os
+from pathlib import Path
+
+import safetensors.torch
+import torch
+from safetensors import SafetensorError, safe_open
+
+from ganforge.errors import UserError
+from ganforge.nets import Generator
+
+FORMAT = "ganforge-snapshot"
+FORMAT_VERSION = "1"
+
+
+def save_snapshot(path, G: Generator, meta: dict) -> None:
+    """Write G's weights, architecture and `meta` (JSON-serialisable) to `path` atomically.
+
+    The bytes go to a temporary file in the same folder, are fsynced, and the file is renamed over `path`, so a
+    reader (or a crash) sees either the old snapshot or the complete new one, never a partial file.
+    """
+    path = Path(path)
+    tensors = {k: v.detach().to("cpu", copy=True).contiguous() for k, v in G.state_dict().items()}
+    metadata = {"format": FORMAT, "format_version": FORMAT_VERSION, "generator": json.dumps(G.config),
+                "meta": json.dumps(meta)}  # fmt: skip
+    data = safetensors.torch.save(tensors, metadata=metadata)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)  # only still there if writing failed
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make the rename durable: fsync the directory entry (POSIX; Windows cannot open folders)."""
+    if os.name == "posix":
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def load_snapshot(path, device="cpu") -> tuple[Generator, dict]:
+    """Read a snapshot: (Generator in eval mode on `device`, meta dict). UserError when the file is unusable."""
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"{path}: snapshot not found; pass a .safetensors file from a run's snapshots/ folder")
+    metadata, tensors = _read(path)
+    if metadata.get("format") != FORMAT:
+        raise UserError(f"{path}: a safetensors file but not a ganforge snapshot (no '{FORMAT}' metadata); "
+                        "pass a file from a run's snapshots/ folder")  # fmt: skip
+    if metadata.get("format_version") != FORMAT_VERSION:
+        raise UserError(f"{path}: snapshot format version {metadata.get('format_version')!r}, but this ganforge "
+                        f"reads version {FORMAT_VERSION}; use the ganforge version that wrote it")  # fmt: skip
+    try:
+        config, meta = json.loads(metadata["generator"]), json.loads(metadata["meta"])
+    except (KeyError, json.JSONDecodeError) as err:
+        raise UserError(f"{path}: snapshot metadata is corrupt ({err!r}); copy the file again") from None
+    G = _build(path, config, device)
+    _check_tensors(path, G, tensors)
+    G.load_state_dict(tensors)
+    return G.eval(), meta
+
+
+def _read(path: Path) -> tuple[dict, dict]:
+    """All metadata and tensors (CPU) of a safetensors file; UserError if it is not one or is damaged."""
+    try:
+        with safe_open(path, framework="pt", device="cpu") as f:
+            return f.metadata() or {}, {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 (safe_open has no iter)
+    except SafetensorError as err:
+        raise UserError(f"{path}: not a readable safetensors file ({err}); if it is a ganforge snapshot it is "
+                        "truncated or corrupt, copy it again") from None  # fmt: skip
+
+
+def _build(path: Path, config, device) -> Generator:
+    """The Generator the snapshot's config describes, on `device`; UserError if this ganforge cannot build it."""
+    if not isinstance(config, dict):
+        raise UserError(f"{path}: snapshot generator config is not a JSON object; copy the file again")
+    try:
+        with torch.device(device):
+            return Generator(**config)
+    except TypeError as err:
+        raise UserError(f"{path}: architecture mismatch, this ganforge cannot build the snapshot's generator "
+                        f"({err}); use the ganforge version that wrote it") from None  # fmt: skip
+    except UserError as err:
+        raise UserError(*(f"{path}: architecture mismatch, generator {p}" for p in err.problems)) from None
+
+
+def _check_tensors(path: Path, G: Generator, tensors: dict) -> None:
+    """List every missing, unexpected or mis-shaped tensor at once."""
+    expected = {k: tuple(v.shape) for k, v in G.state_dict().items()}
+    problems = [f"missing tensor {k}" for k in expected if k not in tensors]
+    problems += [f"unexpected tensor {k}" for k in tensors if k not in expected]
+    problems += [f"tensor {k} has shape {list(v.shape)}, the architecture needs {list(expected[k])}"
+                 for k, v in tensors.items() if k in expected and tuple(v.shape) != expected[k]]  # fmt: skip
+    if problems:
+        raise UserError(*(f"{path}: architecture mismatch, {p}" for p in problems))

@@ -1,0 +1,78 @@
+"""Discriminator behaviour at tiny channel counts: shapes, gradients, minibatch stddev, conditioning."""
+
+import pytest
+import torch
+
+from ganforge.errors import UserError
+from ganforge.nets import Discriminator
+from ganforge.nets.discriminator import MinibatchStdLayer
+
+TINY = dict(channel_base=128, channel_max=8)
+
+
+def tiny_discriminator(seed=0, **kwargs) -> Discriminator:
+    torch.manual_seed(seed)
+    return Discriminator(**{**TINY, "resolution": 16, **kwargs})
+
+
+@pytest.mark.parametrize("resolution", [8, 16, 32, 64, 128, 256])
+def test_output_shape_and_dtype(resolution):
+    channels = 1 + resolution % 5
+    D = tiny_discriminator(resolution=resolution, img_channels=channels, channel_base=2 * resolution)
+    logits = D(torch.randn(4, channels, resolution, resolution), torch.zeros(4, 0))
+    assert logits.shape == (4, 1) and logits.dtype == torch.float32 and torch.isfinite(logits).all()
+
+
+def test_gradients_reach_every_parameter_and_the_image():
+    D = tiny_discriminator(c_dim=3)
+    img = torch.randn(4, 3, 16, 16, requires_grad=True)
+    c = torch.eye(3)[[0, 1, 2, 0]]
+    D(img, c).sum().backward()
+    assert img.grad is not None and img.grad.abs().sum() > 0
+    for name, p in D.named_parameters():
+        assert p.grad is not None and p.grad.abs().sum() > 0, f"no gradient for {name}"
+
+
+def test_minibatch_stddev_matches_reference():
+    x = torch.randn(4, 3, 2, 2)
+    y = MinibatchStdLayer(group_size=2)(x)
+    assert y.shape == (4, 4, 2, 2) and torch.equal(y[:, :3], x)
+    for i in range(4):
+        group = x[[i % 2, i % 2 + 2]]  # sample i is grouped with the samples N/G apart
+        expected = group.std(dim=0, unbiased=False).mean()
+        assert torch.allclose(y[i, 3], expected.expand(2, 2), atol=1e-5)
+
+
+def test_minibatch_stddev_uses_the_whole_batch_when_smaller_than_the_group():
+    x = torch.randn(2, 3, 2, 2)
+    y = MinibatchStdLayer(group_size=4)(x)
+    assert torch.allclose(y[:, 3], x.std(dim=0, unbiased=False).mean().expand(2, 2, 2), atol=1e-5)
+
+
+def test_projection_conditioning_depends_on_the_class():
+    D = tiny_discriminator(c_dim=3)
+    img = torch.randn(4, 3, 16, 16)
+    a = D(img, torch.eye(3)[[0, 0, 0, 0]])
+    b = D(img, torch.eye(3)[[1, 1, 1, 1]])
+    assert not torch.allclose(a, b)
+
+
+def test_bf16_autocast_forward_is_finite():
+    D = tiny_discriminator(c_dim=2, conv_clamp=256)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        logits = D(torch.randn(4, 3, 16, 16), torch.eye(2)[[0, 1, 0, 1]])
+    assert logits.dtype == torch.float32 and torch.isfinite(logits).all()
+
+
+def test_fp16_resolutions_are_fp32_on_cpu_and_generator_kwargs_are_ignored():
+    D0 = tiny_discriminator(seed=2)
+    D1 = tiny_discriminator(seed=2, num_fp16_res=2, z_dim=8, w_dim=8, mapping_layers=2)
+    img = torch.randn(4, 3, 16, 16)
+    assert torch.equal(D0(img, torch.zeros(4, 0)), D1(img, torch.zeros(4, 0)))
+    assert "z_dim" not in D1.config and Discriminator(**D1.config).config == D1.config
+
+
+def test_bad_arguments_raise_user_error():
+    with pytest.raises(UserError) as err:
+        Discriminator(resolution=12, mbstd_group_size=0)
+    assert len(err.value.problems) == 2
