@@ -77,7 +77,7 @@ def apply(ckpt_dir: Path, retention: Retention, protect: str, now: float | None 
     for path in store.list_checkpoints(ckpt_dir):
         try:
             manifest = store.read_manifest(path)
-        except store.InvalidCheckpoint:
+        except (store.InvalidCheckpoint, OSError):
             continue
         entries.append(Entry(path.name, manifest["nimg"], manifest["created"]))
     doomed = select_deletions(entries, retention, protect, time.time() if now is None else now)
