@@ -1,0 +1,260 @@
+import itertools
+import math
+
+import pytest
+import torch
+
+from ganforge.errors import UserError
+from ganforge.train import augment_ops as ops
+from ganforge.train.augment import AdaptiveAugment, AugmentPipe
+
+
+def _images(n=8, c=3, size=16, seed=0, dtype=torch.float32):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.rand(n, c, size, size, generator=g, dtype=dtype) * 2 - 1).requires_grad_(False)
+
+
+def _run(preset, x, p=1.0, seed=1):
+    torch.manual_seed(seed)
+    return AugmentPipe(preset, p=p)(x)
+
+
+def _mirror_pad(x, pad):
+    """Half-sample symmetric padding built from flips: the reference for 'mirrored at the border'."""
+    x = torch.cat([x[..., :pad].flip(-1), x, x[..., -pad:].flip(-1)], dim=-1)
+    return torch.cat([x[..., :pad, :].flip(-2), x, x[..., -pad:, :].flip(-2)], dim=-2)
+
+
+def test_p0_is_bitwise_identity_and_draws_nothing():
+    x = _images()
+    torch.manual_seed(3)
+    y = AugmentPipe("bgc", p=0.0)(x)
+    after = torch.rand(4)
+    torch.manual_seed(3)
+    assert torch.equal(y, x)
+    assert torch.equal(after, torch.rand(4))
+
+
+def test_xflip_matches_torch_flip():
+    x = _images(n=64)
+    y = _run("xflip", x)
+    flipped = [torch.equal(yi, xi.flip(-1)) for xi, yi in zip(x, y, strict=True)]
+    same = [torch.equal(yi, xi) for xi, yi in zip(x, y, strict=True)]
+    assert all(f != s for f, s in zip(flipped, same, strict=True))
+    assert 0 < sum(flipped) < 64  # the flip itself is a fair coin (appendix B)
+
+
+def test_rotate90_matches_torch_rot90():
+    x = _images(n=64)
+    y = _run("rotate90", x)
+    turns = [
+        [k for k in range(4) if torch.equal(yi, torch.rot90(xi, k, (-2, -1)))] for xi, yi in zip(x, y, strict=True)
+    ]
+    assert all(len(k) == 1 for k in turns)
+    assert {k[0] for k in turns} == {0, 1, 2, 3}
+
+
+def test_integer_translation_matches_mirrored_shift():
+    size, x = 16, _images(n=64)
+    y = _run("xint", x)
+    limit = round(0.125 * size)
+    padded = _mirror_pad(x, size)
+    shifts = []
+    for i in range(len(x)):
+        # Forward translation by (tx, ty): out[y, x] = in[y - ty, x - tx].
+        matches = [
+            (tx, ty)
+            for tx, ty in itertools.product(range(-limit, limit + 1), repeat=2)
+            if torch.equal(y[i], padded[i, :, size - ty : 2 * size - ty, size - tx : 2 * size - tx])
+        ]
+        assert len(matches) == 1
+        shifts += matches
+    assert len(set(shifts)) > 10
+
+
+@pytest.mark.parametrize("channels", [1, 3])
+def test_brightness_and_contrast_on_constant_image(channels):
+    n, a = 4096, 0.25
+    x = torch.full((n, channels, 4, 4), a)
+    shift = _run("brightness", x)
+    assert torch.equal(shift, shift[:, :1, :1, :1].expand_as(shift))  # still constant, channels alike
+    assert abs((shift[:, 0, 0, 0] - a).std().item() - 0.2) < 0.01  # b ~ N(0, 0.2^2)
+    scaled = _run("contrast", x)[:, 0, 0, 0]
+    assert abs(torch.log2(scaled / a).std().item() - 0.5) < 0.025  # c ~ lognormal(0, (0.5 ln 2)^2)
+
+
+@pytest.mark.parametrize("channels", [1, 3])
+def test_lumaflip_negates_grey(channels):
+    x = torch.full((64, channels, 4, 4), 0.25)
+    y = _run("lumaflip", x)[:, :, 0, 0]
+    negated = torch.isclose(y, torch.full_like(y, -0.25), atol=1e-6).all(dim=1)
+    kept = torch.equal
+    assert all(n or kept(yi, xi[:, 0, 0]) for n, yi, xi in zip(negated, y, x, strict=True))
+    assert 0 < negated.sum() < 64
+
+
+def _luma_chroma(rgb):
+    luma = rgb.mean(dim=1)
+    return luma, rgb - luma[:, None]
+
+
+def test_hue_and_saturation_on_constant_colour():
+    n = 4096
+    colour = torch.tensor([0.5, -0.25, 0.1])
+    x = colour[None, :, None, None].expand(n, 3, 2, 2).contiguous()
+    luma0, chroma0 = _luma_chroma(colour[None])
+    hue = _run("hue", x)[:, :, 0, 0]
+    luma, chroma = _luma_chroma(hue)
+    assert torch.allclose(luma, luma0, atol=1e-6)  # rotation about the luma axis keeps luma
+    assert torch.allclose(chroma.norm(dim=1), chroma0.norm(dim=1), atol=1e-6)
+    cos = (chroma @ chroma0[0]) / chroma0.norm() ** 2
+    assert abs(cos.mean().item()) < 0.05  # theta ~ U(-pi, pi): the mean cosine vanishes
+    sat = _run("saturation", x)[:, :, 0, 0]
+    luma, chroma = _luma_chroma(sat)
+    assert torch.allclose(luma, luma0, atol=1e-6)
+    factor = chroma.norm(dim=1) / chroma0.norm()
+    assert torch.allclose(chroma, factor[:, None] * chroma0, atol=1e-5)
+    assert abs(torch.log2(factor).std().item() - 1.0) < 0.05  # s ~ lognormal(0, (ln 2)^2)
+
+
+def test_grey_colour_is_luma_of_rgb_colour():
+    x = _images(n=32, c=1)
+    grey = _run("color", x)
+    rgb = _run("color", x.expand(-1, 3, -1, -1))
+    assert torch.allclose(grey, rgb.mean(dim=1, keepdim=True), atol=1e-5)
+    assert not torch.allclose(grey, x)
+
+
+def test_each_transform_applied_with_probability_p():
+    n, p = 4000, 0.3
+    x = _images(n=n, size=4)
+    y = _run("brightness", x, p=p)
+    changed = (y != x).flatten(1).any(dim=1).float().mean().item()
+    assert abs(changed - p) < 0.03
+    # Rotation is split into pre and post rotations of probability 1 - sqrt(1 - p) each (appendix B).
+    rot = ops.geometric_matrices(("rotate",), n, 16, 16, torch.tensor(p))
+    rotated = (rot != torch.eye(3)).flatten(1).any(dim=1).float().mean().item()
+    assert abs(rotated - p) < 0.03
+
+
+def test_geometric_parameter_distributions():
+    n, size = 8000, 16
+    p = torch.tensor(1.0)
+    scale = ops.geometric_matrices(("scale",), n, size, size, p)
+    assert torch.equal(scale[:, 0, 0], scale[:, 1, 1])
+    assert abs(torch.log2(scale[:, 0, 0]).std().item() - 0.2) < 0.01
+    aniso = ops.geometric_matrices(("aniso",), n, size, size, p)
+    assert torch.allclose(aniso[:, 0, 0] * aniso[:, 1, 1], torch.ones(n))
+    shift = ops.geometric_matrices(("xfrac",), n, size, size, p)[:, :2, 2] / size
+    assert (shift.std(dim=0) - 0.125).abs().max() < 0.006
+
+
+def test_resample_references():
+    f = ops.lanczos_filter()
+    x = _images(n=2, size=16)
+    eye = torch.eye(3).expand(2, 3, 3)
+    base = ops.resample(x, eye, f)
+    quarter = torch.tensor([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]).expand(2, 3, 3)
+    assert torch.allclose(ops.resample(x, quarter, f), torch.rot90(base, 1, (-2, -1)), atol=1e-5)
+    one_right = torch.tensor([[1.0, 0.0, -1.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]).expand(2, 3, 3)
+    # Away from the border, where mirroring meets the shift, a one-pixel move is exact.
+    assert torch.allclose(ops.resample(x, one_right, f)[..., 5:-4], base[..., 4:-5], atol=1e-5)
+    # A low-frequency image survives the 2x band-limited round trip; mirroring keeps the border close too.
+    yy, xx = torch.meshgrid(torch.arange(32.0), torch.arange(32.0), indexing="ij")
+    smooth = torch.cos(2 * math.pi * (1.5 * xx + yy) / 32).expand(1, 1, 32, 32)
+    assert (ops.resample(smooth, eye[:1], f) - smooth).abs().max() < 0.01
+
+
+def test_output_shape_dtype_and_range():
+    x = _images(n=16, size=16, dtype=torch.float64)
+    y = _run("bgc", x)
+    assert y.shape == x.shape and y.dtype == x.dtype and torch.isfinite(y).all()
+    assert not torch.allclose(y, x)
+    blit = _run("blit", x)
+    assert all(torch.isin(bi, xi).all() for bi, xi in zip(blit, x, strict=True))  # pixels moved, never mixed
+    # Natural images are smooth: on those the band-limited warp overshoots little, and mirroring adds no black
+    # borders, so every image keeps its contrast. (White noise rings more, as under any sharp low-pass.)
+    smooth = torch.nn.functional.interpolate(_images(n=64, size=4), size=16, mode="bilinear", align_corners=False)
+    geom = _run("geom", smooth)
+    assert geom.abs().max() < 1.05
+    assert geom.flatten(1).std(dim=1).min() > 0.2
+
+
+def test_gradients_flow_to_input():
+    x = _images(n=2, size=8, dtype=torch.float64).requires_grad_(True)
+
+    def augment(images):
+        return AugmentPipe("bgc", p=1.0)(images, generator=torch.Generator().manual_seed(5))
+
+    assert torch.autograd.gradcheck(augment, (x,), eps=1e-6, atol=1e-5, fast_mode=True)
+    augment(x).square().sum().backward()
+    assert x.grad.abs().sum() > 0
+
+
+def test_same_seed_same_output():
+    x = _images(n=8, size=16)
+    assert torch.equal(_run("bgc", x, p=0.7, seed=4), _run("bgc", x, p=0.7, seed=4))
+    assert not torch.equal(_run("bgc", x, p=0.7, seed=4), _run("bgc", x, p=0.7, seed=5))
+    pipe = AugmentPipe("bgc", p=0.7)
+    a = pipe(x, generator=torch.Generator().manual_seed(9))
+    assert torch.equal(a, pipe(x, generator=torch.Generator().manual_seed(9)))
+
+
+def test_unknown_preset_is_user_error():
+    with pytest.raises(UserError, match="nope"):
+        AugmentPipe("xflip,nope")
+    assert AugmentPipe("xflip, hue").ops == ("xflip", "hue")
+
+
+def _drive(ada, pipe, logits_value, steps, batch=64):
+    for _ in range(steps):
+        ada.accumulate(torch.full((batch, 1), logits_value))
+        ada.update(pipe, batch)
+
+
+def test_ada_moves_p_by_exact_step():
+    ada, pipe = AdaptiveAugment(target=0.6, speed_kimg=500, interval=4), AugmentPipe("bgc", p=0.5)
+    step = 64 * 4 / (500 * 1000)
+    _drive(ada, pipe, 1.0, 3)
+    assert pipe.p.item() == 0.5  # no adjustment before `interval` D steps
+    _drive(ada, pipe, 1.0, 1)  # r_t = 1 > 0.6: raise p
+    assert pipe.p.item() == pytest.approx(0.5 + step, abs=1e-7)
+    assert ada.stats(pipe) == {"p": pipe.p.item(), "rt": 1.0}
+    _drive(ada, pipe, -1.0, 4)  # r_t = -1 < 0.6: lower p
+    assert pipe.p.item() == pytest.approx(0.5, abs=1e-7)
+    ada.accumulate(torch.tensor([[1.0], [-1.0], [1.0], [1.0]]))  # r_t = 0.5 < 0.6 over the whole interval
+    _drive(ada, pipe, -1.0, 0)
+    for _ in range(4):
+        ada.update(pipe, 64)
+    assert ada.stats(pipe)["rt"] == 0.5
+    assert pipe.p.item() == pytest.approx(0.5 - step, abs=1e-7)
+
+
+def test_ada_clamps_p():
+    ada, pipe = AdaptiveAugment(speed_kimg=0.1, interval=1), AugmentPipe("bgc", p=0.0)
+    _drive(ada, pipe, -1.0, 3)
+    assert pipe.p.item() == 0.0
+    _drive(ada, pipe, 1.0, 5)
+    assert pipe.p.item() == 1.0
+
+
+def test_ada_state_round_trip_is_exact():
+    ada, pipe = AdaptiveAugment(), AugmentPipe("bgc", p=0.2)
+    _drive(ada, pipe, 1.0, 6)  # mid-interval: accumulators hold two steps
+    state = ada.state_dict()
+    assert all(isinstance(v, (int, torch.Tensor)) for v in state.values())
+    resumed, resumed_pipe = AdaptiveAugment(), AugmentPipe("bgc")
+    resumed.load_state_dict(state)
+    resumed_pipe.load_state_dict(pipe.state_dict())
+    for value in (1.0, -1.0, 1.0):
+        _drive(ada, pipe, value, 3)
+        _drive(resumed, resumed_pipe, value, 3)
+    assert torch.equal(pipe.p, resumed_pipe.p)
+    assert ada.stats(pipe) == resumed.stats(resumed_pipe)
+    assert pipe.p.item() != 0.2
+
+
+def test_ada_rejects_bad_settings_all_at_once():
+    with pytest.raises(UserError) as info:
+        AdaptiveAugment(target=1.5, speed_kimg=0, interval=0)
+    assert len(info.value.problems) == 3
