@@ -12,7 +12,7 @@ Layout (all integers little-endian):
 
 The JSON header sits after the data because the image count is only known once every source file has been
 validated; the fixed prefix points at it. Images start page-aligned so np.memmap slices are aligned reads.
-`content_hash` is the format-independent hash of `content_hash()` below, the same for a zip built from the same
+`content_hash` is the format-independent hash of `ContentHasher` below, the same for a zip built from the same
 images, so metric caches keyed by it survive a change of format.
 """
 
@@ -28,17 +28,24 @@ DATA_OFFSET = 4096
 _PREFIX = struct.Struct("<8sQQ")
 
 
-def content_hash(channels: int, resolution: int, label_names: list[str], digests, labels: np.ndarray) -> str:
-    """SHA-256 over the shape, the label names, every image's own SHA-256 in order, and the int64 class indices.
+class ContentHasher:
+    """SHA-256 over every image's own SHA-256 in order, then the shape, the label names and the int64 class indices.
 
-    Hashing per-image digests (rather than all pixels at once) lets parallel workers hash their images and lets
-    `verify` and the build agree without holding pixels in one place.
+    Hashing per-image digests (rather than all pixels in one stream) lets pool workers hash their own images, and
+    lets the build and `verify` agree without holding pixels in one place. Identical for zip and fast archives.
     """
-    hasher = hashlib.sha256(json.dumps([channels, resolution, list(label_names)]).encode())
-    for item in digests:
-        hasher.update(item)
-    hasher.update(np.asarray(labels, dtype="<i8").tobytes())
-    return hasher.hexdigest()
+
+    def __init__(self):
+        self._hasher = hashlib.sha256()
+
+    def add(self, image_digest: bytes) -> None:
+        self._hasher.update(image_digest)
+
+    def finish(self, channels: int, resolution: int, label_names: list[str], labels: np.ndarray | None) -> str:
+        self._hasher.update(json.dumps([channels, resolution, list(label_names)]).encode())
+        if labels is not None:
+            self._hasher.update(np.asarray(labels, dtype="<i8").tobytes())
+        return self._hasher.hexdigest()
 
 
 def is_fast_file(path: Path) -> bool:

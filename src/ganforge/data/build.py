@@ -1,0 +1,344 @@
+"""`ganforge dataset build SRC DEST`: decode every source image once, validate, convert, and write an archive.
+
+Outputs: a zip in NVlabs' dataset_tool layout (`00000/img00000000.png`, zlib level 0, stored, plus `dataset.json`)
+or a fast file (`fastformat`). The output is written to `DEST.partial` and renamed at the end, so a failed or
+interrupted build leaves nothing at DEST. Decoding runs in a process pool with a bounded number of files in
+flight; the main process reads files, checks duplicates and writes, so memory does not grow with the image count
+beyond the file list and a 16-byte digest per written image.
+"""
+
+import collections
+import csv
+import dataclasses
+import json
+import multiprocessing
+import os
+import sys
+import zipfile
+import zlib
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from ganforge import __version__
+from ganforge.data import fastformat, images
+from ganforge.errors import UserError
+
+FORMATS = ("zip", "fast")
+_IN_FLIGHT_PER_WORKER = 4  # enough queued work to keep each worker busy, little enough to bound memory
+
+
+@dataclasses.dataclass(frozen=True)
+class BuildOptions:
+    """The options of `dataset build`; see `ganforge dataset build --help` for each."""
+
+    resolution: int | None = None
+    transform: str = "center-crop"
+    resize_filter: str = "lanczos"
+    labels: str = "auto"  # auto | folders | source | none | path of a `file,label` CSV
+    channels: int = 3
+    max_images: int | None = None
+    format: str | None = None  # None: zip when DEST ends in .zip, else fast
+    on_error: str = "fail"
+    workers: int | None = None  # None: every CPU this process may use
+
+
+def default_workers() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def ordered_map(function, items, workers: int):
+    """map() over a process pool that yields results in input order and keeps at most a few items per worker queued.
+
+    Pool.imap would consume the whole input eagerly and buffer every result a slow consumer has not taken yet.
+    """
+    if workers == 0:
+        yield from map(function, items)
+        return
+    # fork starts workers instantly and shares the parent's imports; spawn where fork does not exist.
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    with multiprocessing.get_context(method).Pool(workers) as pool:
+        pending = collections.deque()
+        for item in items:
+            pending.append(pool.apply_async(function, (item,)))
+            if len(pending) >= _IN_FLIGHT_PER_WORKER * workers:
+                yield pending.popleft().get()
+        while pending:
+            yield pending.popleft().get()
+
+
+def read_or_reason(read, key) -> bytes | str:
+    """read(key), or the reason it failed: a damaged member or file is one bad file, not the end of the run."""
+    try:
+        return read(key)
+    except (OSError, EOFError, zipfile.BadZipFile, zlib.error) as error:
+        return f"unreadable: {type(error).__name__}: {error}"
+
+
+class SourceFiles:
+    """The image files of SRC (a folder, searched recursively, or a zip), sorted by relative path."""
+
+    def __init__(self, src: Path):
+        self.src = src
+        self._zip = zipfile.ZipFile(src) if src.is_file() else None
+        if self._zip is None:
+            every = sorted(p.relative_to(src).as_posix() for p in src.rglob("*") if p.is_file())
+        else:
+            every = sorted(info.filename for info in self._zip.infolist() if not info.is_dir())
+        self.names = [name for name in every if images.is_image_name(name)]
+        self.ignored = len(every) - len(self.names)
+        self.meta = json.loads(self.read("dataset.json")) if "dataset.json" in every else None
+
+    def read(self, name: str) -> bytes:
+        return self._zip.read(name) if self._zip is not None else (self.src / name).read_bytes()
+
+    def close(self) -> None:
+        if self._zip is not None:
+            self._zip.close()
+
+
+def _sorted_label_names(values) -> list[str]:
+    """Class names in index order: numerically when every name is an integer (so "10" follows "9")."""
+    unique = set(values)
+    if all(value.lstrip("-").isdigit() for value in unique):
+        return sorted(unique, key=int)
+    return sorted(unique)
+
+
+def assign_labels(files: SourceFiles, spec: str) -> tuple[dict[str, int] | None, list[str], dict[str, str]]:
+    """-> (class index per file name or None, label names, reason per file that cannot be labelled)."""
+    if spec == "auto":
+        spec = "source" if files.meta and files.meta.get("labels") else "none"
+    if spec == "none":
+        return None, [], {}
+    if spec == "folders":
+        text = {name: name.split("/")[0] for name in files.names if "/" in name}
+        problems = {name: "not inside a class sub-folder (--labels folders)" for name in files.names if "/" not in name}
+    elif spec == "source":
+        text, problems = _source_labels(files)
+    else:
+        text, problems = _csv_labels(Path(spec), files.names)
+    label_names = _sorted_label_names(text.values())
+    index = {name: i for i, name in enumerate(label_names)}
+    return {name: index[value] for name, value in text.items()}, label_names, problems
+
+
+def _source_labels(files: SourceFiles) -> tuple[dict[str, str], dict[str, str]]:
+    """Class labels from SRC's NVlabs-style dataset.json, named by its `label_names` when it has them."""
+    entries = dict((files.meta or {}).get("labels") or [])
+    if not all(isinstance(value, int) for value in entries.values()):
+        raise UserError("--labels source: dataset.json holds label vectors; ganforge archives hold class labels only")
+    names = (files.meta or {}).get("label_names") or [str(i) for i in range(max(entries.values(), default=-1) + 1)]
+    text = {name: names[entries[name]] for name in files.names if name in entries}
+    problems = {name: "no label in SRC/dataset.json (--labels source)" for name in files.names if name not in entries}
+    return text, problems
+
+
+def _csv_labels(path: Path, names: list[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """`file,label` rows (an optional `file,label` header row); file paths relative to SRC."""
+    with open(path, newline="", encoding="utf-8") as stream:
+        rows = list(csv.reader(stream))
+    if rows and [cell.strip().lower() for cell in rows[0]] == ["file", "label"]:
+        rows = rows[1:]
+    known, table, problems = set(names), {}, {}
+    for line, row in enumerate(rows, start=1):
+        file = row[0].strip().replace("\\", "/").removeprefix("./") if row else ""
+        if len(row) != 2 or not file or not row[1].strip():
+            problems[f"{path}:{line}"] = "expected a `file,label` row"
+        elif file not in known:
+            problems[f"{path}:{line}"] = f"{file} is not an image in SRC"
+        else:
+            table[file] = row[1].strip()
+    problems.update({name: f"no row in {path.name} (--labels)" for name in names if name not in table})
+    return table, problems
+
+
+def check_options(src: Path, dest: Path, options: BuildOptions) -> str:
+    """Every problem with the arguments at once, as one UserError; returns the output format."""
+    fmt = options.format or ("zip" if dest.suffix.lower() == ".zip" else "fast")
+    r = options.resolution
+    checks = [
+        (src.is_dir() or zipfile.is_zipfile(src), f"SRC: {src} is not a folder or a zip"),
+        (not dest.exists(), f"DEST: {dest} already exists; remove it or choose another path"),
+        (dest.parent.is_dir(), f"DEST: folder {dest.parent} does not exist"),
+        (fmt != "zip" or dest.suffix.lower() == ".zip", "DEST: a zip archive must end in .zip (NVlabs' loaders look)"),
+        (r is None or (r >= 4 and r & (r - 1) == 0), f"--resolution: {r} is not a power of two >= 4"),
+        (r is not None or options.transform == "none", f"--resolution: required with --transform {options.transform}"),
+        (
+            options.labels in ("auto", "folders", "source", "none") or Path(options.labels).is_file(),
+            f"--labels: {options.labels} is none of auto, folders, source, none, nor an existing CSV file",
+        ),
+        (options.max_images is None or options.max_images > 0, "--max-images: must be at least 1"),
+        (options.workers is None or options.workers >= 0, "--workers: must be 0 (no pool) or more"),
+    ]
+    problems = [message for ok, message in checks if not ok]
+    if problems:
+        raise UserError(*problems)
+    return fmt
+
+
+def process_file(item: tuple) -> tuple:
+    """Pool work for one file: ("bad", reason) or ("ok", digest, shape, PNG bytes for zip | pixels for fast | None)."""
+    data, conversion, fmt = item
+    if isinstance(data, str):
+        return "bad", data
+    try:
+        pixels = images.load_pixels(data, conversion)
+    except images.BadImage as error:
+        return "bad", str(error)
+    payload = images.encode_png(pixels) if fmt == "zip" else pixels if fmt == "fast" else None
+    return "ok", images.digest(pixels), pixels.shape, payload
+
+
+class ZipWriter:
+    """Writes NVlabs' layout: stored (uncompressed) members with a fixed timestamp, so equal inputs give equal bytes."""
+
+    def __init__(self, path: Path):
+        self.count = 0
+        self._zip = zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED)
+
+    @staticmethod
+    def member_name(index: int) -> str:
+        digits = f"{index:08d}"
+        return f"{digits[:5]}/img{digits}.png"
+
+    def add(self, png: bytes) -> None:
+        self._zip.writestr(zipfile.ZipInfo(self.member_name(self.count), date_time=(1980, 1, 1, 0, 0, 0)), png)
+        self.count += 1
+
+    def finish(self, labels: np.ndarray | None, header: dict) -> None:
+        entries = None if labels is None else [[self.member_name(i), int(c)] for i, c in enumerate(labels)]
+        meta = {"labels": entries, "label_names": header["label_names"], "ganforge": {"format_version": 1, **header}}
+        self._zip.writestr(zipfile.ZipInfo("dataset.json", date_time=(1980, 1, 1, 0, 0, 0)), json.dumps(meta))
+        self.close()
+
+    def close(self) -> None:
+        self._zip.close()
+
+
+class _Build:
+    """The state of one build: writer, duplicate table and problem list, fed one decoded result at a time."""
+
+    def __init__(self, fmt: str, partial: Path, label_names: list[str], fail_fast_writes: bool):
+        self.fmt, self.partial, self.label_names = fmt, partial, label_names
+        self.skip_writes_after_problem = fail_fast_writes
+        self.problems: list[tuple[str, str]] = []
+        self.shape, self.writer, self.hasher = None, None, None
+        self.first_of: dict[bytes, str] = {}
+        self.labels: list[int] = []
+
+    def accept(self, name: str, result: tuple, label: int | None) -> None:
+        if result[0] == "bad":
+            self.problems.append((name, result[1]))
+            return
+        _, digest, shape, payload = result
+        if self.shape is None:
+            self._open(shape)
+        if shape != self.shape:
+            self.problems.append((name, f"size {shape[2]}x{shape[1]} differs from the first image's {self.shape[2]}"))
+            return
+        if digest[:16] in self.first_of:
+            self.problems.append((name, f"exact duplicate of {self.first_of[digest[:16]]}"))
+            return
+        self.first_of[digest[:16]] = name
+        if self.skip_writes_after_problem and self.problems:
+            return  # --on-error fail: nothing will be kept, so only validate from here on
+        self.writer.add(payload)
+        self.hasher.add(digest)
+        if label is not None:
+            self.labels.append(label)
+
+    def _open(self, shape: tuple) -> None:
+        self.shape = shape
+        channels, resolution = shape[0], shape[1]
+        if self.fmt == "zip":
+            self.writer = ZipWriter(self.partial)
+        else:
+            self.writer = fastformat.FastWriter(self.partial, channels, resolution)
+        self.hasher = fastformat.ContentHasher()
+
+    def finish(self, build_info: dict) -> str:
+        label_names, labels = self._used_labels()
+        content_hash = self.hasher.finish(self.shape[0], self.shape[1], label_names, labels)
+        header = {"count": self.writer.count, "channels": self.shape[0], "resolution": self.shape[1]}
+        self.writer.finish(
+            labels, {**header, "label_names": label_names, "content_hash": content_hash, "build": build_info}
+        )
+        return content_hash
+
+    def _used_labels(self) -> tuple[list[str], np.ndarray | None]:
+        """Drop classes left without images (all their files were bad) so that every class has images."""
+        if not self.label_names:
+            return [], None
+        used = sorted(set(self.labels))
+        new_index = {old: new for new, old in enumerate(used)}
+        return [self.label_names[i] for i in used], np.array([new_index[c] for c in self.labels], dtype=np.int64)
+
+    def discard(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        self.partial.unlink(missing_ok=True)
+
+
+def build(src, dest, options: BuildOptions | None = None) -> dict:
+    """Validate SRC and write DEST; returns a summary dict. Raises UserError listing every problem (--on-error fail)."""
+    src, dest, options = Path(src), Path(dest), options or BuildOptions()
+    fmt = check_options(src, dest, options)
+    files = SourceFiles(src)
+    try:
+        label_of, label_names, label_problems = assign_labels(files, options.labels)
+        names = [name for name in files.names[: options.max_images] if name not in label_problems]
+        state = _Build(fmt, dest.with_name(dest.name + ".partial"), label_names, options.on_error == "fail")
+        try:
+            _decode_all(files, names, label_of, state, options, fmt)
+            state.problems = sorted(state.problems + list(label_problems.items()))
+            summary = _finish(src, dest, state, options, fmt)
+        except BaseException:
+            state.discard()
+            raise
+    finally:
+        files.close()
+    summary["ignored"] = files.ignored
+    return summary
+
+
+def _decode_all(files, names, label_of, state: _Build, options: BuildOptions, fmt: str) -> None:
+    conversion = images.Conversion(options.channels, options.resolution, options.transform, options.resize_filter)
+    workers = default_workers() if options.workers is None else options.workers
+    items = ((read_or_reason(files.read, name), conversion, fmt) for name in names)
+    progress = tqdm(total=len(names), unit="img", desc="build", file=sys.stderr, mininterval=1.0)
+    with progress:
+        for name, result in zip(names, ordered_map(process_file, items, workers), strict=True):
+            state.accept(name, result, None if label_of is None else label_of[name])
+            progress.update()
+
+
+def _finish(src: Path, dest: Path, state: _Build, options: BuildOptions, fmt: str) -> dict:
+    listed = [f"{src}/{name}: {reason}" for name, reason in state.problems]
+    if state.problems and options.on_error == "fail":
+        raise UserError(
+            *listed,
+            f"{len(listed)} problem(s); nothing written. Fix or remove these files, or pass "
+            "--on-error skip to build from the good images and list the rest in DEST.report.json",
+        )
+    if state.writer is None or state.writer.count == 0:
+        raise UserError(*listed, f"SRC: {src} holds no usable image; nothing written")
+    # The worker count changes nothing in the output, so it is left out: equal inputs give byte-identical archives.
+    options_used = {key: value for key, value in dataclasses.asdict(options).items() if key != "workers"}
+    build_info = {"source": str(src), "ganforge": __version__, **options_used, "format": fmt}
+    content_hash = state.finish(build_info)
+    os.replace(state.partial, dest)
+    summary = {
+        "dest": str(dest),
+        "format": fmt,
+        "written": state.writer.count,
+        "content_hash": content_hash,
+        "skipped": [{"file": name, "reason": reason} for name, reason in state.problems],
+        "report": None,
+    }
+    if options.on_error == "skip":
+        report = dest.with_name(dest.name + ".report.json")
+        report.write_text(json.dumps({**summary, "build": build_info}, indent=1))
+        summary["report"] = str(report)
+    return summary

@@ -1,0 +1,110 @@
+"""`ganforge dataset info` (what an archive holds) and `ganforge dataset verify` (decode and re-hash everything)."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from ganforge.data import build, fastformat, images
+from ganforge.data.archive import open_dataset
+from ganforge.errors import UserError
+
+
+def info(path) -> dict:
+    """Count, resolution, channels, label histogram, content hash and format of a dataset."""
+    ds = open_dataset(path)
+    labels = ds.raw_labels
+    if labels is None:
+        histogram = {}
+    elif labels.ndim == 1:
+        counts = np.bincount(labels, minlength=ds.label_dim)
+        histogram = {name: int(count) for name, count in zip(ds.label_names, counts, strict=True)}
+    else:
+        histogram = None  # NVlabs-style label vectors have no classes to count
+    return {
+        "path": str(path),
+        "format": ds.format,
+        "count": ds.num_raw,
+        "resolution": ds.resolution,
+        "channels": ds.channels,
+        "label_dim": ds.label_dim,
+        "label_histogram": histogram,
+        "content_hash": ds.content_hash,
+        "content_hash_kind": "pixels" if ds.source.stored_hash else "files",
+    }
+
+
+def info_text(summary: dict) -> str:
+    lines = [f"{key}: {value}" for key, value in summary.items() if key != "label_histogram"]
+    histogram = summary["label_histogram"]
+    if histogram is None:
+        lines.append("labels: vectors (no classes)")
+    elif histogram:
+        lines += ["labels:"] + [f"  {name}: {count}" for name, count in histogram.items()]
+    else:
+        lines.append("labels: none")
+    return "\n".join(lines)
+
+
+def verify(path, workers: int | None = None) -> dict:
+    """Decode every image and recompute the content hash; UserError listing every problem found."""
+    ds = open_dataset(path)
+    if ds.format == "fast":
+        digests, problems = _fast_digests(ds)
+    else:
+        digests, problems = _file_digests(ds, build.default_workers() if workers is None else workers)
+    stored = ds.source.stored_hash
+    if stored and not problems:
+        hasher = fastformat.ContentHasher()
+        for digest in digests:
+            hasher.add(digest)
+        computed = hasher.finish(ds.channels, ds.resolution, ds.label_names, ds.raw_labels)
+        if computed != stored:
+            problems.append(
+                f"{path}: content hash mismatch: recorded {stored}, the data hashes to {computed}; "
+                "the archive was modified or damaged, rebuild it"
+            )
+    if problems:
+        raise UserError(*problems, f"{path}: {len(problems)} problem(s)")
+    return {
+        "path": str(path),
+        "format": ds.format,
+        "count": ds.num_raw,
+        "content_hash": ds.content_hash,
+        "hash_checked": bool(stored),
+    }
+
+
+def _fast_digests(ds) -> tuple[list[bytes], list[str]]:
+    problems = []
+    labels = ds.raw_labels
+    if labels is not None and (labels.min() < 0 or labels.max() >= ds.label_dim):
+        problems.append(f"{ds.path}: class indices outside 0..{ds.label_dim - 1}")
+    pixels = ds.source
+    digests = [
+        images.digest(pixels.load(i))
+        for i in tqdm(range(ds.num_raw), unit="img", desc="verify", file=sys.stderr, mininterval=1.0)
+    ]
+    return digests, problems
+
+
+def _file_digests(ds, workers: int) -> tuple[list[bytes], list[str]]:
+    source = ds.source
+    conversion = images.Conversion(ds.channels, ds.resolution, "none")
+    items = ((build.read_or_reason(source.read, i), conversion, "digest") for i in range(ds.num_raw))
+    digests, problems = [], []
+    results = build.ordered_map(build.process_file, items, workers)
+    for name, result in tqdm(
+        zip(source.names, results, strict=True),
+        total=ds.num_raw,
+        unit="img",
+        desc="verify",
+        file=sys.stderr,
+        mininterval=1.0,
+    ):
+        if result[0] == "bad":
+            problems.append(f"{Path(ds.path) / name}: {result[1]}")
+        else:
+            digests.append(result[1])
+    return digests, problems

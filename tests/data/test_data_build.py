@@ -1,0 +1,169 @@
+import json
+import subprocess
+import sys
+import zipfile
+
+import numpy as np
+import pytest
+import torch
+from click.testing import CliRunner
+from data_testfiles import bad_files, convertible_files, png, read_nvlabs_zip, write_folder
+from PIL import Image
+
+from ganforge.cli import main
+from ganforge.data import open_dataset
+from ganforge.data.build import BuildOptions, build
+
+BAD_REASONS = {
+    "truncated.png": "truncated",
+    "truncated.jpg": "truncated",
+    "tiny.png": "too small: 1x1",
+    "empty.png": "empty file",
+    "text.png": "not an image",
+    "dup.png": "exact duplicate of a-good/0.png",
+}
+
+
+def run_cli(*args):
+    return CliRunner().invoke(main, [str(arg) for arg in args])
+
+
+@pytest.fixture
+def messy(tmp_path):
+    """a-good/ holds 3 clean images, b-bad/ one file per bad-input class, odd/ convertible modes."""
+    files = {f"a-good/{i}.png": png(i) for i in range(3)}
+    files.update({f"b-bad/{name}": data for name, data in bad_files().items()})
+    files.update({f"c-odd/{name}": data for name, data in convertible_files().items()})
+    return write_folder(tmp_path / "src", files)
+
+
+def test_fail_mode_lists_every_bad_file_exits_2_writes_nothing(messy, tmp_path):
+    dest = tmp_path / "out.zip"
+    proc = subprocess.run(
+        [sys.executable, "-m", "ganforge", "dataset", "build", messy, dest, "--resolution", "8", "--workers", "2"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    for name, reason in BAD_REASONS.items():
+        line = next(line for line in proc.stderr.splitlines() if f"b-bad/{name}:" in line)
+        assert reason in line
+    assert "c-odd/" not in proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["src"]
+
+
+@pytest.mark.parametrize("fmt", ["zip", "fast"])
+def test_skip_mode_builds_the_good_files_and_reports_the_rest(messy, tmp_path, fmt):
+    dest = tmp_path / ("out.zip" if fmt == "zip" else "out.gfd")
+    result = run_cli("dataset", "build", messy, dest, "--resolution", "8", "--on-error", "skip", "--workers", "0")
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / f"{dest.name}.report.json").read_text())
+    assert {item["file"]: item["reason"] for item in report["skipped"]}.keys() == {f"b-bad/{n}" for n in BAD_REASONS}
+    for item in report["skipped"]:
+        assert BAD_REASONS[item["file"].removeprefix("b-bad/")] in item["reason"]
+    ds = open_dataset(dest)
+    assert (len(ds), ds.resolution, ds.channels, ds.format) == (3 + len(convertible_files()), 8, 3, fmt)
+
+
+def test_folder_zip_fast_same_pixels_labels_and_hash(messy, tmp_path):
+    good = write_folder(tmp_path / "good", {f"{k}/{i}.png": png(10 * i + ord(k), 8) for k in "ab" for i in range(3)})
+    assert (
+        run_cli("dataset", "build", good, tmp_path / "x.zip", "--transform", "none", "--labels", "folders").exit_code
+        == 0
+    )
+    assert run_cli("dataset", "build", tmp_path / "x.zip", tmp_path / "x.gfd", "--transform", "none").exit_code == 0
+    folder, archive, fast = (open_dataset(p) for p in (good, tmp_path / "x.zip", tmp_path / "x.gfd"))
+    assert archive.label_names == fast.label_names == ["a", "b"]
+    for i in range(6):
+        assert torch.equal(archive[i][0], fast[i][0]) and torch.equal(archive[i][1], fast[i][1])
+        assert torch.equal(folder[i][0], archive[i][0])
+    assert archive.content_hash == fast.content_hash
+    assert [int(l.argmax()) for _, l in (archive[i] for i in range(6))] == [0, 0, 0, 1, 1, 1]
+
+
+def test_our_zip_reads_with_nvlabs_layout(messy, tmp_path):
+    build(messy, tmp_path / "x.zip", BuildOptions(resolution=8, labels="folders", on_error="skip", workers=0))
+    pixels, labels = read_nvlabs_zip(tmp_path / "x.zip")
+    ds = open_dataset(tmp_path / "x.zip")
+    with zipfile.ZipFile(tmp_path / "x.zip") as archive:
+        assert archive.namelist()[0] == "00000/img00000000.png"
+        assert all(info.compress_type == zipfile.ZIP_STORED for info in archive.infolist())
+    assert pixels.shape == (len(ds), 3, 8, 8)
+    for i in range(len(ds)):
+        assert np.array_equal(pixels[i], ds[i][0].numpy())
+        assert labels[i] == int(ds[i][1].argmax())
+
+
+def test_labels_from_csv_with_missing_and_unknown_rows(tmp_path):
+    src = write_folder(tmp_path / "src", {"x.png": png(1, 8), "y.png": png(2, 8), "z.png": png(3, 8)})
+    (tmp_path / "labels.csv").write_text("file,label\nx.png,10\ny.png,9\nghost.png,1\n")
+    result = run_cli(
+        "dataset", "build", src, tmp_path / "o.zip", "--transform", "none", "--labels", tmp_path / "labels.csv"
+    )
+    assert result.exit_code == 2
+    assert "labels.csv:3: ghost.png is not an image in SRC" in result.output
+    assert "z.png: no row in labels.csv" in result.output
+    (tmp_path / "labels.csv").write_text("x.png,10\ny.png,9\nz.png,9\n")
+    result = run_cli(
+        "dataset", "build", src, tmp_path / "o.zip", "--transform", "none", "--labels", tmp_path / "labels.csv"
+    )
+    assert result.exit_code == 0, result.output
+    ds = open_dataset(tmp_path / "o.zip")
+    assert ds.label_names == ["9", "10"]  # numeric names sort numerically
+    assert [int(ds[i][1].argmax()) for i in range(3)] == [1, 0, 0]
+
+
+def test_files_outside_class_folders_are_reported(tmp_path):
+    src = write_folder(tmp_path / "src", {"a/x.png": png(1, 8), "loose.png": png(2, 8)})
+    result = run_cli("dataset", "build", src, tmp_path / "o.zip", "--transform", "none", "--labels", "folders")
+    assert result.exit_code == 2 and "loose.png: not inside a class sub-folder" in result.output
+
+
+def test_argument_problems_are_listed_together(tmp_path):
+    (tmp_path / "o.zip").write_bytes(b"")
+    result = run_cli("dataset", "build", tmp_path / "nope", tmp_path / "o.zip", "--resolution", "12")
+    assert result.exit_code == 2
+    for text in ("is not a folder or a zip", "already exists", "not a power of two"):
+        assert text in result.output
+    assert "--resolution: required" in run_cli("dataset", "build", tmp_path, tmp_path / "n.zip").output
+
+
+def test_decompression_bombs_are_bad_files(tmp_path, monkeypatch):
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 100)  # 12x12 is past the warning limit, 16x16 past the error one
+    src = write_folder(tmp_path / "src", {"warn.png": png(1, 12), "error.png": png(2, 16)})
+    with pytest.raises(Exception, match="decompression bomb") as info:
+        build(src, tmp_path / "o.zip", BuildOptions(resolution=8, workers=0))
+    assert sum("decompression bomb" in problem for problem in info.value.problems) == 2
+
+
+def test_parallel_and_serial_builds_write_identical_bytes(messy, tmp_path):
+    for workers in (0, 2):
+        options = BuildOptions(resolution=8, on_error="skip", workers=workers, max_images=9)
+        build(messy, tmp_path / f"w{workers}.zip", options)
+    assert (tmp_path / "w0.zip").read_bytes() == (tmp_path / "w2.zip").read_bytes()
+    assert len(open_dataset(tmp_path / "w0.zip")) == 3  # the first 9 files: 3 good, 6 bad
+
+
+def test_info_and_verify(messy, tmp_path):
+    build(messy, tmp_path / "x.gfd", BuildOptions(resolution=8, labels="folders", on_error="skip", workers=0))
+    summary = json.loads(run_cli("dataset", "info", tmp_path / "x.gfd", "--json").output)
+    assert summary["label_histogram"] == {"a-good": 3, "c-odd": len(convertible_files())}
+    assert (summary["count"], summary["format"], summary["content_hash_kind"]) == (8, "fast", "pixels")
+    assert "content hash verified" in run_cli("dataset", "verify", tmp_path / "x.gfd").output
+    data = bytearray((tmp_path / "x.gfd").read_bytes())
+    data[4096 + 5] ^= 0xFF  # one pixel of the first image
+    (tmp_path / "x.gfd").write_bytes(bytes(data))
+    result = run_cli("dataset", "verify", tmp_path / "x.gfd")
+    assert result.exit_code == 2 and "content hash mismatch" in result.output
+
+
+def test_verify_names_a_damaged_zip_member(tmp_path):
+    src = write_folder(tmp_path / "src", {"a.png": png(1, 8), "b.png": png(2, 8)})
+    build(src, tmp_path / "x.zip", BuildOptions(transform="none", workers=0))
+    data = (tmp_path / "x.zip").read_bytes()
+    second = data.index(b"00000/img00000001.png") + 21 + 60  # inside the second member's PNG data
+    (tmp_path / "x.zip").write_bytes(data[:second] + bytes([data[second] ^ 0xFF]) + data[second + 1 :])
+    result = run_cli("dataset", "verify", tmp_path / "x.zip", "--workers", "0")
+    assert result.exit_code == 2
+    assert "img00000001.png: unreadable: BadZipFile" in result.output
