@@ -9,6 +9,7 @@ import click
 
 from ganforge import __version__
 from ganforge.errors import UserError
+from ganforge.train.options import GroupedCommand, train_options
 
 
 class _Group(click.Group):
@@ -27,6 +28,19 @@ class _Group(click.Group):
 @click.version_option(__version__, prog_name="ganforge")
 def main():
     """Train, evaluate and export StyleGAN2-family GANs on one GPU, many GPUs, or a CPU."""
+
+
+@main.command(cls=GroupedCommand)
+@train_options
+def train(dry_run: bool, **options):
+    """Train a StyleGAN2 generator; rerunning the same command resumes. Multi-GPU: torchrun -m ganforge train."""
+    from ganforge.train import configure, run
+
+    config = configure(options)
+    if dry_run:
+        click.echo(config.to_json())
+        return
+    sys.exit(run(config))
 
 
 @main.group()

@@ -87,3 +87,22 @@ def no_sync_unless(module: torch.nn.Module, sync: bool):
     else:
         with module.no_sync():
             yield
+
+
+def check_replicas(tensors: dict[str, torch.Tensor]) -> list[str]:
+    """Names of the tensors that differ from rank 0's copy on any rank (always [] on one process). Collective."""
+    if world_size() == 1:
+        return []
+    differs = []
+    for name, tensor in tensors.items():
+        reference = tensor.detach().clone()
+        tdist.broadcast(reference, src=0)
+        if not torch.equal(reference, tensor.detach()):
+            differs.append(name)
+    return [name for names in _all_gather_object(differs) for name in names]
+
+
+def _all_gather_object(obj) -> list:
+    gathered = [None] * world_size()
+    tdist.all_gather_object(gathered, obj)
+    return gathered

@@ -1,0 +1,187 @@
+"""What the user sees of a run: a progress bar on a terminal (a plain status line per tick otherwise), `log.txt`,
+`stats.jsonl` (one JSON record per tick), TensorBoard scalars and sample grids, `reals.png` and `fakes<kimg>.png`.
+
+Only rank 0 writes; every rank takes part in reducing the tick statistics (one all-reduce per tick).
+"""
+
+import json
+import math
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import PIL.Image
+import torch
+
+from ganforge import dist
+
+
+class TickStats:
+    """Per-sample statistics of the current tick, kept on the device (no host sync) until `reduce`."""
+
+    def __init__(self):
+        self._sums: dict[str, torch.Tensor] = {}
+        self._counts: dict[str, int] = {}
+
+    def add(self, stats: dict[str, torch.Tensor]) -> None:
+        for key, values in stats.items():
+            values = values.detach().float().flatten()
+            self._sums[key] = self._sums.get(key, 0) + values.sum()
+            self._counts[key] = self._counts.get(key, 0) + values.numel()
+
+    def reduce(self, device: torch.device) -> dict[str, float]:
+        """Means over every rank (Skipped/* and nothing else as sums), then reset. Collective."""
+        keys = sorted(self._sums)
+        if not keys:
+            return {}
+        sums = torch.stack([self._sums[k].to(device) for k in keys])
+        counts = torch.tensor([float(self._counts[k]) for k in keys], device=device)
+        totals = dist.all_reduce_sum_(torch.cat([sums, counts])).tolist()
+        n = len(keys)
+        self._sums.clear()
+        self._counts.clear()
+        return {k: totals[i] if k.startswith("Skipped/") else totals[i] / totals[n + i] for i, k in enumerate(keys)}
+
+
+def peak_memory_gb(device: torch.device) -> float:
+    """Peak allocated memory: CUDA allocator peak, or the process's peak resident set size on CPU (Linux: KiB)."""
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**30
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+def image_grid(images: torch.Tensor, columns: int) -> np.ndarray:
+    """[N, C, H, W] floats in [-1, 1] -> uint8 [rows*H, columns*W, C] (C 1 or 3), row-major, black padding."""
+    images = ((images.detach().float().cpu() + 1) * 127.5).round().clamp(0, 255).to(torch.uint8)
+    n, c, h, w = images.shape
+    rows = math.ceil(n / columns)
+    canvas = torch.zeros([rows * columns, c, h, w], dtype=torch.uint8)
+    canvas[:n] = images
+    canvas = canvas.reshape(rows, columns, c, h, w).permute(0, 3, 1, 4, 2)  # [rows, H, columns, W, C]
+    return canvas.reshape(rows * h, columns * w, c).numpy()
+
+
+def save_grid(images: torch.Tensor, path: Path, columns: int) -> np.ndarray:
+    grid = image_grid(images, columns)
+    PIL.Image.fromarray(grid[:, :, 0] if grid.shape[2] == 1 else grid).save(path)
+    return grid
+
+
+class RunLog:
+    """log.txt + stats.jsonl + TensorBoard + progress display for rank 0; a silent stand-in on other ranks."""
+
+    def __init__(self, run_dir: Path | None, total_nimg: int, start_nimg: int):
+        self.run_dir, self.total_nimg = run_dir, total_nimg
+        self._start_time, self._start_nimg = time.monotonic(), start_nimg
+        self._tick_time, self._tick_nimg = self._start_time, start_nimg
+        self._data_seconds = 0.0
+        self._text = self._jsonl = self._tb = self._bar = None
+        if run_dir is not None:
+            self._text = open(run_dir / "log.txt", "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+            self._jsonl = open(run_dir / "stats.jsonl", "a", encoding="utf-8")  # noqa: SIM115
+            from torch.utils.tensorboard import SummaryWriter  # slow import; rank 0 only
+
+            self._tb = SummaryWriter(str(run_dir))
+            if sys.stdout.isatty():
+                from tqdm import tqdm
+
+                self._bar = tqdm(total=total_nimg / 1000, initial=start_nimg / 1000, unit="kimg", dynamic_ncols=True)
+
+    def print(self, text: str) -> None:
+        """A line for the user: terminal (above the bar) and log.txt."""
+        if self.run_dir is None:
+            return
+        if self._bar is not None:
+            self._bar.write(text)
+        else:
+            print(text, flush=True)
+        self._text.write(text + "\n")
+        self._text.flush()
+
+    def data_wait(self, seconds: float) -> None:
+        self._data_seconds += seconds
+
+    def tick(self, cur_nimg: int, cur_tick: int, stats: dict[str, float], device: torch.device) -> None:
+        """Write one tick: timing, memory and the reduced training statistics."""
+        now = time.monotonic()
+        seconds, images = now - self._tick_time, cur_nimg - self._tick_nimg
+        rate = images / max(seconds, 1e-9)
+        record = {"tick": cur_tick, "kimg": cur_nimg / 1000, **stats, "Timing/img_per_s": rate,
+                  "Timing/sec_per_kimg": 1000 / max(rate, 1e-9), "Timing/data_wait_share": self._data_seconds /
+                  max(seconds, 1e-9), "Timing/total_s": now - self._start_time,
+                  "Memory/peak_gb": peak_memory_gb(device)}  # fmt: skip
+        self._tick_time, self._tick_nimg, self._data_seconds = now, cur_nimg, 0.0
+        if self.run_dir is None or images == 0:  # nothing trained since the last record (start or resume)
+            return
+        done_rate = (cur_nimg - self._start_nimg) / max(now - self._start_time, 1e-9)
+        eta = (self.total_nimg - cur_nimg) / max(done_rate, 1e-9)
+        self._jsonl.write(json.dumps(record) + "\n")
+        self._jsonl.flush()
+        for key, value in record.items():
+            if key not in ("tick", "kimg") and math.isfinite(value):
+                self._tb.add_scalar(key, value, cur_nimg)
+        self._tb.flush()
+        if self._bar is not None:
+            self._bar.update(cur_nimg / 1000 - self._bar.n)
+            self._bar.set_postfix_str(f"{rate:.1f} img/s")
+        self.print(_status_line(record, self.total_nimg, eta))
+
+    def images(self, tag: str, grid: np.ndarray, cur_nimg: int) -> None:
+        if self._tb is not None:
+            self._tb.add_image(tag, grid, cur_nimg, dataformats="HWC")
+            self._tb.flush()
+
+    def close(self) -> None:
+        for handle in (self._bar, self._tb, self._text, self._jsonl):
+            if handle is not None:
+                handle.close()
+
+
+def _status_line(r: dict, total_nimg: int, eta_s: float) -> str:
+    skipped = sum(v for k, v in r.items() if k.startswith("Skipped/"))
+    parts = [f"tick {r['tick']:<4d}", f"kimg {r['kimg']:.3f}/{total_nimg / 1000:g}",
+             f"{r['Timing/img_per_s']:.1f} img/s", f"{r['Timing/sec_per_kimg']:.1f} s/kimg",
+             f"data {100 * r['Timing/data_wait_share']:.0f}%"]  # fmt: skip
+    for key, label in (("Loss/G/main", "G"), ("Loss/D/main", "D"), ("Scores/real", "D(real)"), ("Aug/p", "p")):
+        if key in r:
+            parts.append(f"{label} {r[key]:.3f}")
+    parts += [f"mem {r['Memory/peak_gb']:.2f} GB", f"skipped {skipped:g}", f"eta {_hms(eta_s)}"]
+    return "  ".join(parts)
+
+
+def _hms(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def kimg_name(cur_nimg: int) -> str:
+    """`000012` for 12 kimg; `000000.064` for 64 images (sub-kimg ticks in short test runs)."""
+    return f"{cur_nimg // 1000:06d}" if cur_nimg % 1000 == 0 else f"{cur_nimg / 1000:010.3f}"
+
+
+class SampleGrid:
+    """The fixed images of `reals.png` and the fixed latents of `fakes<kimg>.png` (seeded once per run; the fakes use
+    constant noise, so successive grids differ only because the generator changed)."""
+
+    def __init__(self, cfg, dataset, device: torch.device):
+        res = cfg.data.resolution
+        self.columns = min(16, max(4, 512 // res))
+        count = self.columns * min(8, max(2, 256 // res))
+        gen = torch.Generator().manual_seed(cfg.schedule.seed)
+        order = torch.randperm(len(dataset), generator=gen).repeat(count // len(dataset) + 1)[:count]
+        items = [dataset[int(i)] for i in order]
+        self.reals = torch.stack([img for img, _ in items]).float() / 127.5 - 1
+        self.labels = torch.stack([label for _, label in items])[:, : cfg.data.label_dim].to(device)
+        self.z = torch.randn([count, cfg.model.z_dim], generator=gen).to(device)
+        self.batch = cfg.schedule.batch_gpu
+
+    def save_reals(self, path: Path) -> np.ndarray:
+        return save_grid(self.reals, path, self.columns)
+
+    @torch.no_grad()
+    def save_fakes(self, G: torch.nn.Module, path: Path) -> np.ndarray:
+        chunks = zip(self.z.split(self.batch), self.labels.split(self.batch), strict=True)
+        images = torch.cat([G(z, c, noise_mode="const").cpu() for z, c in chunks])
+        return save_grid(images, path, self.columns)

@@ -1,0 +1,132 @@
+"""The training loop (STYLE 2): one function that reads top to bottom; the I/O lives in the helpers it calls.
+
+Progress is counted in images (`cur_nimg`). Ticks, snapshots and checkpoints fall on multiples of the global batch,
+and every random draw of a step is seeded from (seed, cur_nimg, phase, micro-batch), so a run resumed from any
+checkpoint continues exactly as if it had never stopped.
+"""
+
+import contextlib
+import time
+from pathlib import Path
+
+import torch
+
+from ganforge import checkpoint, dist
+from ganforge.config import Config
+from ganforge.data import make_loader, open_dataset
+from ganforge.preempt import PreemptionGuard
+from ganforge.train import logs, state
+from ganforge.train.ema import ema_beta, update_ema
+from ganforge.train.phases import micro_batches, run_phase
+
+
+def training_loop(cfg: Config, run_dir: Path, device: torch.device, resume: dict | None, snapshot: Path | None) -> int:
+    """Train until `cfg.schedule.kimg`; returns the exit status (0, or 143/130 after a preemption checkpoint)."""
+    s = cfg.schedule
+    total_nimg, tick_nimg = round(s.kimg * 1000), round(s.tick_kimg * 1000)
+    dataset = open_dataset(cfg.data.path, mirror=cfg.data.mirror)
+    t, phases, G_ema = state.build(cfg, device)
+    loop = state.restore(resume, t, phases, G_ema) if resume else {"cur_nimg": 0}
+    if snapshot is not None:
+        state.load_snapshot_weights(snapshot, t, G_ema)
+    cur_nimg = handled_nimg = saved_nimg = loop["cur_nimg"]
+    if resume is None:
+        handled_nimg = saved_nimg = -1  # a fresh run reports, samples and checkpoints its starting point
+    log = logs.RunLog(run_dir if dist.is_main() else None, total_nimg, cur_nimg)
+    samples = logs.SampleGrid(cfg, dataset, device)
+    retention = checkpoint.Retention(keep_last=cfg.run.keep_last, keep_every_kimg=cfg.run.keep_every,
+                                     keep_max_age_days=cfg.run.keep_max_age)  # fmt: skip
+    _start_report(cfg, log, t, samples, run_dir, cur_nimg)
+    rank, world = dist.rank(), cfg.world_size
+    loader = make_loader(dataset, s.batch // world, s.seed, rank, world, cur_nimg, cfg.data.workers, device)
+    tick_stats = logs.TickStats()
+    with PreemptionGuard() as guard, contextlib.closing(log):
+        while True:
+            at_tick = (cur_nimg % tick_nimg == 0 or cur_nimg >= total_nimg) and cur_nimg != handled_nimg
+            at_snap = at_tick and (cur_nimg // tick_nimg % s.snap == 0 or cur_nimg >= total_nimg)
+            preempted = guard.any_rank_requested(device)
+            handled_nimg = cur_nimg if at_tick else handled_nimg
+
+            # Report: one status line and stats record per tick.
+            if at_tick:
+                extra = {"PL/mean": float(t.pl_mean)} | _augment_stats(t)
+                log.tick(cur_nimg, cur_nimg // tick_nimg, tick_stats.reduce(device) | extra, device)
+
+            # Snapshot: replica check, sample grid, EMA generator for sharing.
+            if at_snap:
+                _snapshot(cfg, run_dir, log, t, G_ema, samples, cur_nimg)
+
+            # Checkpoint: with every snapshot, and once when preempted.
+            if (at_snap or preempted) and saved_nimg != cur_nimg:
+                loop_state = {"cur_nimg": cur_nimg, "cur_tick": cur_nimg // tick_nimg}
+                path = checkpoint.save(run_dir / "checkpoints", state.capture(t, phases, G_ema, loop_state),
+                                       tag=str(cur_nimg), retention=retention)  # fmt: skip
+                saved_nimg = cur_nimg
+                log.print(f"checkpoint {path}")
+
+            # Done? Finished, or preempted (exit with the signal's conventional status).
+            if preempted:
+                log.print(f"stopping on signal after {cur_nimg / 1000:g} kimg; rerun the same command to resume")
+                return guard.exit_code
+            if cur_nimg >= total_nimg:
+                log.print(f"done: {cur_nimg / 1000:g} kimg; results in {run_dir}")
+                return 0
+
+            # Fetch data: this rank's share of the global batch.
+            wait_start = time.monotonic()
+            images, labels = next(loader)
+            log.data_wait(time.monotonic() - wait_start)
+
+            # Run phases: G main, G path length, D main, D R1, each on its interval.
+            step = cur_nimg // s.batch
+            for index, phase in enumerate(phases):
+                if step % phase.interval == 0:
+                    mbs = micro_batches(cfg, index, cur_nimg, images, labels[:, : cfg.data.label_dim], t.G.num_ws)
+                    tick_stats.add(run_phase(t, phase, index, cur_nimg, mbs))
+            if t.ada is not None:
+                t.ada.update(t.augment, s.batch)
+
+            # EMA: G_ema follows G with the configured half-life.
+            update_ema(G_ema, t.G, ema_beta(s.batch, cur_nimg, s.ema_kimg, s.ema_rampup))
+            cur_nimg += s.batch
+
+
+def _augment_stats(t) -> dict:
+    if t.ada is None:
+        return {}
+    stats = t.ada.stats(t.augment)
+    return {"Aug/p": stats["p"], "Aug/rt": stats["rt"]}
+
+
+def _start_report(cfg: Config, log: logs.RunLog, t, samples, run_dir: Path, cur_nimg: int) -> None:
+    """Per-layer network summaries, derived values, and the grid of training images."""
+    from ganforge.config import describe_derived
+    from ganforge.nets import summary
+
+    z = torch.zeros([2, cfg.model.z_dim], device=t.pl_mean.device)
+    c = torch.zeros([2, cfg.data.label_dim], device=t.pl_mean.device)
+    if dist.is_main():
+        img = t.G(z, c)
+        log.print(summary(t.G, z, c))
+        log.print(summary(t.D, img, c))
+        for line in describe_derived(cfg):
+            log.print(f"derived: {line}")
+        log.print(f"{'resuming at' if cur_nimg else 'starting at'} {cur_nimg / 1000:g} kimg in {run_dir}")
+        log.images("reals", samples.save_reals(run_dir / "reals.png"), cur_nimg)
+
+
+def _snapshot(cfg: Config, run_dir: Path, log: logs.RunLog, t, G_ema, samples, cur_nimg: int) -> None:
+    """Check that every rank holds the same weights, then (rank 0) write the fakes grid and the EMA snapshot."""
+    mismatched = dist.check_replicas({f"{name}.{k}": v for name, module in (("G", t.G), ("D", t.D), ("G_ema", G_ema))
+                                      for k, v in module.state_dict().items()})  # fmt: skip
+    assert not mismatched, f"replicas differ in {mismatched[:5]} (a bug or a faulty device)"
+    if not dist.is_main():
+        return
+    kimg = logs.kimg_name(cur_nimg)
+    log.images("fakes", samples.save_fakes(G_ema, run_dir / f"fakes{kimg}.png"), cur_nimg)
+    from ganforge.snapshot import save_snapshot
+
+    path = run_dir / "snapshots" / f"network-snapshot-{kimg}.safetensors"
+    path.parent.mkdir(exist_ok=True)
+    save_snapshot(path, G_ema, {"kimg": cur_nimg / 1000, "dataset": cfg.data.name, "cfg": cfg.cfg})
+    log.print(f"snapshot {path}")

@@ -1,0 +1,272 @@
+"""GAN phases as data (STYLE 3): each phase names its network, optimiser, scaler, interval and loss terms, and
+`run_phase` does the rest the same way for all of them — accumulate over micro-batches, all-reduce gradients, check
+for non-finite values on every rank, step or skip.
+
+Randomness is a pure function of (seed, image position, phase): latents and style-mixing draws come from a generator
+seeded per phase and step and are indexed by global image position; the noise inside the networks and the
+augmentations come from the global RNG seeded per (phase, micro-batch slot). So a resumed run replays exactly, and
+one process with A micro-batches equals A processes with one each.
+"""
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+
+from ganforge import dist
+from ganforge.config import Config, lazy_ratio
+from ganforge.errors import UserError
+from ganforge.train import loss as L
+from ganforge.train.precision import Precision, all_finite
+
+MAX_NONFINITE_IN_A_ROW = 20
+
+
+class DivergedError(UserError):
+    """Too many non-finite steps in a row: training has diverged."""
+
+
+def derive_seed(*parts: int) -> int:
+    """A 63-bit seed from integers (seed, position, phase, slot), independent across parts."""
+    digest = hashlib.sha256("/".join(str(p) for p in parts).encode()).digest()
+    return int.from_bytes(digest[:8], "little") & (2**63 - 1)
+
+
+@dataclass
+class MicroBatch:
+    """One micro-batch of one phase: reals, their labels (reused for the fakes), and the fakes' random draws."""
+
+    slot: int  # global index of this micro-batch within the step: accumulation round x world_size + rank
+    real: torch.Tensor  # [b, C, H, W] in [-1, 1]
+    c: torch.Tensor  # [b, c_dim]
+    z: torch.Tensor  # [b, z_dim]
+    z2: torch.Tensor  # [b, z_dim], second latent for style mixing
+    cutoffs: torch.Tensor  # [b] layer where style mixing switches to z2
+    positions: torch.Tensor  # [b] global image positions (cur_nimg + index in the step)
+
+
+@dataclass
+class Trainer:
+    """What the phase terms need: networks, augmentation, precision, and the path-length running mean."""
+
+    cfg: Config
+    G: torch.nn.Module
+    D: torch.nn.Module
+    precision: Precision
+    augment: torch.nn.Module | None
+    ada: object | None
+    pl_mean: torch.Tensor
+    synthesis_main: Callable  # compiled or eager synthesis/D for the main phases; regularisers use G/D eagerly
+    D_main: Callable
+    nonfinite_in_a_row: int = 0
+    pl_lengths: list = field(default_factory=list)
+
+    def generate(self, mb: MicroBatch, n: int | None = None, main: bool = True, update_w_avg: bool = True):
+        """Fakes for the first n samples with per-sample style mixing (StyleGAN Sec. 3.1). -> (images, ws)."""
+        n = len(mb.z) if n is None else n
+        ws = self.G.mapping(mb.z[:n], mb.c[:n], update_w_avg=update_w_avg)
+        if self.cfg.loss.style_mixing > 0:
+            ws2 = self.G.mapping(mb.z2[:n], mb.c[:n])
+            ws = L.mix_styles(ws, ws2, mb.cutoffs[:n])
+        synthesis = self.synthesis_main if main else self.G.synthesis
+        return synthesis(ws), ws
+
+    def discriminate(self, images: torch.Tensor, c: torch.Tensor, main: bool = True) -> torch.Tensor:
+        """D on augmented images (ADA applies the same augmentation to every image D sees, reals and fakes)."""
+        if self.augment is not None:
+            images = self.augment(images)
+        return (self.D_main if main else self.D)(images, c)
+
+
+def g_main(t: Trainer, mb: MicroBatch):
+    img, _ = t.generate(mb)
+    logits = t.discriminate(img, mb.c)
+    loss = L.g_nonsaturating(logits)
+    return loss, {"Loss/G/main": loss, "Scores/fake": logits}
+
+
+def g_reg(t: Trainer, mb: MicroBatch):
+    img, ws = t.generate(mb, n=len(mb.z) // t.cfg.loss.pl_batch_shrink, main=False)
+    noise = torch.stack([_position_noise(t.cfg, p, img.shape[1:], img.device) for p in mb.positions[: len(img)]])
+    lengths = L.path_lengths(img, ws, noise / (img.shape[2] * img.shape[3]) ** 0.5)
+    t.pl_lengths.append(lengths.detach())
+    penalty = L.path_length_penalty(lengths, t.pl_mean) * t.cfg.loss.pl_weight
+    return penalty, {"Loss/G/pl": penalty, "PL/length": lengths}
+
+
+def d_main(t: Trainer, mb: MicroBatch):
+    with torch.no_grad():
+        img, _ = t.generate(mb, update_w_avg=False)
+    fake_logits = t.discriminate(img, mb.c)
+    real_logits = t.discriminate(mb.real, mb.c)
+    if t.ada is not None:
+        t.ada.accumulate(real_logits.detach())
+    loss = L.d_logistic(real_logits, fake_logits)
+    return loss, {"Loss/D/main": loss, "Scores/real": real_logits, "Scores/fake_D": fake_logits}
+
+
+def d_reg(t: Trainer, mb: MicroBatch):
+    real = mb.real.detach().requires_grad_(True)
+    logits = t.discriminate(real, mb.c, main=False)
+    penalty = L.r1_penalty(logits, real, t.cfg.loss.gamma)
+    return penalty, {"Loss/D/r1": penalty}
+
+
+def _position_noise(cfg: Config, position: torch.Tensor, shape, device) -> torch.Tensor:
+    """Path-length probe y for one image position: N(0, I), the same whatever the micro-batch split."""
+    gen = torch.Generator(device).manual_seed(derive_seed(cfg.schedule.seed, int(position), 7))
+    return torch.randn(shape, generator=gen, device=device)
+
+
+def update_pl_mean(t: Trainer) -> None:
+    """After a G_reg step: a <- lerp(a, mean length over all ranks and micro-batches, decay) (StyleGAN2 Sec. 3.2).
+    The penalty of the step used the mean from before it, so every micro-batch and rank saw the same target."""
+    lengths = torch.cat(t.pl_lengths)
+    total = dist.all_reduce_sum_(torch.stack([lengths.sum(), torch.tensor(float(len(lengths)), device=lengths.device)]))
+    t.pl_mean = L.update_pl_mean(t.pl_mean, total[0] / total[1], t.cfg.loss.pl_decay)
+
+
+@dataclass
+class Phase:
+    """One GAN phase: which network it trains, with what, how often, and which loss terms."""
+
+    name: str
+    network: str  # "G" or "D"
+    module: torch.nn.Module
+    opt: torch.optim.Optimizer
+    scaler: torch.amp.GradScaler
+    interval: int  # runs on steps where step % interval == 0 (lazy regularisation, StyleGAN2 Sec. 3.1)
+    terms: Callable  # (Trainer, MicroBatch) -> (per-sample loss [n], stats dict of tensors)
+    samples_per_mb: Callable[[int], int]  # micro-batch size -> samples this phase uses of it
+    after_step: Callable | None = None
+
+
+def build_phases(cfg: Config, G: torch.nn.Module, D: torch.nn.Module, precision: Precision) -> list[Phase]:
+    """G main, G path length (if its weight > 0), D main, D R1 (if gamma > 0), with one Adam and scaler each net.
+
+    Lazy regularisation corrects lr and betas by interval / (interval + 1) (StyleGAN2 App. C)."""
+    o, lo = cfg.optim, cfg.loss
+    phases = []
+    for net, module, lr, reg_on, interval, main, reg in (
+        ("G", G, o.g_lr, lo.pl_weight > 0, lo.pl_interval, g_main, g_reg),
+        ("D", D, o.d_lr, lo.gamma > 0, lo.r1_interval, d_main, d_reg),
+    ):
+        ratio = lazy_ratio(interval) if reg_on else 1.0
+        opt = torch.optim.Adam(module.parameters(), lr=lr * ratio, betas=(o.beta1**ratio, o.beta2**ratio), eps=o.eps)
+        scaler = precision.make_scaler()
+        phases.append(Phase(f"{net}_main", net, module, opt, scaler, 1, main, lambda b: b))
+        if reg_on:
+            shrink = lo.pl_batch_shrink if net == "G" else 1
+            after = update_pl_mean if net == "G" else None
+            phases.append(
+                Phase(f"{net}_reg", net, module, opt, scaler, interval, reg, lambda b, s=shrink: b // s, after)
+            )
+    return phases
+
+
+def micro_batches(cfg: Config, phase_index: int, cur_nimg: int, images, labels, num_ws: int) -> list[MicroBatch]:
+    """Split this rank's images of the step into micro-batches and attach each sample's random draws.
+
+    Rank r holds positions j*W + r (j < B/W); micro-batch a takes j = a, a+A, a+2A, ... so micro-batch (a, r) holds
+    exactly the positions congruent to a*W + r modulo A*W, however the A*W micro-batches are spread over ranks."""
+    s = cfg.schedule
+    world, rank, acc = cfg.world_size, dist.rank(), cfg.accumulation
+    gen = torch.Generator().manual_seed(derive_seed(s.seed, cur_nimg, phase_index))
+    z = torch.randn([s.batch, cfg.model.z_dim], generator=gen)
+    z2 = torch.randn([s.batch, cfg.model.z_dim], generator=gen)
+    u_mix, u_cut = torch.rand([s.batch], generator=gen), torch.rand([s.batch], generator=gen)
+    cutoffs = L.mixing_cutoffs(u_mix, u_cut, num_ws, cfg.loss.style_mixing)
+    out = []
+    for a in range(acc):
+        index = torch.arange(a, s.batch // world, acc) * world + rank  # position within the step
+        out.append(
+            MicroBatch(
+                slot=a * world + rank,
+                real=images[a::acc],
+                c=labels[a::acc],
+                z=z[index].to(images.device),
+                z2=z2[index].to(images.device),
+                cutoffs=cutoffs[index],
+                positions=index + cur_nimg,
+            )
+        )
+    return out
+
+
+def _set_trainable(phase: Phase, others: list[torch.nn.Module]) -> None:
+    for module in others:
+        module.requires_grad_(module is phase.module)
+
+
+def _sync_gradients(params: list[torch.nn.Parameter]) -> None:
+    """Sum gradients over ranks in one flat all-reduce; a missing grad counts as zeros so the layout is the same."""
+    for p in params:
+        if p.grad is None:
+            p.grad = torch.zeros_like(p)
+    if dist.world_size() > 1:
+        flat = dist.all_reduce_sum_(torch.cat([p.grad.flatten() for p in params]))
+        for p, g in zip(params, flat.split([p.numel() for p in params]), strict=True):
+            p.grad.copy_(g.view_as(p))
+
+
+def run_phase(t: Trainer, phase: Phase, phase_index: int, cur_nimg: int, mbs: list[MicroBatch]) -> dict:
+    """Accumulate the phase's loss over `mbs`, sum gradients over ranks, then step — or, if any loss or gradient on
+    any rank is non-finite, skip the step with the weights untouched. Returns the tick statistics of this phase."""
+    _set_trainable(phase, [t.G, t.D])
+    phase.opt.zero_grad(set_to_none=True)
+    total = sum(phase.samples_per_mb(len(mb.z)) for mb in mbs) * t.cfg.world_size
+    gain = phase.interval / total  # mean over the global batch; lazy regularisers weigh `interval` times more
+    stats, loss_sum = {}, torch.zeros([], device=mbs[0].real.device)
+    t.pl_lengths = []
+    for mb in mbs:
+        torch.manual_seed(derive_seed(t.cfg.schedule.seed, cur_nimg, phase_index, mb.slot))
+        with t.precision.autocast():
+            per_sample, terms = phase.terms(t, mb)
+        loss = per_sample.float().sum() * gain
+        phase.scaler.scale(loss).backward()
+        loss_sum += loss.detach()
+        for key, value in terms.items():
+            stats.setdefault(key, []).append(value.detach().float().flatten())
+    return _finish_step(t, phase, stats, loss_sum)
+
+
+def _finish_step(t: Trainer, phase: Phase, stats: dict, loss_sum: torch.Tensor) -> dict:
+    params = list(phase.module.parameters())
+    _sync_gradients(params)
+    phase.scaler.unscale_(phase.opt)
+    grad_norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(p.grad) for p in params]))
+    finite = all_finite(loss_sum, grad_norm)
+    if finite:
+        phase.scaler.step(phase.opt)
+        if phase.after_step is not None:
+            phase.after_step(t)
+        t.nonfinite_in_a_row = 0
+    else:
+        t.nonfinite_in_a_row += 1
+    phase.scaler.update()
+    phase.opt.zero_grad(set_to_none=True)
+    if phase.network == "G":
+        _average_buffers(t.G)
+    if t.nonfinite_in_a_row >= MAX_NONFINITE_IN_A_ROW:
+        raise DivergedError(
+            f"training diverged: {t.nonfinite_in_a_row} optimizer steps in a row had non-finite losses or gradients "
+            f"(last in phase {phase.name}); the weights are those of the last good step. Try a lower --glr/--dlr, "
+            "a larger --gamma, or --precision fp32; resume from the last checkpoint with --allow-config-change"
+        )
+    out = {key: torch.cat(values) for key, values in stats.items()}
+    out[f"GradNorm/{phase.name}"] = grad_norm.reshape(1)
+    out[f"Skipped/{phase.name}"] = torch.tensor([0.0 if finite else 1.0], device=grad_norm.device)
+    out[f"LR/{phase.name}"] = torch.tensor([phase.opt.param_groups[0]["lr"]], device=grad_norm.device)
+    return out
+
+
+@torch.no_grad()
+def _average_buffers(module: torch.nn.Module) -> None:
+    """Running averages updated per micro-batch (the mapping network's w_avg) are averaged over ranks, so replicas
+    stay identical."""
+    world = dist.world_size()
+    if world > 1:
+        for buf in module.buffers():
+            if buf.is_floating_point():
+                buf.copy_(dist.all_reduce_sum_(buf.clone()) / world)

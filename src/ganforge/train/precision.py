@@ -1,0 +1,78 @@
+"""One explicit precision policy (STYLE 13): fp32 master weights always; what changes is how the forward runs.
+
+- fp32: plain float32 (on CUDA with TF32 matmuls off, so "fp32" means fp32).
+- tf32: float32 tensors, TF32 tensor-core matmuls and convolutions (CUDA only).
+- bf16: autocast to bfloat16; its float32 exponent range needs no loss scaling.
+- fp16: either autocast to float16, or (`num_fp16_res` > 0) the official StyleGAN2-ADA recipe where the networks run
+  their highest-resolution blocks in float16 with activations clamped to +-256; both use one GradScaler per network.
+  Regularisers (R1, path length) take gradients of unscaled outputs, so the scale never enters their maths; the
+  non-finite check (which covers the scaler's overflow) is summed over ranks so every rank skips the same steps.
+"""
+
+import contextlib
+import os
+
+import torch
+
+from ganforge import dist
+
+_AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+class Precision:
+    """Autocast contexts, GradScalers and the finite check for one run."""
+
+    def __init__(self, mode: str, device: torch.device, num_fp16_res: int = 0):
+        self.mode, self.device = mode, device
+        # With the per-resolution recipe the networks cast per layer themselves; autocast would fight them.
+        self.dtype = None if num_fp16_res else _AUTOCAST.get(mode)
+
+    def autocast(self):
+        """Context for forward passes of the networks."""
+        if self.dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(self.device.type, dtype=self.dtype)
+
+    def make_scaler(self) -> torch.amp.GradScaler:
+        """A dynamic loss scaler for fp16; a disabled pass-through otherwise (one code path for every mode)."""
+        return torch.amp.GradScaler(self.device.type, enabled=self.mode == "fp16")
+
+    @contextlib.contextmanager
+    def matmul_policy(self):
+        """TF32 on only for `tf32`, restored afterwards so the process keeps its previous settings."""
+        matmul, conv = torch.backends.cuda.matmul, torch.backends.cudnn.conv
+        saved = matmul.fp32_precision, conv.fp32_precision
+        value = "tf32" if self.mode == "tf32" else "ieee"
+        matmul.fp32_precision, conv.fp32_precision = value, value
+        try:
+            yield
+        finally:
+            matmul.fp32_precision, conv.fp32_precision = saved
+
+
+def all_finite(*tensors: torch.Tensor) -> bool:
+    """True when every value of every tensor is finite on every rank (one all-reduce, so all ranks agree)."""
+    bad = torch.zeros([], device=tensors[0].device)
+    for t in tensors:
+        bad += (~torch.isfinite(t)).sum()
+    return bool(dist.all_reduce_sum_(bad).item() == 0)
+
+
+@contextlib.contextmanager
+def deterministic_mode(enabled: bool):
+    """`--deterministic`: deterministic kernels and no cuDNN autotuning for the run, previous settings restored.
+
+    CUBLAS_WORKSPACE_CONFIG must be in the environment before CUDA starts; it is set here for child processes and
+    the message of torch's error names it if the parent did not set it."""
+    if not enabled:
+        yield
+        return
+    saved = torch.are_deterministic_algorithms_enabled(), torch.backends.cudnn.benchmark
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.use_deterministic_algorithms(True)
+    torch.backends.cudnn.benchmark = False
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(saved[0])
+        torch.backends.cudnn.benchmark = saved[1]

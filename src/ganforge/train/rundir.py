@@ -1,0 +1,111 @@
+"""The run directory `OUTDIR/NNNNN-<dataset>-<cfg>-gpusG-batchB/` and the rule that finds it again on resume.
+
+Rule (so that rerunning the same command resumes): `--resume auto` continues the newest run in OUTDIR trained on the
+same --data with the same --cfg that holds a checkpoint; `--resume PATH` does the same if that run was itself started
+from PATH, and otherwise starts a new run from PATH; `--resume new` always starts a new run.
+"""
+
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+from ganforge import __version__
+from ganforge.config import Config
+
+_RUN_NAME = re.compile(r"^(\d{5})-")
+
+
+def describe(cfg: Config) -> str:
+    return f"{cfg.data.name}-{cfg.cfg}-gpus{cfg.world_size}-batch{cfg.schedule.batch}"
+
+
+def _runs(outdir: Path) -> list[Path]:
+    """Run folders in OUTDIR, oldest first by their number."""
+    if not outdir.is_dir():
+        return []
+    found = [(int(m.group(1)), p) for p in outdir.iterdir() if p.is_dir() and (m := _RUN_NAME.match(p.name))]
+    return [p for _, p in sorted(found)]
+
+
+def _read_config(run: Path) -> dict | None:
+    try:
+        return json.loads((run / "config.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def _has_checkpoint(run: Path) -> bool:
+    ckpt = run / "checkpoints"
+    return ckpt.is_dir() and any(p.name.startswith("ckpt-") for p in ckpt.iterdir())
+
+
+def find_run(cfg: Config) -> Path | None:
+    """The run to continue by the rule above, or None."""
+    if cfg.run.resume == "new":
+        return None
+    for run in reversed(_runs(Path(cfg.run.outdir))):
+        old = _read_config(run)
+        if old is None or not _has_checkpoint(run):
+            continue
+        if old["data"]["path"] != cfg.data.path or old["cfg"] != cfg.cfg:
+            continue
+        if cfg.run.resume == "auto" or old["run"]["resume"] == cfg.run.resume:
+            return run
+    return None
+
+
+def create_run(cfg: Config) -> Path:
+    """A new, empty run folder numbered one above the highest in OUTDIR."""
+    outdir = Path(cfg.run.outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    runs = _runs(outdir)
+    number = int(_RUN_NAME.match(runs[-1].name).group(1)) + 1 if runs else 0
+    while True:
+        path = outdir / f"{number:05d}-{describe(cfg)}"
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:  # another run started at the same moment took this number
+            number += 1
+
+
+def write_config(run: Path, cfg: Config) -> None:
+    (run / "config.json").write_text(cfg.to_json() + "\n")
+
+
+def environment(device: torch.device) -> dict:
+    """Versions, devices and source revision: what `env.json` records for reproducing a run."""
+    cuda = torch.cuda.is_available()
+    return {
+        "ganforge": __version__,
+        "git_commit": _git_commit(),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version() if cuda else None,
+        "device": str(device),
+        "devices": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if cuda else [],
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+    }
+
+
+def write_env(run: Path, device: torch.device) -> None:
+    (run / "env.json").write_text(json.dumps(environment(device), indent=2) + "\n")
+
+
+def _git_commit() -> str | None:
+    """The commit of the ganforge source tree when it is a git checkout (editable install), else None."""
+    try:
+        result = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True,
+                                text=True, timeout=10)  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return result.stdout.strip() or None if result.returncode == 0 else None

@@ -1,0 +1,121 @@
+"""Building the training objects from a Config, and moving all of their state into and out of a checkpoint.
+
+A checkpoint holds everything that influences later steps (DESIGN "Checkpoints"): G, D, G_ema, both optimisers and
+scalers, the augmentation probability and ADA's accumulators, the path-length mean, counters, RNG states. The loop's
+per-step seeding makes the RNG states redundant for exactness, but they are restored too.
+"""
+
+import copy
+from pathlib import Path
+
+import torch
+
+from ganforge import checkpoint
+from ganforge.config import Config, config_hash, maths_differences
+from ganforge.errors import UserError
+from ganforge.nets import Discriminator, Generator
+from ganforge.train.phases import Phase, Trainer, build_phases
+from ganforge.train.precision import Precision
+
+
+def build_networks(cfg: Config, device: torch.device) -> tuple[Generator, Discriminator]:
+    """G and D initialised from the seed alone, so every rank starts from the same weights."""
+    m, d = cfg.model, cfg.data
+    common = dict(resolution=d.resolution, img_channels=d.channels, c_dim=d.label_dim, channel_base=m.channel_base,
+                  channel_max=m.channel_max, num_fp16_res=m.num_fp16_res, conv_clamp=m.conv_clamp)  # fmt: skip
+    torch.manual_seed(cfg.schedule.seed)
+    G = Generator(z_dim=m.z_dim, w_dim=m.w_dim, mapping_layers=m.mapping_layers, **common)
+    D = Discriminator(mbstd_group_size=m.mbstd_group, **common)
+    memory_format = torch.channels_last if cfg.precision.channels_last else torch.contiguous_format
+    return G.to(device, memory_format=memory_format).train(), D.to(device, memory_format=memory_format).train()
+
+
+def build(cfg: Config, device: torch.device) -> tuple[Trainer, list[Phase], Generator]:
+    """The Trainer (networks, augmentation, precision), the phase list, and the EMA generator."""
+    G, D = build_networks(cfg, device)
+    G_ema = copy.deepcopy(G).eval().requires_grad_(False)
+    augment = ada = None
+    if cfg.augment.mode == "ada":
+        from ganforge.train.augment import AdaptiveAugment, AugmentPipe
+
+        augment, ada = AugmentPipe("bgc").to(device), AdaptiveAugment(target=cfg.augment.target)
+    precision = Precision(cfg.precision.precision, device, cfg.model.num_fp16_res)
+    # Only the main phases' forwards are compiled: the regularisers' double backward stays eager (issue 4, Sec. 3).
+    synthesis_main, D_main = G.synthesis, D
+    if cfg.precision.compile:
+        synthesis_main, D_main = torch.compile(G.synthesis), torch.compile(D)
+    t = Trainer(cfg=cfg, G=G, D=D, precision=precision, augment=augment, ada=ada,
+                pl_mean=torch.zeros([], device=device), synthesis_main=synthesis_main, D_main=D_main)  # fmt: skip
+    return t, build_phases(cfg, G, D, precision), G_ema
+
+
+def _first(phases: list[Phase], network: str) -> Phase:
+    return next(p for p in phases if p.network == network)
+
+
+def capture(t: Trainer, phases: list[Phase], G_ema: Generator, loop: dict) -> dict:
+    """The checkpoint state of everything, as nested dicts of tensors and plain values."""
+    G_phase, D_phase = _first(phases, "G"), _first(phases, "D")
+    return {
+        "G": t.G.state_dict(), "D": t.D.state_dict(), "G_ema": G_ema.state_dict(),
+        "opt_G": G_phase.opt.state_dict(), "opt_D": D_phase.opt.state_dict(),
+        "scaler_G": G_phase.scaler.state_dict(), "scaler_D": D_phase.scaler.state_dict(),
+        "rng": checkpoint.capture_rng(),
+        "sampler": {"position": loop["cur_nimg"]},
+        "augment": {} if t.ada is None else {"pipe": t.augment.state_dict(), "ada": t.ada.state_dict()},
+        "loop": {**loop, "pl_mean": t.pl_mean.detach().cpu(), "nonfinite_in_a_row": t.nonfinite_in_a_row},
+        "config_hash": config_hash(t.cfg), "config": t.cfg.to_dict(),
+    }  # fmt: skip
+
+
+def restore(state: dict, t: Trainer, phases: list[Phase], G_ema: Generator) -> dict:
+    """Load a checkpoint's state into the training objects; returns its loop counters."""
+    device = t.pl_mean.device
+    try:
+        t.G.load_state_dict(state["G"])
+        t.D.load_state_dict(state["D"])
+        G_ema.load_state_dict(state["G_ema"])
+    except RuntimeError as error:
+        raise UserError(
+            f"--resume: the checkpoint's networks do not fit this configuration ({error}); "
+            "resume with the configuration it was trained with, or pass --resume new"
+        ) from None
+    for net in ("G", "D"):
+        phase = _first(phases, net)
+        phase.opt.load_state_dict(state[f"opt_{net}"])
+        if state[f"scaler_{net}"]:
+            phase.scaler.load_state_dict(state[f"scaler_{net}"])
+    if t.ada is not None and state["augment"]:
+        t.augment.load_state_dict(state["augment"]["pipe"])
+        t.ada.load_state_dict(state["augment"]["ada"])
+    loop = dict(state["loop"])
+    t.pl_mean = loop.pop("pl_mean").to(device)
+    t.nonfinite_in_a_row = int(loop.pop("nonfinite_in_a_row"))
+    checkpoint.restore_rng(state["rng"])
+    return loop
+
+
+def check_config(state: dict, cfg: Config, source: Path) -> list[str]:
+    """Refuse a checkpoint whose training maths differ from `cfg`, unless --allow-config-change; returns the
+    differences (to be logged when allowed)."""
+    differences = maths_differences(state["config"], cfg.to_dict())
+    if differences and not cfg.run.allow_config_change:
+        raise UserError(
+            f"--resume: {source} was trained with a different configuration; these fields differ (checkpoint -> now):",
+            *differences,
+            "pass --allow-config-change to continue it with the new values, or --resume new to start a new run",
+        )
+    return differences
+
+
+def load_snapshot_weights(path: Path, t: Trainer, G_ema: Generator) -> None:
+    """Initialise G and G_ema from a snapshot (weights only: D, optimisers and progress start fresh)."""
+    from ganforge.snapshot import load_snapshot
+
+    G_snap, _ = load_snapshot(path)
+    if G_snap.config != t.G.config:
+        raise UserError(f"--resume {path}: the snapshot's generator ({G_snap.config}) differs from this "
+                        f"configuration's ({t.G.config}); pick the matching --cfg")  # fmt: skip
+    with torch.no_grad():
+        for module in (t.G, G_ema):
+            module.load_state_dict(G_snap.state_dict())
