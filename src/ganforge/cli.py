@@ -4,6 +4,7 @@ Heavy modules are imported inside each command so that `ganforge --help` stays i
 """
 
 import sys
+from pathlib import Path
 
 import click
 
@@ -28,6 +29,27 @@ class _Group(click.Group):
 @click.version_option(__version__, prog_name="ganforge")
 def main():
     """Train, evaluate and export StyleGAN2-family GANs on one GPU, many GPUs, or a CPU."""
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print only the report, as JSON (schema: docs/doctor.md).")
+@click.option("--data", type=click.Path(path_type=Path), default=None, help="Dataset to open and time reading.")
+@click.option("--outdir", type=click.Path(path_type=Path), default=Path("."), help="Where runs go: disk checked here.")
+@click.option("--quick", is_flag=True, help="Shorter benchmarks (seconds instead of tens of seconds).")
+@click.option(
+    "--precision",
+    type=click.Choice(["auto", "fp32", "tf32", "bf16", "fp16"]),
+    default="auto",
+    help="Precision of the tiny StyleGAN2 check; auto: bf16 where every GPU has bf16 tensor cores, else fp32.",
+)
+@click.pass_context
+def doctor(ctx: click.Context, as_json: bool, data: Path | None, outdir: Path, quick: bool, precision: str):
+    """Check versions, driver, GPUs, distributed backends, disk and data; exit 0 ok, 1 warnings, 2 failures."""
+    from ganforge import doctor as doctor_
+
+    report = doctor_.run(doctor_.Options(data=data, outdir=outdir, quick=quick, precision=precision))
+    click.echo(report.to_json() if as_json else report.render_table())
+    ctx.exit(report.exit_code)
 
 
 @main.command(cls=GroupedCommand)

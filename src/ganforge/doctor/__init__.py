@@ -1,0 +1,53 @@
+"""`ganforge doctor`: is this machine ready to train? Versions, driver, GPUs, distributed backends, disk and data.
+
+`run(Options(...))` returns a `Report`; every line is ok, warning or failure (or skipped, with the reason), and the
+report's exit code is 0 when all is ok, 1 with warnings, 2 with failures. The JSON form is documented in
+docs/doctor.md.
+"""
+
+import dataclasses
+from pathlib import Path
+
+from ganforge import __version__
+from ganforge.doctor import benchmark, environment, functional, gpu, nvml, system
+from ganforge.doctor import report as r
+from ganforge.doctor.report import Check, Report
+
+__all__ = ["Check", "Options", "Report", "run"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """What to check: `data` is a dataset to open and time, `outdir` where runs will be written, `quick` shortens
+    the benchmarks, `precision` is the one the tiny StyleGAN2 step runs in ('auto': bf16 where every GPU has bf16
+    tensor cores, fp32 otherwise)."""
+
+    data: Path | None = None
+    outdir: Path = Path(".")
+    quick: bool = False
+    precision: str = "auto"
+
+    def __post_init__(self):
+        assert self.precision in gpu.PRECISIONS, self.precision
+
+
+def run(options: Options) -> Report:
+    """Run every check and return the report (nothing is printed)."""
+    with nvml.session() as (handle, problem):
+        checks = environment.version_checks()
+        checks += environment.driver_checks(nvml.read_driver(handle, problem))
+        inventory, gpus = gpu.inventory(handle, problem)
+    checks += inventory
+    for props in gpus:
+        checks += benchmark.gpu_benchmarks(props, options.quick)
+    precision = gpu.resolve_precision(options.precision, gpus)
+    checks += functional.functional_checks(gpus, precision, options.quick)
+    checks += system.system_checks(options.outdir, len(gpus))
+    if options.data is not None:
+        fix = "pass a folder of images, an image zip, or an archive made by `ganforge dataset build`"
+        checks += r.guarded(
+            "data.open", "data", "dataset", fix, lambda: system.data_checks(options.data, options.quick)
+        )
+    settings = {**dataclasses.asdict(options), "data": options.data and str(options.data)}
+    settings.update(outdir=str(options.outdir), resolved_precision=precision)
+    return Report(checks, settings, __version__)
