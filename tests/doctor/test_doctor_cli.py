@@ -34,7 +34,7 @@ def test_cpu_path_json_only_with_data(tmp_path):
     document = json.loads(proc.stdout)  # --json prints nothing but the document
     checks = {check["id"]: check for check in document["checks"]}
     assert proc.returncode == document["summary"]["exit_code"], proc.stderr
-    assert document["options"]["resolved_precision"] in ("fp32", "bf16")
+    assert document["options"]["precision"] == "fp32"
     for cid in ["environment.torch", "functional.stylegan2", "functional.gloo_all_reduce", "data.open", "data.read"]:
         assert checks[cid]["status"] == "ok", checks[cid]
     assert checks["system.disk"]["data"]["path"] == str(tmp_path)  # nearest existing folder of a new --outdir

@@ -88,3 +88,14 @@ def test_guarded_turns_exceptions_into_failures():
     assert line.value == "--data: first; --data: second"
     fine = [r.ok("a.b", "gpu", "t", "v")]
     assert r.guarded("a.b", "gpu", "t", "f", lambda: fine) == fine
+
+
+def test_json_is_strict_even_with_non_finite_figures():
+    line = r.failure("functional.stylegan2", "functional", "t", "nan", "fp32", loss=float("nan"), g=[float("inf")])
+    text = r.Report([line], {}, "1").to_json()
+
+    def refuse(constant):
+        raise ValueError(constant)
+
+    data = json.loads(text, parse_constant=refuse)["checks"][0]["data"]
+    assert data == {"loss": "nan", "g": ["inf"]}

@@ -119,10 +119,6 @@ def test_precision_verdicts():
     assert gpu.precision_check("fp16", []).status == r.FAILURE  # refused on CPU, as train refuses it
     assert gpu.precision_check("tf32", []).status == r.WARNING
     assert gpu.precision_check("bf16", []).status == r.OK
-    assert gpu.resolve_precision("auto", [h100]) == "bf16"
-    assert gpu.resolve_precision("auto", [h100, v100]) == "fp32"
-    assert gpu.resolve_precision("auto", []) == "fp32"
-    assert gpu.resolve_precision("fp16", []) == "fp16"
 
 
 def test_visibility_verdicts():
@@ -132,6 +128,12 @@ def test_visibility_verdicts():
     assert gpu.visibility_check(2, 8, "0,1").status == r.OK  # hidden on purpose
     none = gpu.visibility_check(0, None, None)
     assert none.status == r.WARNING and "no CUDA GPU visible" in none.value
+
+
+def _with_uuid(uuid):
+    return types.SimpleNamespace(
+        name="NVIDIA A100-SXM4-80GB", major=8, minor=0, total_memory=80 * 2**30, multi_processor_count=108, uuid=uuid
+    )
 
 
 def test_inventory_with_mocked_gpus(monkeypatch):
@@ -154,6 +156,13 @@ def test_inventory_with_mocked_gpus(monkeypatch):
     assert by_id["gpu.0.properties"].status == r.OK
     assert by_id["gpu.1.properties"].status == r.FAILURE
     assert by_id["gpu.1.telemetry"].status == r.SKIPPED and "nvidia-ml-py" in by_id["gpu.1.telemetry"].value
+    # with NVML: telemetry for the GPU it lists by UUID, a reason for the one it does not (a MIG instance, say)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: properties(i) if i else _with_uuid("1234"))
+    checks, _ = gpu.inventory(_FakeNvml(), None)
+    by_id = {check.id: check for check in checks}
+    assert by_id["gpu.visible"].data["nvml"] == 2
+    assert by_id["gpu.0.ecc"].status == r.OK and by_id["gpu.0.clocks"].status == r.OK
+    assert by_id["gpu.1.telemetry"].status == r.SKIPPED and "GPU-u1" in by_id["gpu.1.telemetry"].value
 
 
 class _FakeNvml(types.SimpleNamespace):
@@ -170,6 +179,9 @@ class _FakeNvml(types.SimpleNamespace):
         values.update(overrides)
         super().__init__(values=values)
 
+    def nvmlDeviceGetCount(self):
+        return 2
+
     def nvmlSystemGetDriverVersion(self):
         return b"570.124.06"
 
@@ -177,7 +189,8 @@ class _FakeNvml(types.SimpleNamespace):
         return 12080
 
     def nvmlDeviceGetHandleByUUID(self, uuid):
-        assert uuid == "GPU-1234"
+        if uuid != "GPU-1234":
+            raise self.NVMLError("Not Found")
         return "handle"
 
     def nvmlDeviceGetEccMode(self, handle):
@@ -212,16 +225,18 @@ class _FakeNvml(types.SimpleNamespace):
 
 def test_nvml_driver_and_telemetry_verdicts():
     driver = nvml.read_driver(_FakeNvml(), None)
+    assert nvml.find_device(_FakeNvml(), "GPU-1234") == "handle"
+    assert nvml.find_device(_FakeNvml(), "MIG-5678") is None
     assert driver == DriverInfo("570.124.06", "12.8", "NVML")
-    healthy = nvml.telemetry_checks(0, nvml.read_device(_FakeNvml(), "GPU-1234"))
+    healthy = nvml.telemetry_checks(0, nvml.read_device(_FakeNvml(), "handle"))
     assert [c.status for c in healthy] == [r.OK, r.OK]
     assert healthy[1].value == "SM 1410/1410 MHz, memory 1593 MHz, 60 C, 250/400 W"
-    ecc, clocks = nvml.telemetry_checks(3, nvml.read_device(_FakeNvml(errors=2, temperature=87), "GPU-1234"))
+    ecc, clocks = nvml.telemetry_checks(3, nvml.read_device(_FakeNvml(errors=2, temperature=87), "handle"))
     assert ecc.id == "gpu.3.ecc" and ecc.status == r.WARNING and "2 uncorrected" in ecc.value
     assert clocks.status == r.WARNING and "slowdown temperature" in clocks.value
-    throttled = nvml.telemetry_checks(0, nvml.read_device(_FakeNvml(reasons=0x40 | 0x4), "GPU-1234"))[1]
+    throttled = nvml.telemetry_checks(0, nvml.read_device(_FakeNvml(reasons=0x40 | 0x4), "handle"))[1]
     assert throttled.status == r.WARNING and "hardware thermal slowdown" in throttled.value
-    consumer = nvml.telemetry_checks(0, nvml.read_device(_FakeNvml(ecc=None), "GPU-1234"))[0]
+    consumer = nvml.telemetry_checks(0, nvml.read_device(_FakeNvml(ecc=None), "handle"))[0]
     assert consumer.status == r.OK and consumer.value == "not supported by this GPU"
 
 

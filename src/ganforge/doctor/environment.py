@@ -188,7 +188,8 @@ def _cuda_library_checks(cuda_build: bool) -> list[r.Check]:
         )
     ]
     if torch.distributed.is_nccl_available():
-        nccl = ".".join(map(str, torch.cuda.nccl.version()))
+        code = torch.cuda.nccl.version()  # a (major, minor, patch) tuple in current torch, an int in old ones
+        nccl = ".".join(map(str, code)) if isinstance(code, tuple) else str(code)
         checks.append(r.ok("environment.nccl", SECTION, "NCCL", nccl))
     else:
         checks.append(r.warning("environment.nccl", SECTION, "NCCL", "not built in", "use a Linux CUDA build of torch"))

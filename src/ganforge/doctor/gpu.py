@@ -10,7 +10,7 @@ from ganforge.doctor import nvml as nv
 from ganforge.doctor import report as r
 
 SECTION = "gpu"
-PRECISIONS = ("auto", "fp32", "tf32", "bf16", "fp16")
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16")  # the choices of `ganforge train --precision`
 GIB = 1024**3
 
 
@@ -108,13 +108,6 @@ def property_check(props: GpuProps, arch_list: list[str]) -> r.Check:
     return r.ok(cid, SECTION, title, value, **data)
 
 
-def resolve_precision(precision: str, gpus: list[GpuProps]) -> str:
-    """'auto' is bf16 when every GPU has bf16 tensor cores, fp32 otherwise (and on CPU)."""
-    if precision != "auto":
-        return precision
-    return "bf16" if gpus and all(tensor_core_support(g.major, g.minor)["bf16"] for g in gpus) else "fp32"
-
-
 def precision_check(precision: str, gpus: list[GpuProps]) -> r.Check:
     """Whether `--precision` can run, and run fast, on these GPUs (or on the CPU when the list is empty)."""
     cid, title, section = "functional.precision", "precision", "functional"
@@ -185,12 +178,13 @@ def _telemetry(props: GpuProps, nvml, problem: str | None) -> list[r.Check]:
     cid, title = f"gpu.{props.index}.telemetry", f"GPU {props.index} telemetry"
     if nvml is None:
         return [r.skipped(cid, SECTION, title, problem or "NVML unavailable")]
-    if props.uuid is None:
-        return [r.skipped(cid, SECTION, title, "torch does not report this GPU's UUID to match it in NVML")]
+    handle = nv.find_device(nvml, props.uuid) if props.uuid is not None else None
+    if handle is None:
+        return [r.skipped(cid, SECTION, title, f"NVML does not list this device by its UUID ({props.uuid})")]
     return r.guarded(
         cid,
         SECTION,
         title,
         "run `nvidia-smi -q` to see what the driver reports for this GPU",
-        lambda: nv.telemetry_checks(props.index, nv.read_device(nvml, props.uuid)),
+        lambda: nv.telemetry_checks(props.index, nv.read_device(nvml, handle)),
     )

@@ -81,9 +81,13 @@ def device_count(nvml: Any) -> int:
     return nvml.nvmlDeviceGetCount()
 
 
-def read_device(nvml: Any, uuid: str) -> dict[str, Any]:
-    """Telemetry of the GPU with this UUID ('GPU-…'); a key is None where NVML does not report it."""
-    handle = nvml.nvmlDeviceGetHandleByUUID(uuid)
+def find_device(nvml: Any, uuid: str) -> Any:
+    """NVML's handle of the GPU with this UUID ('GPU-…'), or None where NVML has no such device (a MIG instance)."""
+    return _query(nvml, "nvmlDeviceGetHandleByUUID", uuid)
+
+
+def read_device(nvml: Any, handle: Any) -> dict[str, Any]:
+    """Telemetry of one GPU; a key is None where NVML does not report it."""
     ecc = _query(nvml, "nvmlDeviceGetEccMode", handle)
     power = _query(nvml, "nvmlDeviceGetPowerUsage", handle)
     limit = _query(nvml, "nvmlDeviceGetEnforcedPowerLimit", handle)

@@ -6,6 +6,7 @@ The JSON layout is documented in docs/doctor.md; `SCHEMA_VERSION` changes whenev
 import dataclasses
 import datetime
 import json
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -83,6 +84,17 @@ def exit_code(checks: list[Check]) -> int:
     return 1 if WARNING in statuses else 0
 
 
+def _json_safe(value: Any) -> Any:
+    """Non-finite floats (a NaN loss) as the strings 'nan', 'inf', '-inf': strict JSON has no such numbers."""
+    if isinstance(value, dict):
+        return {key: _json_safe(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(item) for item in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
 @dataclasses.dataclass(frozen=True)
 class Report:
     """All checks of one doctor run plus the options it ran with."""
@@ -110,7 +122,7 @@ class Report:
             "created": self.created,
             "options": self.options,
             "summary": self.summary(),
-            "checks": [dataclasses.asdict(check) for check in self.checks],
+            "checks": [_json_safe(dataclasses.asdict(check)) for check in self.checks],
         }
 
     def to_json(self) -> str:
