@@ -76,3 +76,16 @@ def test_bad_arguments_raise_user_error():
     with pytest.raises(UserError) as err:
         Discriminator(resolution=12, mbstd_group_size=0)
     assert len(err.value.problems) == 2
+    with pytest.raises(TypeError, match="mbstd_groupsize"):
+        Discriminator(resolution=16, mbstd_groupsize=4)
+
+
+def test_r1_penalty_double_backward_reaches_every_parameter():
+    D = tiny_discriminator()
+    img = torch.randn(4, 3, 16, 16, requires_grad=True)
+    (grad,) = torch.autograd.grad(D(img, torch.zeros(4, 0)).sum(), img, create_graph=True)
+    grad.square().sum().backward()  # R1 (Mescheder et al. 2018, Eq. 9) needs second derivatives of every op
+    for name, p in D.named_parameters():
+        if name.startswith("b4.") and name.endswith(".bias"):
+            continue  # after minibatch stddev only piecewise-linear ops follow: d(grad)/d(bias) is exactly 0
+        assert p.grad is not None and p.grad.abs().sum() > 0, f"no R1 gradient for {name}"

@@ -141,3 +141,15 @@ def test_bad_arguments_are_reported_together():
     assert "resolution: 48" in str(err.value) and "img_channels" in str(err.value)
     with pytest.raises(UserError, match="resolution: 2048"):
         Generator(resolution=2048)
+
+
+def test_path_length_double_backward_reaches_the_synthesis_weights():
+    G = tiny_generator()
+    z, c = inputs(G)
+    ws = G.mapping(z, c).detach().requires_grad_(True)
+    img = G.synthesis(ws, noise_mode="const")
+    (grad,) = torch.autograd.grad((img * torch.randn_like(img)).sum(), ws, create_graph=True)
+    grad.square().sum(dim=2).mean().sqrt().backward()  # path-length regularizer (StyleGAN2 Eq. 4) shape
+    for name, p in G.synthesis.named_parameters():
+        if not name.endswith(("noise_strength", "torgb.bias")):  # these do not enter the Jacobian
+            assert p.grad is not None and p.grad.abs().sum() > 0, f"no path-length gradient for {name}"

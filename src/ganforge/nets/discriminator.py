@@ -20,6 +20,7 @@ from ganforge.nets.layers import (
 from ganforge.nets.mapping import MappingNetwork
 
 CMAP_LAYERS = 8  # the official D embeds c with a full-depth mapping network, whatever G's depth
+GENERATOR_ONLY_KWARGS = ("z_dim", "w_dim", "mapping_layers")
 RESIDUAL_GAIN = math.sqrt(0.5)  # (skip + residual) * sqrt(1/2) keeps the variance (StyleGAN2 App. B)
 
 
@@ -99,13 +100,16 @@ class Discriminator(nn.Module):
         mbstd_group_size: samples per minibatch-stddev group (4 in config F, 32 in the ADA CIFAR config).
         num_fp16_res: run this many top resolutions in fp16 (CUDA only).
         conv_clamp: clamp conv outputs to +-conv_clamp, or None.
-        Other keyword arguments (the generator's z_dim, w_dim, mapping_layers) are accepted and ignored, so one
-        architecture dict can build both networks.
+        The generator's z_dim, w_dim and mapping_layers are accepted and ignored, so one architecture dict can
+        build both networks; any other keyword is a TypeError.
     """
 
     def __init__(self, resolution=32, img_channels=3, c_dim=0, channel_base=16384, channel_max=512,
                  mbstd_group_size=4, num_fp16_res=0, conv_clamp=None, **ignored_generator_kwargs):  # fmt: skip
         super().__init__()
+        unknown = sorted(set(ignored_generator_kwargs) - set(GENERATOR_ONLY_KWARGS))
+        if unknown:  # accept G's arguments so one dict builds both nets, but never swallow a typo
+            raise TypeError(f"Discriminator got unexpected keyword arguments {unknown}")
         self._config = dict(resolution=resolution, img_channels=img_channels, c_dim=c_dim, channel_base=channel_base,
                             channel_max=channel_max, mbstd_group_size=mbstd_group_size, num_fp16_res=num_fp16_res,
                             conv_clamp=conv_clamp)  # fmt: skip
