@@ -117,53 +117,43 @@ _PRECISIONS = {"fp32": (torch.float32, False), "tf32": (torch.float32, True)}
 _PRECISIONS.update({"bf16": (torch.bfloat16, False), "fp16": (torch.float16, False)})
 
 
+_FIX = "run `nvidia-smi` and retry; a kernel that fails here will fail in training too"
+
+
 def gpu_benchmarks(props: GpuProps, quick: bool) -> list[r.Check]:
     """Matmul correctness, TFLOP/s in each precision the GPU has units for, and copy bandwidth."""
     device = torch.device("cuda", props.index)
     peak = pk.lookup(props.name)
-    source = peak.source if peak else None
+    cid, title = f"gpu.{props.index}.matmul", f"GPU {props.index} matmul vs CPU"
+    checks = r.guarded(cid, SECTION, title, _FIX, lambda: [matmul_check(cid, title, device)])
+    for name in _PRECISIONS:
+        checks += _matmul_speed(props, device, name, peak, quick)
+    return checks + _bandwidth(props, device, peak, quick)
+
+
+def _matmul_speed(props: GpuProps, device: torch.device, name: str, peak: pk.Peak | None, quick: bool):
+    cid, title = f"gpu.{props.index}.tflops_{name}", f"GPU {props.index} {name} matmul"
+    if name != "fp32" and not tensor_core_support(props.major, props.minor)[name]:
+        return [r.skipped(cid, SECTION, title, f"no {name} tensor cores on {props.sm}")]
+    dtype, tf32 = _PRECISIONS[name]
     n, min_seconds = (4096, 0.1) if quick else (8192, 0.5)
-    prefix, label = f"gpu.{props.index}", f"GPU {props.index}"
-    fix = "run `nvidia-smi` and retry; a failing kernel here will fail in training too"
-    title = f"{label} matmul vs CPU"
-    checks = r.guarded(
-        f"{prefix}.matmul", SECTION, title, fix, lambda: [matmul_check(f"{prefix}.matmul", title, device)]
-    )
-    support = tensor_core_support(props.major, props.minor)
-    for name, (dtype, tf32) in _PRECISIONS.items():
-        cid, title = f"{prefix}.tflops_{name}", f"{label} {name} matmul"
-        if name != "fp32" and not support[name]:
-            checks.append(r.skipped(cid, SECTION, title, f"no {name} tensor cores on {props.sm}"))
-            continue
-        peak_value = getattr(peak, name) if peak else None
-        checks += r.guarded(
-            cid,
-            SECTION,
-            title,
-            fix,
-            lambda dtype=dtype, tf32=tf32, cid=cid, title=title, peak_value=peak_value: [
-                throughput_check(
-                    cid, title, matmul_tflops(device, dtype, tf32, n, min_seconds), peak_value, "TFLOP/s", source
-                )
-            ],
-        )
-    return checks + _bandwidth(props, device, peak, quick, fix)
+    peak_value, source = (getattr(peak, name), peak.source) if peak else (None, None)
+
+    def measure() -> list[r.Check]:
+        achieved = matmul_tflops(device, dtype, tf32, n, min_seconds)
+        return [throughput_check(cid, title, achieved, peak_value, "TFLOP/s", source)]
+
+    return r.guarded(cid, SECTION, title, _FIX, measure)
 
 
-def _bandwidth(props: GpuProps, device: torch.device, peak: pk.Peak | None, quick: bool, fix: str) -> list[r.Check]:
+def _bandwidth(props: GpuProps, device: torch.device, peak: pk.Peak | None, quick: bool) -> list[r.Check]:
     cid, title = f"gpu.{props.index}.bandwidth", f"GPU {props.index} memory bandwidth"
-    free, _ = torch.cuda.mem_get_info(device)
-    nbytes = max(1, min(256 if quick else 1024, free // 4 // 2**20)) * 2**20
-    bandwidth = peak.bandwidth_gbs if peak else None
-    source = peak.source if peak else None
-    return r.guarded(
-        cid,
-        SECTION,
-        title,
-        fix,
-        lambda: [
-            throughput_check(
-                cid, title, copy_bandwidth(device, nbytes, 0.1 if quick else 0.5), bandwidth, "GB/s", source
-            )
-        ],
-    )
+    peak_value, source = (peak.bandwidth_gbs, peak.source) if peak else (None, None)
+
+    def measure() -> list[r.Check]:
+        free, _ = torch.cuda.mem_get_info(device)
+        nbytes = max(1, min(256 if quick else 1024, free // 4 // 2**20)) * 2**20  # two buffers, at most half of free
+        achieved = copy_bandwidth(device, nbytes, 0.1 if quick else 0.5)
+        return [throughput_check(cid, title, achieved, peak_value, "GB/s", source)]
+
+    return r.guarded(cid, SECTION, title, _FIX, measure)
