@@ -1,5 +1,6 @@
 import os
 import signal
+import time
 
 import numpy as np
 import pytest
@@ -66,3 +67,13 @@ class _DyingDataset(torch.utils.data.Dataset):
 def test_dead_worker_names_shm_size_and_ipc_host():
     with pytest.raises(UserError, match=r"--shm-size.*--ipc=host"):
         next(make_loader(_DyingDataset(), 2, workers=1, timeout_s=30))
+
+
+class _StuckDataset(_DyingDataset):
+    def __getitem__(self, index):
+        time.sleep(2.5)  # longer than the timeout; short so that shutting the worker down is quick
+
+
+def test_stuck_worker_times_out_with_a_user_error():
+    with pytest.raises(UserError, match="no batch from the workers for 1 s"):
+        next(make_loader(_StuckDataset(), 2, workers=1, timeout_s=1))

@@ -83,7 +83,7 @@ def _fast_digests(ds) -> tuple[list[bytes], list[str]]:
         problems.append(f"{ds.path}: class indices outside 0..{ds.label_dim - 1}")
     pixels = ds.source
     digests = [
-        images.digest(pixels.load(i))
+        images.digest(np.asarray(pixels.load(i)))
         for i in tqdm(range(ds.num_raw), unit="img", desc="verify", file=sys.stderr, mininterval=1.0)
     ]
     return digests, problems

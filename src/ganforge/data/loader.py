@@ -26,8 +26,15 @@ _TIMED_OUT = (
 
 
 def to_float(images: torch.Tensor) -> torch.Tensor:
-    """uint8 [0, 255] -> float32 [-1, 1], the generator's output range."""
-    return images.to(torch.float32) / 127.5 - 1
+    """uint8 [0, 255] -> float32 [-1, 1], the generator's output range (in place after the cast: same roundings)."""
+    return images.to(torch.float32).div_(127.5).sub_(1)
+
+
+def collate(samples):
+    """Batches from ImageDataset.__getitems__ arrive stacked already; anything else is stacked the default way."""
+    if isinstance(samples, tuple):
+        return samples
+    return torch.utils.data.default_collate(samples)
 
 
 class DeviceLoader:
@@ -78,6 +85,32 @@ class DeviceLoader:
             raise
 
 
+def host_loader(
+    dataset,
+    batch_gpu: int,
+    seed: int = 0,
+    rank: int = 0,
+    world_size: int = 1,
+    start: int = 0,
+    workers: int = 2,
+    pin_memory: bool = False,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> torch.utils.data.DataLoader:
+    """The endless DataLoader of uint8 batches behind make_loader (persistent workers, optional pinned memory)."""
+    sampler = InfiniteSampler(len(dataset), seed=seed, rank=rank, world_size=world_size, start=start)
+    return torch.utils.data.DataLoader(
+        dataset,
+        batch_size=batch_gpu,
+        sampler=sampler,
+        collate_fn=collate,
+        num_workers=workers,
+        pin_memory=pin_memory,
+        persistent_workers=workers > 0,
+        prefetch_factor=4 if workers > 0 else None,
+        timeout=timeout_s if workers > 0 else 0,
+    )
+
+
 def make_loader(
     dataset,
     batch_gpu: int,
@@ -95,15 +128,6 @@ def make_loader(
     (seed, start, rank, world_size, batch_gpu), never on `workers`.
     """
     device = torch.device(device)
-    sampler = InfiniteSampler(len(dataset), seed=seed, rank=rank, world_size=world_size, start=start)
-    loader = torch.utils.data.DataLoader(
-        dataset,
-        batch_size=batch_gpu,
-        sampler=sampler,
-        num_workers=workers,
-        pin_memory=device.type == "cuda",
-        persistent_workers=workers > 0,
-        prefetch_factor=4 if workers > 0 else None,
-        timeout=timeout_s if workers > 0 else 0,
-    )
+    pin = device.type == "cuda"
+    loader = host_loader(dataset, batch_gpu, seed, rank, world_size, start, workers, pin, timeout_s)
     return DeviceLoader(loader, device, timeout_s)
