@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from PIL import Image
 
 from ganforge.cli import main
+from ganforge.data.build import BuildOptions, build
 from ganforge.doctor import functional, system
 from ganforge.doctor import report as r
 
@@ -20,9 +21,9 @@ def _doctor(*args):
     )
 
 
-def _tiny_dataset(folder, count=6, size=8):
+def _tiny_dataset(folder, count=6, size=8, seed=0):
     folder.mkdir()
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed)
     for i in range(count):
         Image.fromarray(rng.integers(0, 256, (size, size, 3), dtype=np.uint8)).save(folder / f"{i}.png")
     return folder
@@ -64,9 +65,19 @@ def test_bad_data_path_fails_with_exit_2_and_a_clear_message(tmp_path, monkeypat
 
 def test_data_checks_on_a_tiny_dataset_and_a_bad_one(tmp_path):
     data = _tiny_dataset(tmp_path / "images", count=3)
+    (tmp_path / "classes").mkdir()
+    for seed, label in enumerate(("cat", "dog")):
+        _tiny_dataset(tmp_path / "classes" / label, count=2, seed=seed)
     opened, rate = system.data_checks(data, quick=True)
     assert opened.status == r.OK and "3 images, 3x8x8" in opened.value
     assert rate.data["images"] == 3 and rate.data["images_per_second"] > 0
+    # labelled archives made with the data helper's own builder, in both of its formats
+    for fmt in ("zip", "fast"):
+        archive = tmp_path / f"labelled.{fmt}"
+        build(data.parent / "classes", archive, BuildOptions(resolution=8, labels="folders", format=fmt, workers=0))
+        opened, rate = system.data_checks(archive, quick=True)
+        assert opened.status == r.OK and opened.data["label_dim"] == 2 and opened.data["images"] == 4, opened
+        assert rate.status in (r.OK, r.WARNING) and rate.data["images"] == 4
     (tmp_path / "not-images.txt").write_text("hello")
     [bad] = system.data_checks(tmp_path / "not-images.txt", quick=True)
     assert bad.status == r.FAILURE and bad.value.startswith("--data:")
