@@ -117,7 +117,7 @@ def test_conv_clamp_bounds_every_rgb_contribution():
     assert img.abs().max() <= 3 * 1e-3 + 1e-7
 
 
-def test_eval_fused_path_matches_training_path():
+def test_eval_mode_matches_training_mode():
     G = tiny_generator(c_dim=2)
     z, c = inputs(G, n=3)
     with torch.no_grad():

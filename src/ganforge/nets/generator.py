@@ -20,6 +20,7 @@ from ganforge.nets.layers import (
     fp16_min_resolution,
     modulated_conv2d,
     upsample2d,
+    use_fused_modconv,
 )
 from ganforge.nets.mapping import MappingNetwork
 
@@ -46,7 +47,7 @@ class SynthesisLayer(nn.Module):
 
     def forward(self, x: torch.Tensor, w: torch.Tensor, noise_mode: str = "random") -> torch.Tensor:
         styles = self.affine(w)  # [N, in_channels]
-        fused = not self.training and (x.dtype == torch.float32 or x.shape[0] == 1)
+        fused = use_fused_modconv(self.training, x)
         x = modulated_conv2d(x, self.weight, styles, up=self.up, fused=fused, resample_filter=self.resample_filter)
         if noise_mode == "random":
             noise = torch.randn([x.shape[0], 1, self.resolution, self.resolution], device=x.device)
@@ -73,7 +74,7 @@ class ToRGBLayer(nn.Module):
 
     def forward(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
         styles = self.affine(w) * self.weight_gain
-        fused = not self.training and (x.dtype == torch.float32 or x.shape[0] == 1)
+        fused = use_fused_modconv(self.training, x)
         x = modulated_conv2d(x, self.weight, styles, demodulate=False, fused=fused)
         return bias_act(x, self.bias, "linear", 1.0, self.conv_clamp)
 

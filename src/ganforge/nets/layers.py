@@ -216,6 +216,15 @@ def modulated_conv2d(x, weight, styles, *, demodulate=True, up=False, fused=Fals
     return x
 
 
+def use_fused_modconv(training: bool, x: torch.Tensor) -> bool:
+    """The official choice (fused grouped conv for fp32 or single-sample inference), on CUDA only.
+
+    On CPU the shared-weight path measured as fast or faster (benchmarks/nets_forward_backward.py), and it keeps
+    the batch size out of the convolution's `groups`, so a traced or exported generator accepts any batch size.
+    """
+    return not training and x.device.type == "cuda" and (x.dtype == torch.float32 or x.shape[0] == 1)
+
+
 def _conv_resample(x, w, up, groups, resample_filter):
     """Plain (padding k//2) or 2x-upsampling grouped convolution; w is [groups * O, I, k, k]."""
     w = w.to(x.dtype)
