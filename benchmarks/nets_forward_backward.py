@@ -1,8 +1,9 @@
 """Median forward+backward time of the StyleGAN2 generator and discriminator on CPU.
 
-Defaults: 256 px, batch 4, config F channels (channel_base 16384, channel_max 512), 2 threads. The generator is
-timed twice: with the training path of the modulated convolution (shared weights, activations scaled before and
-after) and, as the baseline, with the fused grouped-convolution path that eval mode uses.
+Defaults: 256 px, batch 4, config F channels (channel_base 16384, channel_max 512), 2 threads. As the baseline
+for the choice of modulated-convolution path, every generator block's conv1 is also timed (forward+backward)
+with the shared-weight path ganforge uses on CPU and with the fused grouped-convolution path of the official
+inference code (which ganforge keeps for CUDA inference).
 
     .venv/bin/python benchmarks/nets_forward_backward.py [--resolution 256] [--batch 4] [--iters 5] [--threads 2]
 """
@@ -14,6 +15,7 @@ import time
 import torch
 
 from ganforge.nets import Discriminator, Generator
+from ganforge.nets.layers import modulated_conv2d
 
 
 def median_seconds(step, iters: int) -> float:
@@ -27,22 +29,25 @@ def median_seconds(step, iters: int) -> float:
     return statistics.median(times)
 
 
-def generator_step(G: Generator, batch: int):
-    z, c = torch.randn(batch, G.z_dim), torch.zeros(batch, 0)
+def network_step(net, inputs):
+    """One forward+backward of `net(*inputs)` with a scalar loss; gradients are dropped before each run."""
 
     def step():
-        G.zero_grad(set_to_none=True)
-        G(z, c).square().mean().backward()
+        net.zero_grad(set_to_none=True)
+        net(*inputs).square().mean().backward()
 
     return step
 
 
-def discriminator_step(D: Discriminator, batch: int):
-    img, c = torch.randn(batch, D.img_channels, D.resolution, D.resolution), torch.zeros(batch, 0)
+def modconv_step(layer, batch: int, fused: bool):
+    """Forward+backward of one synthesis layer's modulated convolution through the chosen path."""
+    out_ch, in_ch = layer.weight.shape[:2]
+    x = torch.randn(batch, in_ch, layer.resolution, layer.resolution, requires_grad=True)
+    styles = torch.randn(batch, in_ch, requires_grad=True)
 
     def step():
-        D.zero_grad(set_to_none=True)
-        D(img, c).sum().backward()
+        layer.zero_grad(set_to_none=True)
+        modulated_conv2d(x, layer.weight, styles, fused=fused).square().mean().backward()
 
     return step
 
@@ -60,18 +65,20 @@ def main() -> None:
     torch.manual_seed(0)
     arch = dict(resolution=args.resolution, channel_base=args.channel_base, channel_max=args.channel_max)
     G, D = Generator(**arch), Discriminator(**arch)
-    print(f"{args.resolution} px, batch {args.batch}, channel_base {args.channel_base}, channel_max "
-          f"{args.channel_max}, {args.threads} threads, torch {torch.__version__}, median of {args.iters}")  # fmt: skip
-    rows = [  # name, network, training mode (selects the modulated-convolution path), step factory
-        ("G (training path: shared-weight modconv)", G, True, generator_step),
-        ("G (baseline: fused grouped modconv)", G, False, generator_step),
-        ("D", D, True, discriminator_step),
-    ]
-    for name, net, training, make_step in rows:
-        net.train(training)
-        seconds = median_seconds(make_step(net, args.batch), args.iters)
+    n = args.batch
+    print(f"{args.resolution} px, batch {n}, channel_base {args.channel_base}, channel_max {args.channel_max}, "
+          f"{args.threads} threads, torch {torch.__version__}, median of {args.iters} after 1 warm-up")  # fmt: skip
+    z, img, c = torch.randn(n, G.z_dim), torch.randn(n, D.img_channels, D.resolution, D.resolution), torch.zeros(n, 0)
+    for name, net, inputs in [("G", G, (z, c)), ("D", D, (img, c))]:
+        seconds = median_seconds(network_step(net.train(), inputs), args.iters)
         count = sum(p.numel() for p in net.parameters())
-        print(f"{name:<42} {count:>11,} params   forward+backward {seconds * 1000:8.1f} ms")
+        print(f"{name}: {count:>11,} params   forward+backward {seconds * 1000:8.1f} ms")
+    print("baseline, per block conv1 forward+backward:  shared-weight (used on CPU)  vs  fused grouped")
+    for res in G.synthesis.block_resolutions:
+        layer = getattr(G.synthesis, f"b{res}").conv1
+        shared, fused = (median_seconds(modconv_step(layer, n, f), args.iters) for f in (False, True))
+        channels = layer.weight.shape[0]
+        print(f"  {res:>4} px {channels:>4} ch   {shared * 1000:8.1f} ms   vs {fused * 1000:8.1f} ms")
 
 
 if __name__ == "__main__":
