@@ -180,6 +180,17 @@ def test_output_shape_dtype_and_range():
     assert geom.flatten(1).std(dim=1).min() > 0.2
 
 
+def test_autocast_and_low_precision_do_not_change_the_maths():
+    x = _images(n=8, size=16)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        under_autocast = _run("bgc", x)
+    assert under_autocast.dtype == torch.float32
+    assert torch.equal(under_autocast, _run("bgc", x))
+    half = _run("bgc", x.bfloat16())
+    assert half.dtype == torch.bfloat16
+    assert torch.equal(half, _run("bgc", x.bfloat16().float()).bfloat16())
+
+
 def test_gradients_flow_to_input():
     x = _images(n=2, size=8, dtype=torch.float64).requires_grad_(True)
 

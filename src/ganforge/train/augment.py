@@ -63,6 +63,13 @@ class AugmentPipe(nn.Module):
         assert images.ndim == 4, f"expected [N, C, H, W] images, got {tuple(images.shape)}"
         if float(self.p) <= 0:  # one host sync per call; p = 0 returns the input itself and draws no random numbers
             return images
+        # Pixel indices and transformation matrices need float32 at least: autocast's bf16 matmuls would misplace
+        # pixels beyond 256. Low-precision images are augmented in float32 and returned in their own dtype.
+        with torch.autocast(images.device.type, enabled=False):
+            work = images.float() if images.dtype in (torch.float16, torch.bfloat16) else images
+            return self._augment(work, generator).to(images.dtype)
+
+    def _augment(self, images: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
         n, c, h, w = images.shape
         p = self.p.to(images.device)
         if any(op in self.ops for op in BLIT):
