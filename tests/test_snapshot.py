@@ -44,8 +44,10 @@ def test_save_replaces_an_existing_snapshot(G, tmp_path):
 
 
 def test_missing_file(tmp_path):
-    with pytest.raises(UserError, match="snapshot not found"):
+    with pytest.raises(UserError, match="no such snapshot file"):
         load_snapshot(tmp_path / "nope.safetensors")
+    with pytest.raises(UserError, match="no such snapshot file"):
+        load_snapshot(tmp_path)  # a folder is not a snapshot
 
 
 def test_not_a_safetensors_file(tmp_path):
@@ -60,6 +62,16 @@ def test_truncated_file(G, tmp_path):
     save_snapshot(path, G, {})
     path.write_bytes(path.read_bytes()[:-100])
     with pytest.raises(UserError, match="truncated or corrupt"):
+        load_snapshot(path)
+
+
+def test_flipped_tensor_bytes_fail_the_checksum(G, tmp_path):
+    path = tmp_path / "snap.safetensors"
+    save_snapshot(path, G, {})
+    data = bytearray(path.read_bytes())
+    data[-5] ^= 0x10  # inside the last tensor's data; the header still parses
+    path.write_bytes(bytes(data))
+    with pytest.raises(UserError, match="checksum"):
         load_snapshot(path)
 
 

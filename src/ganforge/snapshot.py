@@ -7,10 +7,13 @@ as in docs/official-tensor-mapping.md) and whose string metadata is
     format_version  "1"
     generator       JSON of Generator.config (the constructor kwargs)
     meta            JSON of a free-form dict from the writer (kimg, dataset, metrics, ...)
+    tensors_sha256  SHA-256 over (name, raw bytes) of every tensor in name order; checked on load when present,
+                    since safetensors itself detects a truncated file but not flipped bytes
 
 Loading never executes code from the file: it parses JSON, builds a Generator from the config and copies tensors.
 """
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -35,7 +38,7 @@ def save_snapshot(path, G: Generator, meta: dict) -> None:
     path = Path(path)
     tensors = {k: v.detach().to("cpu", copy=True).contiguous() for k, v in G.state_dict().items()}
     metadata = {"format": FORMAT, "format_version": FORMAT_VERSION, "generator": json.dumps(G.config),
-                "meta": json.dumps(meta)}  # fmt: skip
+                "meta": json.dumps(meta), "tensors_sha256": tensors_sha256(tensors)}  # fmt: skip
     data = safetensors.torch.save(tensors, metadata=metadata)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     try:
@@ -47,6 +50,15 @@ def save_snapshot(path, G: Generator, meta: dict) -> None:
     finally:
         tmp.unlink(missing_ok=True)  # only still there if writing failed
     _fsync_dir(path.parent)
+
+
+def tensors_sha256(tensors: dict) -> str:
+    """Hex SHA-256 over each tensor's name and raw bytes, in name order."""
+    h = hashlib.sha256()
+    for name in sorted(tensors):
+        h.update(name.encode())
+        h.update(tensors[name].reshape(-1).contiguous().view(torch.uint8).numpy())  # 0-dim cannot view as bytes
+    return h.hexdigest()
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -63,7 +75,7 @@ def load_snapshot(path, device="cpu") -> tuple[Generator, dict]:
     """Read a snapshot: (Generator in eval mode on `device`, meta dict). UserError when the file is unusable."""
     path = Path(path)
     if not path.is_file():
-        raise UserError(f"{path}: snapshot not found; pass a .safetensors file from a run's snapshots/ folder")
+        raise UserError(f"{path}: no such snapshot file; pass a .safetensors file from a run's snapshots/ folder")
     metadata, tensors = _read(path)
     if metadata.get("format") != FORMAT:
         raise UserError(f"{path}: a safetensors file but not a ganforge snapshot (no '{FORMAT}' metadata); "
@@ -75,6 +87,8 @@ def load_snapshot(path, device="cpu") -> tuple[Generator, dict]:
         config, meta = json.loads(metadata["generator"]), json.loads(metadata["meta"])
     except (KeyError, json.JSONDecodeError) as err:
         raise UserError(f"{path}: snapshot metadata is corrupt ({err!r}); copy the file again") from None
+    if "tensors_sha256" in metadata and metadata["tensors_sha256"] != tensors_sha256(tensors):
+        raise UserError(f"{path}: snapshot tensors do not match their checksum, the file is corrupt; copy it again")
     G = _build(path, config, device)
     _check_tensors(path, G, tensors)
     G.load_state_dict(tensors)
