@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 from click.testing import CliRunner
-from data_testfiles import bad_files, convertible_files, png, read_nvlabs_zip, write_folder
+from data_testfiles import bad_files, convertible_files, png, read_nvlabs_zip, write_folder, write_nvlabs_zip
 from PIL import Image
 
 from ganforge.cli import main
@@ -167,3 +167,20 @@ def test_verify_names_a_damaged_zip_member(tmp_path):
     result = run_cli("dataset", "verify", tmp_path / "x.zip", "--workers", "0")
     assert result.exit_code == 2
     assert "img00000001.png: unreadable: BadZipFile" in result.output
+
+
+def test_info_and_verify_on_foreign_archives_use_file_hashes(tmp_path):
+    arrays = [np.random.default_rng(i).integers(0, 256, (8, 8, 3), dtype=np.uint8) for i in range(3)]
+    foreign = write_nvlabs_zip(tmp_path / "nv.zip", arrays, [0, 1, 1])
+    result = run_cli("dataset", "verify", foreign, "--workers", "0")
+    assert result.exit_code == 0 and "no recorded content hash to check" in result.output
+    summary = json.loads(run_cli("dataset", "info", foreign, "--json").output)
+    assert (summary["content_hash_kind"], summary["label_histogram"]) == ("files", {"0": 1, "1": 2})
+
+
+def test_grey_build_reads_back_with_one_channel(messy, tmp_path):
+    build(messy, tmp_path / "g.zip", BuildOptions(resolution=8, channels=1, on_error="skip", workers=0))
+    pixels, labels = read_nvlabs_zip(tmp_path / "g.zip")
+    ds = open_dataset(tmp_path / "g.zip")
+    assert ds.channels == 1 and pixels.shape == (len(ds), 1, 8, 8) and labels is None
+    assert np.array_equal(pixels[0], ds[0][0].numpy())

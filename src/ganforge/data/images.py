@@ -72,7 +72,10 @@ def decode(data: bytes) -> Image.Image:
 
 def to_array(image: Image.Image, channels: int) -> np.ndarray:
     """EXIF orientation, mode conversion and alpha compositing -> uint8 array [H, W, channels]."""
-    image = ImageOps.exif_transpose(image)
+    try:
+        image = ImageOps.exif_transpose(image)
+    except (OSError, SyntaxError, ValueError, KeyError, TypeError) as error:
+        raise BadImage(f"unreadable EXIF orientation: {error}") from None
     if image.mode in _SIXTEEN_BIT_MODES:
         image = _sixteen_to_eight_bit(image)
     if image.mode == "P":
