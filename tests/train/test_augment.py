@@ -215,6 +215,8 @@ def test_unknown_preset_is_user_error():
     with pytest.raises(UserError, match="nope"):
         AugmentPipe("xflip,nope")
     assert AugmentPipe("xflip, hue").ops == ("xflip", "hue")
+    with pytest.raises(UserError, match="3-channel"):
+        AugmentPipe("color", p=0.5)(_images(c=2))
 
 
 def _drive(ada, pipe, logits_value, steps, batch=64):

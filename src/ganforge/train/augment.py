@@ -79,7 +79,9 @@ class AugmentPipe(nn.Module):
             images = self._geometric(images, ops.geometric_matrices(self.ops, n, h, w, p, generator))
         if any(op in self.ops for op in COLOR):
             if c not in (1, 3):
-                raise UserError(f"--augpipe: colour augmentation needs 1- or 3-channel images, got {c}; drop 'c'")
+                raise UserError(
+                    f"--augpipe: colour augmentation needs 1- or 3-channel images, got {c}; use one without it (bg)"
+                )
             color = ops.color_matrices(self.ops, n, c, p, generator)
             changed = (color != torch.eye(4, device=color.device)).flatten(1).any(dim=1)
             images = torch.where(changed[:, None, None, None], ops.apply_color(images, color), images)
