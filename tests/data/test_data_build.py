@@ -13,6 +13,7 @@ from PIL import Image
 from ganforge.cli import main
 from ganforge.data import open_dataset
 from ganforge.data.build import BuildOptions, build
+from ganforge.errors import UserError
 
 BAD_REASONS = {
     "truncated.png": "truncated",
@@ -132,7 +133,7 @@ def test_argument_problems_are_listed_together(tmp_path):
 def test_decompression_bombs_are_bad_files(tmp_path, monkeypatch):
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 100)  # 12x12 is past the warning limit, 16x16 past the error one
     src = write_folder(tmp_path / "src", {"warn.png": png(1, 12), "error.png": png(2, 16)})
-    with pytest.raises(Exception, match="decompression bomb") as info:
+    with pytest.raises(UserError, match="decompression bomb") as info:
         build(src, tmp_path / "o.zip", BuildOptions(resolution=8, workers=0))
     assert sum("decompression bomb" in problem for problem in info.value.problems) == 2
 
@@ -184,3 +185,11 @@ def test_grey_build_reads_back_with_one_channel(messy, tmp_path):
     ds = open_dataset(tmp_path / "g.zip")
     assert ds.channels == 1 and pixels.shape == (len(ds), 1, 8, 8) and labels is None
     assert np.array_equal(pixels[0], ds[0][0].numpy())
+
+
+def test_max_images_ignores_labels_of_files_it_leaves_out(tmp_path):
+    src = write_folder(tmp_path / "src", {"a/x.png": png(1, 8), "a/y.png": png(2, 8), "z.png": png(3, 8)})
+    options = BuildOptions(transform="none", labels="folders", max_images=2, workers=0)
+    assert build(src, tmp_path / "o.gfd", options)["written"] == 2
+    with pytest.raises(UserError, match="z.png: not inside a class sub-folder"):
+        build(src, tmp_path / "p.gfd", BuildOptions(transform="none", labels="folders", workers=0))

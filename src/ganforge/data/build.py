@@ -163,6 +163,12 @@ def check_options(src: Path, dest: Path, options: BuildOptions) -> str:
         (not dest.exists(), f"DEST: {dest} already exists; remove it or choose another path"),
         (dest.parent.is_dir(), f"DEST: folder {dest.parent} does not exist"),
         (fmt != "zip" or dest.suffix.lower() == ".zip", "DEST: a zip archive must end in .zip (NVlabs' loaders look)"),
+        (fmt != "fast" or dest.suffix.lower() != ".zip", "DEST: a fast dataset must not end in .zip; use .gfd"),
+        (fmt in FORMATS, f"--format: {fmt} is not one of {', '.join(FORMATS)}"),
+        (options.transform in images.TRANSFORMS, f"--transform: {options.transform} is not one of the choices"),
+        (options.resize_filter in images.RESIZE_FILTERS, f"--resize-filter: {options.resize_filter} is no choice"),
+        (options.channels in (1, 3), f"--channels: {options.channels} is not 1 or 3"),
+        (options.on_error in ("fail", "skip"), f"--on-error: {options.on_error} is not fail or skip"),
         (r is None or (r >= 4 and r & (r - 1) == 0), f"--resolution: {r} is not a power of two >= 4"),
         (r is not None or options.transform == "none", f"--resolution: required with --transform {options.transform}"),
         (
@@ -288,7 +294,7 @@ def build(src, dest, options: BuildOptions | None = None) -> dict:
     files = SourceFiles(src)
     try:
         label_of, label_names, label_problems = assign_labels(files, options.labels)
-        names = [name for name in files.names[: options.max_images] if name not in label_problems]
+        names, label_problems = _select(files.names, options.max_images, label_problems)
         state = _Build(fmt, dest.with_name(dest.name + ".partial"), label_names, options.on_error == "fail")
         try:
             _decode_all(files, names, label_of, state, options, fmt)
@@ -301,6 +307,14 @@ def build(src, dest, options: BuildOptions | None = None) -> dict:
         files.close()
     summary["ignored"] = files.ignored
     return summary
+
+
+def _select(all_names: list[str], max_images: int | None, label_problems: dict) -> tuple[list[str], dict]:
+    """The files to decode, and the labelling problems that concern the build (not files past --max-images)."""
+    considered = all_names[:max_images]
+    dropped = set(all_names[len(considered) :])
+    names = [name for name in considered if name not in label_problems]
+    return names, {key: reason for key, reason in label_problems.items() if key not in dropped}
 
 
 def _decode_all(files, names, label_of, state: _Build, options: BuildOptions, fmt: str) -> None:
