@@ -165,6 +165,7 @@ class ImageDataset(torch.utils.data.Dataset):
     """Images as uint8 tensors [C, H, W] and labels as float32 vectors [label_dim] (one-hot for class labels).
 
     With `mirror=True` the dataset has twice the images: index i >= N is image i - N flipped left-right.
+    A DataLoader over it needs `collate_fn=ganforge.data.loader.collate`: batches come pre-stacked from __getitems__.
     """
 
     def __init__(self, source, mirror: bool = False):
