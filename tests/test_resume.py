@@ -1,0 +1,238 @@
+"""Exact resume, end to end through the CLI (issue 5, tests a-c and the changed-config refusal).
+
+A tiny preset on a tiny generated dataset: a run that was never interrupted and one killed with SIGKILL at a random
+moment after its first checkpoint, then resumed by running the same command, end with bitwise-identical G, D, G_ema
+and optimiser states, in one process and in two gloo processes under torchrun.
+"""
+
+import hashlib
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import PIL.Image
+import pytest
+import torch
+
+from ganforge import checkpoint
+from ganforge.data.build import BuildOptions, build
+
+KIMG = 0.096  # 12 steps of 8 images, with path length on steps 0, 4, 8; a checkpoint every 4 steps
+TRAIN_ARGS = ["--cfg", "tiny", "--batch", "8", "--batch-gpu", "4", "--kimg", str(KIMG), "--tick", "0.032",
+              "--snap", "1", "--seed", "3", "--workers", "0"]  # fmt: skip
+COMPARED = ("G", "D", "G_ema", "opt_G", "opt_D", "scaler_G", "scaler_D", "augment", "loop", "sampler")
+TIMEOUT = 120
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> Path:
+    """16 RGB images of 8x8 pixels (smooth random blobs), built into a zip archive by ganforge's dataset tool."""
+    root = tmp_path_factory.mktemp("data")
+    (root / "src").mkdir()
+    rng = np.random.default_rng(0)
+    for i in range(16):
+        coarse = rng.integers(0, 256, size=(2, 2, 3), dtype=np.uint8)
+        PIL.Image.fromarray(coarse).resize((8, 8), PIL.Image.BILINEAR).save(root / "src" / f"{i:02d}.png")
+    build(root / "src", root / "tiny.zip", BuildOptions(resolution=8, workers=0))
+    return root / "tiny.zip"
+
+
+def _env() -> dict:
+    # One thread per process: the test's budget is one core, and thread count must not matter for exactness anyway.
+    return dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+
+
+def _command(data: Path, outdir: Path, nproc: int = 1, extra: tuple = ()) -> list[str]:
+    args = ["train", "--data", str(data), "--outdir", str(outdir), *TRAIN_ARGS, *extra]
+    if nproc == 1:
+        return [sys.executable, "-m", "ganforge", *args]
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}"]
+    return [*launcher, "-m", "ganforge", *args]
+
+
+def _start(command: list[str]) -> subprocess.Popen:
+    # A session of its own, so that a kill reaches torchrun's workers too, as when a machine dies.
+    return subprocess.Popen(command, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)  # fmt: skip
+
+
+def _run(command: list[str], expect: int = 0) -> str:
+    proc = subprocess.run(command, env=_env(), capture_output=True, text=True, timeout=TIMEOUT)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == expect, f"exit {proc.returncode} != {expect}:\n{output[-4000:]}"
+    return output
+
+
+def _checkpoints(outdir: Path) -> list[Path]:
+    return sorted((p.parent for p in outdir.glob("*/checkpoints/ckpt-*/manifest.json")), key=lambda p: p.name)
+
+
+def _wait_for_checkpoint(proc: subprocess.Popen, outdir: Path) -> Path:
+    """Wait for the first checkpoint with training progress in it (a fresh run also checkpoints its start)."""
+    deadline = time.monotonic() + TIMEOUT
+    while not [p for p in _checkpoints(outdir) if p.name != "ckpt-000000000"]:
+        assert proc.poll() is None, f"exited {proc.returncode} before its first checkpoint:\n{proc.stdout.read()}"
+        assert time.monotonic() < deadline, "no checkpoint in time"
+        time.sleep(0.02)
+    return _checkpoints(outdir)[-1]
+
+
+def _final_state(outdir: Path) -> dict:
+    runs = [p for p in outdir.iterdir() if p.is_dir()]
+    assert len(runs) == 1, f"rerunning the same command must continue the same run, found {runs}"
+    state = checkpoint.load_latest(runs[0] / "checkpoints")
+    assert state is not None and state["loop"]["cur_nimg"] == round(KIMG * 1000), state and state["loop"]
+    return state
+
+
+def _digests(value, prefix: str = "") -> dict[str, str]:
+    """{path: sha256 of the tensor's bytes (with dtype and shape) or repr of the value}, for a readable diff."""
+    if isinstance(value, dict):
+        return {k: v for key, item in value.items() for k, v in _digests(item, f"{prefix}/{key}").items()}
+    if isinstance(value, (list, tuple)):
+        return {k: v for i, item in enumerate(value) for k, v in _digests(item, f"{prefix}/{i}").items()}
+    if isinstance(value, torch.Tensor):
+        raw = value.contiguous().view(-1).view(torch.uint8).numpy().tobytes()
+        return {prefix: f"{value.dtype}{list(value.shape)}:{hashlib.sha256(raw).hexdigest()[:16]}"}
+    return {prefix: repr(value)}
+
+
+def _assert_identical(a: dict, b: dict) -> None:
+    for key in COMPARED:
+        da, db = _digests(a[key], key), _digests(b[key], key)
+        differing = sorted(k for k in da.keys() | db.keys() if da.get(k) != db.get(k))
+        assert not differing, f"{len(differing)} entries differ, first: {differing[:5]}"
+
+
+def _timed_run(command: list[str], outdir: Path) -> float:
+    """Run to the end; return the seconds from its first checkpoint to its exit (the window a kill can hit)."""
+    proc = _start(command)
+    try:
+        _wait_for_checkpoint(proc, outdir)
+        first = time.monotonic()
+        output = proc.communicate(timeout=TIMEOUT)[0]
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, output[-4000:]
+    return time.monotonic() - first
+
+
+@pytest.fixture(scope="module")
+def reference_run(data, tmp_path_factory) -> tuple[Path, dict, float]:
+    """The uninterrupted single-process run: its OUTDIR, final state and kill window."""
+    outdir = tmp_path_factory.mktemp("reference")
+    window = _timed_run(_command(data, outdir), outdir)
+    return outdir, _final_state(outdir), window
+
+
+@pytest.fixture(scope="module")
+def reference(reference_run) -> dict:
+    return reference_run[1]
+
+
+def test_two_identical_runs_give_identical_tensors(data, reference, tmp_path):
+    _run(_command(data, tmp_path))
+    _assert_identical(reference, _final_state(tmp_path))
+
+
+def _kill_at(command: list[str], outdir: Path, delay: float) -> bool:
+    """Start `command`, SIGKILL it (workers included) `delay` seconds after its first checkpoint; False if it
+    finished first."""
+    proc = _start(command)
+    try:
+        _wait_for_checkpoint(proc, outdir)
+        time.sleep(delay)
+        finished = proc.poll() is not None
+        if not finished:
+            os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=TIMEOUT)
+    return not finished
+
+
+def _kill_and_resume(data: Path, outdir: Path, nproc: int, window: float) -> dict:
+    """Kill at a random moment of the training window (printed, to replay a failure), then rerun the same command."""
+    delay = random.uniform(0.0, 0.8 * window)
+    print(f"killing {delay:.3f} s after the first checkpoint (window {window:.3f} s)")
+    command = _command(data, outdir, nproc)
+    if not _kill_at(command, outdir, delay):  # a loaded machine ran faster than the reference: kill at once
+        shutil.rmtree(outdir)
+        assert _kill_at(command, outdir, 0.0), "the run finished before it could be killed"
+    output = _run(command)
+    assert "resuming" in output and "at 0 kimg" not in output, output[-4000:]
+    return _final_state(outdir)
+
+
+def test_sigkill_then_rerun_equals_uninterrupted_one_process(data, reference_run, tmp_path):
+    _, reference, window = reference_run
+    _assert_identical(reference, _kill_and_resume(data, tmp_path / "killed", 1, window))
+
+
+def test_sigkill_then_rerun_equals_uninterrupted_two_processes(data, tmp_path):
+    window = _timed_run(_command(data, tmp_path / "uninterrupted", nproc=2), tmp_path / "uninterrupted")
+    killed = _kill_and_resume(data, tmp_path / "killed", 2, window)
+    _assert_identical(_final_state(tmp_path / "uninterrupted"), killed)
+
+
+def test_sigterm_saves_a_checkpoint_and_exits_143(data, tmp_path):
+    proc = _start(_command(data, tmp_path))
+    try:
+        _wait_for_checkpoint(proc, tmp_path)
+        signalled = time.time()
+        proc.send_signal(signal.SIGTERM)
+        output = proc.communicate(timeout=TIMEOUT)[0]
+    finally:
+        proc.kill()
+    assert proc.returncode == 143, output[-4000:]
+    assert "Traceback" not in output
+    newest = _checkpoints(tmp_path)[-1]
+    manifest = json.loads((newest / "manifest.json").read_text())
+    assert manifest["created"] >= signalled - 0.5, "no checkpoint was written on SIGTERM"
+    assert checkpoint.load(newest)["loop"]["cur_nimg"] < round(KIMG * 1000)
+
+
+# `ganforge train` with a disk that fills up after two checkpoints (each is 4 writes: 3 files and the pointer).
+_FULL_DISK = """
+import errno
+from ganforge.checkpoint import store
+from ganforge.cli import main
+
+real_write, writes = store.write_file, []
+
+def write_file(path, data):
+    writes.append(path)
+    if len(writes) > 8:
+        real_write(path, data[: len(data) // 2])
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+    real_write(path, data)
+
+store.write_file = write_file
+main(prog_name="ganforge")
+"""
+
+
+def test_full_disk_is_reported_and_rerun_continues_exactly(data, reference, tmp_path):
+    command = _command(data, tmp_path)
+    output = _run([sys.executable, "-c", _FULL_DISK, *command[3:]], expect=2)
+    assert "error: checkpoint" in output and "ckpt-000000064: writing failed" in output, output[-4000:]
+    assert "No space left on device" in output and "Traceback" not in output
+    (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["ckpt-000000000", "ckpt-000000032", "latest"]
+    assert checkpoint.load_latest(run / "checkpoints")["loop"]["cur_nimg"] == 32
+    _run(command)
+    _assert_identical(reference, _final_state(tmp_path))
+
+
+def test_changed_training_maths_is_refused_listing_fields(data, reference_run):
+    outdir = reference_run[0]
+    output = _run(_command(data, outdir, extra=("--gamma", "0.5", "--glr", "0.001")), expect=2)
+    assert "Traceback" not in output
+    assert "loss.gamma" in output and "optim.g_lr" in output, output
+    assert "--allow-config-change" in output
