@@ -88,3 +88,14 @@ def test_pickle_payload_is_refused_and_never_runs(tmp_path, plant, why):
     # The payload is real: unpickling it does run it. This is what ganforge never does.
     pickle.loads(pickle.dumps(_Payload(marker)))
     assert marker.exists()
+
+
+def test_loading_never_touches_pickle_or_torch_load(tmp_path, monkeypatch):
+    ckpt_dir, _ = _checkpoints(tmp_path)
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("checkpoint loading must not unpickle anything")
+
+    for module, name in ((pickle, "load"), (pickle, "loads"), (pickle, "Unpickler"), (torch, "load")):
+        monkeypatch.setattr(module, name, forbidden)
+    assert checkpoint.load_latest(ckpt_dir)["loop"]["cur_nimg"] == 2000
