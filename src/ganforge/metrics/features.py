@@ -60,10 +60,11 @@ def dataset_subset(ds, count: int | None, seed: int) -> tuple[list[int], str]:
 
 def dataset_batches(ds, indices: list[int], batch_size: int, workers: int) -> Iterator[torch.Tensor]:
     """uint8 [B, C, H, W] batches of this rank's share of `indices` (global positions p -> ds[indices[p]])."""
+    from ganforge.data.loader import collate  # ImageDataset hands over whole stacked batches
+
     local = indices[dist.rank() :: dist.world_size()]
-    loader = torch.utils.data.DataLoader(
-        torch.utils.data.Subset(ds, local), batch_size=batch_size, num_workers=workers, shuffle=False
-    )
+    subset = torch.utils.data.Subset(ds, local)
+    loader = torch.utils.data.DataLoader(subset, batch_size, shuffle=False, num_workers=workers, collate_fn=collate)
     for images, _labels in loader:
         yield images
 

@@ -184,4 +184,8 @@ class InceptionFeatures(torch.nn.Module):
 def load_inception(path: str | Path | None = None, device="cpu", cache_dir: str | Path | None = None):
     """Resolve, verify and load the Inception network onto `device` (see resolve_weights for the search order)."""
     weights = resolve_weights(path, cache_dir=cache_dir)
-    return InceptionFeatures(torch.jit.load(str(weights), map_location=device)).to(device)
+    with warnings.catch_warnings():
+        # torch 2.10+ deprecates TorchScript; this verified file exists only in that form and loads fine.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        net = torch.jit.load(str(weights), map_location=device)
+    return InceptionFeatures(net).to(device)

@@ -1,0 +1,69 @@
+"""`ganforge metrics`: a snapshot against a dataset, or a folder/zip of fakes against one of reals.
+
+Results are printed and appended to `metric-<name>.jsonl` in `outdir`, by default the snapshot's run directory
+(the folder above `snapshots/`, else the snapshot's own folder); folder-vs-folder results are only printed unless
+`outdir` is given.
+"""
+
+from pathlib import Path
+
+import torch
+
+from ganforge import dist
+from ganforge.errors import UserError
+from ganforge.metrics import METRICS, append_result, compute_metrics
+
+
+def snapshot_run_dir(snapshot: Path) -> Path:
+    """The run directory a snapshot belongs to: OUTDIR/<run>/snapshots/x.safetensors -> OUTDIR/<run>."""
+    folder = snapshot.resolve().parent
+    return folder.parent if folder.name == "snapshots" else folder
+
+
+def _check_sources(network, data, fake, names: list[str]) -> None:
+    problems = []
+    if network is None and fake is None:
+        problems.append("give --network SNAPSHOT --data DATASET, or --real DIR_OR_ZIP --fake DIR_OR_ZIP")
+    if network is not None and fake is not None:
+        problems.append("--network and --fake: give one source of fake images, not both")
+    if data is None:
+        problems.append("--data/--real: the real images to compare with are required")
+    known = ", ".join(METRICS)
+    problems += [f"--metrics: unknown metric {n!r}; choose from {known}" for n in names if n not in METRICS]
+    if not names:
+        problems.append(f"--metrics: no metric named; choose from {known}")
+    if problems:
+        raise UserError(*problems)
+
+
+def format_result(record: dict) -> str:
+    values = "  ".join(f"{key} {value:.6g}" for key, value in record["results"].items())
+    counts = f"{record['num_real']} real / {record['num_fake']} fake"
+    return f"{values}  ({record['protocol']}; {counts}; {record['seconds']:.1f} s)"
+
+
+def run(metrics, network=None, data=None, fake=None, outdir=None, device: str = "auto", **options) -> list[dict]:
+    """Everything `ganforge metrics` does: check the inputs, load the snapshot, compute, print and append results.
+
+    `metrics` is a comma-separated string or a list of names; `options` are MetricOptions fields. Works under torchrun.
+    """
+    names = [n.strip() for n in metrics.split(",") if n.strip()] if isinstance(metrics, str) else list(metrics)
+    _check_sources(network, data, fake, names)
+    owns_process_group = not torch.distributed.is_initialized()
+    dev = dist.init(device)
+    try:
+        G = None
+        if network is not None:
+            from ganforge.snapshot import load_snapshot
+
+            G, _meta = load_snapshot(network, device=dev)
+        records = compute_metrics(names, generator=G, real=data, fake=fake, device=dev, **options)
+        target = Path(outdir) if outdir is not None else snapshot_run_dir(Path(network)) if network else None
+        for record in records:
+            dist.print0(format_result(record))
+            if target is not None:
+                append_result(target / f"metric-{record['metric']}.jsonl", record, snapshot=network)
+        return records
+    finally:
+        if owns_process_group:
+            dist.shutdown()
