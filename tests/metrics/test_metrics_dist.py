@@ -1,0 +1,72 @@
+"""Two gloo processes give the same statistics and the same SWD as one (uneven shards: 5 images on 2 ranks)."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import PIL.Image
+import pytest
+
+from ganforge.metrics import compute_metric
+
+_WORKER = textwrap.dedent(
+    """
+    import json, sys
+    import torch
+    from ganforge import dist
+    from ganforge.metrics import compute_metric
+    from ganforge.metrics.features import FeatureStats
+
+    dist.init("cpu")
+    rows = torch.arange(5 * 3, dtype=torch.float32).view(5, 3)
+    stats = FeatureStats(3, capture_all=True, device="cpu")
+    stats.append(rows[dist.rank() :: dist.world_size()])
+    stats.finalize(5)
+    assert torch.equal(stats.all, rows), stats.all
+    assert torch.equal(stats.sum, rows.double().sum(0)) and stats.count == 5
+    real, fake = sys.argv[1], sys.argv[2]
+    result = compute_metric("swd16k", real=real, fake=fake, num_gen=5, progress=False, batch_size=2)
+    print("RESULT", json.dumps(result["results"]))
+    dist.shutdown()
+    """
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _folder(path, seed):
+    rng = np.random.default_rng(seed)
+    path.mkdir()
+    for i in range(5):
+        PIL.Image.fromarray(rng.integers(0, 256, (16, 16, 3)).astype(np.uint8)).save(path / f"{i}.png")
+    return path
+
+
+def test_two_ranks_match_one_process(tmp_path):
+    real, fake = _folder(tmp_path / "real", 0), _folder(tmp_path / "fake", 1)
+    env = dict(os.environ, WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()))
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _WORKER, str(real), str(fake)],
+            env=dict(env, RANK=str(r), LOCAL_RANK=str(r)),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for r in range(2)
+    ]
+    outputs = [p.communicate(timeout=120)[0] for p in procs]
+    for proc, out in zip(procs, outputs, strict=True):
+        assert proc.returncode == 0, out
+    results = [json.loads(line.split(" ", 1)[1]) for out in outputs for line in out.splitlines() if "RESULT" in line]
+    single = compute_metric("swd16k", real=real, fake=fake, num_gen=5, progress=False)["results"]
+    assert len(results) == 2 and results[0] == results[1]
+    assert results[0] == pytest.approx(single, rel=1e-6)
