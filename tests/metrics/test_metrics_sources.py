@@ -7,8 +7,9 @@ import torch
 from click.testing import CliRunner
 
 from ganforge.cli import main
+from ganforge.errors import UserError
 from ganforge.metrics import compute_metric
-from ganforge.metrics.features import generator_batches, to_uint8
+from ganforge.metrics.features import generator_batches, position_rng, to_uint8
 from ganforge.nets import Generator
 from ganforge.snapshot import save_snapshot
 
@@ -87,3 +88,27 @@ def test_swd_needs_matching_resolutions(tmp_path):
     real, fake = _folder(tmp_path / "r", 4, res=16), _folder(tmp_path / "f", 4, res=32)
     with pytest.raises(Exception, match="same channels and size"):
         compute_metric("swd16k", real=real, fake=fake, num_gen=4, progress=False)
+
+
+def test_conditional_generator_draws_labels_from_the_dataset(tmp_path):
+    data = _folder(tmp_path / "data", 4)
+    labels = [[f"{i:03d}.png", 1] for i in range(4)]  # every image is class 1 of 2
+    (data / "dataset.json").write_text(json.dumps({"labels": labels, "label_names": ["a", "b"]}))
+    torch.manual_seed(0)
+    G = Generator(resolution=16, img_channels=3, c_dim=2, z_dim=8, w_dim=8, channel_base=64, channel_max=16,
+                  mapping_layers=2).eval()  # fmt: skip
+    from ganforge.data import open_dataset
+
+    ds = open_dataset(data)
+    images = torch.cat(list(generator_batches(G, 3, 2, "cpu", seed=0, labels=ds)))
+    z = torch.stack([torch.randn(8, generator=position_rng(0, "z", p)) for p in range(3)])
+    c = torch.tensor([[0.0, 1.0]] * 3)
+    with torch.no_grad():
+        expected = to_uint8(G(z, c, noise_mode="const"))
+    assert (images.float() - expected.float()).abs().mean() < 2  # only the per-layer noise differs
+    r = compute_metric("swd16k", generator=G, real=data, num_gen=4, progress=False)
+    assert np.isfinite(r["results"]["swd16k_avg"])
+    other = _folder(tmp_path / "unlabelled", 4)
+    (other / "dataset.json").write_text(json.dumps({"labels": [[f"{i:03d}.png", i % 3] for i in range(4)]}))
+    with pytest.raises(UserError, match="conditional on 2 classes"):
+        compute_metric("swd16k", generator=G, real=other, num_gen=4, progress=False)
