@@ -5,6 +5,7 @@ moment after its first checkpoint, then resumed by running the same command, end
 and optimiser states, in one process and in two gloo processes under torchrun.
 """
 
+import contextlib
 import hashlib
 import json
 import os
@@ -58,9 +59,40 @@ def _command(data: Path, outdir: Path, nproc: int = 1, extra: tuple = ()) -> lis
 
 
 def _start(command: list[str]) -> subprocess.Popen:
-    # A session of its own, so that a kill reaches torchrun's workers too, as when a machine dies.
-    return subprocess.Popen(command, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)  # fmt: skip
+    return subprocess.Popen(command, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below `pid`, read from /proc (torchrun starts each worker in a session of its own, so killing
+    torchrun's process group would leave the workers training)."""
+    parents = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the process ended while we looked
+            continue
+        parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        children = parents.get(todo.pop(), [])
+        found += children
+        todo += children
+    return found
+
+
+def _alive(pid: int) -> bool:
+    """Running, as opposed to gone or a zombie waiting to be reaped."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _kill_all(proc: subprocess.Popen) -> None:
+    """SIGKILL `proc` and all its descendants at once, as when the machine dies."""
+    for pid in [proc.pid, *_descendants(proc.pid)]:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def _run(command: list[str], expect: int = 0) -> str:
@@ -119,7 +151,7 @@ def _timed_run(command: list[str], outdir: Path) -> float:
         first = time.monotonic()
         output = proc.communicate(timeout=TIMEOUT)[0]
     finally:
-        proc.kill()
+        _kill_all(proc)
     assert proc.returncode == 0, output[-4000:]
     return time.monotonic() - first
 
@@ -150,10 +182,14 @@ def _kill_at(command: list[str], outdir: Path, delay: float) -> bool:
         _wait_for_checkpoint(proc, outdir)
         time.sleep(delay)
         finished = proc.poll() is not None
-        if not finished:
-            os.killpg(proc.pid, signal.SIGKILL)
     finally:
+        workers = _descendants(proc.pid)
+        _kill_all(proc)
         proc.wait(timeout=TIMEOUT)
+    deadline = time.monotonic() + 10
+    while [pid for pid in workers if _alive(pid)] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [pid for pid in workers if _alive(pid)], "workers outlived the kill"
     return not finished
 
 
@@ -189,7 +225,7 @@ def test_sigterm_saves_a_checkpoint_and_exits_143(data, tmp_path):
         proc.send_signal(signal.SIGTERM)
         output = proc.communicate(timeout=TIMEOUT)[0]
     finally:
-        proc.kill()
+        _kill_all(proc)
     assert proc.returncode == 143, output[-4000:]
     assert "Traceback" not in output
     newest = _checkpoints(tmp_path)[-1]
