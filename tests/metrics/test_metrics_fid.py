@@ -34,14 +34,15 @@ def test_identical_statistics_give_zero_and_distance_is_symmetric():
     assert frechet_distance(*a, *b) > 1
 
 
-def test_singular_covariances_match_closed_form():
-    # Commuting PSD matrices Q diag(p) Q^T and Q diag(q) Q^T with zero eigenvalues (rank-deficient, like covariances
-    # of fewer samples than dimensions): d² = |mu1 - mu2|² + sum (sqrt(p) - sqrt(q))².
+@pytest.mark.parametrize("small", [0.0, 1e-9])  # singular (the eigh path) and barely positive definite (Cholesky)
+def test_singular_and_near_singular_covariances_match_closed_form(small):
+    # Commuting PSD matrices Q diag(p) Q^T and Q diag(q) Q^T with tiny or zero eigenvalues (rank-deficient, like
+    # covariances of fewer samples than dimensions): d² = |mu1 - mu2|² + sum (sqrt(p) - sqrt(q))².
     rng = np.random.default_rng(2)
     dim = 48
     q_mat, _ = np.linalg.qr(rng.normal(size=(dim, dim)))
     p, q = rng.uniform(0, 3, dim), rng.uniform(0, 3, dim)
-    p[:20], q[10:30] = 0, 0
+    p[:20], q[10:30] = small, small
     s1, s2 = (q_mat * p) @ q_mat.T, (q_mat * q) @ q_mat.T
     mu1, mu2 = rng.normal(size=dim), rng.normal(size=dim)
     expected = np.sum((mu1 - mu2) ** 2) + np.sum((np.sqrt(p) - np.sqrt(q)) ** 2)

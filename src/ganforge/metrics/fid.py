@@ -1,40 +1,41 @@
 """Fréchet Inception Distance (Heusel et al. 2017) between two Gaussians fitted to Inception pool features."""
 
 import numpy as np
+import torch
 
 from ganforge import dist
 
 
-def _similar_symmetric(sigma1: np.ndarray, sigma2: np.ndarray) -> np.ndarray:
+def _similar_symmetric(sigma1: torch.Tensor, sigma2: torch.Tensor) -> torch.Tensor:
     """A symmetric PSD matrix with the eigenvalues of S1 S2: R^T S2 R for any R with R R^T = S1.
 
     R is the Cholesky factor when S1 is positive definite (the usual case: more samples than dimensions), else the
     symmetric square root from `eigh`, which accepts singular S1 but costs several times more.
     """
-    try:
-        root = np.linalg.cholesky(sigma1)
-    except np.linalg.LinAlgError:
-        eigvals, eigvecs = np.linalg.eigh(sigma1)
-        root = (eigvecs * np.sqrt(np.clip(eigvals, 0, None))) @ eigvecs.T  # rounding-level negatives clipped
+    root, info = torch.linalg.cholesky_ex(sigma1)
+    if info.item() != 0:
+        eigvals, eigvecs = torch.linalg.eigh(sigma1)
+        root = (eigvecs * eigvals.clamp(min=0).sqrt()) @ eigvecs.T  # rounding-level negatives clipped
     middle = root.T @ sigma2 @ root
     return (middle + middle.T) / 2
 
 
-def frechet_distance(mu1: np.ndarray, sigma1: np.ndarray, mu2: np.ndarray, sigma2: np.ndarray) -> float:
+def frechet_distance(mu1, sigma1, mu2, sigma2) -> float:
     """d² = |mu1 - mu2|² + tr(S1 + S2 - 2 (S1 S2)^(1/2))  (Heusel et al. 2017, eq. 6; Dowson & Landau 1982).
 
     S1 S2 is similar to the symmetric PSD matrix R^T S2 R (S1 = R R^T), so tr((S1 S2)^(1/2)) is the sum of the square
     roots of that matrix's eigenvalues: real and stable also for singular covariances (fewer samples than dimensions),
-    where a general `sqrtm` of the non-symmetric product returns complex rounding noise.
+    where a general `sqrtm` of the non-symmetric product returns complex rounding noise. float64 throughout; numpy
+    arrays or tensors in.
     """
-    mu1, mu2, sigma1, sigma2 = (np.asarray(a, dtype=np.float64) for a in (mu1, mu2, sigma1, sigma2))
+    mu1, mu2, sigma1, sigma2 = (torch.as_tensor(np.asarray(a), dtype=torch.float64) for a in (mu1, mu2, sigma1, sigma2))
     assert mu1.shape == mu2.shape and sigma1.shape == sigma2.shape == mu1.shape * 2, (mu1.shape, sigma1.shape)
     sigma1, sigma2 = (sigma1 + sigma1.T) / 2, (sigma2 + sigma2.T) / 2
-    trace_sqrt = np.sqrt(np.clip(np.linalg.eigvalsh(_similar_symmetric(sigma1, sigma2)), 0, None)).sum()
+    trace_sqrt = torch.linalg.eigvalsh(_similar_symmetric(sigma1, sigma2)).clamp(min=0).sqrt().sum()
     diff = mu1 - mu2
-    value = diff @ diff + np.trace(sigma1) + np.trace(sigma2) - 2 * trace_sqrt
+    value = (diff @ diff + sigma1.trace() + sigma2.trace() - 2 * trace_sqrt).item()
     # A squared distance: a negative value can only be rounding (identical statistics), so it is reported as 0.
-    return max(float(value), 0.0)
+    return max(value, 0.0)
 
 
 def fid(ev, num_real: int | None, num_gen: int) -> dict | None:
