@@ -9,6 +9,7 @@ inference code (which ganforge keeps for CUDA inference).
 """
 
 import argparse
+import os
 import statistics
 import time
 
@@ -18,15 +19,19 @@ from ganforge.nets import Discriminator, Generator
 from ganforge.nets.layers import modulated_conv2d
 
 
-def median_seconds(step, iters: int) -> float:
-    """Median wall time of `step()` over `iters` runs, after one untimed warm-up run."""
+def median_seconds(step, iters: int) -> tuple[float, float]:
+    """Median wall and process-CPU seconds of `step()` over `iters` runs, after one untimed warm-up run.
+
+    On a shared machine the wall time grows with other load; CPU time (all threads) grows much less.
+    """
     step()
-    times = []
+    wall, cpu = [], []
     for _ in range(iters):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         step()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        wall.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
+    return statistics.median(wall), statistics.median(cpu)
 
 
 def network_step(net, inputs):
@@ -66,19 +71,20 @@ def main() -> None:
     arch = dict(resolution=args.resolution, channel_base=args.channel_base, channel_max=args.channel_max)
     G, D = Generator(**arch), Discriminator(**arch)
     n = args.batch
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"{args.resolution} px, batch {n}, channel_base {args.channel_base}, channel_max {args.channel_max}, "
           f"{args.threads} threads, torch {torch.__version__}, median of {args.iters} after 1 warm-up")  # fmt: skip
     z, img, c = torch.randn(n, G.z_dim), torch.randn(n, D.img_channels, D.resolution, D.resolution), torch.zeros(n, 0)
     for name, net, inputs in [("G", G, (z, c)), ("D", D, (img, c))]:
-        seconds = median_seconds(network_step(net.train(), inputs), args.iters)
+        wall, cpu = median_seconds(network_step(net.train(), inputs), args.iters)
         count = sum(p.numel() for p in net.parameters())
-        print(f"{name}: {count:>11,} params   forward+backward {seconds * 1000:8.1f} ms")
+        print(f"{name}: {count:>11,} params   forward+backward {wall * 1000:8.1f} ms wall, {cpu * 1000:8.1f} ms CPU")
     print("baseline, per block conv1 forward+backward:  shared-weight (used on CPU)  vs  fused grouped")
     for res in G.synthesis.block_resolutions:
         layer = getattr(G.synthesis, f"b{res}").conv1
-        shared, fused = (median_seconds(modconv_step(layer, n, f), args.iters) for f in (False, True))
+        shared, fused = (median_seconds(modconv_step(layer, n, f), args.iters)[1] for f in (False, True))
         channels = layer.weight.shape[0]
-        print(f"  {res:>4} px {channels:>4} ch   {shared * 1000:8.1f} ms   vs {fused * 1000:8.1f} ms")
+        print(f"  {res:>4} px {channels:>4} ch   {shared * 1000:8.1f} ms CPU   vs {fused * 1000:8.1f} ms CPU")
 
 
 if __name__ == "__main__":
