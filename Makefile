@@ -7,6 +7,10 @@ STAMP := $(VENV)/.ganforge-installed
 
 .PHONY: venv test lint demo clean
 
+# `make demo`: where the digits dataset and the run go, and extra `ganforge train` flags (e.g. DEMO_ARGS='--kimg 32').
+DEMO_DIR ?= demo
+DEMO_ARGS ?=
+
 venv: $(STAMP)
 
 $(STAMP): pyproject.toml
@@ -21,6 +25,11 @@ lint: $(STAMP)
 
 test: lint
 	OMP_NUM_THREADS=2 $(PY) -m pytest -q tests
+
+demo: $(STAMP)
+	$(PY) -m ganforge.demo digits $(DEMO_DIR)/digits.zip
+	$(VENV)/bin/ganforge train --data $(DEMO_DIR)/digits.zip --outdir $(DEMO_DIR)/runs --cfg tiny $(DEMO_ARGS)
+	$(PY) -m ganforge.demo where $(DEMO_DIR)/runs
 
 clean:
 	rm -rf $(VENV) build *.egg-info

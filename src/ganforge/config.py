@@ -41,7 +41,7 @@ class Preset:
 # The official configurations (Karras et al. 2020, "Training GANs with limited data", Table/App. D and its released
 # `cfg_specs`): batch, minibatch-stddev group, channel base (fmaps x 32768), learning rate, R1 gamma, EMA half-life in
 # kimg, EMA ramp-up, mapping depth. `auto` derives them from the resolution; `tiny` is a small, fast CPU setting.
-PRESETS = {
+PRESETS = {  # fmt: skip
     "auto": Preset(None, None, None, None, None, None, 0.05, 2, kimg=25000),
     "stylegan2": Preset(32, 4, 32768, 0.002, 10.0, 10.0, None, 8, kimg=25000),
     "paper256": Preset(64, 8, 16384, 0.0025, 1.0, 20.0, None, 8, kimg=25000, resolution=256),
@@ -50,7 +50,7 @@ PRESETS = {
     "cifar": Preset(
         64, 32, 32768, 0.0025, 0.01, 500.0, 0.05, 2, kimg=100000, resolution=32, pl_weight=0.0, style_mixing=0.0
     ),
-    "tiny": Preset(32, 4, 2048, 0.0025, 0.05, 1.0, 0.05, 2, kimg=200, channel_max=128, z_dim=64, tick_kimg=4.0, snap=5),
+    "tiny": Preset(16, 4, 512, 0.0025, 0.05, 1.0, 0.05, 2, kimg=16, channel_max=32, z_dim=64, tick_kimg=0.8, snap=4),
 }
 
 
@@ -180,14 +180,10 @@ class Config:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Config":
-        groups = {f.name: f.type for f in dataclasses.fields(cls)}
-        kwargs = {}
-        for name, value in d.items():
-            kind = _GROUP_TYPES.get(name)
-            kwargs[name] = kind(**value) if kind else value
-        assert set(kwargs) == set(groups), f"config keys {sorted(kwargs)} != {sorted(groups)}"
-        run = kwargs["run"]
-        kwargs["run"] = dataclasses.replace(run, metrics=tuple(run.metrics))
+        kinds = {f.name: f.type for f in dataclasses.fields(cls)}
+        assert set(d) == set(kinds), f"config keys {sorted(d)} != {sorted(kinds)}"
+        kwargs = {name: kinds[name](**value) if isinstance(value, dict) else value for name, value in d.items()}
+        kwargs["run"] = dataclasses.replace(kwargs["run"], metrics=tuple(kwargs["run"].metrics))
         return cls(**kwargs)
 
     @classmethod
@@ -195,32 +191,11 @@ class Config:
         return cls.from_dict(json.loads(text))
 
 
-_GROUP_TYPES = {
-    "data": DataConfig,
-    "model": ModelConfig,
-    "loss": LossConfig,
-    "optim": OptimConfig,
-    "schedule": ScheduleConfig,
-    "precision": PrecisionConfig,
-    "augment": AugmentConfig,
-    "run": RunConfig,
-}
-
 # Fields that may change between a checkpoint and its resumed run without changing the training maths.
-NON_MATHS_FIELDS = frozenset(
-    {
-        "data.path",
-        "data.workers",
-        "schedule.kimg",
-        "schedule.tick_kimg",
-        "schedule.snap",
-        "precision.compile",
-        "precision.deterministic",
-        "precision.device",
-        "world_size",
-        "schedule.batch_gpu",
-    }
-)
+NON_MATHS_FIELDS = frozenset({
+    "data.path", "data.workers", "schedule.kimg", "schedule.tick_kimg", "schedule.snap", "schedule.batch_gpu",
+    "precision.compile", "precision.deterministic", "precision.device", "world_size",
+})  # fmt: skip
 
 
 def flatten(d: dict, prefix: str = "") -> dict:
@@ -271,6 +246,15 @@ def _derive(preset: Preset, resolution: int, world_size: int) -> Preset:
 def _pick(options: dict, key: str, default):
     value = options.get(key)
     return default if value is None else value
+
+
+def _whole_batches(kimg: float, batch: int) -> float:
+    """A preset length rounded to the nearest whole number of batches (at least one); explicit flags must be exact."""
+    return max(round(kimg * 1000 / batch), 1) * batch / 1000
+
+
+def _subset(given: dict, *keys: str) -> dict:
+    return {k: given[k] for k in keys if k in given}
 
 
 def _is_whole_batches(kimg: float, batch: int) -> bool:
@@ -350,62 +334,33 @@ def resolve(options: dict, dataset, world_size: int, device_type: str, problems:
     batch = _pick(options, "batch", preset.batch)
     batch_gpu = _pick(options, "batch_gpu", max(batch // world_size, 1))
     fp16_res = _pick(options, "fp16_res", 0)
-    lr = preset.lr
+    given = {k: v for k, v in options.items() if v is not None}  # None = "not given": the dataclass default applies
+    flag = lambda key: bool(options.get(key))  # noqa: E731
     cfg = Config(
         cfg=name,
         world_size=world_size,
-        data=DataConfig(
-            path=str(options["data"]),
-            name=dataset.name,
-            resolution=dataset.resolution,
-            channels=dataset.channels,
-            label_dim=dataset.label_dim if options.get("cond") else 0,
-            cond=bool(options.get("cond")),
-            mirror=bool(options.get("mirror")),
-            workers=_pick(options, "workers", 2),
-        ),
-        model=ModelConfig(
-            z_dim=preset.z_dim,
-            w_dim=preset.z_dim,
-            mapping_layers=preset.mapping_layers,
-            channel_base=preset.channel_base,
-            channel_max=preset.channel_max,
-            mbstd_group=min(preset.mbstd, batch_gpu),
-            num_fp16_res=fp16_res,
-            conv_clamp=256 if fp16_res else None,
-        ),
-        loss=LossConfig(
-            gamma=_pick(options, "gamma", preset.gamma), pl_weight=preset.pl_weight, style_mixing=preset.style_mixing
-        ),
-        optim=OptimConfig(g_lr=_pick(options, "glr", lr), d_lr=_pick(options, "dlr", lr)),
-        schedule=ScheduleConfig(
-            batch=batch,
-            batch_gpu=batch_gpu,
-            kimg=_pick(options, "kimg", preset.kimg),
-            tick_kimg=_pick(options, "tick", preset.tick_kimg),
-            snap=_pick(options, "snap", preset.snap),
-            ema_kimg=preset.ema_kimg,
-            ema_rampup=preset.ema_rampup,
-            seed=_pick(options, "seed", 0),
-        ),
-        precision=PrecisionConfig(
-            precision=_pick(options, "precision", "fp32"),
-            compile=bool(options.get("compile")),
-            channels_last=bool(options.get("channels_last")),
-            deterministic=bool(options.get("deterministic")),
-            device=_pick(options, "device", "auto"),
-        ),
-        augment=AugmentConfig(mode=_pick(options, "aug", "ada"), target=_pick(options, "target", 0.6)),
-        run=RunConfig(
-            outdir=str(options["outdir"]),
-            resume=_pick(options, "resume", "auto"),
-            keep_last=_pick(options, "keep_last", 3),
-            keep_every=options.get("keep_every"),
-            keep_max_age=options.get("keep_max_age"),
-            allow_config_change=bool(options.get("allow_config_change")),
-            metrics=tuple(m for m in (options.get("metrics") or "").split(",") if m),
-        ),
-    )
+        data=DataConfig(path=str(options["data"]), name=dataset.name, resolution=dataset.resolution,
+                        channels=dataset.channels, label_dim=dataset.label_dim if flag("cond") else 0,
+                        cond=flag("cond"), mirror=flag("mirror"), **_subset(given, "workers")),
+        model=ModelConfig(z_dim=preset.z_dim, w_dim=preset.z_dim, mapping_layers=preset.mapping_layers,
+                          channel_base=preset.channel_base, channel_max=preset.channel_max,
+                          mbstd_group=min(preset.mbstd, batch_gpu), num_fp16_res=fp16_res,
+                          conv_clamp=256 if fp16_res else None),
+        loss=LossConfig(gamma=_pick(options, "gamma", preset.gamma), pl_weight=preset.pl_weight,
+                        style_mixing=preset.style_mixing),
+        optim=OptimConfig(g_lr=_pick(options, "glr", preset.lr), d_lr=_pick(options, "dlr", preset.lr)),
+        schedule=ScheduleConfig(batch=batch, batch_gpu=batch_gpu,
+                                kimg=_pick(options, "kimg", _whole_batches(preset.kimg, batch)),
+                                tick_kimg=_pick(options, "tick", _whole_batches(preset.tick_kimg, batch)),
+                                snap=_pick(options, "snap", preset.snap), ema_kimg=preset.ema_kimg,
+                                ema_rampup=preset.ema_rampup, **_subset(given, "seed")),
+        precision=PrecisionConfig(compile=flag("compile"), channels_last=flag("channels_last"),
+                                  deterministic=flag("deterministic"), **_subset(given, "precision", "device")),
+        augment=AugmentConfig(**_subset(given, "target"), **({"mode": given["aug"]} if "aug" in given else {})),
+        run=RunConfig(outdir=str(options["outdir"]), allow_config_change=flag("allow_config_change"),
+                      metrics=tuple(m for m in (options.get("metrics") or "").split(",") if m),
+                      **_subset(given, "resume", "keep_last", "keep_every", "keep_max_age")),
+    )  # fmt: skip
     problems = list(problems)
     if not isinstance(dataset, _UnknownDataset):
         problems += _dataset_problems(preset, cfg, dataset)

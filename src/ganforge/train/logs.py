@@ -156,9 +156,11 @@ def _hms(seconds: float) -> str:
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
-def kimg_name(cur_nimg: int) -> str:
-    """`000012` for 12 kimg; `000000.064` for 64 images (sub-kimg ticks in short test runs)."""
-    return f"{cur_nimg // 1000:06d}" if cur_nimg % 1000 == 0 else f"{cur_nimg / 1000:010.3f}"
+def kimg_name(cur_nimg: int, schedule) -> str:
+    """`000012` for 12 kimg; with ticks or a length that are not whole kimg, `000000.064` for 64 images."""
+    if round(schedule.tick_kimg * 1000) % 1000 == 0 and round(schedule.kimg * 1000) % 1000 == 0:
+        return f"{cur_nimg // 1000:06d}"
+    return f"{cur_nimg / 1000:010.3f}"
 
 
 class SampleGrid:

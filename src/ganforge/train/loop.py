@@ -122,7 +122,7 @@ def _snapshot(cfg: Config, run_dir: Path, log: logs.RunLog, t, G_ema, samples, c
     assert not mismatched, f"replicas differ in {mismatched[:5]} (a bug or a faulty device)"
     if not dist.is_main():
         return
-    kimg = logs.kimg_name(cur_nimg)
+    kimg = logs.kimg_name(cur_nimg, cfg.schedule)
     log.images("fakes", samples.save_fakes(G_ema, run_dir / f"fakes{kimg}.png"), cur_nimg)
     from ganforge.snapshot import save_snapshot
 

@@ -1,0 +1,102 @@
+"""`ganforge train` through the CLI: every artifact of a tiny run, resume by rerunning, and bad input."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from safetensors.torch import load_file
+from train_helpers import make_dataset, tiny_args
+
+from ganforge.cli import main
+from ganforge.snapshot import load_snapshot
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    return make_dataset(tmp_path_factory.mktemp("train_cli") / "squares")
+
+
+def _invoke(args):
+    return CliRunner().invoke(main, args, catch_exceptions=False)
+
+
+def test_train_tiny_end_to_end_writes_every_artifact_and_resumes(data, tmp_path):
+    outdir = tmp_path / "runs"
+    result = _invoke(tiny_args(data, outdir, kimg=0.032))
+    assert result.exit_code == 0, result.output
+    (run,) = outdir.iterdir()
+    assert run.name == "00000-squares-tiny-gpus1-batch8"
+    config = json.loads((run / "config.json").read_text())
+    assert config["cfg"] == "tiny" and config["schedule"]["batch"] == 8 and config["data"]["resolution"] == 8
+    env = json.loads((run / "env.json").read_text())
+    assert env["torch"] and env["device"] == "cpu"
+    records = [json.loads(line) for line in (run / "stats.jsonl").read_text().splitlines()]
+    assert [r["kimg"] for r in records] == [0.016, 0.032]
+    expected = ["Loss/G/main", "Loss/D/main", "Loss/D/r1", "Loss/G/pl", "Scores/real", "GradNorm/G_main", "LR/D_main",
+                "Skipped/G_main", "Timing/img_per_s", "Timing/data_wait_share", "Memory/peak_gb"]  # fmt: skip
+    for key in expected:
+        assert key in records[0], key
+    assert records[-1]["Skipped/G_main"] == 0
+    log = (run / "log.txt").read_text()
+    assert "Generator" in log and "Discriminator" in log and "derived: batch 8" in log and "done" in log
+    assert list(run.glob("events.out.tfevents.*"))
+    assert (run / "reals.png").is_file()
+    assert sorted(p.name for p in run.glob("fakes*.png")) == ["fakes000000.000.png", "fakes000000.016.png",
+                                                               "fakes000000.032.png"]  # fmt: skip
+    snapshots = sorted((run / "snapshots").iterdir())
+    assert len(snapshots) == 3
+    G, meta = load_snapshot(snapshots[-1])
+    assert G.resolution == 8 and G.img_channels == 1 and meta["kimg"] == 0.032
+    checkpoints = sorted(p.name for p in (run / "checkpoints").glob("ckpt-*"))
+    assert checkpoints == ["ckpt-000000000", "ckpt-000000016", "ckpt-000000032"]
+    ema = load_file(run / "checkpoints" / "ckpt-000000032" / "tensors.safetensors")
+    assert any(k.startswith("G_ema") for k in ema)
+
+    # Rerunning the same command with a longer --kimg continues the same run from its newest checkpoint.
+    result = _invoke(tiny_args(data, outdir, kimg=0.048))
+    assert result.exit_code == 0, result.output
+    assert [p.name for p in outdir.iterdir()] == [run.name]
+    assert "resuming at 0.032 kimg" in (run / "log.txt").read_text()
+    assert (run / "checkpoints" / "ckpt-000000048").is_dir()
+
+    # A changed loss weight is refused with the differing field listed.
+    result = CliRunner().invoke(main, tiny_args(data, outdir, kimg=0.048, gamma=3))
+    assert result.exit_code == 2
+    assert "loss.gamma: 0.05 -> 3" in result.output and "--allow-config-change" in result.output
+
+
+def test_train_invalid_combinations_are_all_listed_exit_2(data, tmp_path):
+    args = tiny_args(data, tmp_path, kimg=0.01, batch=6, batch_gpu=4, precision="fp16", cond=True, fp16_res=2)
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2
+    out = result.output
+    assert "--batch 6: not divisible by --batch-gpu 4" in out
+    assert "--precision fp16: needs a CUDA GPU" in out
+    assert "--cond: the dataset has no labels" in out
+    assert "--kimg 0.01: 10 images is not a whole number of batches of 6" in out
+    assert "Traceback" not in out
+    assert not tmp_path.joinpath("00000-squares-tiny-gpus1-batch6").exists()
+
+
+def test_train_fp16_on_cpu_is_refused_clearly(data, tmp_path):
+    result = CliRunner().invoke(main, tiny_args(data, tmp_path, precision="fp16"))
+    assert result.exit_code == 2
+    assert result.output.strip() == (
+        "error: --precision fp16: needs a CUDA GPU (no fast fp16 on CPU); use bf16 or fp32 on CPU"
+    )
+
+
+def test_train_missing_data_and_bad_preset_resolution_listed_together(data, tmp_path):
+    result = CliRunner().invoke(main, tiny_args(tmp_path / "nope", tmp_path, precision="tf32"))
+    assert result.exit_code == 2
+    assert "nope" in result.output and "--precision tf32" in result.output
+    result = CliRunner().invoke(main, tiny_args(data, tmp_path) + ["--cfg", "cifar"])
+    assert result.exit_code == 2 and "--cfg cifar: made for 32x32, but --data is 8x8" in result.output
+
+
+def test_train_dry_run_prints_resolved_config_and_writes_nothing(data, tmp_path):
+    result = _invoke(tiny_args(data, tmp_path / "runs", dry_run=True))
+    assert result.exit_code == 0
+    config = json.loads(result.output)
+    assert config["loss"]["r1_interval"] == 16 and config["model"]["mbstd_group"] == 4
+    assert not (tmp_path / "runs").exists()

@@ -1,0 +1,143 @@
+"""Training numerics on CPU: accumulation, bf16, non-finite steps, a learning signal, and the loss terms."""
+
+import math
+from pathlib import Path
+
+import pytest
+import torch
+from train_helpers import make_dataset, tiny_options
+
+from ganforge import checkpoint
+from ganforge.train import configure, run
+from ganforge.train import loss as L
+from ganforge.train.phases import MAX_NONFINITE_IN_A_ROW, DivergedError, micro_batches, run_phase
+from ganforge.train.state import build
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    return make_dataset(tmp_path_factory.mktemp("train_numerics") / "squares")
+
+
+def _train(options) -> dict:
+    """Run to the end in a fresh OUTDIR and return the newest checkpoint's state."""
+    assert run(configure(options)) == 0
+    (run_dir,) = Path(options["outdir"]).iterdir()
+    return checkpoint.load_latest(run_dir / "checkpoints")
+
+
+def _phase_gradients(data, tmp_path, phase_name: str, **extra) -> dict:
+    """Fresh tiny networks (seed 0), one step of one phase on fixed images; the summed gradient of every parameter
+    (Adam's first moment after one step with beta1 = 0 is exactly the gradient)."""
+    cfg = configure(tiny_options(data, tmp_path, kimg=0.008, tick=0.008, **extra))
+    t, phases, _ = build(cfg, torch.device("cpu"))
+    index = [p.name for p in phases].index(phase_name)
+    phase = phases[index]
+    images = torch.rand([8, 1, 8, 8], generator=torch.Generator().manual_seed(5)) * 2 - 1
+    mbs = micro_batches(cfg, index, 0, images, torch.zeros([8, 0]), t.G.num_ws)
+    assert len(mbs) == 8 // cfg.schedule.batch_gpu
+    run_phase(t, phase, index, 0, mbs)
+    names = [name for name, _ in phase.module.named_parameters()]
+    return {names[i]: s["exp_avg"] for i, s in phase.opt.state_dict()["state"].items()}
+
+
+@pytest.mark.parametrize("phase_name", ["G_main", "D_main", "D_reg", "G_reg"])
+def test_train_accumulation_equals_one_big_batch(data, tmp_path, phase_name):
+    """batch 8 as 2 micro-batches of 4 gives the same gradients as one micro-batch of 8, phase by phase.
+
+    Noise strengths start at 0, so per-layer noise (drawn per micro-batch) reaches only their own gradients, which
+    are the one thing excluded; everything else random is drawn per image position."""
+    one = _phase_gradients(data, tmp_path / "one", phase_name)
+    acc = _phase_gradients(data, tmp_path / "acc", phase_name, batch_gpu=4)
+    compared = [name for name in one if "noise_strength" not in name]
+    assert len(compared) > 10
+    for name in compared:
+        scale = one[name].abs().max().item()
+        torch.testing.assert_close(acc[name], one[name], rtol=1e-4, atol=1e-5 * scale, msg=name)
+    assert any(one[name].abs().max() > 0 for name in compared)
+
+
+def test_train_bf16_runs_and_learns_finite_weights(data, tmp_path):
+    state = _train(tiny_options(data, tmp_path, kimg=0.016, precision="bf16"))
+    assert state["loop"]["cur_nimg"] == 16
+    for net in ("G", "D"):
+        assert all(torch.isfinite(v).all() for v in state[net].values() if v.is_floating_point())
+    assert state["G"]["synthesis.b8.torgb.weight"].dtype == torch.float32  # fp32 master weights
+
+
+def _trainer(data, tmp_path):
+    cfg = configure(tiny_options(data, tmp_path, kimg=0.008, tick=0.008))
+    t, phases, _ = build(cfg, torch.device("cpu"))
+    images = torch.rand([8, 1, 8, 8]) * 2 - 1
+    return cfg, t, phases, images
+
+
+def test_train_nonfinite_step_is_skipped_with_weights_bitwise_unchanged(data, tmp_path, monkeypatch):
+    cfg, t, phases, images = _trainer(data, tmp_path)
+    phase = phases[0]
+    assert phase.name == "G_main"
+    before = {k: v.clone() for k, v in t.G.state_dict().items() if "w_avg" not in k}
+    adam_before = phase.opt.state_dict()
+    monkeypatch.setattr(L, "g_nonsaturating", lambda logits: logits.flatten() * float("nan"))
+    stats = run_phase(t, phase, 0, 0, micro_batches(cfg, 0, 0, images, torch.zeros([8, 0]), t.G.num_ws))
+    assert stats["Skipped/G_main"].item() == 1
+    after = t.G.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)
+    assert phase.opt.state_dict()["state"] == adam_before["state"] == {}
+    assert t.nonfinite_in_a_row == 1
+    # A finite step afterwards trains normally and resets the count.
+    monkeypatch.undo()
+    stats = run_phase(t, phase, 0, 0, micro_batches(cfg, 0, 0, images, torch.zeros([8, 0]), t.G.num_ws))
+    assert stats["Skipped/G_main"].item() == 0 and t.nonfinite_in_a_row == 0
+    assert not torch.equal(before["synthesis.b8.torgb.weight"], t.G.state_dict()["synthesis.b8.torgb.weight"])
+
+
+def test_train_twenty_nonfinite_steps_in_a_row_abort_with_advice(data, tmp_path, monkeypatch):
+    cfg, t, phases, images = _trainer(data, tmp_path)
+    monkeypatch.setattr(L, "d_logistic", lambda real, fake: real.flatten() + float("inf"))
+    index = [p.name for p in phases].index("D_main")
+    mbs = micro_batches(cfg, index, 0, images, torch.zeros([8, 0]), t.G.num_ws)
+    for _ in range(MAX_NONFINITE_IN_A_ROW - 1):
+        run_phase(t, phases[index], index, 0, mbs)
+    with pytest.raises(DivergedError) as error:
+        run_phase(t, phases[index], index, 0, mbs)
+    message = str(error.value)
+    assert "20 optimizer steps in a row had non-finite" in message and "--precision fp32" in message
+
+
+def test_train_learning_moves_generated_brightness_toward_the_data(tmp_path):
+    """A robust learning signal: the mean pixel of generated images (about 0 at the start) moves most of the way to
+    the data's (dark images)."""
+    dark = make_dataset(tmp_path / "dark", count=16, brightness=0.1)
+    target = ((0.1 * 0.6 * 255 * 3 + 0.1 * 255) / 4) / 127.5 - 1  # 3/4 background, 1/4 square: about -0.86
+    options = tiny_options(dark, tmp_path / "runs", kimg=0.4, batch=8, tick=0.2, glr=0.01, dlr=0.01)
+    state = _train(options)
+    initial = checkpoint.load(sorted((tmp_path / "runs").glob("*/checkpoints/ckpt-000000000"))[0])
+
+    def mean_pixel(G_state):
+        from ganforge.nets import Generator
+        from ganforge.train.state import build_networks
+
+        G, _ = build_networks(configure(options), torch.device("cpu"))
+        assert isinstance(G, Generator)
+        G.load_state_dict(G_state)
+        with torch.no_grad():
+            z = torch.randn([64, G.z_dim], generator=torch.Generator().manual_seed(1))
+            return G(z, torch.zeros([64, 0])).mean().item()
+
+    before, after = mean_pixel(initial["G_ema"]), mean_pixel(state["G_ema"])
+    assert math.isfinite(after)
+    assert abs(after - target) < 0.5 * abs(before - target), (before, after, target)
+
+
+def test_train_loss_terms_match_their_equations():
+    logits = torch.tensor([[0.0], [2.0]])
+    torch.testing.assert_close(L.g_nonsaturating(logits), torch.log1p(torch.exp(-logits)).flatten())
+    torch.testing.assert_close(L.d_logistic(logits, -logits), 2 * torch.log1p(torch.exp(-logits)).flatten())
+    x = torch.randn([3, 1, 4, 4], requires_grad=True)
+    penalty = L.r1_penalty((x * 2).sum([1, 2, 3]).unsqueeze(1), x, gamma=10)  # grad = 2 everywhere
+    torch.testing.assert_close(penalty, torch.full([3], 10 / 2 * 4 * 16))
+    cut = L.mixing_cutoffs(torch.tensor([0.0, 0.95]), torch.tensor([0.999, 0.0]), num_ws=6, prob=0.9)
+    assert cut.tolist() == [5, 6]
+    ws1, ws2 = torch.zeros([2, 6, 1]), torch.ones([2, 6, 1])
+    assert L.mix_styles(ws1, ws2, cut).squeeze(2).tolist() == [[0, 0, 0, 0, 0, 1], [0] * 6]

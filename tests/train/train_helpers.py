@@ -1,0 +1,35 @@
+"""Shared helpers for the training tests: a tiny generated dataset and fast CLI option sets."""
+
+from pathlib import Path
+
+import numpy as np
+import PIL.Image
+
+
+def make_dataset(folder: Path, count: int = 32, res: int = 8, channels: int = 1, brightness: float = 0.5) -> Path:
+    """`count` PNGs of a bright square on a darker background at random places (deterministic)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    for i in range(count):
+        img = np.full((res, res, channels), int(255 * brightness * 0.6), np.uint8)
+        x, y = rng.integers(0, res // 2, 2)
+        img[y : y + res // 2, x : x + res // 2] = int(255 * brightness)
+        PIL.Image.fromarray(img[:, :, 0] if channels == 1 else img).save(folder / f"{i:03d}.png")
+    return folder
+
+
+def tiny_args(data: Path, outdir: Path, kimg: float = 0.032, batch: int = 8, **extra) -> list[str]:
+    """CLI arguments for a few-step tiny run on CPU with every artifact written each tick."""
+    args = ["train", "--data", str(data), "--outdir", str(outdir), "--cfg", "tiny", "--kimg", f"{kimg:g}",
+            "--batch", str(batch), "--tick", f"{batch * 2 / 1000:g}", "--snap", "1", "--workers", "0",
+            "--device", "cpu", "--aug", "noaug"]  # fmt: skip
+    for key, value in extra.items():
+        args += [f"--{key.replace('_', '-')}"] + ([] if value is True else [str(value)])
+    return args
+
+
+def tiny_options(data: Path, outdir: Path, kimg: float = 0.032, batch: int = 8, **extra) -> dict:
+    """The same run as `tiny_args`, as the option dict `ganforge.train.configure` takes."""
+    base = {"data": str(data), "outdir": str(outdir), "cfg": "tiny", "kimg": kimg, "batch": batch,
+            "tick": batch * 2 / 1000, "snap": 1, "workers": 0, "device": "cpu", "aug": "noaug"}  # fmt: skip
+    return base | extra
