@@ -10,13 +10,13 @@ from ganforge.metrics.swd import _blur, laplacian_pyramid, num_levels, sliced_wa
 def test_sliced_wasserstein_of_a_shifted_set_is_the_mean_projected_shift():
     gen = torch.Generator().manual_seed(0)
     a = torch.randn(500, 6, generator=gen)
-    dirs = torch.randn(6, 256, generator=gen)
-    dirs /= dirs.norm(dim=0, keepdim=True)
+    dirs = torch.randn(256, 6, generator=gen)
+    dirs /= dirs.norm(dim=1, keepdim=True)
     assert sliced_wasserstein(a, a.clone(), dirs) == 0
     values = []
     for length in (0.5, 1.0, 2.0):
         shift = length * torch.tensor([1.0, -2.0, 0.5, 0.0, 1.0, 3.0]) / 3.9
-        expected = (shift @ dirs).abs().mean().item()
+        expected = (dirs @ shift).abs().mean().item()
         values.append(sliced_wasserstein(a, a + shift, dirs))
         assert values[-1] == pytest.approx(expected, rel=1e-4)
     assert values[0] < values[1] < values[2]

@@ -102,7 +102,14 @@ class Evaluator:
 
     def inception(self) -> inception.InceptionFeatures:
         if self._net is None:
-            self._net = inception.load_inception(self.options.inception, self.device, self.options.cache_dir)
+            # Rank 0 looks first, so that a download into a shared cache happens once; the others then find it.
+            if not dist.is_main():
+                dist.barrier()
+            try:
+                self._net = inception.load_inception(self.options.inception, self.device, self.options.cache_dir)
+            finally:
+                if dist.is_main():
+                    dist.barrier()
         return self._net
 
     def _features(self, images, count: int, capture_all: bool) -> FeatureStats:

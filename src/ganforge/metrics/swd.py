@@ -81,13 +81,16 @@ def normalize_descriptors(desc: torch.Tensor, channels: int) -> torch.Tensor:
 
 
 def sliced_wasserstein(a: torch.Tensor, b: torch.Tensor, directions: torch.Tensor, chunk: int = 128) -> float:
-    """Mean over unit `directions` [D, K] of the 1-D Wasserstein-1 distance between projections of equal-size sets."""
-    assert a.shape == b.shape, (a.shape, b.shape)
+    """Mean over unit `directions` [K, D] of the 1-D Wasserstein-1 distance between projections of equal-size sets.
+
+    In 1-D the optimal transport pairs sorted values, so W1 is the mean absolute difference of the sorted projections.
+    """
+    assert a.shape == b.shape and directions.shape[1] == a.shape[1], (a.shape, b.shape, directions.shape)
     total = 0.0
-    for dirs in directions.split(chunk, dim=1):
-        proj_a, proj_b = (a @ dirs).sort(dim=0).values, (b @ dirs).sort(dim=0).values
-        total += (proj_a - proj_b).abs().mean(dim=0).sum().item()
-    return total / directions.shape[1]
+    for dirs in directions.split(chunk):
+        proj_a, proj_b = (dirs @ a.T).sort(dim=1).values, (dirs @ b.T).sort(dim=1).values  # [k, N], sorted rows
+        total += (proj_a - proj_b).abs().mean(dim=1).sum().item()
+    return total / directions.shape[0]
 
 
 def swd_levels(real: list[torch.Tensor], fake: list[torch.Tensor], channels: int, seed: int, device) -> list[float]:
@@ -97,8 +100,8 @@ def swd_levels(real: list[torch.Tensor], fake: list[torch.Tensor], channels: int
     for level_real, level_fake in zip(real, fake, strict=True):
         a = normalize_descriptors(level_real.to(device), channels)
         b = normalize_descriptors(level_fake.to(device), channels)
-        dirs = torch.randn(a.shape[1], 4 * 512, generator=gen)
-        dirs = (dirs / dirs.norm(dim=0, keepdim=True)).to(device)
+        dirs = torch.randn(4 * 512, a.shape[1], generator=gen)
+        dirs = (dirs / dirs.norm(dim=1, keepdim=True)).to(device)
         out.append(sliced_wasserstein(a, b, dirs) * 1e3)
     return out
 
