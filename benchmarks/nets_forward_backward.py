@@ -2,8 +2,8 @@
 
 Defaults: 256 px, batch 4, config F channels (channel_base 16384, channel_max 512), 2 threads. As the baseline
 for the choice of modulated-convolution path, every generator block's conv1 is also timed (forward+backward)
-with the shared-weight path ganforge uses on CPU and with the fused grouped-convolution path of the official
-inference code (which ganforge keeps for CUDA inference).
+with the shared-weight path ganforge uses on CPU, with the fused grouped-convolution path of the official
+inference code (which ganforge keeps for CUDA inference), and as a plain unmodulated conv2d of the same shape.
 
     .venv/bin/python benchmarks/nets_forward_backward.py [--resolution 256] [--batch 4] [--iters 5] [--threads 2]
 """
@@ -14,9 +14,12 @@ import statistics
 import time
 
 import torch
+import torch.nn.functional as F
 
 from ganforge.nets import Discriminator, Generator
 from ganforge.nets.layers import modulated_conv2d
+
+PATHS = ("shared", "fused", "plain")
 
 
 def median_seconds(step, iters: int) -> tuple[float, float]:
@@ -44,15 +47,19 @@ def network_step(net, inputs):
     return step
 
 
-def modconv_step(layer, batch: int, fused: bool):
-    """Forward+backward of one synthesis layer's modulated convolution through the chosen path."""
+def modconv_step(layer, batch: int, path: str):
+    """Forward+backward of one synthesis layer's convolution: "shared" or "fused" modulated, or "plain" conv2d."""
     out_ch, in_ch = layer.weight.shape[:2]
     x = torch.randn(batch, in_ch, layer.resolution, layer.resolution, requires_grad=True)
     styles = torch.randn(batch, in_ch, requires_grad=True)
 
     def step():
         layer.zero_grad(set_to_none=True)
-        modulated_conv2d(x, layer.weight, styles, fused=fused).square().mean().backward()
+        if path == "plain":
+            y = F.conv2d(x, layer.weight, padding=1)
+        else:
+            y = modulated_conv2d(x, layer.weight, styles, fused=path == "fused")
+        y.square().mean().backward()
 
     return step
 
@@ -79,12 +86,12 @@ def main() -> None:
         wall, cpu = median_seconds(network_step(net.train(), inputs), args.iters)
         count = sum(p.numel() for p in net.parameters())
         print(f"{name}: {count:>11,} params   forward+backward {wall * 1000:8.1f} ms wall, {cpu * 1000:8.1f} ms CPU")
-    print("baseline, per block conv1 forward+backward:  shared-weight (used on CPU)  vs  fused grouped")
+    print("baseline, per block conv1 forward+backward CPU ms: shared-weight modconv (used on CPU), fused grouped "
+          "modconv (official inference path), plain unmodulated conv2d (lower bound)")  # fmt: skip
     for res in G.synthesis.block_resolutions:
         layer = getattr(G.synthesis, f"b{res}").conv1
-        shared, fused = (median_seconds(modconv_step(layer, n, f), args.iters)[1] for f in (False, True))
-        channels = layer.weight.shape[0]
-        print(f"  {res:>4} px {channels:>4} ch   {shared * 1000:8.1f} ms CPU   vs {fused * 1000:8.1f} ms CPU")
+        times = [median_seconds(modconv_step(layer, n, path), args.iters)[1] * 1000 for path in PATHS]
+        print(f"  {res:>4} px {layer.weight.shape[0]:>4} ch  " + "".join(f"{t:10.1f}" for t in times))
 
 
 if __name__ == "__main__":
