@@ -3,13 +3,16 @@
     .venv/bin/python benchmarks/train_step.py                    # auto and tiny presets at 32 and 64 px, CPU
     .venv/bin/python benchmarks/train_step.py --cfg tiny --res 32 --iters 20
 
-Each (preset, resolution) runs in a fresh process so its peak memory (CUDA allocator peak, or peak RSS on CPU) is its
+Wall and CPU seconds are both reported (CPU time moves less with other load on a shared machine). Each (preset,
+resolution) runs in a fresh process so its peak memory (CUDA allocator peak, or peak RSS on CPU) is its
 own. The baseline is the plain iteration; "+R1" adds the lazy R1 phase every step (the worst case; in training it runs
 every 16th step).
 """
 
 import argparse
 import json
+import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -55,14 +58,22 @@ def measure(cfg_name: str, res: int, iters: int, batch: int, device: str) -> dic
               "D_params": sum(p.numel() for p in t.D.parameters())}  # fmt: skip
     for label, names in (("main", ["G_main", "D_main"]), ("main+R1", ["G_main", "D_main", "D_reg"])):
         iteration(names)  # warm-up
-        times = []
+        times, cpu_times = [], []
         for _ in range(iters):
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), _cpu_seconds()
             iteration(names)
             times.append(time.perf_counter() - start)
+            cpu_times.append(_cpu_seconds() - cpu_start)
         result[f"s_per_iter_{label}"] = statistics.median(times)
+        result[f"cpu_s_per_iter_{label}"] = statistics.median(cpu_times)
     result["peak_memory_gb"] = peak_memory_gb(dev)
     return result
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process (all threads): on a shared machine it moves less with the load than wall time."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
@@ -77,15 +88,18 @@ def main() -> None:
     if args.one:
         print(json.dumps(measure(args.cfg[0], args.res[0], args.iters, args.batch, args.device)))
         return
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, device {args.device}, batch {args.batch}")
-    print(f"{'cfg':<6} {'res':>4} {'G params':>10} {'D params':>10} {'s/iter':>8} {'+R1':>8} {'peak GB':>8}")
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, device {args.device}, batch {args.batch}, "
+          f"load average {os.getloadavg()[0]:.1f}")  # fmt: skip
+    print(f"{'cfg':<6} {'res':>4} {'G params':>10} {'D params':>10} {'s/iter':>8} {'+R1':>8} {'cpu s/iter':>10} "
+          f"{'+R1':>8} {'peak GB':>8}")  # fmt: skip
     for cfg_name in args.cfg:
         for res in args.res:
             command = [sys.executable, __file__, "--one", "--cfg", cfg_name, "--res", str(res), "--iters",
                        str(args.iters), "--batch", str(args.batch), "--device", args.device]  # fmt: skip
             r = json.loads(subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True).stdout)
             print(f"{cfg_name:<6} {res:>4} {r['G_params']:>10,} {r['D_params']:>10,} {r['s_per_iter_main']:>8.3f} "
-                  f"{r['s_per_iter_main+R1']:>8.3f} {r['peak_memory_gb']:>8.2f}")  # fmt: skip
+                  f"{r['s_per_iter_main+R1']:>8.3f} {r['cpu_s_per_iter_main']:>10.3f} "
+                  f"{r['cpu_s_per_iter_main+R1']:>8.3f} {r['peak_memory_gb']:>8.2f}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 import json
 
 import pytest
+import torch
 from click.testing import CliRunner
 from safetensors.torch import load_file
 from train_helpers import make_dataset, tiny_args
@@ -66,7 +67,7 @@ def test_train_tiny_end_to_end_writes_every_artifact_and_resumes(data, tmp_path)
 
 
 def test_train_invalid_combinations_are_all_listed_exit_2(data, tmp_path):
-    args = tiny_args(data, tmp_path, kimg=0.01, batch=6, batch_gpu=4, precision="fp16", cond=True, fp16_res=2)
+    args = tiny_args(data, tmp_path, kimg=0.01, batch=6, batch_gpu=4, precision="fp16", cond=True, metrics="nope")
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2
     out = result.output
@@ -74,6 +75,7 @@ def test_train_invalid_combinations_are_all_listed_exit_2(data, tmp_path):
     assert "--precision fp16: needs a CUDA GPU" in out
     assert "--cond: the dataset has no labels" in out
     assert "--kimg 0.01: 10 images is not a whole number of batches of 6" in out
+    assert "--metrics: unknown metric 'nope'" in out
     assert "Traceback" not in out
     assert not tmp_path.joinpath("00000-squares-tiny-gpus1-batch6").exists()
 
@@ -100,3 +102,43 @@ def test_train_dry_run_prints_resolved_config_and_writes_nothing(data, tmp_path)
     config = json.loads(result.output)
     assert config["loss"]["r1_interval"] == 16 and config["model"]["mbstd_group"] == 4
     assert not (tmp_path / "runs").exists()
+
+
+def test_train_metrics_at_each_snapshot_are_appended_to_jsonl(data, tmp_path):
+    result = _invoke(tiny_args(data, tmp_path, kimg=0.008, tick=0.008, metrics="swd16k"))
+    assert result.exit_code == 0, result.output
+    (run,) = tmp_path.iterdir()
+    records = [json.loads(line) for line in (run / "metric-swd16k.jsonl").read_text().splitlines()]
+    assert [r["snapshot"].rsplit("/", 1)[1] for r in records] == [
+        "network-snapshot-000000.000.safetensors",
+        "network-snapshot-000000.008.safetensors",
+    ]
+    assert all(r["results"]["swd16k_avg"] > 0 for r in records)
+    assert "metric swd16k_avg" in (run / "log.txt").read_text()
+
+
+def test_train_conditional_channels_last_run_uses_labels(tmp_path):
+    from ganforge.data.build import BuildOptions, build
+
+    src = tmp_path / "src"
+    for label, brightness in (("a", 0.5), ("b", 0.9)):
+        make_dataset(src / label, count=8, brightness=brightness)
+    build(src, tmp_path / "labeled.zip", BuildOptions(resolution=8, labels="folders", channels=1, workers=0))
+    result = _invoke(tiny_args(tmp_path / "labeled.zip", tmp_path / "runs", kimg=0.008, cond=True, channels_last=True))
+    assert result.exit_code == 0, result.output
+    (snapshot,) = sorted(tmp_path.glob("runs/*/snapshots/*.safetensors"))[-1:]
+    G, _ = load_snapshot(snapshot)
+    assert G.c_dim == 2
+
+
+def test_train_resume_from_snapshot_initialises_generator_weights_only(data, tmp_path):
+    assert _invoke(tiny_args(data, tmp_path / "first", kimg=0.008)).exit_code == 0
+    (snapshot,) = sorted(tmp_path.glob("first/*/snapshots/*.safetensors"))[-1:]
+    result = _invoke(tiny_args(data, tmp_path / "second", kimg=0.008, resume=snapshot))
+    assert result.exit_code == 0, result.output
+    assert "initialising G and G_ema from snapshot" in result.output and "weights only" in result.output
+    (run,) = (tmp_path / "second").iterdir()
+    start = load_file(run / "checkpoints" / "ckpt-000000000" / "tensors.safetensors")
+    weights = load_file(snapshot)
+    name = "synthesis.b8.torgb.weight"
+    assert torch.equal(start[f"G/{name}"], weights[name]) and torch.equal(start[f"G_ema/{name}"], weights[name])

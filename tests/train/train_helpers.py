@@ -14,6 +14,7 @@ def make_dataset(folder: Path, count: int = 32, res: int = 8, channels: int = 1,
         img = np.full((res, res, channels), int(255 * brightness * 0.6), np.uint8)
         x, y = rng.integers(0, res // 2, 2)
         img[y : y + res // 2, x : x + res // 2] = int(255 * brightness)
+        img[-1, -1] = i  # every image distinct (the dataset tool refuses exact duplicates)
         PIL.Image.fromarray(img[:, :, 0] if channels == 1 else img).save(folder / f"{i:03d}.png")
     return folder
 

@@ -25,6 +25,13 @@ def configure(options: dict):
         dataset = open_dataset(options["data"], mirror=bool(options.get("mirror")))
     except UserError as error:
         problems += error.problems
+    if options.get("metrics"):
+        from ganforge.metrics import check_names
+
+        try:
+            check_names([name for name in options["metrics"].split(",") if name])
+        except UserError as error:
+            problems += error.problems
     try:
         Retention(options.get("keep_last") or 3, options.get("keep_every"), options.get("keep_max_age"))
     except UserError as error:

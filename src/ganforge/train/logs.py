@@ -128,6 +128,13 @@ class RunLog:
             self._bar.set_postfix_str(f"{rate:.1f} img/s")
         self.print(_status_line(record, self.total_nimg, eta))
 
+    def metric(self, record: dict, cur_nimg: int) -> None:
+        """One metric result: a log line and TensorBoard scalars under Metrics/."""
+        for key, value in record["results"].items():
+            self.print(f"metric {key} = {value:.4g} ({record['seconds']:.0f} s)")
+            if self._tb is not None:
+                self._tb.add_scalar(f"Metrics/{key}", value, cur_nimg)
+
     def images(self, tag: str, grid: np.ndarray, cur_nimg: int) -> None:
         if self._tb is not None:
             self._tb.add_image(tag, grid, cur_nimg, dataformats="HWC")

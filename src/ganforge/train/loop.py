@@ -116,17 +116,25 @@ def _start_report(cfg: Config, log: logs.RunLog, t, samples, run_dir: Path, cur_
 
 
 def _snapshot(cfg: Config, run_dir: Path, log: logs.RunLog, t, G_ema, samples, cur_nimg: int) -> None:
-    """Check that every rank holds the same weights, then (rank 0) write the fakes grid and the EMA snapshot."""
+    """Check that every rank holds the same weights; rank 0 writes the fakes grid and the EMA snapshot; all ranks
+    compute the --metrics of G_ema (collective) and rank 0 appends them to metric-<name>.jsonl."""
     mismatched = dist.check_replicas({f"{name}.{k}": v for name, module in (("G", t.G), ("D", t.D), ("G_ema", G_ema))
                                       for k, v in module.state_dict().items()})  # fmt: skip
     assert not mismatched, f"replicas differ in {mismatched[:5]} (a bug or a faulty device)"
-    if not dist.is_main():
-        return
     kimg = logs.kimg_name(cur_nimg, cfg.schedule)
-    log.images("fakes", samples.save_fakes(G_ema, run_dir / f"fakes{kimg}.png"), cur_nimg)
-    from ganforge.snapshot import save_snapshot
-
     path = run_dir / "snapshots" / f"network-snapshot-{kimg}.safetensors"
-    path.parent.mkdir(exist_ok=True)
-    save_snapshot(path, G_ema, {"kimg": cur_nimg / 1000, "dataset": cfg.data.name, "cfg": cfg.cfg})
-    log.print(f"snapshot {path}")
+    if dist.is_main():
+        from ganforge.snapshot import save_snapshot
+
+        log.images("fakes", samples.save_fakes(G_ema, run_dir / f"fakes{kimg}.png"), cur_nimg)
+        path.parent.mkdir(exist_ok=True)
+        save_snapshot(path, G_ema, {"kimg": cur_nimg / 1000, "dataset": cfg.data.name, "cfg": cfg.cfg})
+        log.print(f"snapshot {path}")
+    if cfg.run.metrics:
+        from ganforge.metrics import append_result, compute_metrics
+
+        options = {"device": t.pl_mean.device, "batch_size": cfg.schedule.batch_gpu, "seed": cfg.schedule.seed}
+        records = compute_metrics(cfg.run.metrics, generator=G_ema, real=cfg.data.path, progress=False, **options)
+        for record in records:
+            append_result(run_dir / f"metric-{record['metric']}.jsonl", record, snapshot=path)
+            log.metric(record, cur_nimg)

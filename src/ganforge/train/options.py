@@ -47,6 +47,8 @@ TRAIN_OPTIONS = [
     _option("Output", "--outdir", type=click.Path(file_okay=False), required=True, help="Where run folders go."),
     _option("Output", "--tick", type=click.FloatRange(min=0, min_open=True), help=f"kimg per status line. {_PRESET}"),
     _option("Output", "--snap", type=click.IntRange(min=1), help=f"Ticks per snapshot and checkpoint. {_PRESET}"),
+    _option("Output", "--metrics", default="",
+            help="Comma-separated metrics of G_ema at each snapshot, e.g. fid50k_full (see `ganforge metrics`)."),
     _option("Output", "--dry-run", is_flag=True, help="Print the resolved configuration and exit."),
     _option("Checkpoints", "--resume", default="auto",
             help="auto: continue the newest matching run in OUTDIR; new: start a new run; PATH: a checkpoint "
