@@ -97,3 +97,18 @@ def test_modulated_conv2d_matches_per_sample_reference(fused, demodulate, up, k)
 def test_normalize_2nd_moment_gives_unit_mean_square():
     x = torch.randn(4, 16) * 7
     assert torch.allclose(normalize_2nd_moment(x).square().mean(dim=1), torch.ones(4), atol=1e-5)
+
+
+@pytest.mark.parametrize("fused", [False, True])
+@pytest.mark.parametrize("up", [False, True])
+def test_modulated_conv2d_fp16_activations_do_not_overflow(fused, up):
+    # fp32 master weights far outside fp16's range after multiplication: the pre-normalisation must absorb them
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(3, 4, 5, 6, generator=g)
+    weight = torch.randn(5, 4, 3, 3, generator=g) * 1e4
+    styles = (torch.randn(3, 4, generator=g) + 1) * 100
+    f = fir_kernel()
+    ours = modulated_conv2d(x.half(), weight, styles, up=up, fused=fused, resample_filter=f)
+    ref = modulated_conv2d(x.double(), weight.double(), styles.double(), up=up, fused=fused, resample_filter=f.double())
+    assert ours.dtype == torch.float16
+    torch.testing.assert_close(ours.double(), ref, rtol=0, atol=1e-2)
