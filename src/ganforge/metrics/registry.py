@@ -76,11 +76,12 @@ def _record(spec: MetricSpec, out: dict, ev: Evaluator, seconds: float) -> dict:
 def compute_metrics(names, generator=None, real=None, fake=None, **options) -> list[dict]:
     """Compute each named metric between `real` (dataset or path) and `generator` or `fake` (dataset or path).
 
+    `names` is a list of names or one comma-separated string.
     Keyword options are MetricOptions fields (device, batch_size, seed, num_gen, num_real, inception, cache_dir, ...).
     Metrics share one Inception network and the features already computed. Every rank must call this (collective);
     every rank gets the same records.
     """
-    names = list(names)
+    names = [n.strip() for n in names.split(",") if n.strip()] if isinstance(names, str) else list(names)
     check_names(names)
     capture_all = any(METRICS[name].needs_all_features for name in names)
     ev = Evaluator(real, generator=generator, fake=fake, options=MetricOptions(**options), capture_all=capture_all)
