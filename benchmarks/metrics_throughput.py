@@ -21,19 +21,23 @@ from ganforge.metrics import inception
 from ganforge.metrics.features import FeatureStats
 
 
-def median_seconds(step, iters: int, device: torch.device) -> float:
-    """Median wall time of `step()` over `iters` runs, after one untimed warm-up run."""
+def median_seconds(step, iters: int, device: torch.device) -> tuple[float, float]:
+    """Median wall and process CPU time of `step()` over `iters` runs, after one untimed warm-up run.
+
+    CPU time shows the work when other processes share the cores (wall time then mostly measures waiting).
+    """
     step()
-    times = []
+    walls, cpus = [], []
     for _ in range(iters):
         if device.type == "cuda":
             torch.cuda.synchronize(device)
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         step()
         if device.type == "cuda":
             torch.cuda.synchronize(device)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        walls.append(time.perf_counter() - start)
+        cpus.append(time.process_time() - cpu_start)
+    return statistics.median(walls), statistics.median(cpus)
 
 
 def tf32_features(net: inception.InceptionFeatures, images: torch.Tensor) -> torch.Tensor:
@@ -70,11 +74,11 @@ def run_device(device: torch.device, args) -> None:
     ]
     if device.type == "cuda":
         rows.append(("protocol under TF32", median_seconds(lambda: tf32_features(net, images), args.iters, device)))
-    base = rows[0][1]
+    base = rows[0][1][0]
     print(f"\n{device} ({torch.cuda.get_device_name(device) if device.type == 'cuda' else 'CPU'}), batch {args.batch}")
-    print(f"{'path':34} {'img/s':>10} {'time vs baseline':>17}")
-    for name, seconds in rows:
-        print(f"{name:34} {args.batch / seconds:10.1f} {seconds / base:16.2f}x")
+    print(f"{'path':34} {'img/s':>10} {'time vs baseline':>17} {'CPU s/img':>10}")
+    for name, (wall, cpu) in rows:
+        print(f"{name:34} {args.batch / wall:10.1f} {wall / base:16.2f}x {cpu / args.batch:10.3f}")
     if device.type == "cuda":
         diff = (tf32_features(net, images) - net(images)).abs().max().item()
         print(f"max |TF32 - IEEE| feature difference: {diff:.2e}")
