@@ -219,9 +219,9 @@ def modulated_conv2d(x, weight, styles, *, demodulate=True, up=False, fused=Fals
 def use_fused_modconv(training: bool, x: torch.Tensor) -> bool:
     """The official choice (fused grouped conv for fp32 or single-sample inference), on CUDA only.
 
-    On CPU the shared-weight path measured faster summed over a 256 px net's layers (about 3.4 s vs 4.3 s CPU,
-    benchmarks/nets_forward_backward.py), and it keeps the batch size out of the convolution's `groups`, so a
-    generator exported on CPU accepts any batch size.
+    On CPU the shared-weight path is no slower over a whole 256 px net (faster at low resolutions, slower at the
+    top ones; 3.4-4.1 s vs 4.2-4.3 s CPU summed over the layers, benchmarks/nets_forward_backward.py), and it
+    keeps the batch size out of the convolution's `groups`, so a generator exported on CPU takes any batch size.
     """
     return not training and x.device.type == "cuda" and (x.dtype == torch.float32 or x.shape[0] == 1)
 
