@@ -100,6 +100,10 @@ class RunLog:
         self._text.write(text + "\n")
         self._text.flush()
 
+    def start_clock(self) -> None:
+        """Time the first tick from here, not from before the setup (network build, summaries, loader start)."""
+        self._start_time = self._tick_time = time.monotonic()
+
     def data_wait(self, seconds: float) -> None:
         self._data_seconds += seconds
 

@@ -40,6 +40,7 @@ def training_loop(cfg: Config, run_dir: Path, device: torch.device, resume: dict
     rank, world = dist.rank(), cfg.world_size
     loader = make_loader(dataset, s.batch // world, s.seed, rank, world, cur_nimg, cfg.data.workers, device)
     tick_stats = logs.TickStats()
+    log.start_clock()
     with PreemptionGuard() as guard, contextlib.closing(log):
         while True:
             at_tick = (cur_nimg % tick_nimg == 0 or cur_nimg >= total_nimg) and cur_nimg != handled_nimg

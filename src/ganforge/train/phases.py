@@ -21,6 +21,7 @@ from ganforge.train import loss as L
 from ganforge.train.precision import Precision, all_finite
 
 MAX_NONFINITE_IN_A_ROW = 20
+_PL_PROBE_STREAM = -1  # seeds path-length probes apart from the per-step streams, which use phase indices >= 0
 
 
 class DivergedError(UserError):
@@ -115,7 +116,7 @@ def d_reg(t: Trainer, mb: MicroBatch):
 
 def _position_noise(cfg: Config, position: torch.Tensor, shape, device) -> torch.Tensor:
     """Path-length probe y for one image position: N(0, I), the same whatever the micro-batch split."""
-    gen = torch.Generator(device).manual_seed(derive_seed(cfg.schedule.seed, int(position), 7))
+    gen = torch.Generator(device).manual_seed(derive_seed(cfg.schedule.seed, int(position), _PL_PROBE_STREAM))
     return torch.randn(shape, generator=gen, device=device)
 
 

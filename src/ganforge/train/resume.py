@@ -34,16 +34,17 @@ def _source(cfg: Config) -> tuple[str, str | None]:
     )
 
 
-def _load(kind: str, path: str) -> dict | None:
+def _load(kind: str, path: str) -> tuple[Path | None, dict | None]:
+    """(checkpoint folder, its state), or (None, None) when not resuming from a checkpoint."""
     if kind == "continue":
         found = checkpoint.find_latest(Path(path) / "checkpoints")
         if found is None:
             raise UserError(f"--resume: no valid checkpoint in {path}/checkpoints (see the warnings above); pass "
                             "--resume new to start a new run, or --resume PATH with a checkpoint to use")  # fmt: skip
-        return found[1]
+        return found
     if kind == "checkpoint":
-        return checkpoint.load(Path(path))
-    return None
+        return Path(path), checkpoint.load(Path(path))
+    return None, None
 
 
 def select_run(cfg: Config, device: torch.device) -> tuple[Path, dict | None, Path | None]:
@@ -51,23 +52,23 @@ def select_run(cfg: Config, device: torch.device) -> tuple[Path, dict | None, Pa
     kind, path = dist.broadcast_object(_source(cfg) if dist.is_main() else None)
     if kind == "error":
         raise UserError(path)
-    state = _load(kind, path)
+    source, state = _load(kind, path)
     notes = []
     if state is not None:
         from ganforge.train.state import check_config
 
-        notes = check_config(state, cfg, Path(path))
+        notes = check_config(state, cfg, source)
     run_dir = None
     if dist.is_main():
         run_dir = Path(path) if kind == "continue" else rundir.create_run(cfg)
         rundir.write_config(run_dir, cfg)
         rundir.write_env(run_dir, device)
-        _explain(kind, path, state, notes, run_dir)
+        _explain(kind, source or path, state, notes, run_dir)
     run_dir = Path(dist.broadcast_object(str(run_dir) if run_dir else None))
     return run_dir, state, Path(path) if kind == "snapshot" else None
 
 
-def _explain(kind: str, path: str | None, state: dict | None, notes: list[str], run_dir: Path) -> None:
+def _explain(kind: str, path, state: dict | None, notes: list[str], run_dir: Path) -> None:
     """Say on the terminal what is being resumed from, before the loop starts."""
     if state is not None:
         dist.print0(f"resuming {run_dir} from {path} at {state['loop']['cur_nimg'] / 1000:g} kimg")
