@@ -47,9 +47,12 @@ def run(config) -> int:
     from ganforge.train.resume import select_run
 
     device = dist.init(config.precision.device)
-    run_dir, state, snapshot = select_run(config, device)
-    with deterministic_mode(config.precision.deterministic), _matmul_policy(config, device):
-        return training_loop(config, run_dir, device, state, snapshot)
+    try:
+        run_dir, state, snapshot = select_run(config, device)
+        with deterministic_mode(config.precision.deterministic), _matmul_policy(config, device):
+            return training_loop(config, run_dir, device, state, snapshot)
+    finally:
+        dist.shutdown()  # torchrun workers leave the process group cleanly, also after an error
 
 
 def _matmul_policy(config, device):
