@@ -94,10 +94,12 @@ def fir_kernel() -> torch.Tensor:
 
 
 def _depthwise(x: torch.Tensor, f: torch.Tensor, **conv_kwargs) -> torch.Tensor:
-    """Apply the same 2D kernel to every channel: fold channels into the batch, convolve with one 1->1 kernel."""
-    n, c, h, w = x.shape
-    y = F.conv2d(x.reshape(n * c, 1, h, w), f.to(x.dtype)[None, None], **conv_kwargs)
-    return y.reshape(n, c, *y.shape[2:])
+    """Apply the same 2D kernel to every channel as one grouped convolution (groups = channels).
+
+    Folding channels into the batch and running a 1->1 convolution gives the same numbers but is ~20x slower on CPU.
+    """
+    c = x.shape[1]
+    return F.conv2d(x, f.to(x.dtype)[None, None].expand(c, 1, *f.shape), groups=c, **conv_kwargs)
 
 
 def fir_filter(x: torch.Tensor, f: torch.Tensor, pad: int, gain: float = 1.0) -> torch.Tensor:
@@ -111,9 +113,9 @@ def upsample2d(x: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
     A transposed convolution with stride 2 is exactly zero insertion followed by full convolution; cropping one
     sample on each side (padding=1) aligns the result with upfirdn2d(up=2, pad=[2, 1]) of the reference.
     """
-    n, c, h, w = x.shape
-    y = F.conv_transpose2d(x.reshape(n * c, 1, h, w), (f * 4).to(x.dtype)[None, None], stride=2, padding=1)
-    return y.reshape(n, c, 2 * h, 2 * w)
+    c = x.shape[1]
+    weight = (f * 4).to(x.dtype)[None, None].expand(c, 1, *f.shape)  # [in = c, out / groups = 1, k, k]
+    return F.conv_transpose2d(x, weight, stride=2, padding=1, groups=c)
 
 
 def downsample2d(x: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
