@@ -19,15 +19,6 @@ def test_matmul_error_and_throughput_on_cpu():
     assert benchmark.copy_bandwidth(cpu, 2**20, min_seconds=0.01) > 0
 
 
-def test_fp32_matmul_context_restores_settings():
-    before = torch.get_float32_matmul_precision(), torch.backends.cudnn.allow_tf32
-    with benchmark.fp32_matmul(tf32=True):
-        assert torch.get_float32_matmul_precision() == "high" and torch.backends.cudnn.allow_tf32
-    with benchmark.fp32_matmul(tf32=False):
-        assert torch.get_float32_matmul_precision() == "highest" and not torch.backends.cudnn.allow_tf32
-    assert (torch.get_float32_matmul_precision(), torch.backends.cudnn.allow_tf32) == before
-
-
 def test_throughput_verdicts():
     fast = benchmark.throughput_check("gpu.0.tflops_bf16", "t", 700.0, 989.4, "TFLOP/s", "datasheet")
     assert fast.status == r.OK and "71%" in fast.value and fast.data["peak_source"] == "datasheet"

@@ -119,11 +119,3 @@ def test_tf1_resize_matches_a_direct_loop_and_keeps_constants():
             assert out[0, 0, i, j].item() == pytest.approx((top * (1 - fy) + bottom * fy).item(), abs=1e-6)
     constant = tf1_bilinear_resize(torch.full((2, 3, 16, 16), 7.0), 299)
     torch.testing.assert_close(constant, torch.full((2, 3, 299, 299), 7.0))
-
-
-def test_ieee_fp32_restores_the_callers_precision_flags():
-    before = torch.backends.cudnn.conv.fp32_precision, torch.backends.cuda.matmul.fp32_precision
-    with inception.ieee_fp32():
-        assert torch.backends.cudnn.conv.fp32_precision == "ieee"
-        assert torch.backends.cuda.matmul.fp32_precision == "ieee"
-    assert (torch.backends.cudnn.conv.fp32_precision, torch.backends.cuda.matmul.fp32_precision) == before

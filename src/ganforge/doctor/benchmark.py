@@ -3,34 +3,21 @@
 The timing helpers are device-agnostic (they synchronise only on CUDA), so the arithmetic runs in CPU tests too.
 """
 
-import contextlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import torch
 
 from ganforge.doctor import peaks as pk
 from ganforge.doctor import report as r
 from ganforge.doctor.gpu import GpuProps, tensor_core_support
+from ganforge.train.precision import fp32_math
 
 SECTION = "gpu"
 # Below this fraction of the datasheet peak a GPU is probably throttled, capped, shared or on a slow link; well-run
 # GPUs reach roughly 60-90% in large matmuls and copies.
 LOW_FRACTION = 0.35
 MATMUL_RTOL = 1e-4  # fp32 (no TF32) against a float64 CPU reference, relative Frobenius error
-
-
-@contextlib.contextmanager
-def fp32_matmul(tf32: bool) -> Iterator[None]:
-    """Allow or forbid TF32 for fp32 matmuls and convolutions, restoring the previous settings afterwards."""
-    before = torch.get_float32_matmul_precision(), torch.backends.cudnn.allow_tf32
-    torch.set_float32_matmul_precision("high" if tf32 else "highest")
-    torch.backends.cudnn.allow_tf32 = tf32
-    try:
-        yield
-    finally:
-        torch.set_float32_matmul_precision(before[0])
-        torch.backends.cudnn.allow_tf32 = before[1]
 
 
 def _sync(device: torch.device) -> None:
@@ -58,7 +45,7 @@ def matmul_error(device: torch.device, n: int = 512) -> float:
     generator = torch.Generator().manual_seed(0)
     a, b = (torch.randn(n, n, generator=generator) for _ in range(2))
     reference = a.double() @ b.double()
-    with fp32_matmul(tf32=False):
+    with fp32_math(tf32=False):
         result = (a.to(device) @ b.to(device)).cpu().double()
     return float(torch.linalg.norm(result - reference) / torch.linalg.norm(reference))
 
@@ -67,7 +54,7 @@ def matmul_tflops(device: torch.device, dtype: torch.dtype, tf32: bool, n: int, 
     """Achieved TFLOP/s of an n x n x n matmul (2 n^3 flops) in `dtype`."""
     a = torch.randn(n, n, device=device, dtype=dtype)
     b = torch.randn(n, n, device=device, dtype=dtype)
-    with fp32_matmul(tf32):
+    with fp32_math(tf32):
         seconds = seconds_per_call(lambda: a @ b, device, min_seconds)
     return 2 * n**3 / seconds / 1e12
 

