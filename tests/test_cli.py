@@ -22,3 +22,30 @@ def test_unknown_subcommand_exits_2_without_traceback():
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert "no-such-command" in proc.stderr
+
+
+def test_warnings_are_one_line_without_source_and_user_errors_exit_2():
+    import warnings
+
+    import click
+
+    from ganforge.cli import _Group
+    from ganforge.errors import UserError
+
+    @click.group(cls=_Group)
+    def group():
+        pass
+
+    @group.command()
+    def warn_then_fail():
+        warnings.warn("skipping checkpoint ckpt-000000016: manifest.json missing", UserWarning, stacklevel=1)
+        raise UserError("--data: first problem", "--batch: second problem")
+
+    result = CliRunner().invoke(group, ["warn-then-fail"])
+    assert result.exit_code == 2
+    lines = result.output.splitlines()
+    assert lines == [
+        "warning: skipping checkpoint ckpt-000000016: manifest.json missing",
+        "error: --data: first problem",
+        "error: --batch: second problem",
+    ]

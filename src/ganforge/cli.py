@@ -4,6 +4,7 @@ Heavy modules are imported inside each command so that `ganforge --help` stays i
 """
 
 import sys
+import warnings
 from pathlib import Path
 
 import click
@@ -13,16 +14,23 @@ from ganforge.errors import UserError
 from ganforge.train.options import GroupedCommand, train_options
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Warnings meant for the user (a skipped checkpoint, a corrupt cached file) as one line, without source lines."""
+    click.echo(f"warning: {message}", err=True)
+
+
 class _Group(click.Group):
-    """Turns a UserError from any subcommand into one message on stderr and exit code 2."""
+    """Turns a UserError from any subcommand into one message on stderr and exit code 2; warnings become one line."""
 
     def invoke(self, ctx: click.Context):
-        try:
-            return super().invoke(ctx)
-        except UserError as error:
-            for problem in error.problems:
-                click.echo(f"error: {problem}", err=True)
-            sys.exit(2)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            try:
+                return super().invoke(ctx)
+            except UserError as error:
+                for problem in error.problems:
+                    click.echo(f"error: {problem}", err=True)
+                sys.exit(2)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
