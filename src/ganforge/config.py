@@ -50,7 +50,7 @@ PRESETS = {  # fmt: skip
     "cifar": Preset(
         64, 32, 32768, 0.0025, 0.01, 500.0, 0.05, 2, kimg=100000, resolution=32, pl_weight=0.0, style_mixing=0.0
     ),
-    "tiny": Preset(16, 4, 512, 0.0025, 0.05, 1.0, 0.05, 2, kimg=20, channel_max=64, z_dim=64, tick_kimg=0.8, snap=5),
+    "tiny": Preset(16, 4, 512, 0.0025, 0.05, 1.0, 0.05, 2, kimg=40, channel_max=64, z_dim=64, tick_kimg=0.8, snap=5),
 }
 
 
