@@ -32,6 +32,8 @@ def init(device: str = "auto") -> torch.device:
 
 
 def shutdown() -> None:
+    """Leave the process group. On success call barrier() first: a rank that tears the group down while a peer is
+    still inside a collective makes gloo abort that peer. Not on an error path, where a barrier could wait forever."""
     if tdist.is_initialized():
         tdist.destroy_process_group()
 

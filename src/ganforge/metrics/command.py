@@ -63,6 +63,7 @@ def run(metrics, network=None, data=None, fake=None, outdir=None, device: str = 
             dist.print0(format_result(record))
             if target is not None:
                 append_result(target / f"metric-{record['metric']}.jsonl", record, snapshot=network)
+        dist.barrier()  # no rank tears the group down while a peer is still in its last collective
         return records
     finally:
         if owns_process_group:

@@ -50,7 +50,11 @@ def run(config) -> int:
     try:
         run_dir, state, snapshot = select_run(config, device)
         with deterministic_mode(config.precision.deterministic), _matmul_policy(config, device):
-            return training_loop(config, run_dir, device, state, snapshot)
+            status = training_loop(config, run_dir, device, state, snapshot)
+        # Tearing the group down while a peer is still inside its last collective aborts that peer (gloo:
+        # "terminate called without an active exception"); on success every rank first waits for all.
+        dist.barrier()
+        return status
     finally:
         dist.shutdown()  # torchrun workers leave the process group cleanly, also after an error
 
