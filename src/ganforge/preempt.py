@@ -58,7 +58,13 @@ class PreemptionGuard:
     def any_rank_requested(self, device: torch.device | str = "cpu") -> bool:
         """Collective: True on every rank when a signal reached any rank, so all ranks stop at the same step.
 
-        Every rank must call it at the same point of the loop. `device` must suit the backend (CUDA for NCCL).
+        Every rank then adopts the same signal (SIGTERM before SIGINT), so all of them exit with the same status
+        even where the signal reached only one. Every rank must call it at the same point of the loop. `device`
+        must suit the backend (CUDA for NCCL).
         """
-        flag = torch.tensor([1.0 if self.requested else 0.0], device=device)
-        return bool(dist.all_reduce_sum_(flag).item() > 0)
+        seen = torch.tensor([float(self.signal_number == signum) for signum in _SIGNALS], device=device)
+        for signum, count in zip(_SIGNALS, dist.all_reduce_sum_(seen).tolist(), strict=True):
+            if count > 0:
+                self.requested, self.signal_number = True, signum
+                return True
+        return False

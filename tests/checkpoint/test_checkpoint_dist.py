@@ -57,3 +57,39 @@ def test_only_rank0_writes_and_a_failure_reaches_every_rank(tmp_path):
         assert f"rank {rank} raised: checkpoint {tmp_path}/ckpt-000002000: writing failed" in out, out
         assert f"rank {rank} loaded the state of rank 0" in out, out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt-000001000", "latest"]
+
+
+_PREEMPT_WORKER = textwrap.dedent(
+    """
+    import os, signal
+    from ganforge import dist
+    from ganforge.preempt import PreemptionGuard
+
+    dist.init("cpu")
+    with PreemptionGuard() as guard:
+        assert not guard.any_rank_requested()
+        if dist.rank() == 1:
+            os.kill(os.getpid(), signal.SIGTERM)
+        print(f"rank {dist.rank()} requested={guard.any_rank_requested()} exit_code={guard.exit_code}")
+    dist.barrier()
+    dist.shutdown()
+    """
+)
+
+
+def test_a_signal_on_one_rank_stops_every_rank_with_the_same_status():
+    env = dict(os.environ, WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()))
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _PREEMPT_WORKER],
+            env=dict(env, RANK=str(r), LOCAL_RANK=str(r)),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for r in range(2)
+    ]
+    outputs = [p.communicate(timeout=120)[0] for p in procs]
+    for rank, (proc, out) in enumerate(zip(procs, outputs, strict=True)):
+        assert proc.returncode == 0, out
+        assert f"rank {rank} requested=True exit_code=143" in out, out
