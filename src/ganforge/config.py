@@ -194,7 +194,7 @@ class Config:
 # Fields that may change between a checkpoint and its resumed run without changing the training maths.
 NON_MATHS_FIELDS = frozenset({
     "data.path", "data.workers", "schedule.kimg", "schedule.tick_kimg", "schedule.snap", "schedule.batch_gpu",
-    "precision.compile", "precision.deterministic", "precision.device", "world_size",
+    "precision.compile", "precision.channels_last", "precision.deterministic", "precision.device", "world_size",
 })  # fmt: skip
 
 

@@ -3,7 +3,6 @@
 World size 1 goes through the same code paths as N; every helper here is a no-op or identity then.
 """
 
-import contextlib
 import datetime
 import os
 
@@ -79,16 +78,6 @@ def broadcast_object(obj, src: int = 0):
     box = [obj]
     tdist.broadcast_object_list(box, src=src)
     return box[0]
-
-
-@contextlib.contextmanager
-def no_sync_unless(module: torch.nn.Module, sync: bool):
-    """Skip DDP's gradient all-reduce for accumulation micro-batches; `sync=True` on the last one."""
-    if sync or not hasattr(module, "no_sync"):
-        yield
-    else:
-        with module.no_sync():
-            yield
 
 
 def check_replicas(tensors: dict[str, torch.Tensor]) -> list[str]:
