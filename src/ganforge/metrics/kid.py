@@ -3,6 +3,7 @@
 import torch
 
 from ganforge import dist
+from ganforge.errors import UserError
 
 
 def polynomial_kernel(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -41,6 +42,8 @@ def kernel_inception_distance(
 
 def kid(ev, num_real: int | None, num_gen: int, num_subsets: int = 100, subset_size: int = 1000) -> dict | None:
     """KID between the reals' and fakes' Inception features; None on ranks other than 0."""
+    if min(ev.real_count(num_real), ev.fake_count(num_gen)) < 2:
+        raise UserError("kid: needs at least 2 real and 2 fake images; raise --num-gen / --num-real")
     real = ev.real_features(num_real, capture_all=True)
     fake = ev.fake_features(num_gen, capture_all=True)
     if not dist.is_main():

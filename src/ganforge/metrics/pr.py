@@ -7,6 +7,7 @@ names that network in every result.
 import torch
 
 from ganforge import dist
+from ganforge.errors import UserError
 
 
 def knn_radii(points: torch.Tensor, k: int, batch: int = 1024) -> torch.Tensor:
@@ -32,6 +33,10 @@ def precision_recall(real: torch.Tensor, fake: torch.Tensor, k: int = 3) -> tupl
 
 def pr(ev, num_real: int | None, num_gen: int, k: int = 3) -> dict | None:
     """Precision and recall with k-NN balls on Inception features; None on ranks other than 0."""
+    counts = ev.real_count(num_real), ev.fake_count(num_gen)
+    if min(counts) <= k:
+        raise UserError(f"pr: {min(counts)} images, but k={k} nearest neighbours need more than {k} in each set; "
+                        "raise --num-gen / --num-real or use more images")  # fmt: skip
     real = ev.real_features(num_real, capture_all=True)
     fake = ev.fake_features(num_gen, capture_all=True)
     if not dist.is_main():
