@@ -15,13 +15,13 @@ Loading never executes code from the file: it parses JSON, builds a Generator fr
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
 import safetensors.torch
 import torch
 from safetensors import SafetensorError, safe_open
 
+from ganforge.durable import replace_file
 from ganforge.errors import UserError
 from ganforge.nets import Generator
 
@@ -40,16 +40,7 @@ def save_snapshot(path, G: Generator, meta: dict) -> None:
     metadata = {"format": FORMAT, "format_version": FORMAT_VERSION, "generator": json.dumps(G.config),
                 "meta": json.dumps(meta), "tensors_sha256": tensors_sha256(tensors)}  # fmt: skip
     data = safetensors.torch.save(tensors, metadata=metadata)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)  # only still there if writing failed
-    _fsync_dir(path.parent)
+    replace_file(path, data)
 
 
 def tensors_sha256(tensors: dict) -> str:
@@ -59,16 +50,6 @@ def tensors_sha256(tensors: dict) -> str:
         h.update(name.encode())
         h.update(tensors[name].reshape(-1).contiguous().view(torch.uint8).numpy())  # 0-dim cannot view as bytes
     return h.hexdigest()
-
-
-def _fsync_dir(folder: Path) -> None:
-    """Make the rename durable: fsync the directory entry (POSIX; Windows cannot open folders)."""
-    if os.name == "posix":
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 def load_snapshot(path, device="cpu") -> tuple[Generator, dict]:

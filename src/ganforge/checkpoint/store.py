@@ -22,6 +22,7 @@ import safetensors.torch
 from safetensors import SafetensorError
 
 from ganforge.checkpoint import serialize
+from ganforge.durable import fsync_dir, write_file
 
 FORMAT = "ganforge-checkpoint"
 FORMAT_VERSION = 1
@@ -173,25 +174,6 @@ def _manifest_bytes(name: str, nimg: int, payloads: dict[str, bytes]) -> bytes:
         "files": files,
     }
     return json.dumps(manifest, indent=2).encode("utf-8")
-
-
-def write_file(path: Path, data: bytes) -> None:
-    """Write `data` to a new file and fsync it, so that a later rename cannot expose a half-written file."""
-    with open(path, "xb") as file:
-        file.write(data)
-        file.flush()
-        os.fsync(file.fileno())
-
-
-def fsync_dir(path: Path) -> None:
-    """Make a rename or file creation inside `path` durable (POSIX; a no-op where folders cannot be opened)."""
-    if os.name != "posix":
-        return
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def remove_leftovers(ckpt_dir: Path) -> None:

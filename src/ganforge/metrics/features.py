@@ -7,9 +7,8 @@ for generated images also the per-batch noise), and `gather_rows` restores globa
 """
 
 import hashlib
+import io
 import json
-import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import torch
 import tqdm
 
 from ganforge import dist
+from ganforge.durable import replace_file
 
 
 def position_seed(seed: int, stream: str, position: int) -> int:
@@ -144,9 +144,9 @@ class FeatureStats:
         if self.all is not None:
             arrays["all"] = self.all.cpu().numpy()
         path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".npz", delete=False) as tmp:
-            np.savez(tmp, meta=np.array(json.dumps(meta, sort_keys=True)), **arrays)
-        os.replace(tmp.name, path)
+        buffer = io.BytesIO()
+        np.savez(buffer, meta=np.array(json.dumps(meta, sort_keys=True)), **arrays)
+        replace_file(path, buffer.getvalue())
 
     @classmethod
     def load(cls, path: Path, capture_all: bool, device) -> "FeatureStats | None":

@@ -14,7 +14,6 @@ import hashlib
 import importlib.metadata
 import os
 import sys
-import tempfile
 import urllib.error
 import urllib.request
 import warnings
@@ -22,6 +21,7 @@ from pathlib import Path
 
 import torch
 
+from ganforge.durable import replace_file
 from ganforge.errors import UserError
 from ganforge.train.precision import fp32_math
 
@@ -119,9 +119,7 @@ def _download(url: str, dest: Path, sha256: str) -> str | None:
     actual = hashlib.sha256(data).hexdigest()
     if actual != sha256:
         return f"got a file with SHA-256 {actual}, expected {sha256}"
-    with tempfile.NamedTemporaryFile(dir=dest.parent, delete=False) as tmp:
-        tmp.write(data)
-    os.replace(tmp.name, dest)
+    replace_file(dest, data)
     return None
 
 
