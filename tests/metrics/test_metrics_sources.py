@@ -7,9 +7,10 @@ import torch
 from click.testing import CliRunner
 
 from ganforge.cli import main
+from ganforge.data.loader import to_uint8
 from ganforge.errors import UserError
 from ganforge.metrics import compute_metric
-from ganforge.metrics.features import generator_batches, position_rng, to_uint8
+from ganforge.metrics.features import generator_batches, position_rng
 from ganforge.nets import Generator
 from ganforge.snapshot import save_snapshot
 

@@ -27,7 +27,14 @@ _TIMED_OUT = (
 
 def to_float(images: torch.Tensor) -> torch.Tensor:
     """uint8 [0, 255] -> float32 [-1, 1], the generator's output range (in place after the cast: same roundings)."""
+    assert images.dtype == torch.uint8, images.dtype  # a float input would be modified in place
     return images.to(torch.float32).div_(127.5).sub_(1)
+
+
+def to_uint8(images: torch.Tensor) -> torch.Tensor:
+    """Generator output in [-1, 1] -> uint8 [0, 255], rounding (x * 127.5 + 128, truncated) as when saved as a PNG;
+    the conversion used for sample grids and for the images the metrics see."""
+    return (images.float() * 127.5 + 128).clamp(0, 255).to(torch.uint8)
 
 
 def collate(samples):

@@ -17,6 +17,7 @@ import torch
 import tqdm
 
 from ganforge import dist
+from ganforge.data.loader import to_uint8
 from ganforge.durable import replace_file
 
 
@@ -38,11 +39,6 @@ def gather_rows(local: torch.Tensor, total: int) -> torch.Tensor:
     buffer = local.new_zeros(per_rank, world, *local.shape[1:])  # [row within rank, rank, ...]
     buffer[: local.shape[0], rank] = local
     return dist.all_reduce_sum_(buffer).flatten(0, 1)[:total]
-
-
-def to_uint8(images: torch.Tensor) -> torch.Tensor:
-    """Generator output in [-1, 1] -> uint8 [0, 255], rounding as when the image is saved as a PNG."""
-    return (images * 127.5 + 128).clamp(0, 255).to(torch.uint8)
 
 
 def dataset_subset(ds, count: int | None, seed: int) -> tuple[list[int], str]:

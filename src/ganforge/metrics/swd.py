@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from ganforge import dist
+from ganforge.data.loader import to_float
 from ganforge.errors import UserError
 from ganforge.metrics.features import gather_rows, position_rng
 
@@ -60,7 +61,7 @@ def patch_descriptors(band: torch.Tensor, corners: torch.Tensor) -> torch.Tensor
 
 def image_descriptors(images: torch.Tensor, positions: list[int], seed: int) -> list[torch.Tensor]:
     """Per level, float16 [B, 128, C * 49] descriptors; patch corners depend only on (seed, image position)."""
-    x = images.to(torch.float32) / 127.5 - 1
+    x = to_float(images)
     bands = laplacian_pyramid(x, num_levels(x.shape[-1]))
     out = []
     for level, band in enumerate(bands):

@@ -16,6 +16,7 @@ import PIL.Image
 import torch
 
 from ganforge import dist
+from ganforge.data.loader import to_float, to_uint8
 
 
 class TickStats:
@@ -54,7 +55,7 @@ def peak_memory_gb(device: torch.device) -> float:
 
 def image_grid(images: torch.Tensor, columns: int) -> np.ndarray:
     """[N, C, H, W] floats in [-1, 1] -> uint8 [rows*H, columns*W, C] (C 1 or 3), row-major, black padding."""
-    images = ((images.detach().float().cpu() + 1) * 127.5).round().clamp(0, 255).to(torch.uint8)
+    images = to_uint8(images.detach().cpu())
     n, c, h, w = images.shape
     rows = math.ceil(n / columns)
     canvas = torch.zeros([rows * columns, c, h, w], dtype=torch.uint8)
@@ -185,7 +186,7 @@ class SampleGrid:
         gen = torch.Generator().manual_seed(cfg.schedule.seed)
         order = torch.randperm(len(dataset), generator=gen).repeat(count // len(dataset) + 1)[:count]
         items = [dataset[int(i)] for i in order]
-        self.reals = torch.stack([img for img, _ in items]).float() / 127.5 - 1
+        self.reals = to_float(torch.stack([img for img, _ in items]))
         self.labels = torch.stack([label for _, label in items])[:, : cfg.data.label_dim].to(device)
         self.z = torch.randn([count, cfg.model.z_dim], generator=gen).to(device)
         self.batch = cfg.schedule.batch_gpu
