@@ -4,6 +4,7 @@ World size 1 goes through the same code paths as N; every helper here is a no-op
 """
 
 import datetime
+import importlib
 import os
 
 import torch
@@ -26,6 +27,13 @@ def init(device: str = "auto") -> torch.device:
     if use_cuda:
         torch.cuda.set_device(dev)
     if launched_by_torchrun() and not tdist.is_initialized():
+        # torch.distributed.nn.functional evaluates `group.WORLD` in its default arguments when it is imported. The
+        # first optimiser imports it (through torch._dynamo); if that happens after the group exists, those defaults
+        # hold the group for good, destroy_process_group() cannot free it, and its gloo threads are left to be torn
+        # down during interpreter exit, where they now and then abort a process that finished its work
+        # ("terminate called without an active exception"). Imported first, the defaults are None.
+        importlib.import_module("torch.distributed.nn")
+
         tdist.init_process_group(backend="nccl" if use_cuda else "gloo", timeout=_TIMEOUT)
     return dev
 
