@@ -17,13 +17,13 @@ import hashlib
 import json
 from pathlib import Path
 
-import safetensors.torch
 import torch
 from safetensors import SafetensorError, safe_open
 
 from ganforge.durable import replace_file
 from ganforge.errors import UserError
 from ganforge.nets import Generator
+from ganforge.tensorfile import tensor_file_bytes
 
 FORMAT = "ganforge-snapshot"
 FORMAT_VERSION = "1"
@@ -33,14 +33,14 @@ def save_snapshot(path, G: Generator, meta: dict) -> None:
     """Write G's weights, architecture and `meta` (JSON-serialisable) to `path` atomically.
 
     The bytes go to a temporary file in the same folder, are fsynced, and the file is renamed over `path`, so a
-    reader (or a crash) sees either the old snapshot or the complete new one, never a partial file.
+    reader (or a crash) sees either the old snapshot or the complete new one, never a partial file. The same G and
+    `meta` always give the same bytes.
     """
     path = Path(path)
     tensors = {k: v.detach().to("cpu", copy=True).contiguous() for k, v in G.state_dict().items()}
     metadata = {"format": FORMAT, "format_version": FORMAT_VERSION, "generator": json.dumps(G.config),
                 "meta": json.dumps(meta), "tensors_sha256": tensors_sha256(tensors)}  # fmt: skip
-    data = safetensors.torch.save(tensors, metadata=metadata)
-    replace_file(path, data)
+    replace_file(path, tensor_file_bytes(tensors, metadata))
 
 
 def tensors_sha256(tensors: dict) -> str:

@@ -1,6 +1,6 @@
 """(f) Retention keeps exactly what --keep-last, --keep-every and --keep-max-age say."""
 
-import json
+import os
 
 import pytest
 
@@ -63,9 +63,8 @@ def test_save_applies_retention_after_commit_with_real_ages(tmp_path):
         "ckpt-000005000",
     ]
     manifest_path = tmp_path / "ckpt-000004000" / "manifest.json"
-    manifest = json.loads(manifest_path.read_text())
-    manifest["created"] -= 10 * DAY  # the manifest is not covered by its own hashes; age is read from it
-    manifest_path.write_text(json.dumps(manifest))
+    ten_days_ago = manifest_path.stat().st_mtime - 10 * DAY  # a checkpoint's age is its manifest's
+    os.utime(manifest_path, (ten_days_ago, ten_days_ago))
     checkpoint.save(tmp_path, {"n": 6000}, tag="6000", retention=Retention(keep_last=1, keep_max_age_days=1))
     assert [p.name for p in checkpoint.list_checkpoints(tmp_path)] == [
         "ckpt-000002000",

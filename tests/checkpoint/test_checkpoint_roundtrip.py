@@ -1,3 +1,4 @@
+import json
 import random
 
 import numpy as np
@@ -99,3 +100,20 @@ def test_newer_checkpoint_wins_and_same_tag_replaces(tmp_path):
 def test_missing_folder_means_nothing_to_resume(tmp_path):
     assert checkpoint.load_latest(tmp_path / "nope") is None
     assert checkpoint.find_latest(tmp_path) is None
+
+
+def test_the_same_state_gives_the_same_bytes(tmp_path):
+    """Repeating a run must reproduce its checkpoints to the byte (`md5sum` equal): no clock or host in any file."""
+    keep = checkpoint.Retention(keep_last=1)
+    state = make_state(1000)
+    first = checkpoint.save(tmp_path / "a", state, tag="1000", retention=keep)
+    second = checkpoint.save(tmp_path / "b", make_state(1000), tag="1000", retention=keep)
+    for name in ("tensors.safetensors", "state.json", "manifest.json"):
+        assert (first / name).read_bytes() == (second / name).read_bytes(), name
+
+
+def test_a_version_1_manifest_with_its_created_time_still_loads(tmp_path):
+    path = checkpoint.save(tmp_path, make_state(1000), tag="1000", retention=checkpoint.Retention())
+    manifest = json.loads((path / "manifest.json").read_text())
+    (path / "manifest.json").write_text(json.dumps({**manifest, "format_version": 1, "created": 1.7e9}))
+    assert_same(checkpoint.load(path), make_state(1000))

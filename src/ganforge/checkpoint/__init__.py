@@ -16,7 +16,7 @@ from ganforge import dist
 from ganforge.checkpoint import retention as _retention
 from ganforge.checkpoint import store
 from ganforge.checkpoint.retention import Retention
-from ganforge.checkpoint.rng import capture_rng, restore_rng
+from ganforge.checkpoint.rng import capture_rng, restore_rng, seed_all
 from ganforge.checkpoint.store import CheckpointWarning, InvalidCheckpoint, list_checkpoints
 from ganforge.errors import UserError
 
@@ -32,6 +32,7 @@ __all__ = [
     "load_latest",
     "restore_rng",
     "save",
+    "seed_all",
 ]
 
 

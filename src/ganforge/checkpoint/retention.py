@@ -76,10 +76,9 @@ def apply(ckpt_dir: Path, retention: Retention, protect: str, now: float | None 
     entries = []
     for path in store.list_checkpoints(ckpt_dir):
         try:
-            manifest = store.read_manifest(path)
+            entries.append(Entry(path.name, store.read_manifest(path)["nimg"], store.written_at(path)))
         except (store.InvalidCheckpoint, OSError):
             continue
-        entries.append(Entry(path.name, manifest["nimg"], manifest["created"]))
     doomed = select_deletions(entries, retention, protect, time.time() if now is None else now)
     for name in doomed:
         try:

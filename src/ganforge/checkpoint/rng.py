@@ -9,6 +9,14 @@ import numpy as np
 import torch
 
 
+def seed_all(seed: int) -> None:
+    """Seed Python's `random`, NumPy's global generator and torch's. Training draws nothing from the first two, but
+    checkpoints record their states: seeded, they make two runs of the same command write the same bytes."""
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
 def capture_rng() -> dict:
     """State of Python's `random`, NumPy's global generator, torch's CPU generator and each CUDA device's."""
     version, mt_state, gauss_next = random.getstate()

@@ -3,8 +3,11 @@
 Layout of `<ckpt_dir>/ckpt-<nimg, 9+ digits>/`:
     tensors.safetensors   every tensor of the state (serialize.flatten)
     state.json            the rest of the state, with references to the tensors
-    manifest.json         written last: format, format_version, name, nimg, created (unix seconds) and
-                          {file: {"sha256", "size"}} for the two files above
+    manifest.json         written last: format, format_version, name, nimg and {file: {"sha256", "size"}} for
+                          the two files above
+The bytes of all three depend only on the training state, so the same run repeated writes identical files (`md5sum`
+equal); when a checkpoint was written is the manifest's modification time, which retention's `--keep-max-age` reads.
+Version 1 manifests also held a `created` time; they still load.
 `<ckpt_dir>/latest` names the newest committed folder, for people and tools; loading never trusts it and
 scans the folders instead, so a crash between the rename and the pointer update loses nothing.
 """
@@ -14,7 +17,6 @@ import hashlib
 import json
 import os
 import shutil
-import time
 import warnings
 from pathlib import Path
 
@@ -23,9 +25,10 @@ from safetensors import SafetensorError
 
 from ganforge.checkpoint import serialize
 from ganforge.durable import fsync_dir, write_file
+from ganforge.tensorfile import tensor_file_bytes
 
 FORMAT = "ganforge-checkpoint"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 TENSORS = "tensors.safetensors"
 STATE = "state.json"
 MANIFEST = "manifest.json"
@@ -70,7 +73,7 @@ def commit(ckpt_dir: Path, nimg: int, state) -> Path:
     """
     skeleton, tensors = serialize.flatten(state)
     payloads = {
-        TENSORS: safetensors.torch.save(tensors),
+        TENSORS: tensor_file_bytes(tensors),
         STATE: json.dumps({"format": FORMAT, "state": skeleton}, allow_nan=False).encode("utf-8"),
     }
     ckpt_dir = Path(ckpt_dir)
@@ -119,7 +122,6 @@ def read_manifest(path: Path) -> dict:
         well_formed = (
             isinstance(version, int)
             and type(manifest["nimg"]) is int
-            and isinstance(manifest["created"], (int, float))
             and set(files) == {TENSORS, STATE}
             and all(isinstance(e["sha256"], str) and type(e["size"]) is int for e in files.values())
         )
@@ -133,10 +135,14 @@ def read_manifest(path: Path) -> dict:
         )
     if not well_formed:
         raise InvalidCheckpoint(
-            f"{MANIFEST} must hold an int nimg, a created time, and exactly {TENSORS} and "
-            f"{STATE} with their sha256 and size"
+            f"{MANIFEST} must hold an int nimg and exactly {TENSORS} and {STATE} with their sha256 and size"
         )
     return manifest
+
+
+def written_at(path: Path) -> float:
+    """When the checkpoint folder `path` was committed (unix seconds): its manifest, the last file written."""
+    return (Path(path) / MANIFEST).stat().st_mtime
 
 
 def _read_verified(path: Path) -> dict[str, bytes]:
@@ -170,7 +176,6 @@ def _manifest_bytes(name: str, nimg: int, payloads: dict[str, bytes]) -> bytes:
         "format_version": FORMAT_VERSION,
         "name": name,
         "nimg": nimg,
-        "created": time.time(),
         "files": files,
     }
     return json.dumps(manifest, indent=2).encode("utf-8")

@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 
 from ganforge import checkpoint
-from ganforge.config import Config, config_hash, maths_differences
+from ganforge.config import Config, config_hash, maths_differences, maths_fields
 from ganforge.errors import UserError
 from ganforge.nets import Discriminator, Generator
 from ganforge.train.phases import Phase, Trainer, build_phases
@@ -23,7 +23,7 @@ def build_networks(cfg: Config, device: torch.device) -> tuple[Generator, Discri
     m, d = cfg.model, cfg.data
     common = dict(resolution=d.resolution, img_channels=d.channels, c_dim=d.label_dim, channel_base=m.channel_base,
                   channel_max=m.channel_max, num_fp16_res=m.num_fp16_res, conv_clamp=m.conv_clamp)  # fmt: skip
-    torch.manual_seed(cfg.schedule.seed)
+    checkpoint.seed_all(cfg.schedule.seed)
     G = Generator(z_dim=m.z_dim, w_dim=m.w_dim, mapping_layers=m.mapping_layers, **common)
     D = Discriminator(mbstd_group_size=m.mbstd_group, **common)
     memory_format = torch.channels_last if cfg.precision.channels_last else torch.contiguous_format
@@ -64,7 +64,9 @@ def capture(t: Trainer, phases: list[Phase], G_ema: Generator, loop: dict) -> di
         "sampler": {"position": loop["cur_nimg"]},
         "augment": {} if t.ada is None else {"pipe": t.augment.state_dict(), "ada": t.ada.state_dict()},
         "loop": {**loop, "pl_mean": t.pl_mean.detach().cpu(), "nonfinite_in_a_row": t.nonfinite_in_a_row},
-        "config_hash": config_hash(t.cfg), "config": t.cfg.to_dict(),
+        # Only the fields that define the training maths (what a resume checks): no paths, so two runs of the same
+        # command in different folders write identical checkpoints.
+        "config_hash": config_hash(t.cfg), "config": maths_fields(t.cfg.to_dict()),
     }  # fmt: skip
 
 
