@@ -1,0 +1,130 @@
+"""`ganforge checkpoint verify` and `diff`: is a checkpoint intact, and what differs between two of them.
+
+Both read checkpoints the way resuming does (manifest, SHA-256 of every file, safetensors and JSON only), so what
+`verify` accepts is exactly what `--resume` accepts.
+"""
+
+import dataclasses
+import math
+from pathlib import Path
+
+import torch
+
+from ganforge.checkpoint import store
+from ganforge.errors import UserError
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """One checkpoint folder and why it cannot be used (`problem` None: it verifies and loads)."""
+
+    path: Path
+    nimg: int | None
+    problem: str | None
+
+
+def checkpoint_folders(path: Path) -> list[Path]:
+    """The checkpoint folders that `path` names: itself (`ckpt-*`), or those in a `checkpoints/` folder or run folder.
+
+    Raises UserError when `path` is none of these."""
+    path = Path(path)
+    if not path.exists():
+        raise UserError(f"{path}: no such file or folder; pass a checkpoint folder (ckpt-*), a checkpoints/ folder or "
+                        "a run folder")  # fmt: skip
+    if path.name.startswith(store.PREFIX):
+        return [path]
+    for folder in (path, path / "checkpoints"):
+        found = store.list_checkpoints(folder)
+        if found:
+            return found
+    raise UserError(f"{path}: holds no checkpoint folders (ckpt-*); pass a checkpoint folder, a checkpoints/ folder "
+                    "or a run folder")  # fmt: skip
+
+
+def verify(path: Path) -> list[Verdict]:
+    """Verify every checkpoint folder `path` names, oldest first (see `checkpoint_folders`)."""
+    verdicts = []
+    for folder in checkpoint_folders(path):
+        try:
+            state = store.read(folder)
+        except (store.InvalidCheckpoint, OSError) as error:
+            reason = error.reason if isinstance(error, store.InvalidCheckpoint) else f"cannot read it ({error})"
+            verdicts.append(Verdict(folder, None, reason))
+        else:
+            verdicts.append(Verdict(folder, _nimg(state), None))
+    return verdicts
+
+
+def _nimg(state) -> int | None:
+    loop = state.get("loop") if isinstance(state, dict) else None
+    return loop.get("cur_nimg") if isinstance(loop, dict) else None
+
+
+def newest_state(path: Path) -> tuple[Path, dict]:
+    """(folder, state) of the newest checkpoint `path` names that verifies; UserError naming each one that does not."""
+    verdicts = verify(path)
+    for verdict in reversed(verdicts):
+        if verdict.problem is None:
+            return verdict.path, store.read(verdict.path)
+    raise UserError(*(f"checkpoint {v.path}: {v.problem}" for v in verdicts))
+
+
+@dataclasses.dataclass(frozen=True)
+class Difference:
+    """One entry of the state that differs: `where` is its path (`G/mapping.fc0.weight`, `loop/cur_nimg`)."""
+
+    where: str
+    description: str
+
+
+def diff(a, b, where: str = "") -> list[Difference]:
+    """Every leaf of two checkpoint states that differs: tensors with their max abs difference, other values as
+    `old -> new`, and entries present on one side only. Equal states give []."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for key in list(a) + [k for k in b if k not in a]:
+            child = f"{where}/{key}" if where else str(key)
+            if key not in b:
+                out.append(Difference(child, "only in the first"))
+            elif key not in a:
+                out.append(Difference(child, "only in the second"))
+            else:
+                out += diff(a[key], b[key], child)
+        return out
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)) and len(a) == len(b):
+        return [d for i, (x, y) in enumerate(zip(a, b, strict=True)) for d in diff(x, y, f"{where}/{i}")]
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        description = _tensor_difference(a, b)
+        return [] if description is None else [Difference(where, description)]
+    if _same_value(a, b):
+        return []
+    return [Difference(where, f"{_short(a)} -> {_short(b)}")]
+
+
+def _tensor_difference(a: torch.Tensor, b: torch.Tensor) -> str | None:
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return f"{a.dtype}{list(a.shape)} -> {b.dtype}{list(b.shape)}"
+    if _bytes(a) == _bytes(b):  # bitwise, so that NaNs in the same places count as equal
+        return None
+    if a.is_floating_point() or a.is_complex():
+        delta = (a.double() - b.double()).abs()
+        finite = torch.isfinite(delta)
+        worst = delta[finite].max().item() if finite.any() else math.nan
+        return f"max abs difference {worst:.6g} ({int((delta != 0).sum())} of {a.numel()} values differ)"
+    changed = int((a != b).sum())
+    return f"{changed} of {a.numel()} values differ"
+
+
+def _bytes(tensor: torch.Tensor) -> bytes:
+    return tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
+
+
+def _same_value(a, b) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return type(a) is type(b) and a == b
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:57]}..."
