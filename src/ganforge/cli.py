@@ -20,7 +20,8 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 
 
 class _Group(click.Group):
-    """Turns a UserError from any subcommand into one message on stderr and exit code 2; warnings become one line."""
+    """Turns a UserError from any subcommand into one message on stderr and exit code 2, Ctrl-C into exit 130
+    without a traceback; warnings become one line."""
 
     def invoke(self, ctx: click.Context):
         with warnings.catch_warnings():
@@ -31,6 +32,9 @@ class _Group(click.Group):
                 for problem in error.problems:
                     click.echo(f"error: {problem}", err=True)
                 sys.exit(2)
+            except KeyboardInterrupt:  # Ctrl-C outside a training loop (which checkpoints and exits 130 itself)
+                click.echo("interrupted", err=True)
+                sys.exit(130)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
@@ -64,13 +68,9 @@ def doctor(ctx: click.Context, as_json: bool, data: Path | None, outdir: Path, q
 @train_options
 def train(dry_run: bool, **options):
     """Train a StyleGAN2 generator; rerunning the same command resumes. Multi-GPU: torchrun -m ganforge train."""
-    from ganforge.train import configure, run
+    from ganforge.train import main as train_main
 
-    config = configure(options)
-    if dry_run:
-        click.echo(config.to_json())
-        return
-    sys.exit(run(config))
+    sys.exit(train_main(options, dry_run))
 
 
 @main.group()

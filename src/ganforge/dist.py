@@ -1,16 +1,20 @@
-"""Distributed helpers: torchrun's environment, or one process when it is absent (STYLE 12).
+"""Distributed helpers: torchrun's environment, or one process when it is absent.
 
 World size 1 goes through the same code paths as N; every helper here is a no-op or identity then.
 """
 
+import ctypes
 import datetime
 import importlib
 import os
+import signal
+import sys
 
 import torch
 import torch.distributed as tdist
 
 _TIMEOUT = datetime.timedelta(minutes=30)
+_PR_SET_PDEATHSIG = 1  # from <sys/prctl.h>
 
 
 def launched_by_torchrun() -> bool:
@@ -27,6 +31,7 @@ def init(device: str = "auto") -> torch.device:
     if use_cuda:
         torch.cuda.set_device(dev)
     if launched_by_torchrun() and not tdist.is_initialized():
+        _stop_with_launcher()
         # torch.distributed.nn.functional evaluates `group.WORLD` in its default arguments when it is imported. The
         # first optimiser imports it (through torch._dynamo); if that happens after the group exists, those defaults
         # hold the group for good, destroy_process_group() cannot free it, and its gloo threads are left to be torn
@@ -36,6 +41,19 @@ def init(device: str = "auto") -> torch.device:
 
         tdist.init_process_group(backend="nccl" if use_cuda else "gloo", timeout=_TIMEOUT)
     return dev
+
+
+def _stop_with_launcher() -> None:
+    """Have Linux send this worker SIGTERM when its launcher dies, as when torchrun itself is SIGKILLed.
+
+    torchrun starts each worker in a session of its own, so nothing else would reach it: the workers would train on
+    without anyone to report to. SIGTERM takes the same path as a preemption (every rank stops at the same step,
+    checkpoints, exits 143). Elsewhere than Linux this is a no-op."""
+    if not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
 
 
 def shutdown() -> None:

@@ -40,23 +40,46 @@ def configure(options: dict):
 
 
 def run(config) -> int:
-    """Train with a resolved Config; returns the process exit status (0 done, 143/130 stopped by a signal)."""
+    """Train with a resolved Config; returns the process exit status (0 done, 143/130 stopped by a signal).
+
+    The process group is left on return and on error; an error after the run folder exists is also written to its
+    log.txt."""
     from ganforge import dist
     from ganforge.train.loop import training_loop
     from ganforge.train.precision import deterministic_mode
     from ganforge.train.resume import select_run
+    from ganforge.train.rundir import record_failure
 
     device = dist.init(config.precision.device)
     try:
         run_dir, state, snapshot = select_run(config, device)
-        with deterministic_mode(config.precision.deterministic), _matmul_policy(config, device):
-            status = training_loop(config, run_dir, device, state, snapshot)
-        # Tearing the group down while a peer is still inside its last collective aborts that peer (gloo:
-        # "terminate called without an active exception"); on success every rank first waits for all.
-        dist.barrier()
+        try:
+            with deterministic_mode(config.precision.deterministic), _matmul_policy(config, device):
+                status = training_loop(config, run_dir, device, state, snapshot)
+        except BaseException as error:
+            if dist.is_main():
+                record_failure(run_dir, error)
+            raise
+        dist.barrier()  # every rank has finished its last collective before any rank leaves the group
         return status
     finally:
-        dist.shutdown()  # torchrun workers leave the process group cleanly, also after an error
+        dist.shutdown()
+
+
+def main(options: dict, dry_run: bool = False) -> int:
+    """`ganforge train`: configure, then print the configuration (`dry_run`) or train; returns the exit status.
+
+    Every way out, a user error included, leaves the process group that `configure` joined."""
+    from ganforge import dist
+
+    try:
+        config = configure(options)
+        if dry_run:
+            dist.print0(config.to_json())
+            return 0
+        return run(config)
+    finally:
+        dist.shutdown()
 
 
 def _matmul_policy(config, device):

@@ -33,15 +33,15 @@ def training_loop(cfg: Config, run_dir: Path, device: torch.device, resume: dict
     if resume is None:
         handled_nimg = saved_nimg = -1  # a fresh run reports, samples and checkpoints its starting point
     log = logs.RunLog(run_dir if dist.is_main() else None, total_nimg, cur_nimg)
-    samples = logs.SampleGrid(cfg, dataset, device)
     retention = checkpoint.Retention(keep_last=cfg.run.keep_last, keep_every_kimg=cfg.run.keep_every,
                                      keep_max_age_days=cfg.run.keep_max_age)  # fmt: skip
-    _start_report(cfg, log, t, samples, run_dir, cur_nimg)
     rank, world = dist.rank(), cfg.world_size
-    loader = make_loader(dataset, s.batch // world, s.seed, rank, world, cur_nimg, cfg.data.workers, device)
-    tick_stats = logs.TickStats()
-    log.start_clock()
-    with PreemptionGuard() as guard, contextlib.closing(log):
+    with contextlib.closing(log), PreemptionGuard() as guard:
+        samples = logs.SampleGrid(cfg, dataset, device)
+        _start_report(cfg, log, t, samples, run_dir, cur_nimg)
+        loader = make_loader(dataset, s.batch // world, s.seed, rank, world, cur_nimg, cfg.data.workers, device)
+        tick_stats = logs.TickStats()
+        log.start_clock()
         while True:
             at_tick = (cur_nimg % tick_nimg == 0 or cur_nimg >= total_nimg) and cur_nimg != handled_nimg
             at_snap = at_tick and (cur_nimg // tick_nimg % s.snap == 0 or cur_nimg >= total_nimg)

@@ -3,6 +3,10 @@
 Rule (so that rerunning the same command resumes): `--resume auto` continues the newest run in OUTDIR trained on the
 same --data with the same --cfg that holds a checkpoint; `--resume PATH` does the same if that run was itself started
 from PATH, and otherwise starts a new run from PATH; `--resume new` always starts a new run.
+
+A new run goes into a new folder numbered one above the highest, except where the newest folder of the same command
+never reached its first checkpoint (killed or failed during start-up): holding no training, that folder is reused,
+so retrying a command that failed early does not leave a trail of empty runs.
 """
 
 import json
@@ -11,12 +15,14 @@ import platform
 import re
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 
 import torch
 
 from ganforge import __version__
 from ganforge.config import Config
+from ganforge.errors import UserError
 
 _RUN_NAME = re.compile(r"^(\d{5})-")
 
@@ -60,8 +66,19 @@ def find_run(cfg: Config) -> Path | None:
     return None
 
 
+def find_unstarted_run(cfg: Config) -> Path | None:
+    """The newest run folder in OUTDIR if the same command made it and it never reached a checkpoint, else None."""
+    runs = _runs(Path(cfg.run.outdir))
+    if not runs or _has_checkpoint(runs[-1]) or not runs[-1].name.endswith(f"-{describe(cfg)}"):
+        return None
+    return runs[-1] if _read_config(runs[-1]) == json.loads(cfg.to_json()) else None
+
+
 def create_run(cfg: Config) -> Path:
-    """A new, empty run folder numbered one above the highest in OUTDIR."""
+    """The folder a new run writes to: an unstarted one of the same command, or a new one one above the highest."""
+    unstarted = find_unstarted_run(cfg)
+    if unstarted is not None:
+        return unstarted
     outdir = Path(cfg.run.outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     runs = _runs(outdir)
@@ -73,6 +90,18 @@ def create_run(cfg: Config) -> Path:
             return path
         except FileExistsError:  # another run started at the same moment took this number
             number += 1
+
+
+def record_failure(run: Path, error: BaseException) -> None:
+    """Append why the run stopped to its log.txt: a user error's lines as printed, anything else with its traceback."""
+    if isinstance(error, UserError):
+        text = "".join(f"error: {problem}\n" for problem in error.problems)
+    elif isinstance(error, KeyboardInterrupt):
+        text = "interrupted\n"
+    else:
+        text = "".join(traceback.format_exception(error))
+    with open(run / "log.txt", "a", encoding="utf-8") as log:
+        log.write(text)
 
 
 def write_config(run: Path, cfg: Config) -> None:
