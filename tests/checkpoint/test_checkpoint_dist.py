@@ -1,9 +1,5 @@
 """Two gloo processes: rank 0 writes, both learn the outcome, and a failed write raises on every rank."""
 
-import os
-import socket
-import subprocess
-import sys
 import textwrap
 
 _WORKER = textwrap.dedent(
@@ -33,33 +29,8 @@ _WORKER = textwrap.dedent(
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _run_two_ranks(script: str, *args: str) -> list[str]:
-    """Run `script` as ranks 0 and 1 of a gloo group on this machine; both must exit 0. -> their outputs."""
-    env = dict(os.environ, WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()))
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", script, *args],
-            env=dict(env, RANK=str(r), LOCAL_RANK=str(r)),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        for r in range(2)
-    ]
-    outputs = [p.communicate(timeout=120)[0] for p in procs]
-    for proc, out in zip(procs, outputs, strict=True):
-        assert proc.returncode == 0, out
-    return outputs
-
-
-def test_only_rank0_writes_and_a_failure_reaches_every_rank(tmp_path):
-    for rank, out in enumerate(_run_two_ranks(_WORKER, str(tmp_path))):
+def test_only_rank0_writes_and_a_failure_reaches_every_rank(tmp_path, run_ranks):
+    for rank, out in enumerate(run_ranks(_WORKER, str(tmp_path))):
         assert f"rank {rank} raised: checkpoint {tmp_path}/ckpt-000002000: writing failed" in out, out
         assert f"rank {rank} loaded the state of rank 0" in out, out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt-000001000", "latest"]
@@ -83,6 +54,6 @@ _PREEMPT_WORKER = textwrap.dedent(
 )
 
 
-def test_a_signal_on_one_rank_stops_every_rank_with_the_same_status():
-    for rank, out in enumerate(_run_two_ranks(_PREEMPT_WORKER)):
+def test_a_signal_on_one_rank_stops_every_rank_with_the_same_status(run_ranks):
+    for rank, out in enumerate(run_ranks(_PREEMPT_WORKER)):
         assert f"rank {rank} requested=True exit_code=143" in out, out

@@ -1,10 +1,6 @@
 """Two gloo processes give the same feature statistics and SWD as one (uneven shards: 3 images on 2 ranks)."""
 
 import json
-import os
-import socket
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -37,12 +33,6 @@ _WORKER = textwrap.dedent(
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _folder(path, seed):
     rng = np.random.default_rng(seed)
     path.mkdir()
@@ -51,24 +41,12 @@ def _folder(path, seed):
     return path
 
 
-def test_two_ranks_match_one_process(tmp_path):
+def test_two_ranks_match_one_process(tmp_path, run_ranks):
     real, fake = _folder(tmp_path / "real", 0), _folder(tmp_path / "fake", 1)
     # SWD needs no Inception network (too slow for this test on a CPU); the feature gathering is checked in _WORKER.
     names = "swd16k"
-    env = dict(os.environ, WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()))
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", _WORKER, str(real), str(fake), names, str(tmp_path / "cache2")],
-            env=dict(env, RANK=str(r), LOCAL_RANK=str(r)),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        for r in range(2)
-    ]
-    outputs = [p.communicate(timeout=120)[0] for p in procs]
-    for proc, out in zip(procs, outputs, strict=True):
-        assert proc.returncode == 0, out
+    args = (str(real), str(fake), names, str(tmp_path / "cache2"))
+    outputs = run_ranks(_WORKER, *args)
     results = [json.loads(line.split(" ", 1)[1]) for out in outputs for line in out.splitlines() if "RESULT" in line]
     records = compute_metrics(names.split(","), real=real, fake=fake, num_gen=3, progress=False, cache_dir=tmp_path)
     assert len(results) == 2 and results[0] == results[1]

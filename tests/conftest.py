@@ -1,0 +1,58 @@
+"""Suite-wide test plumbing: the `cuda` marker's skip rule and the two-rank gloo launcher."""
+
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+import torch
+
+NO_GPU_REASON = "needs a CUDA GPU; run `pytest -m cuda` on a machine with one"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `cuda` are skipped, with the reason, where torch sees no CUDA device."""
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason=NO_GPU_REASON)
+    for item in items:
+        if "cuda" in item.keywords:
+            item.add_marker(skip)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _run_ranks(script: str, *args: str, world_size: int = 2, timeout: float = 120) -> list[str]:
+    """Run `script` (Python source) as ranks 0..world_size-1 of a gloo group on this machine, the way torchrun sets
+    them up (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR/PORT); every rank must exit 0. -> their outputs, by rank."""
+    env = dict(os.environ, WORLD_SIZE=str(world_size), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()))
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, *args],
+            env=dict(env, RANK=str(r), LOCAL_RANK=str(r)),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for r in range(world_size)
+    ]
+    try:
+        outputs = [p.communicate(timeout=timeout)[0] for p in procs]
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+    for rank, (proc, out) in enumerate(zip(procs, outputs, strict=True)):
+        assert proc.returncode == 0, f"rank {rank} exited {proc.returncode}:\n{out}"
+    return outputs
+
+
+@pytest.fixture
+def run_ranks():
+    """`run_ranks(script, *args, world_size=2)`: the outputs of `script` run as the ranks of one gloo group."""
+    return _run_ranks
