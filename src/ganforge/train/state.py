@@ -38,7 +38,8 @@ def build(cfg: Config, device: torch.device) -> tuple[Trainer, list[Phase], Gene
     if cfg.augment.mode == "ada":
         from ganforge.train.augment import AdaptiveAugment, AugmentPipe
 
-        augment, ada = AugmentPipe("bgc").to(device), AdaptiveAugment(target=cfg.augment.target)
+        augment = AugmentPipe("bgc").to(device)
+        ada = AdaptiveAugment(target=cfg.augment.target, speed_kimg=cfg.augment.ada_kimg)
     precision = Precision(cfg.precision.precision, device, cfg.model.num_fp16_res)
     # Only the main phases' forwards are compiled: the regularisers' double backward stays eager (issue 4, Sec. 3).
     synthesis_main, D_main = G.synthesis, D
