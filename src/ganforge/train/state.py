@@ -83,7 +83,7 @@ def restore(state: dict, t: Trainer, phases: list[Phase], G_ema: Generator) -> d
         ) from None
     for net in ("G", "D"):
         phase = _first(phases, net)
-        phase.opt.load_state_dict(state[f"opt_{net}"])
+        _load_optimizer(phase.opt, state[f"opt_{net}"])
         if state[f"scaler_{net}"]:
             phase.scaler.load_state_dict(state[f"scaler_{net}"])
     if t.ada is not None and state["augment"]:
@@ -94,6 +94,15 @@ def restore(state: dict, t: Trainer, phases: list[Phase], G_ema: Generator) -> d
     t.nonfinite_in_a_row = int(loop.pop("nonfinite_in_a_row"))
     checkpoint.restore_rng(state["rng"])
     return loop
+
+
+def _load_optimizer(opt: torch.optim.Optimizer, saved: dict) -> None:
+    """Adam's moments and step counts from the checkpoint; its lr, betas and eps from this run's configuration, which
+    differ from the checkpoint's only under --allow-config-change (a saved state_dict carries them too)."""
+    configured = [{key: group[key] for key in ("lr", "betas", "eps")} for group in opt.param_groups]
+    opt.load_state_dict(saved)
+    for group, settings in zip(opt.param_groups, configured, strict=True):
+        group.update(settings)
 
 
 def check_config(state: dict, cfg: Config, source: Path) -> list[str]:
