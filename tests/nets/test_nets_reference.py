@@ -43,6 +43,7 @@ def test_generator_equals_the_reference_forward(resolution):
     z = torch.randn(2, 6, generator=torch.Generator().manual_seed(3))
     ws = mapping_reference(_state(G), z.double(), num_layers=2, num_ws=G.num_ws)
     torch.testing.assert_close(G.mapping(z, torch.zeros(2, 0)).double(), ws, rtol=1e-5, atol=1e-6)
+    ws = ws + torch.randn(ws.shape, generator=torch.Generator().manual_seed(7), dtype=ws.dtype)  # a w per layer
     expected = synthesis_reference(_state(G), ws, resolution)
     image = G.synthesis(ws.float(), noise_mode="const").double()
     assert image.shape == expected.shape == (2, 3, resolution, resolution)

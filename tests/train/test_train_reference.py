@@ -179,3 +179,14 @@ def test_augmentation_reaches_every_image_d_sees_reals_and_fakes(data, tmp_path,
         assert (plain != augmented).flatten(1).any(dim=1).all(), "an image reached D unaugmented at p = 1"
     if name != "G_main":
         assert torch.equal(seen[0.0][-1], images)  # the reals themselves at p = 0
+
+
+def test_style_mixing_cutoffs_are_uniform_over_the_layers_with_probability_p():
+    """StyleGAN Sec. 3.1: with probability p a crossover point uniform over layers 1..num_ws-1, else none."""
+    n, num_ws = 1000, 6
+    evenly_spread = (torch.arange(n) + 0.5) / n
+    cut = L.mixing_cutoffs(torch.zeros(n), evenly_spread, num_ws, prob=0.9)
+    assert torch.bincount(cut, minlength=num_ws + 1).tolist() == [0, 200, 200, 200, 200, 200, 0]
+    assert L.mixing_cutoffs(torch.zeros(1), torch.ones(1), num_ws, prob=0.9).item() == num_ws - 1
+    mixed = L.mixing_cutoffs(evenly_spread, torch.full([n], 0.5), num_ws, prob=0.9) < num_ws
+    assert mixed.sum().item() == 900  # P(u < p) = p

@@ -56,13 +56,16 @@ def _assert_states_equal(a: dict, b: dict) -> None:
                 assert torch.equal(b[opt]["state"][index][key], value), f"{opt}.{index}.{key}"
 
 
-def test_resume_new_starts_a_second_run_from_scratch(data, three_steps, tmp_path):
+def test_resume_new_always_starts_a_run_from_scratch(data, three_steps, tmp_path):
+    """Also when the newest run was itself started with --resume new (its config says so)."""
     outdir = _continue(three_steps, tmp_path)
-    _train(_options(data, outdir, 1, resume="new"))
-    first, second = _runs(outdir)
-    assert first.name.startswith("00000-") and second.name.startswith("00001-")
-    assert sorted(p.name for p in (second / "checkpoints").glob("ckpt-*")) == ["ckpt-000000000", "ckpt-000000008"]
-    assert "starting at 0 kimg" in (second / "log.txt").read_text()
+    for _ in range(2):
+        _train(_options(data, outdir, 1, resume="new"))
+    runs = _runs(outdir)
+    assert [run.name[:6] for run in runs] == ["00000-", "00001-", "00002-"]
+    for run_dir in runs[1:]:
+        assert sorted(p.name for p in (run_dir / "checkpoints").glob("ckpt-*")) == ["ckpt-000000000", "ckpt-000000008"]
+        assert "starting at 0 kimg" in (run_dir / "log.txt").read_text()
 
 
 def test_resume_from_a_checkpoint_folder_continues_it_exactly(data, three_steps, tmp_path):
