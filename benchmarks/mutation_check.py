@@ -39,6 +39,7 @@ SCHEDULE = "tests/train/test_train_schedule.py::"
 METRICS_REFERENCE = "tests/metrics/test_metrics_reference.py::test_inception_inputs_are_fid_helper_pytorchs"
 SWD_REFERENCE = "tests/metrics/test_metrics_swd.py::test_laplacian_pyramid_matches_the_burt_adelson_reference"
 PL = REFERENCE + "test_g_reg_path_length_matches_finite_differences_and_pl_mean_is_its_ema"
+LOOP_SCHEDULE = SCHEDULE + "test_loop_runs_r1_every_16_and_path_length_every_4_steps_and_ramps_the_ema_up"
 NETS = "tests/nets/test_nets_reference.py::"
 KID_PR = "tests/metrics/test_metrics_kid_pr.py::"
 IMAGES = "tests/data/test_data_images.py::"
@@ -70,7 +71,7 @@ MUTANTS = (
       (REFERENCE + "test_style_mixing_cutoffs_are_uniform_over_the_layers_with_probability_p",)),
     # Lazy regularisation (StyleGAN2 Sec. 3.1, App. C).
     M("lazy_every_step", "train/loop.py", "if step % phase.interval == 0:", "if True:",
-      (SCHEDULE + "test_lazy_regularisation_runs_r1_every_16_and_path_length_every_4_steps",)),
+      (LOOP_SCHEDULE,)),
     M("lazy_ratio_one", "train/phases.py", "ratio = lazy_ratio(interval) if reg_on else 1.0", "ratio = 1.0",
       (SCHEDULE + "test_lazy_regularisation_corrects_adam_lr_and_betas",)),
     M("lazy_ratio_formula", "config.py", "return interval / (interval + 1)", "return (interval - 1) / interval",
@@ -89,6 +90,8 @@ MUTANTS = (
     M("ema_beta_swapped", "train/ema.py", "p_ema.copy_(p.detach().lerp(p_ema, beta))",
       "p_ema.copy_(p_ema.lerp(p.detach(), beta))",
       (SCHEDULE + "test_update_ema_interpolates_parameters_and_copies_buffers",)),
+    M("ema_rampup_one_step_late", "train/loop.py", "ema_beta(s.batch, cur_nimg, s.ema_kimg, s.ema_rampup)",
+      "ema_beta(s.batch, cur_nimg + s.batch, s.ema_kimg, s.ema_rampup)", (LOOP_SCHEDULE,)),
     M("mirror_ignored", "train/loop.py", "dataset = open_dataset(cfg.data.path, mirror=cfg.data.mirror)",
       "dataset = open_dataset(cfg.data.path)", (SCHEDULE + "test_mirror_trains_on_the_flipped_copies_too",)),
     # Adaptive augmentation.

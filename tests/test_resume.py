@@ -1,4 +1,4 @@
-"""Exact resume, end to end through the CLI (issue 5, tests a-c and the changed-config refusal).
+"""Exact resume, end to end through the CLI, and the refusal of a changed configuration.
 
 A tiny preset on a tiny generated dataset: a run that was never interrupted and one killed with SIGKILL at a random
 moment after its first checkpoint, then resumed by running the same command, end with bitwise-identical G, D, G_ema

@@ -19,20 +19,27 @@ def data(tmp_path_factory):
     return make_dataset(tmp_path_factory.mktemp("train_schedule") / "squares")
 
 
-def test_lazy_regularisation_runs_r1_every_16_and_path_length_every_4_steps(data, tmp_path, monkeypatch):
-    ran = []
+def test_loop_runs_r1_every_16_and_path_length_every_4_steps_and_ramps_the_ema_up(data, tmp_path, monkeypatch):
+    ran, betas, update_ema = [], [], loop.update_ema
 
     def record(t, phase, index, cur_nimg, mbs):
         ran.append((phase.name, cur_nimg))
         return {}
 
+    def record_ema(ema, model, beta):
+        betas.append(beta)
+        update_ema(ema, model, beta)
+
     monkeypatch.setattr(loop, "run_phase", record)
+    monkeypatch.setattr(loop, "update_ema", record_ema)
     steps = 17
     assert run(configure(tiny_options(data, tmp_path, kimg=steps * 0.008, tick=steps * 0.008))) == 0
     by_phase = {name: [nimg // 8 for n, nimg in ran if n == name] for name in ("G_main", "G_reg", "D_main", "D_reg")}
     assert by_phase == {"G_main": list(range(steps)), "G_reg": [0, 4, 8, 12, 16],
                         "D_main": list(range(steps)), "D_reg": [0, 16]}  # fmt: skip
     assert [name for name, nimg in ran if nimg == 0] == ["G_main", "G_reg", "D_main", "D_reg"]
+    # tiny: half-life 1 kimg, ramp-up 0.05: after n images the half-life is 0.05 n (< 1000), EMA after each step
+    assert betas == pytest.approx([0.0] + [0.5 ** (8 / (0.05 * 8 * k)) for k in range(1, steps)], rel=1e-12)
 
 
 def _adam(phases, name):
