@@ -38,11 +38,13 @@ REFERENCE = "tests/train/test_train_reference.py::"
 SCHEDULE = "tests/train/test_train_schedule.py::"
 METRICS_REFERENCE = "tests/metrics/test_metrics_reference.py::test_inception_inputs_are_fid_helper_pytorchs"
 SWD_REFERENCE = "tests/metrics/test_metrics_swd.py::test_laplacian_pyramid_matches_the_burt_adelson_reference"
+SWD_LEVEL = "tests/metrics/test_metrics_swd.py::test_swd_of_one_level_equals_the_progan_reference"
 PL = REFERENCE + "test_g_reg_path_length_matches_finite_differences_and_pl_mean_is_its_ema"
 LOOP_SCHEDULE = SCHEDULE + "test_loop_runs_r1_every_16_and_path_length_every_4_steps_and_ramps_the_ema_up"
 NETS = "tests/nets/test_nets_reference.py::"
 KID_PR = "tests/metrics/test_metrics_kid_pr.py::"
 IMAGES = "tests/data/test_data_images.py::"
+KID_SUBSETS = KID_PR + "test_kid_subsets_are_seeded_random_and_no_larger_than_either_set"
 M = Mutant
 
 MUTANTS = (
@@ -62,6 +64,11 @@ MUTANTS = (
     M("pl_sum_over_ws", "train/loss.py", "return grads.square().sum(2).mean(1).sqrt()",
       "return grads.square().sum(2).sum(1).sqrt()", (PL,)),
     M("pl_probe_unscaled", "train/phases.py", "noise / (img.shape[2] * img.shape[3]) ** 0.5", "noise", (PL,)),
+    M("pl_one_probe_for_all_images", "train/phases.py", "derive_seed(cfg.schedule.seed, int(position), _PL_PROBE",
+      "derive_seed(cfg.schedule.seed, 0, _PL_PROBE", (PL,)),
+    M("g_main_ignores_labels", "train/phases.py", "logits = t.discriminate(img, mb.c)\n    loss = L.g_non",
+      "logits = t.discriminate(img, None)\n    loss = L.g_non",
+      (REFERENCE + "test_g_main_is_the_nonsaturating_loss_of_d_on_fakes",)),
     M("pl_mean_one_minus_decay", "train/loss.py", "return pl_mean.lerp(mean_length, decay)",
       "return pl_mean.lerp(mean_length, 1 - decay)", (PL,)),
     M("bf16_autocast_off", "train/precision.py", '_AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}',
@@ -128,6 +135,20 @@ MUTANTS = (
     M("swd_box_kernel", "metrics/swd.py", "_BINOMIAL = torch.tensor([1.0, 4.0, 6.0, 4.0, 1.0]) / 16",
       "_BINOMIAL = torch.tensor([1.0, 1.0, 1.0, 1.0, 1.0]) / 5", (SWD_REFERENCE,)),
     M("swd_expand_gain_16", "metrics/swd.py", "_blur(up, gain=4.0)", "_blur(up, gain=16.0)", (SWD_REFERENCE,)),
+    M("swd_patch_rows_upwards", "metrics/swd.py", "corners[:, :, 0, None, None] + offsets[:, None]",
+      "corners[:, :, 0, None, None] - offsets[:, None]", (SWD_LEVEL,)),
+    M("swd_normalised_per_image", "metrics/swd.py", "mean = x.mean(dim=(0, 2), keepdim=True)",
+      "mean = x.mean(dim=(1, 2), keepdim=True)", (SWD_LEVEL,)),
+    M("swd_not_times_1e3", "metrics/swd.py", "out.append(sliced_wasserstein(a, b, dirs) * 1e3)",
+      "out.append(sliced_wasserstein(a, b, dirs))", (SWD_LEVEL,)),
+    M("fid_in_float32", "metrics/fid.py", "dtype=torch.float64) for a in (mu1", "dtype=None) for a in (mu1",
+      ("tests/metrics/test_metrics_fid.py::test_float32_statistics_are_compared_in_float64",)),
+    M("kid_subsets_unseeded", "metrics/kid.py", "gen = torch.Generator().manual_seed(seed)", "gen = None",
+      (KID_SUBSETS,)),
+    M("kid_subset_size_ignored", "metrics/kid.py", "m = min(subset_size, real.shape[0], fake.shape[0])",
+      "m = min(real.shape[0], fake.shape[0])", (KID_SUBSETS,)),
+    M("pr_ball_boundary_excluded", "metrics/pr.py", "<= radii[None]", "< radii[None]",
+      (KID_PR + "test_coverage_includes_the_ball_boundary",)),
     M("kid_biased", "metrics/kid.py", "within_x = (kxx.sum() - kxx.diagonal().sum()) / (m * (m - 1))",
       "within_x = kxx.sum() / (m * m)", (KID_PR + "test_mmd2_matches_direct_pairwise_sums",)),
     M("pr_radius_off_by_one", "metrics/pr.py", ".kthvalue(k + 1, dim=1)", ".kthvalue(k, dim=1)",

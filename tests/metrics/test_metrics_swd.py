@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from ganforge.metrics import compute_metric
+from ganforge.metrics.features import position_rng
 from ganforge.metrics.swd import _blur, laplacian_pyramid, num_levels, sliced_wasserstein
 
 
@@ -72,7 +73,7 @@ def test_laplacian_pyramid_reconstructs_the_image():
     up = torch.zeros_like(image)
     up[:, :, ::2, ::2] = bands[1]
     torch.testing.assert_close(bands[0] + _blur(up, gain=4.0), image)
-    assert num_levels(8) == 1 and num_levels(16) == 1 and num_levels(64) == 3
+    assert num_levels(8) == 1 and num_levels(16) == 1 and num_levels(64) == 3 and num_levels(1024) == 7
 
 
 def _folder(path, images):
@@ -96,3 +97,36 @@ def test_swd_is_zero_for_identical_sets_and_grows_with_noise(tmp_path):
         results.append(r["results"]["swd16k_avg"])
     assert results[0] == pytest.approx(0, abs=1e-6)
     assert results[0] < results[1] < results[2]
+
+
+def _swd_reference(sets: list[np.ndarray], seed: int) -> float:
+    """ProGAN App. D for 16 px images (one pyramid level, the image itself): 128 7x7 neighbourhoods per image at the
+    corners ganforge draws for (seed, image position), as float16 vectors in (channel, row, column) order; each set
+    normalised per colour channel by its own mean and standard deviation (n - 1); then the mean over 4 x 512 random
+    unit directions of the 1-D Wasserstein-1 distance between the sorted projections, x 1e3."""
+    normalised = []
+    for images in sets:  # uint8 [N, 16, 16, C]
+        pixels = images.astype(np.float32) / np.float32(127.5) - np.float32(1)  # ganforge's uint8 -> [-1, 1]
+        patches = []
+        for position, image in enumerate(pixels):
+            corners = torch.randint(16 - 7 + 1, (128, 2), generator=position_rng(seed, "swd0", position))
+            patches += [image[y : y + 7, x : x + 7].transpose(2, 0, 1) for y, x in corners.tolist()]
+        d = np.array(patches).astype(np.float16).astype(np.float64)  # [N * 128, C, 7, 7]
+        d = (d - d.mean(axis=(0, 2, 3), keepdims=True)) / d.std(axis=(0, 2, 3), ddof=1, keepdims=True)
+        normalised.append(d.reshape(len(d), -1))
+    directions = torch.randn(4 * 512, normalised[0].shape[1], generator=torch.Generator().manual_seed(seed))
+    directions = directions.double().numpy()
+    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+    projected = [np.sort(d @ directions.T, axis=0) for d in normalised]  # [N * 128, directions], sorted per column
+    return float(np.abs(projected[0] - projected[1]).mean() * 1e3)
+
+
+def test_swd_of_one_level_equals_the_progan_reference(tmp_path):
+    rng = np.random.default_rng(3)
+    real = [rng.integers(0, 256, (16, 16, 3)).astype(np.uint8) for _ in range(3)]
+    fake = [np.clip(r.astype(int) // 2 + rng.integers(0, 60, r.shape), 0, 255).astype(np.uint8) for r in real]
+    result = compute_metric("swd16k", real=_folder(tmp_path / "real", real), fake=_folder(tmp_path / "fake", fake),
+                            cache_dir=tmp_path / "cache", progress=False, seed=5)["results"]  # fmt: skip
+    expected = _swd_reference([np.array(real), np.array(fake)], seed=5)
+    assert result["swd16k_16"] == pytest.approx(expected, rel=1e-4)
+    assert result["swd16k_avg"] == result["swd16k_16"]

@@ -21,7 +21,8 @@ from ganforge.train.state import build
 
 GAMMA = 0.5
 PL_WEIGHT, PL_DECAY = 2.0, 0.01  # StyleGAN2 App. B: path-length weight 2, running mean decay 0.01
-BATCH = 8
+BATCH, CLASSES = 8, 2
+LABELS = torch.eye(CLASSES)[torch.arange(BATCH) % CLASSES]
 
 
 @pytest.fixture(scope="module")
@@ -30,10 +31,12 @@ def data(tmp_path_factory):
 
 
 def _setup(data, tmp_path, **extra):
-    """Narrow networks (4-8 channels, w_dim 8) so that finite differences over every w coordinate stay cheap."""
+    """Narrow networks (4-8 channels, w_dim 8) so that finite differences over every w coordinate stay cheap, and
+    conditional on 2 classes, so that the labels' way through every phase is checked too."""
     cfg = configure(tiny_options(data, tmp_path, kimg=0.008, tick=0.008, gamma=GAMMA, **extra))
     cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, z_dim=8, w_dim=8, channel_base=32,
-                                                             channel_max=8))  # fmt: skip
+                                                             channel_max=8),
+                              data=dataclasses.replace(cfg.data, cond=True, label_dim=CLASSES))  # fmt: skip
     assert cfg.loss.pl_weight == PL_WEIGHT and cfg.loss.pl_decay == PL_DECAY
     t, phases, _ = build(cfg, torch.device("cpu"))
     images = torch.rand([BATCH, 1, 8, 8], generator=torch.Generator().manual_seed(5)) * 2 - 1
@@ -44,7 +47,8 @@ def _step(cfg, t, phases, images, name: str):
     """Run phase `name` once; -> (its stats, {parameter name: gradient}, the micro-batch, G and D before the step)."""
     index = [p.name for p in phases].index(name)
     phase = phases[index]
-    (mb,) = micro_batches(cfg, index, 0, images, torch.zeros([BATCH, 0]), t.G.num_ws)
+    (mb,) = micro_batches(cfg, index, 0, images, LABELS, t.G.num_ws)
+    assert torch.equal(mb.c, LABELS)
     before = copy.deepcopy(t.G), copy.deepcopy(t.D)
     stats = run_phase(t, phase, index, 0, [mb])
     names = [n for n, _ in phase.module.named_parameters()]
@@ -136,6 +140,7 @@ def test_g_reg_path_length_matches_finite_differences_and_pl_mean_is_its_ema(dat
     n = BATCH // 2  # path length runs on half the micro-batch (pl_batch_shrink)
     assert probe.shape == (n, 1, 8, 8)
     assert 0.1 < probe.std().item() < 0.15  # y ~ N(0, I) / sqrt(H * W) = N(0, 1/64)
+    assert all(not torch.equal(probe[0], other) for other in probe[1:])  # one probe per image
     ws = _mixed_ws(G, mb, n).detach()
     expected = _finite_difference_lengths(G, ws, probe)
     torch.testing.assert_close(stats["PL/length"], expected, rtol=2e-3, atol=0)
