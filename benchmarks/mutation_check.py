@@ -6,7 +6,7 @@ mutant is killed when its tests fail. Before the mutants, the same tests run onc
 so a kill means the mutation, not a broken test. Prints mutant -> killed/survived with the seconds each took; exits 1
 unless every mutant is killed.
 
-    .venv/bin/python benchmarks/mutation_check.py              # all of them (about 10 minutes on 2 cores)
+    .venv/bin/python benchmarks/mutation_check.py              # all of them (about 4 minutes on 2 quiet cores)
     .venv/bin/python benchmarks/mutation_check.py --only pl_no_sqrt --only r1_negated
     .venv/bin/python benchmarks/mutation_check.py --list
 """
