@@ -1,4 +1,4 @@
-"""Fixtures shared by every test folder."""
+"""Suite-wide test plumbing: the `cuda` marker's skip rule and the two-rank gloo launcher."""
 
 import os
 import socket
@@ -6,19 +6,31 @@ import subprocess
 import sys
 
 import pytest
+import torch
+
+NO_GPU_REASON = "needs a CUDA GPU; run `pytest -m cuda` on a machine with one"
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago (for a process group's rendezvous)."""
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `cuda` are skipped, with the reason, where torch sees no CUDA device."""
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason=NO_GPU_REASON)
+    for item in items:
+        if "cuda" in item.keywords:
+            item.add_marker(skip)
+
+
+def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
 
 
-def _run_two_ranks(script: str, *args: str, timeout: float = 120) -> list[str]:
-    """Run the Python source `script` as ranks 0 and 1 of a gloo group on this machine (the environment torchrun
-    would give them); both must exit 0. Returns their combined stdout and stderr, rank 0 first."""
-    env = dict(os.environ, WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
+def _run_ranks(script: str, *args: str, world_size: int = 2, timeout: float = 120) -> list[str]:
+    """Run `script` (Python source) as ranks 0..world_size-1 of a gloo group on this machine, the way torchrun sets
+    them up (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR/PORT); every rank must exit 0. -> their outputs, by rank."""
+    env = dict(os.environ, WORLD_SIZE=str(world_size), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()))
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", script, *args],
@@ -27,15 +39,20 @@ def _run_two_ranks(script: str, *args: str, timeout: float = 120) -> list[str]:
             stderr=subprocess.STDOUT,
             text=True,
         )
-        for r in range(2)
+        for r in range(world_size)
     ]
-    outputs = [p.communicate(timeout=timeout)[0] for p in procs]
-    for proc, out in zip(procs, outputs, strict=True):
-        assert proc.returncode == 0, f"exit {proc.returncode}:\n{out}"
+    try:
+        outputs = [p.communicate(timeout=timeout)[0] for p in procs]
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+    for rank, (proc, out) in enumerate(zip(procs, outputs, strict=True)):
+        assert proc.returncode == 0, f"rank {rank} exited {proc.returncode}:\n{out}"
     return outputs
 
 
 @pytest.fixture
-def run_two_ranks():
-    """`run_two_ranks(script, *args) -> [output of rank 0, output of rank 1]`; see `_run_two_ranks`."""
-    return _run_two_ranks
+def run_ranks():
+    """`run_ranks(script, *args, world_size=2)`: the outputs of `script` run as the ranks of one gloo group."""
+    return _run_ranks

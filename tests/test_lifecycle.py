@@ -26,8 +26,8 @@ _LEAVE_GROUP = textwrap.dedent(
 )
 
 
-def test_shutdown_stops_every_gloo_thread(run_two_ranks):
+def test_shutdown_stops_every_gloo_thread(run_ranks):
     """Threads of a process group that outlive shutdown are torn down during interpreter exit, where gloo now and
     then aborts the process ("terminate called without an active exception") after all work succeeded."""
-    for rank, out in enumerate(run_two_ranks(_LEAVE_GROUP)):
+    for rank, out in enumerate(run_ranks(_LEAVE_GROUP)):
         assert f"rank {rank} gloo threads after shutdown: []" in out, out

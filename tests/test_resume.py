@@ -1,8 +1,14 @@
-"""Exact resume, end to end through the CLI (issue 5, tests a-c and the changed-config refusal).
+"""Exact resume, end to end through the CLI, and the refusal of a changed configuration.
 
 A tiny preset on a tiny generated dataset: a run that was never interrupted and one killed with SIGKILL at a random
 moment after its first checkpoint, then resumed by running the same command, end with bitwise-identical G, D, G_ema
-and optimiser states, in one process and in two gloo processes under torchrun.
+and optimiser states, in one process and in two gloo processes under torchrun. All on the CPU, where every kernel is
+deterministic.
+
+The run is 17 steps of 8 images with one checkpoint in between, before step 13 (104 images), so every resumed stretch
+holds an R1 step (every 16 steps: 0 and 16), path-length steps (every 4: 16), an ADA adjustment from accumulators
+the checkpoint left half-filled (after steps 3, 7, 11 and 15), and augmentation at p > 0: with --ada-kimg 0.1 each
+adjustment moves p by 0.32, and --target 0.2 lies below what D reaches on these reals by step 11.
 """
 
 import contextlib
@@ -24,9 +30,10 @@ import torch
 from ganforge import checkpoint
 from ganforge.data.build import BuildOptions, build
 
-KIMG = 0.096  # 12 steps of 8 images, with path length on steps 0, 4, 8; a checkpoint every 4 steps
-TRAIN_ARGS = ["--cfg", "tiny", "--batch", "8", "--batch-gpu", "4", "--kimg", str(KIMG), "--tick", "0.032",
-              "--snap", "1", "--seed", "3", "--workers", "0"]  # fmt: skip
+KIMG, MIDDLE = 0.136, 104  # 17 steps of 8 images; the checkpoint in between, at 104 images
+TRAIN_ARGS = ["--cfg", "tiny", "--batch", "8", "--batch-gpu", "4", "--kimg", str(KIMG), "--tick", "0.104",
+              "--snap", "1", "--seed", "3", "--workers", "0", "--device", "cpu", "--ada-kimg", "0.1",
+              "--target", "0.2"]  # fmt: skip
 COMPARED = ("G", "D", "G_ema", "opt_G", "opt_D", "scaler_G", "scaler_D", "augment", "loop", "sampler")
 TIMEOUT = 120
 
@@ -115,10 +122,14 @@ def _wait_for_checkpoint(proc: subprocess.Popen, outdir: Path) -> Path:
     return _checkpoints(outdir)[-1]
 
 
-def _final_state(outdir: Path) -> dict:
+def _run_dir(outdir: Path) -> Path:
     runs = [p for p in outdir.iterdir() if p.is_dir()]
     assert len(runs) == 1, f"rerunning the same command must continue the same run, found {runs}"
-    state = checkpoint.load_latest(runs[0] / "checkpoints")
+    return runs[0]
+
+
+def _final_state(outdir: Path) -> dict:
+    state = checkpoint.load_latest(_run_dir(outdir) / "checkpoints")
     assert state is not None and state["loop"]["cur_nimg"] == round(KIMG * 1000), state and state["loop"]
     return state
 
@@ -160,6 +171,9 @@ def reference_run(data, tmp_path_factory) -> tuple[Path, dict, float]:
     """The uninterrupted single-process run: its OUTDIR, final state and kill window."""
     outdir = tmp_path_factory.mktemp("reference")
     window = _timed_run(_command(data, outdir), outdir)
+    middle = checkpoint.load(_run_dir(outdir) / "checkpoints" / f"ckpt-{MIDDLE:09d}")
+    # What a resume from the middle checkpoint must carry on: augmentation at p > 0 and ADA's accumulators mid-way.
+    assert middle["augment"]["pipe"]["p"].item() > 0.1 and middle["augment"]["ada"]["updates"] == 1, middle["augment"]
     return outdir, _final_state(outdir), window
 
 
@@ -175,12 +189,12 @@ def test_two_identical_runs_give_identical_tensors(data, reference, tmp_path):
 
 def _kill_at(command: list[str], outdir: Path, delay: float) -> bool:
     """Start `command`, SIGKILL it (workers included) `delay` seconds after its first checkpoint; False if it
-    finished first."""
+    finished first, or wrote its final checkpoint (a rerun would then have nothing left to do)."""
     proc = _start(command)
     try:
         _wait_for_checkpoint(proc, outdir)
         time.sleep(delay)
-        finished = proc.poll() is not None
+        finished = proc.poll() is not None or _checkpoints(outdir)[-1].name == f"ckpt-{round(KIMG * 1000):09d}"
     finally:
         workers = _descendants(proc.pid)
         _kill_all(proc)
@@ -201,7 +215,7 @@ def _kill_and_resume(data: Path, outdir: Path, nproc: int, window: float) -> dic
         shutil.rmtree(outdir)
         assert _kill_at(command, outdir, 0.0), "the run finished before it could be killed"
     output = _run(command)
-    assert "resuming" in output and "at 0 kimg" not in output, output[-4000:]
+    assert f"at {MIDDLE / 1000:g} kimg" in output and "resuming" in output, output[-4000:]
     return _final_state(outdir)
 
 
@@ -216,23 +230,27 @@ def test_sigkill_then_rerun_equals_uninterrupted_two_processes(data, tmp_path):
     _assert_identical(_final_state(tmp_path / "uninterrupted"), killed)
 
 
-def test_sigterm_saves_a_checkpoint_and_exits_143(data, tmp_path):
-    proc = _start(_command(data, tmp_path))
+@pytest.mark.parametrize("signum, status", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_saves_a_checkpoint_and_exits_128_plus_its_number(data, tmp_path, signum, status):
+    kimg = 0.4  # longer than the wait for the first checkpoint plus the signal can take
+    proc = _start(_command(data, tmp_path, extra=("--kimg", str(kimg))))
     try:
         _wait_for_checkpoint(proc, tmp_path)
         signalled = time.time()
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(signum)
         output = proc.communicate(timeout=TIMEOUT)[0]
     finally:
         _kill_all(proc)
-    assert proc.returncode == 143, output[-4000:]
+    assert proc.returncode == status, output[-4000:]
     assert "Traceback" not in output
     newest = _checkpoints(tmp_path)[-1]
-    assert (newest / "manifest.json").stat().st_mtime >= signalled - 0.5, "no checkpoint was written on SIGTERM"
-    assert checkpoint.load(newest)["loop"]["cur_nimg"] < round(KIMG * 1000)
+    written = (newest / "manifest.json").stat().st_mtime
+    assert written >= signalled - 0.5, f"no checkpoint was written on signal {signum}"
+    assert MIDDLE < checkpoint.load(newest)["loop"]["cur_nimg"] < round(kimg * 1000)
 
 
-# `ganforge train` with a disk that fills up after two checkpoints (each is 4 writes: 3 files and the pointer).
+# `ganforge train` with a disk that fills up after two checkpoints (each is 4 writes: 3 files and the pointer), so the
+# final one fails.
 _FULL_DISK = """
 import errno
 from ganforge.checkpoint import store
@@ -255,11 +273,11 @@ main(prog_name="ganforge")
 def test_full_disk_is_reported_and_rerun_continues_exactly(data, reference, tmp_path):
     command = _command(data, tmp_path)
     output = _run([sys.executable, "-c", _FULL_DISK, *command[3:]], expect=2)
-    assert "error: checkpoint" in output and "ckpt-000000064: writing failed" in output, output[-4000:]
+    assert "error: checkpoint" in output and "ckpt-000000136: writing failed" in output, output[-4000:]
     assert "No space left on device" in output and "Traceback" not in output
-    (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
-    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["ckpt-000000000", "ckpt-000000032", "latest"]
-    assert checkpoint.load_latest(run / "checkpoints")["loop"]["cur_nimg"] == 32
+    run = _run_dir(tmp_path)
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["ckpt-000000000", "ckpt-000000104", "latest"]
+    assert checkpoint.load_latest(run / "checkpoints")["loop"]["cur_nimg"] == MIDDLE
     _run(command)
     _assert_identical(reference, _final_state(tmp_path))
 
@@ -270,3 +288,18 @@ def test_changed_training_maths_is_refused_listing_fields(data, reference_run):
     assert "Traceback" not in output
     assert "loss.gamma" in output and "optim.g_lr" in output, output
     assert "--allow-config-change" in output
+
+
+def test_two_processes_continue_a_one_process_checkpoint(data, reference_run, tmp_path):
+    """--resume CHECKPOINT with another process count (and so another accumulation): the same maths up to float
+    rounding, so the end state is close to the uninterrupted one-process run's, though not bitwise."""
+    source = _run_dir(reference_run[0]) / "checkpoints" / f"ckpt-{MIDDLE:09d}"
+    output = _run(_command(data, tmp_path, nproc=2, extra=("--resume", str(source))))
+    assert f"from {source} at {MIDDLE / 1000:g} kimg" in output, output[-4000:]
+    assert _run_dir(tmp_path).name.endswith("-gpus2-batch8")
+    state, reference = _final_state(tmp_path), reference_run[1]
+    for net in ("G", "D", "G_ema"):
+        for name, value in reference[net].items():
+            if not name.endswith("w_avg"):  # averaged over ranks per step vs. updated per micro-batch
+                torch.testing.assert_close(state[net][name], value, rtol=1e-3, atol=1e-5, msg=f"{net}.{name}")
+    assert state["augment"]["pipe"]["p"] == pytest.approx(reference["augment"]["pipe"]["p"].item())

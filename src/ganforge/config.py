@@ -137,6 +137,7 @@ class AugmentConfig:
 
     mode: str = "ada"
     target: float = 0.6
+    ada_kimg: float = 500.0  # p can go from 0 to 1 in this many kimg (the paper's adjustment speed, Sec. 2.4)
 
 
 @dataclass(frozen=True)
@@ -356,7 +357,8 @@ def resolve(options: dict, dataset, world_size: int, device_type: str, problems:
                                 ema_rampup=preset.ema_rampup, **_subset(given, "seed")),
         precision=PrecisionConfig(compile=flag("compile"), channels_last=flag("channels_last"),
                                   deterministic=flag("deterministic"), **_subset(given, "precision", "device")),
-        augment=AugmentConfig(**_subset(given, "target"), **({"mode": given["aug"]} if "aug" in given else {})),
+        augment=AugmentConfig(**_subset(given, "target", "ada_kimg"),
+                              **({"mode": given["aug"]} if "aug" in given else {})),
         run=RunConfig(outdir=str(options["outdir"]), allow_config_change=flag("allow_config_change"),
                       metrics=tuple(m for m in (options.get("metrics") or "").split(",") if m),
                       **_subset(given, "resume", "keep_last", "keep_every", "keep_max_age")),

@@ -29,8 +29,8 @@ _WORKER = textwrap.dedent(
 )
 
 
-def test_only_rank0_writes_and_a_failure_reaches_every_rank(tmp_path, run_two_ranks):
-    for rank, out in enumerate(run_two_ranks(_WORKER, str(tmp_path))):
+def test_only_rank0_writes_and_a_failure_reaches_every_rank(tmp_path, run_ranks):
+    for rank, out in enumerate(run_ranks(_WORKER, str(tmp_path))):
         assert f"rank {rank} raised: checkpoint {tmp_path}/ckpt-000002000: writing failed" in out, out
         assert f"rank {rank} loaded the state of rank 0" in out, out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt-000001000", "latest"]
@@ -54,6 +54,6 @@ _PREEMPT_WORKER = textwrap.dedent(
 )
 
 
-def test_a_signal_on_one_rank_stops_every_rank_with_the_same_status(run_two_ranks):
-    for rank, out in enumerate(run_two_ranks(_PREEMPT_WORKER)):
+def test_a_signal_on_one_rank_stops_every_rank_with_the_same_status(run_ranks):
+    for rank, out in enumerate(run_ranks(_PREEMPT_WORKER)):
         assert f"rank {rank} requested=True exit_code=143" in out, out

@@ -23,6 +23,37 @@ def test_exif_orientation_is_applied():
     assert array.shape == (16, 8, 3)  # stored 16 wide x 8 high, displayed rotated
 
 
+@pytest.mark.parametrize(
+    "orientation, display",
+    [(2, np.fliplr), (3, lambda a: np.rot90(a, 2)), (6, lambda a: np.rot90(a, -1)), (8, lambda a: np.rot90(a, 1))],
+)
+def test_exif_orientation_turns_the_way_the_tag_says(orientation, display):
+    """EXIF 274: 2 mirrored, 3 upside down, 6 shown after a quarter turn clockwise, 8 counter-clockwise (lossless PNG,
+    so the pixels must match exactly)."""
+    stored = np.random.default_rng(orientation).integers(0, 256, (4, 8, 3), dtype=np.uint8)
+    exif = Image.Exif()
+    exif[0x0112] = orientation
+    array = load(encode_png_with_exif(stored, exif))
+    assert np.array_equal(array, display(stored))
+
+
+def encode_png_with_exif(pixels, exif) -> bytes:
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, format="PNG", exif=exif)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("cmyk", [(255, 0, 0, 0), (0, 128, 255, 64), (30, 60, 90, 120)])
+def test_cmyk_colours_convert_by_the_standard_formula(cmyk):
+    """R = 255 (1 - C)(1 - K), likewise G from M and B from Y, on a flat JPEG (within JPEG rounding)."""
+    buffer = io.BytesIO()
+    Image.new("CMYK", (8, 8), cmyk).save(buffer, format="JPEG", quality=100)
+    c, m, y, k = (v / 255 for v in cmyk)
+    expected = [255 * (1 - c) * (1 - k), 255 * (1 - m) * (1 - k), 255 * (1 - y) * (1 - k)]
+    array = load(buffer.getvalue())
+    assert np.abs(array.reshape(-1, 3) - expected).max() <= 2, (array[0, 0], expected)
+
+
 def test_rgba_is_composited_on_white():
     array = load(convertible_files()["rgba.png"])
     source = pixels(200).astype(np.float64)

@@ -41,11 +41,12 @@ def _folder(path, seed):
     return path
 
 
-def test_two_ranks_match_one_process(tmp_path, run_two_ranks):
+def test_two_ranks_match_one_process(tmp_path, run_ranks):
     real, fake = _folder(tmp_path / "real", 0), _folder(tmp_path / "fake", 1)
     # SWD needs no Inception network (too slow for this test on a CPU); the feature gathering is checked in _WORKER.
     names = "swd16k"
-    outputs = run_two_ranks(_WORKER, str(real), str(fake), names, str(tmp_path / "cache2"))
+    args = (str(real), str(fake), names, str(tmp_path / "cache2"))
+    outputs = run_ranks(_WORKER, *args)
     results = [json.loads(line.split(" ", 1)[1]) for out in outputs for line in out.splitlines() if "RESULT" in line]
     records = compute_metrics(names.split(","), real=real, fake=fake, num_gen=3, progress=False, cache_dir=tmp_path)
     assert len(results) == 2 and results[0] == results[1]

@@ -68,3 +68,10 @@ def test_streamed_float64_moments_equal_numpy():
     np.testing.assert_allclose(mean, x.astype(np.float64).mean(0), rtol=1e-10)
     np.testing.assert_allclose(cov, np.cov(x.astype(np.float64), rowvar=False), rtol=1e-9, atol=1e-12)
     assert torch.equal(stats.all, torch.from_numpy(x))
+
+
+def test_float32_statistics_are_compared_in_float64():
+    rng = np.random.default_rng(5)
+    single = [x.astype(np.float32) for x in (*_random_stats(rng, 32, 128), *_random_stats(rng, 32, 128))]
+    expected = frechet_distance(*(x.astype(np.float64) for x in single))
+    assert frechet_distance(*single) == pytest.approx(expected, rel=1e-12)

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from ganforge.metrics.kid import kernel_inception_distance, mmd2_unbiased
-from ganforge.metrics.pr import knn_radii, precision_recall
+from ganforge.metrics.pr import coverage, knn_radii, precision_recall
 
 
 def _direct_mmd2(x, y):
@@ -62,3 +62,19 @@ def test_precision_recall_on_constructed_sets():
     assert precision_recall(real, fake, k=3) == (0.5, 0.8)
     assert precision_recall(real, real, k=3) == (1.0, 1.0)
     assert precision_recall(real, real + 100, k=3) == (0.0, 0.0)
+
+
+def test_coverage_includes_the_ball_boundary():
+    """Kynkaanniemi et al. 2019, Eq. 1: a sample counts when its distance to a centre is <= that centre's radius."""
+    assert coverage(_line([3.0, 3.5]), _line([0.0]), torch.tensor([3.0])) == 0.5
+
+
+def test_kid_subsets_are_seeded_random_and_no_larger_than_either_set():
+    gen = torch.Generator().manual_seed(3)
+    real, fake = torch.randn(40, 4, generator=gen), torch.randn(40, 4, generator=gen) + 0.3
+    (full, _), subsets = kernel_inception_distance(real, fake, 1, 40), kernel_inception_distance(real, fake, 5, 10, 1)
+    assert subsets == kernel_inception_distance(real, fake, 5, 10, seed=1)  # the seed fixes the subsets
+    assert subsets != kernel_inception_distance(real, fake, 5, 10, seed=2)
+    assert subsets[1] > 0 and subsets[0] != pytest.approx(full, rel=1e-6)
+    few = real[:5]  # subsets are capped by the smaller set
+    assert kernel_inception_distance(few, fake, 3, 10, seed=4) == kernel_inception_distance(few, fake, 3, 5, seed=4)

@@ -1,34 +1,10 @@
 """Reference tests for the numerical building blocks: FIR resampling and modulated convolution."""
 
-import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F
+from nets_reference import apply_reference, modconv_reference
 
 from ganforge.nets.layers import downsample2d, fir_kernel, modulated_conv2d, normalize_2nd_moment, upsample2d
-
-
-def upfirdn_reference(x: np.ndarray, up: int, down: int, pad: tuple[int, int], gain: float) -> np.ndarray:
-    """Textbook FIR resampling of one 2D image: zero insertion, padding, explicit 2D convolution, decimation."""
-    taps = np.array([1.0, 3.0, 3.0, 1.0])
-    f = np.outer(taps, taps) / np.outer(taps, taps).sum() * gain
-    z = np.zeros((x.shape[0] * up, x.shape[1] * up))
-    z[::up, ::up] = x
-    z = np.pad(z, (pad, pad))
-    k = f.shape[0]
-    out = np.zeros((z.shape[0] - k + 1, z.shape[1] - k + 1))
-    for i in range(out.shape[0]):
-        for j in range(out.shape[1]):
-            for a in range(k):
-                for b in range(k):
-                    out[i, j] += z[i + a, j + b] * f[k - 1 - a, k - 1 - b]  # convolution: flipped filter
-    return out[::down, ::down]
-
-
-def apply_reference(x: torch.Tensor, **kwargs) -> torch.Tensor:
-    """upfirdn_reference over every [N, C] image of a tensor."""
-    out = [[upfirdn_reference(img.numpy(), **kwargs) for img in sample] for sample in x.double()]
-    return torch.tensor(np.array(out))
 
 
 def test_fir_kernel_is_normalized_separable_1331():
@@ -58,26 +34,6 @@ def test_fir_resampling_keeps_a_constant_image_constant_away_from_borders():
     x = torch.full((1, 1, 8, 8), 3.0)
     assert torch.allclose(upsample2d(x, fir_kernel())[..., 2:-2, 2:-2], torch.tensor(3.0))
     assert torch.allclose(downsample2d(x, fir_kernel())[..., 1:-1, 1:-1], torch.tensor(3.0))
-
-
-def modconv_reference(x, weight, styles, demodulate, up):
-    """Per-sample loop with plain convolutions and a hand-built transposed convolution."""
-    out = []
-    k = weight.shape[-1]
-    for i in range(x.shape[0]):
-        w = weight * styles[i].reshape(1, -1, 1, 1)  # StyleGAN2 Eq. 1
-        if demodulate:
-            w = w / (w.square().sum(dim=[1, 2, 3], keepdim=True) + 1e-8).sqrt()  # Eq. 3
-        xi = x[i : i + 1]
-        if up:
-            z = torch.zeros(1, xi.shape[1], 2 * xi.shape[2] - 1, 2 * xi.shape[3] - 1, dtype=x.dtype)
-            z[..., ::2, ::2] = xi  # zero insertion, then full convolution == transposed conv with stride 2
-            y = F.conv2d(F.pad(z, [k - 1] * 4), w.flip(-1, -2))
-            y = apply_reference(y, up=1, down=1, pad=(1, 1), gain=4.0)
-        else:
-            y = F.conv2d(xi, w, padding=k // 2)
-        out.append(y)
-    return torch.cat(out)
 
 
 @pytest.mark.parametrize("fused", [False, True])

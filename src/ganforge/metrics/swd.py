@@ -35,7 +35,7 @@ def laplacian_pyramid(images: torch.Tensor, levels: int) -> list[torch.Tensor]:
         smaller = _blur(current)[:, :, ::2, ::2]
         up = torch.zeros_like(current)
         up[:, :, ::2, ::2] = smaller
-        bands.append(current - _blur(up, gain=16.0))  # zero insertion leaves 1/4 of the energy: gain 4 per axis
+        bands.append(current - _blur(up, gain=4.0))  # zero insertion keeps 1 sample in 4: gain 2 per axis
         current = smaller
     bands.append(current)
     return bands

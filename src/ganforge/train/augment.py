@@ -104,7 +104,9 @@ class AdaptiveAugment:
     (global) real images that step used. Every `interval` updates, p moves by
     sign(r_t - target) * images_since_last_adjustment / (speed_kimg * 1000), clamped to [0, 1]: with a fixed batch B,
     that is the paper's step of B * interval / (speed_kimg * 1000), so p can go from 0 to 1 in `speed_kimg` kimg.
-    With several processes, r_t is averaged over all ranks (every rank must call `update` alike).
+    With several processes, r_t is averaged over all ranks: `update` sums the step's signs over ranks (collective, so
+    every rank calls it alike), which also makes the state between steps the same on every rank, as a checkpoint
+    written by rank 0 must be.
     """
 
     def __init__(self, target: float = 0.6, speed_kimg: float = 500, interval: int = 4):
@@ -118,8 +120,10 @@ class AdaptiveAugment:
         if problems:
             raise UserError(*problems)
         self.target, self.speed_kimg, self.interval = float(target), float(speed_kimg), interval
-        self._sign_sum = torch.zeros(())  # sum of sign(D(real)) since the last adjustment, on the logits' device
-        self._count = 0  # number of logits in _sign_sum
+        self._step_signs = torch.zeros(())  # this rank's sum of sign(D(real)) since the last update(), on its device
+        self._step_count = 0  # number of logits in _step_signs
+        self._sign_sum = torch.zeros(())  # all ranks' sum of sign(D(real)) since the last adjustment
+        self._count = torch.zeros(())  # number of logits in _sign_sum
         self._updates = 0  # update() calls since the last adjustment
         self._nimg = 0  # images since the last adjustment
         self._rt = torch.tensor(float("nan"))  # r_t at the last adjustment
@@ -127,34 +131,38 @@ class AdaptiveAugment:
     def accumulate(self, real_logits: torch.Tensor) -> None:
         """Add sign(D(x)) of one batch of reals to the running r_t estimate (no host sync)."""
         logits = real_logits.detach().float()
-        self._sign_sum = self._sign_sum.to(logits.device) + logits.sign().sum()
-        self._count += logits.numel()
+        self._step_signs = self._step_signs.to(logits.device) + logits.sign().sum()
+        self._step_count += logits.numel()
 
     def update(self, pipe: AugmentPipe, num_images: int) -> None:
         """Count one D step of `num_images` images; every `interval` steps, move `pipe.p` towards the target."""
+        step_totals = torch.stack([self._step_signs, self._step_signs.new_tensor(float(self._step_count))])
+        dist.all_reduce_sum_(step_totals)
+        self._sign_sum = self._sign_sum.to(step_totals.device) + step_totals[0]
+        self._count = self._count.to(step_totals.device) + step_totals[1]
+        self._step_signs, self._step_count = torch.zeros_like(self._step_signs), 0
         self._updates += 1
         self._nimg += num_images
         if self._updates < self.interval:
             return
-        if self._count > 0:  # nothing measured, nothing to adjust on
-            totals = torch.stack([self._sign_sum, self._sign_sum.new_tensor(float(self._count))])
-            dist.all_reduce_sum_(totals)
-            rt = totals[0] / totals[1]
-            step = torch.sign(rt - self.target) * (self._nimg / (self.speed_kimg * 1000))
-            pipe.p.copy_((pipe.p + step.to(pipe.p.device)).clamp(0, 1))
-            self._rt = rt
-        self._sign_sum = torch.zeros_like(self._sign_sum)
-        self._count, self._updates, self._nimg = 0, 0, 0
+        measured = self._count > 0  # nothing measured, nothing to adjust on (a tensor: no host sync)
+        rt = self._sign_sum / self._count.clamp(min=1)
+        step = torch.sign(rt - self.target) * (self._nimg / (self.speed_kimg * 1000)) * measured
+        pipe.p.copy_((pipe.p + step.to(pipe.p.device)).clamp(0, 1))
+        self._rt = torch.where(measured, rt, self._rt.to(rt.device))
+        self._sign_sum, self._count = torch.zeros_like(self._sign_sum), torch.zeros_like(self._count)
+        self._updates, self._nimg = 0, 0
 
     def stats(self, pipe: AugmentPipe) -> dict[str, float]:
         """{"p": current probability, "rt": r_t at the last adjustment (nan before the first)} for the logs."""
         return {"p": float(pipe.p), "rt": float(self._rt)}
 
     def state_dict(self) -> dict:
-        """Plain ints and CPU tensors (no pickle); with the pipe's state_dict, enough to resume bitwise."""
+        """Plain ints and CPU tensors (no pickle); with the pipe's state_dict, enough to resume bitwise. Taken between
+        update() calls, as the training loop does, it is the whole run's state, the same on every rank."""
         return {
             "sign_sum": self._sign_sum.detach().cpu().clone(),
-            "count": self._count,
+            "count": self._count.detach().cpu().clone(),
             "updates": self._updates,
             "nimg": self._nimg,
             "rt": self._rt.detach().cpu().clone(),
@@ -162,5 +170,6 @@ class AdaptiveAugment:
 
     def load_state_dict(self, state: dict) -> None:
         self._sign_sum = state["sign_sum"].clone().float()
-        self._count, self._updates, self._nimg = int(state["count"]), int(state["updates"]), int(state["nimg"])
+        self._count = torch.as_tensor(state["count"], dtype=torch.float32).clone()
+        self._updates, self._nimg = int(state["updates"]), int(state["nimg"])
         self._rt = state["rt"].clone().float()

@@ -35,6 +35,8 @@ TRAIN_OPTIONS = [
     _option("Augmentation", "--aug", type=click.Choice(AUGMENTS), default="ada", help="Adaptive augmentation or none."),
     _option("Augmentation", "--target", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.6,
             help="ADA target for E[sign(D(real))]."),
+    _option("Augmentation", "--ada-kimg", type=click.FloatRange(min=0, min_open=True), default=500,
+            help="ADA speed: p can go from 0 to 1 in this many kimg."),
     _option("Precision and speed", "--precision", type=click.Choice(PRECISIONS), default="fp32",
             help="fp16 needs CUDA; bf16 is the simple fast choice on recent GPUs."),
     _option("Precision and speed", "--fp16-res", type=click.IntRange(min=0), default=0,

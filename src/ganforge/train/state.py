@@ -38,7 +38,8 @@ def build(cfg: Config, device: torch.device) -> tuple[Trainer, list[Phase], Gene
     if cfg.augment.mode == "ada":
         from ganforge.train.augment import AdaptiveAugment, AugmentPipe
 
-        augment, ada = AugmentPipe("bgc").to(device), AdaptiveAugment(target=cfg.augment.target)
+        augment = AugmentPipe("bgc").to(device)
+        ada = AdaptiveAugment(target=cfg.augment.target, speed_kimg=cfg.augment.ada_kimg)
     precision = Precision(cfg.precision.precision, device, cfg.model.num_fp16_res)
     # Only the main phases' forwards are compiled: the regularisers' double backward stays eager (issue 4, Sec. 3).
     synthesis_main, D_main = G.synthesis, D
@@ -84,7 +85,7 @@ def restore(state: dict, t: Trainer, phases: list[Phase], G_ema: Generator) -> d
         ) from None
     for net in ("G", "D"):
         phase = _first(phases, net)
-        phase.opt.load_state_dict(state[f"opt_{net}"])
+        _load_optimizer(phase.opt, state[f"opt_{net}"])
         if state[f"scaler_{net}"]:
             phase.scaler.load_state_dict(state[f"scaler_{net}"])
     if t.ada is not None and state["augment"]:
@@ -95,6 +96,15 @@ def restore(state: dict, t: Trainer, phases: list[Phase], G_ema: Generator) -> d
     t.nonfinite_in_a_row = int(loop.pop("nonfinite_in_a_row"))
     checkpoint.restore_rng(state["rng"])
     return loop
+
+
+def _load_optimizer(opt: torch.optim.Optimizer, saved: dict) -> None:
+    """Adam's moments and step counts from the checkpoint; its lr, betas and eps from this run's configuration, which
+    differ from the checkpoint's only under --allow-config-change (a saved state_dict carries them too)."""
+    configured = [{key: group[key] for key in ("lr", "betas", "eps")} for group in opt.param_groups]
+    opt.load_state_dict(saved)
+    for group, settings in zip(opt.param_groups, configured, strict=True):
+        group.update(settings)
 
 
 def check_config(state: dict, cfg: Config, source: Path) -> list[str]:

@@ -1,0 +1,269 @@
+"""Mutation check: small semantic breakages of ganforge, each paired with the tests that must catch it.
+
+Every mutant is applied to a fresh temporary copy of src/ and tests/ (never to this working tree), and its tests run
+there with PYTHONPATH pointing at the copy's src (checked: the copy, not the editable install, is what imports). A
+mutant is killed when its tests fail. Before the mutants, the same tests run once on an unmutated copy and must pass,
+so a kill means the mutation, not a broken test. Prints mutant -> killed/survived with the seconds each took; exits 1
+unless every mutant is killed.
+
+    .venv/bin/python benchmarks/mutation_check.py              # all of them (about 4 minutes on 2 quiet cores)
+    .venv/bin/python benchmarks/mutation_check.py --only pl_no_sqrt --only r1_negated
+    .venv/bin/python benchmarks/mutation_check.py --list
+"""
+
+import argparse
+import dataclasses
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TIMEOUT_S = 900
+
+
+@dataclasses.dataclass(frozen=True)
+class Mutant:
+    name: str
+    path: str  # file under src/ganforge
+    old: str  # text that must occur exactly once in the file
+    new: str
+    tests: tuple[str, ...]  # pytest node ids, relative to the repository root
+
+
+REFERENCE = "tests/train/test_train_reference.py::"
+SCHEDULE = "tests/train/test_train_schedule.py::"
+METRICS_REFERENCE = "tests/metrics/test_metrics_reference.py::test_inception_inputs_are_fid_helper_pytorchs"
+SWD_REFERENCE = "tests/metrics/test_metrics_swd.py::test_laplacian_pyramid_matches_the_burt_adelson_reference"
+SWD_LEVEL = "tests/metrics/test_metrics_swd.py::test_swd_of_one_level_equals_the_progan_reference"
+PL = REFERENCE + "test_g_reg_path_length_matches_finite_differences_and_pl_mean_is_its_ema"
+LOOP_SCHEDULE = SCHEDULE + "test_loop_runs_r1_every_16_and_path_length_every_4_steps_and_ramps_the_ema_up"
+NETS = "tests/nets/test_nets_reference.py::"
+KID_PR = "tests/metrics/test_metrics_kid_pr.py::"
+IMAGES = "tests/data/test_data_images.py::"
+KID_SUBSETS = KID_PR + "test_kid_subsets_are_seeded_random_and_no_larger_than_either_set"
+M = Mutant
+
+MUTANTS = (
+    # Training phases: what each loss sees and how it is weighted.
+    M("d_never_sees_reals", "train/phases.py", "real_logits = t.discriminate(mb.real, mb.c)",
+      "real_logits = t.discriminate(img, mb.c)", (REFERENCE + "test_d_main_is_the_logistic_loss_on_reals_and_fakes",)),
+    M("g_loss_saturating", "train/loss.py", "return F.softplus(-fake_logits).flatten()",
+      "return -F.softplus(fake_logits).flatten()",
+      (REFERENCE + "test_g_main_is_the_nonsaturating_loss_of_d_on_fakes",)),
+    M("r1_negated", "train/phases.py", "penalty = L.r1_penalty(logits, real, t.cfg.loss.gamma)",
+      "penalty = -L.r1_penalty(logits, real, t.cfg.loss.gamma)",
+      (REFERENCE + "test_d_reg_is_r1_on_reals_weighted_by_its_interval",)),
+    M("pl_negated", "train/phases.py", "L.path_length_penalty(lengths, t.pl_mean) * t.cfg.loss.pl_weight",
+      "L.path_length_penalty(lengths, t.pl_mean) * -t.cfg.loss.pl_weight", (PL,)),
+    M("pl_no_sqrt", "train/loss.py", "return grads.square().sum(2).mean(1).sqrt()",
+      "return grads.square().sum(2).mean(1)", (PL,)),
+    M("pl_sum_over_ws", "train/loss.py", "return grads.square().sum(2).mean(1).sqrt()",
+      "return grads.square().sum(2).sum(1).sqrt()", (PL,)),
+    M("pl_probe_unscaled", "train/phases.py", "noise / (img.shape[2] * img.shape[3]) ** 0.5", "noise", (PL,)),
+    M("pl_one_probe_for_all_images", "train/phases.py", "derive_seed(cfg.schedule.seed, int(position), _PL_PROBE",
+      "derive_seed(cfg.schedule.seed, 0, _PL_PROBE", (PL,)),
+    M("g_main_ignores_labels", "train/phases.py", "logits = t.discriminate(img, mb.c)\n    loss = L.g_non",
+      "logits = t.discriminate(img, None)\n    loss = L.g_non",
+      (REFERENCE + "test_g_main_is_the_nonsaturating_loss_of_d_on_fakes",)),
+    M("pl_mean_one_minus_decay", "train/loss.py", "return pl_mean.lerp(mean_length, decay)",
+      "return pl_mean.lerp(mean_length, 1 - decay)", (PL,)),
+    M("bf16_autocast_off", "train/precision.py", '_AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}',
+      '_AUTOCAST = {"fp16": torch.float16}', (REFERENCE + "test_bf16_autocast_really_runs_the_phases_in_bfloat16",)),
+    M("mixing_cutoffs_not_uniform", "train/loss.py", "cut = 1 + (u_cut * (num_ws - 1)).long()",
+      "cut = 1 + (u_cut * (num_ws + 1)).long()",
+      (REFERENCE + "test_style_mixing_cutoffs_are_uniform_over_the_layers_with_probability_p",)),
+    # Lazy regularisation (StyleGAN2 Sec. 3.1, App. C).
+    M("lazy_every_step", "train/loop.py", "if step % phase.interval == 0:", "if True:",
+      (LOOP_SCHEDULE,)),
+    M("lazy_ratio_one", "train/phases.py", "ratio = lazy_ratio(interval) if reg_on else 1.0", "ratio = 1.0",
+      (SCHEDULE + "test_lazy_regularisation_corrects_adam_lr_and_betas",)),
+    M("lazy_ratio_formula", "config.py", "return interval / (interval + 1)", "return (interval - 1) / interval",
+      (SCHEDULE + "test_lazy_regularisation_corrects_adam_lr_and_betas",)),
+    # Presets and the EMA generator.
+    M("auto_gamma_without_batch", "config.py", "gamma=0.0002 * resolution**2 / batch,",
+      "gamma=0.0002 * resolution**2,", (SCHEDULE + "test_auto_preset_derives_the_ada_heuristic",)),
+    M("auto_ema_fixed", "config.py", "ema_kimg=batch * 10 / 32,", "ema_kimg=10,",
+      (SCHEDULE + "test_auto_preset_derives_the_ada_heuristic",)),
+    M("auto_no_rampup", "config.py", '"auto": Preset(None, None, None, None, None, None, 0.05, 2,',
+      '"auto": Preset(None, None, None, None, None, None, None, 2,',
+      (SCHEDULE + "test_auto_preset_derives_the_ada_heuristic",)),
+    M("ema_rampup_max", "train/ema.py", "ema_nimg = min(ema_nimg, cur_nimg * rampup)",
+      "ema_nimg = max(ema_nimg, cur_nimg * rampup)",
+      (SCHEDULE + "test_ema_beta_is_a_half_life_in_images_with_rampup",)),
+    M("ema_beta_swapped", "train/ema.py", "p_ema.copy_(p.detach().lerp(p_ema, beta))",
+      "p_ema.copy_(p_ema.lerp(p.detach(), beta))",
+      (SCHEDULE + "test_update_ema_interpolates_parameters_and_copies_buffers",)),
+    M("ema_rampup_one_step_late", "train/loop.py", "ema_beta(s.batch, cur_nimg, s.ema_kimg, s.ema_rampup)",
+      "ema_beta(s.batch, cur_nimg + s.batch, s.ema_kimg, s.ema_rampup)", (LOOP_SCHEDULE,)),
+    M("mirror_ignored", "train/loop.py", "dataset = open_dataset(cfg.data.path, mirror=cfg.data.mirror)",
+      "dataset = open_dataset(cfg.data.path)", (SCHEDULE + "test_mirror_trains_on_the_flipped_copies_too",)),
+    # Adaptive augmentation.
+    M("ada_fakes_unaugmented", "train/phases.py", "fake_logits = t.discriminate(img, mb.c)",
+      "fake_logits = t.D_main(img, mb.c)",
+      (REFERENCE + "test_augmentation_reaches_every_image_d_sees_reals_and_fakes[D_main]",)),
+    M("ada_r1_reals_unaugmented", "train/phases.py", "logits = t.discriminate(real, mb.c, main=False)",
+      "logits = t.D(real, mb.c)", (REFERENCE + "test_augmentation_reaches_every_image_d_sees_reals_and_fakes[D_reg]",)),
+    M("ada_sign_flipped", "train/augment.py", "step = torch.sign(rt - self.target)",
+      "step = torch.sign(self.target - rt)", ("tests/train/test_augment.py::test_ada_moves_p_by_exact_step",)),
+    M("ada_never_adjusts", "train/loop.py", "t.ada.update(t.augment, s.batch)", "t.ada.update(t.augment, 0)",
+      ("tests/test_resume.py::test_two_identical_runs_give_identical_tensors",)),
+    M("ada_per_rank_signs", "train/augment.py", "dist.all_reduce_sum_(step_totals)", "step_totals.mul_(1)",
+      ("tests/train/test_augment_dist.py",)),
+    # Resume.
+    M("resume_keeps_checkpoint_lr", "train/state.py", "group.update(settings)", "group.update({})",
+      ("tests/train/test_train_resume_options.py::test_allow_config_change_continues_with_the_new_values",)),
+    M("resume_new_continues", "train/rundir.py", 'if cfg.run.resume == "new":', "if False:",
+      ("tests/train/test_train_resume_options.py::test_resume_new_always_starts_a_run_from_scratch",)),
+    M("sigint_not_caught", "preempt.py", "_SIGNALS = (signal.SIGTERM, signal.SIGINT)", "_SIGNALS = (signal.SIGTERM,)",
+      ("tests/test_resume.py::test_a_signal_saves_a_checkpoint_and_exits_128_plus_its_number",)),
+    M("check_replicas_blind", "dist.py", "if not torch.equal(reference, tensor.detach()):", "if False:",
+      ("tests/test_dist_replicas.py",)),
+    # Metrics.
+    M("fid_align_corners_resize", "metrics/inception.py", "x = tf1_bilinear_resize(x, INCEPTION_SIZE)",
+      'x = torch.nn.functional.interpolate(x, (INCEPTION_SIZE,) * 2, mode="bilinear", align_corners=True)',
+      (METRICS_REFERENCE,)),
+    M("fid_half_pixel_resize", "metrics/inception.py", "src = torch.arange(out_size, dtype=torch.float64) * (",
+      "src = -0.5 + (torch.arange(out_size, dtype=torch.float64) + 0.5) * (", (METRICS_REFERENCE,)),
+    M("fid_inputs_over_255", "metrics/inception.py", "features = self.net((x - 128) / 128)",
+      "features = self.net(x / 255)", (METRICS_REFERENCE,)),
+    M("fid_inputs_torch_scaling", "metrics/inception.py", "features = self.net((x - 128) / 128)",
+      "features = self.net(x / 127.5 - 1)", (METRICS_REFERENCE,)),
+    M("swd_box_kernel", "metrics/swd.py", "_BINOMIAL = torch.tensor([1.0, 4.0, 6.0, 4.0, 1.0]) / 16",
+      "_BINOMIAL = torch.tensor([1.0, 1.0, 1.0, 1.0, 1.0]) / 5", (SWD_REFERENCE,)),
+    M("swd_expand_gain_16", "metrics/swd.py", "_blur(up, gain=4.0)", "_blur(up, gain=16.0)", (SWD_REFERENCE,)),
+    M("swd_patch_rows_upwards", "metrics/swd.py", "corners[:, :, 0, None, None] + offsets[:, None]",
+      "corners[:, :, 0, None, None] - offsets[:, None]", (SWD_LEVEL,)),
+    M("swd_normalised_per_image", "metrics/swd.py", "mean = x.mean(dim=(0, 2), keepdim=True)",
+      "mean = x.mean(dim=(1, 2), keepdim=True)", (SWD_LEVEL,)),
+    M("swd_not_times_1e3", "metrics/swd.py", "out.append(sliced_wasserstein(a, b, dirs) * 1e3)",
+      "out.append(sliced_wasserstein(a, b, dirs))", (SWD_LEVEL,)),
+    M("fid_in_float32", "metrics/fid.py", "dtype=torch.float64) for a in (mu1", "dtype=None) for a in (mu1",
+      ("tests/metrics/test_metrics_fid.py::test_float32_statistics_are_compared_in_float64",)),
+    M("kid_subsets_unseeded", "metrics/kid.py", "gen = torch.Generator().manual_seed(seed)", "gen = None",
+      (KID_SUBSETS,)),
+    M("kid_subset_size_ignored", "metrics/kid.py", "m = min(subset_size, real.shape[0], fake.shape[0])",
+      "m = min(real.shape[0], fake.shape[0])", (KID_SUBSETS,)),
+    M("pr_ball_boundary_excluded", "metrics/pr.py", "<= radii[None]", "< radii[None]",
+      (KID_PR + "test_coverage_includes_the_ball_boundary",)),
+    M("kid_biased", "metrics/kid.py", "within_x = (kxx.sum() - kxx.diagonal().sum()) / (m * (m - 1))",
+      "within_x = kxx.sum() / (m * m)", (KID_PR + "test_mmd2_matches_direct_pairwise_sums",)),
+    M("pr_radius_off_by_one", "metrics/pr.py", ".kthvalue(k + 1, dim=1)", ".kthvalue(k, dim=1)",
+      (KID_PR + "test_knn_radii_on_a_line",)),
+    # Networks.
+    M("d_no_residual_gain", "nets/discriminator.py", "x = self.conv1(self.conv0(x), gain=RESIDUAL_GAIN)",
+      "x = self.conv1(self.conv0(x))", (NETS + "test_discriminator_equals_the_reference_forward",)),
+    M("g_conv1_takes_conv0_w", "nets/generator.py", "x = self.conv1(x, ws[:, self.num_conv - 1], noise_mode)",
+      "x = self.conv1(x, ws[:, 0], noise_mode)", (NETS + "test_generator_equals_the_reference_forward",)),
+    M("mbstd_std_before_eps", "nets/discriminator.py", "y = (y + 1e-8).sqrt().mean(dim=[2, 3, 4])",
+      "y = (y + 1e-2).sqrt().mean(dim=[2, 3, 4])",
+      (NETS + "test_discriminator_equals_the_reference_forward",)),
+    # Data.
+    M("exif_wrong_direction", "data/images.py", "image = ImageOps.exif_transpose(image)",
+      "image = ImageOps.exif_transpose(image).transpose(Image.Transpose.ROTATE_180)",
+      (IMAGES + "test_exif_orientation_turns_the_way_the_tag_says",)),
+    M("cmyk_inverted", "data/images.py", 'image = image.convert("L" if channels == 1 else "RGB")',
+      'image = (Image.fromarray(255 - np.asarray(image), "CMYK") if image.mode == "CMYK" else image).convert('
+      '"L" if channels == 1 else "RGB")', (IMAGES + "test_cmyk_colours_convert_by_the_standard_formula",)),
+)  # fmt: skip
+
+
+def copy_tree(dest: Path) -> Path:
+    """src/, tests/ and pyproject.toml (pytest's settings) into dest; returns dest."""
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", ".pytest_cache")
+    for folder in ("src", "tests"):
+        shutil.copytree(ROOT / folder, dest / folder, ignore=ignore)
+    shutil.copy2(ROOT / "pyproject.toml", dest / "pyproject.toml")
+    return dest
+
+
+def apply(dest: Path, mutant: Mutant) -> None:
+    path = dest / "src" / "ganforge" / mutant.path
+    text = path.read_text()
+    count = text.count(mutant.old)
+    if count != 1:
+        raise SystemExit(f"{mutant.name}: {mutant.old!r} occurs {count} times in src/ganforge/{mutant.path}")
+    path.write_text(text.replace(mutant.old, mutant.new))
+
+
+def environment(dest: Path) -> dict:
+    return dict(os.environ, PYTHONPATH=str(dest / "src"), OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "2"))
+
+
+def check_imports_copy(dest: Path) -> None:
+    """The copy must shadow the editable install, in this process's interpreter and in the subprocesses tests start."""
+    out = subprocess.run([sys.executable, "-c", "import ganforge; print(ganforge.__file__)"], cwd=dest,
+                         env=environment(dest), capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    if not Path(out).is_relative_to(dest):
+        raise SystemExit(f"the copy in {dest} is not what imports (got {out}); is ganforge installed non-editable?")
+
+
+def run_tests(dest: Path, tests: tuple[str, ...]) -> tuple[str, float, str]:
+    """-> (outcome, seconds, output tail). pytest exits 1 when tests fail; 0 passed; anything else is an error."""
+    command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "--no-header", *tests]
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(command, cwd=dest, env=environment(dest), capture_output=True, text=True,
+                              timeout=TIMEOUT_S)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return "timeout", time.monotonic() - start, ""
+    outcome = {0: "passed", 1: "failed"}.get(proc.returncode, f"error (pytest exit {proc.returncode})")
+    return outcome, time.monotonic() - start, (proc.stdout + proc.stderr)[-2000:]
+
+
+def baseline(mutants: list[Mutant]) -> None:
+    """Every test a mutant names must pass on the unmutated copy."""
+    tests = tuple(dict.fromkeys(test for m in mutants for test in m.tests))
+    with tempfile.TemporaryDirectory(prefix="ganforge-baseline-") as tmp:
+        dest = copy_tree(Path(tmp))
+        check_imports_copy(dest)
+        outcome, seconds, tail = run_tests(dest, tests)
+    print(f"baseline: {len(tests)} test selections {outcome} in {seconds:.0f} s", flush=True)
+    if outcome != "passed":
+        raise SystemExit(f"the unmutated tests do not pass, so kills would mean nothing:\n{tail}")
+
+
+def check(mutant: Mutant) -> tuple[str, float]:
+    """Killed (tests failed or timed out), survived (tests passed), or error (the tests could not run)."""
+    with tempfile.TemporaryDirectory(prefix=f"ganforge-{mutant.name}-") as tmp:
+        dest = copy_tree(Path(tmp))
+        apply(dest, mutant)
+        outcome, seconds, tail = run_tests(dest, mutant.tests)
+    verdict = {"failed": "killed", "timeout": "killed", "passed": "SURVIVED"}.get(outcome, "ERROR")
+    if verdict == "ERROR":
+        print(tail, file=sys.stderr)
+    return verdict, seconds
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", action="append", metavar="NAME", help="check only this mutant (repeatable)")
+    parser.add_argument("--list", action="store_true", help="list the mutants and their tests, then exit")
+    parser.add_argument("--no-baseline", action="store_true", help="skip the run of the tests on unmutated code")
+    args = parser.parse_args()
+    chosen = [m for m in MUTANTS if not args.only or m.name in args.only]
+    unknown = set(args.only or ()) - {m.name for m in MUTANTS}
+    if unknown:
+        parser.error(f"unknown mutants: {', '.join(sorted(unknown))}")
+    if args.list:
+        for m in chosen:
+            print(f"{m.name:28} src/ganforge/{m.path:22} {' '.join(m.tests)}")
+        return 0
+    if not args.no_baseline:
+        baseline(chosen)
+    start, verdicts = time.monotonic(), []
+    print(f"{'mutant':28} {'file':32} {'result':9} {'seconds':>7}")
+    for mutant in chosen:
+        verdict, seconds = check(mutant)
+        verdicts.append(verdict)
+        print(f"{mutant.name:28} {'src/ganforge/' + mutant.path:32} {verdict:9} {seconds:7.1f}", flush=True)
+    killed = verdicts.count("killed")
+    print(f"{killed}/{len(chosen)} mutants killed in {time.monotonic() - start:.0f} s")
+    return 0 if killed == len(chosen) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

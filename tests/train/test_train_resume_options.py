@@ -1,0 +1,102 @@
+"""The --resume choices and what may change on resume, through `ganforge.train` in-process on the CPU.
+
+A module-level run of 3 steps (checkpoints at 0, 16 and 24 images) is copied for each test that continues it.
+"""
+
+import shutil
+
+import pytest
+import torch
+from train_helpers import make_dataset, tiny_options
+
+from ganforge import checkpoint
+from ganforge.train import configure, run
+
+STEP = 0.008  # one batch of 8 images
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    return make_dataset(tmp_path_factory.mktemp("resume_options") / "squares")
+
+
+def _options(data, outdir, steps: int, **extra) -> dict:
+    return tiny_options(data, outdir, kimg=steps * STEP, tick=2 * STEP, batch_gpu=8, **extra)
+
+
+def _train(options) -> None:
+    assert run(configure(options)) == 0
+
+
+def _runs(outdir):
+    return sorted(p for p in outdir.iterdir() if p.is_dir())
+
+
+@pytest.fixture(scope="module")
+def three_steps(data, tmp_path_factory):
+    """OUTDIR of a finished 3-step run, and its final state."""
+    outdir = tmp_path_factory.mktemp("three_steps")
+    _train(_options(data, outdir, 3))
+    return outdir, checkpoint.load_latest(_runs(outdir)[0] / "checkpoints")
+
+
+def _continue(three_steps, tmp_path):
+    outdir = tmp_path / "runs"
+    shutil.copytree(three_steps[0], outdir)
+    return outdir
+
+
+def _assert_states_equal(a: dict, b: dict) -> None:
+    for net in ("G", "D", "G_ema"):
+        for name, value in a[net].items():
+            assert torch.equal(b[net][name], value), f"{net}.{name}"
+    for opt in ("opt_G", "opt_D"):
+        for index, moments in a[opt]["state"].items():
+            for key, value in moments.items():
+                assert torch.equal(b[opt]["state"][index][key], value), f"{opt}.{index}.{key}"
+
+
+def test_resume_new_always_starts_a_run_from_scratch(data, three_steps, tmp_path):
+    """Also when the newest run was itself started with --resume new (its config says so)."""
+    outdir = _continue(three_steps, tmp_path)
+    for _ in range(2):
+        _train(_options(data, outdir, 1, resume="new"))
+    runs = _runs(outdir)
+    assert [run.name[:6] for run in runs] == ["00000-", "00001-", "00002-"]
+    for run_dir in runs[1:]:
+        assert sorted(p.name for p in (run_dir / "checkpoints").glob("ckpt-*")) == ["ckpt-000000000", "ckpt-000000008"]
+        assert "starting at 0 kimg" in (run_dir / "log.txt").read_text()
+
+
+def test_resume_from_a_checkpoint_folder_continues_it_exactly(data, three_steps, tmp_path):
+    (source_run,) = _runs(three_steps[0])
+    _train(_options(data, tmp_path, 3, resume=str(source_run / "checkpoints" / "ckpt-000000016")))
+    (run_dir,) = _runs(tmp_path)
+    assert sorted(p.name for p in (run_dir / "checkpoints").glob("ckpt-*")) == ["ckpt-000000024"]
+    _assert_states_equal(three_steps[1], checkpoint.load_latest(run_dir / "checkpoints"))
+
+
+def test_allow_config_change_continues_with_the_new_values(data, three_steps, tmp_path, capsys):
+    outdir = _continue(three_steps, tmp_path)
+    _train(_options(data, outdir, 4, gamma=0.5, dlr=0.001, allow_config_change=True))
+    assert "loss.gamma: 0.05 -> 0.5" in capsys.readouterr().out
+    (run_dir,) = _runs(outdir)
+    state = checkpoint.load_latest(run_dir / "checkpoints")
+    assert state["loop"]["cur_nimg"] == 32 and state["config"]["loss"]["gamma"] == 0.5
+    (D_phase_lr,) = {group["lr"] for group in state["opt_D"]["param_groups"]}
+    assert D_phase_lr == pytest.approx(0.001 * 16 / 17)  # the new --dlr, with the lazy-regularisation correction
+
+
+def test_a_changed_batch_gpu_is_accepted_and_continues_the_run(data, three_steps, tmp_path):
+    """Accumulating 2 x 4 images instead of one micro-batch of 8 is the same maths (the per-layer noise aside, which
+    is drawn per micro-batch), so the run continues: same folder, one more Adam step on the checkpoint's, the new
+    value recorded."""
+    outdir = _continue(three_steps, tmp_path)
+    _train(_options(data, outdir, 4) | {"batch_gpu": 4})
+    (run_dir,) = _runs(outdir)
+    assert "resuming at 0.024 kimg" in (run_dir / "log.txt").read_text()
+    state, before = checkpoint.load_latest(run_dir / "checkpoints"), three_steps[1]
+    assert state["config"]["schedule"]["batch_gpu"] == 4 and state["loop"]["cur_nimg"] == 32
+    for opt in ("opt_G", "opt_D"):
+        steps = [s["step"].item() for s in state[opt]["state"].values()]
+        assert steps == [s["step"].item() + 1 for s in before[opt]["state"].values()], opt
