@@ -96,7 +96,8 @@ def _load(path, device, kind: _Kind):
     if metadata.get("format") != kind.format:
         other = _DISCRIMINATOR if kind is _SNAPSHOT else _SNAPSHOT
         found = f"a ganforge {other.noun} file" if metadata.get("format") == other.format else "a safetensors file"
-        raise UserError(f"{path}: {found} but not a ganforge {kind.noun} file (no '{kind.format}' metadata); {kind.fix}")
+        raise UserError(f"{path}: {found} but not a ganforge {kind.noun} file (no '{kind.format}' metadata); "
+                        f"{kind.fix}")  # fmt: skip
     if metadata.get("format_version") != FORMAT_VERSION:
         raise UserError(f"{path}: {kind.noun} format version {metadata.get('format_version')!r}, but this ganforge "
                         f"reads version {FORMAT_VERSION}; use the ganforge version that wrote it")  # fmt: skip

@@ -24,7 +24,7 @@ SUPPORTED = ("supported: a ganforge snapshot (.safetensors), an NVlabs stylegan2
              "pickle (.pkl), a rosinality stylegan2-pytorch checkpoint (.pt)")  # fmt: skip
 ZIP_MAGIC = b"PK\x03\x04"  # torch.save's format since PyTorch 1.6
 LEGACY_TORCH_MAGIC = b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19"  # older torch.save: a pickled magic
-PICKLE_PROTOCOL_2_PLUS = b"\x80"
+PICKLE_PROTO = b"\x80"  # then the protocol number, 2 to 5
 
 
 def file_kind(path: Path) -> str:
@@ -33,12 +33,14 @@ def file_kind(path: Path) -> str:
         raise UserError(f"{path}: no such file; {SUPPORTED}")
     with open(path, "rb") as file:
         head = file.read(16)
+    # safetensors: an 8-byte little-endian header length, then the JSON header; checked first, since the length's
+    # low byte may be anything (0x80 too, a pickle's first byte)
+    if len(head) > 8 and head[8:9] == b"{" and 8 + int.from_bytes(head[:8], "little") <= path.stat().st_size:
+        return SNAPSHOT
     if head.startswith(ZIP_MAGIC) or head.startswith(LEGACY_TORCH_MAGIC):
         return ROSINALITY
-    if head.startswith(PICKLE_PROTOCOL_2_PLUS):
+    if head[:1] == PICKLE_PROTO and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
         return NVLABS
-    if len(head) > 8 and head[8:9] == b"{":  # safetensors: 8-byte header length, then the JSON header
-        return SNAPSHOT
     what = "an empty file" if not head else "a PNG image" if head.startswith(b"\x89PNG") else "of unknown content"
     raise UserError(f"{path}: {what} (first bytes {head[:8].hex(' ')}); {SUPPORTED}")
 
