@@ -113,6 +113,12 @@ def _load(path, device, kind: _Kind):
     return net.eval(), meta
 
 
+def file_format(path) -> str | None:
+    """The `format` tag of a safetensors file (FORMAT, DISCRIMINATOR_FORMAT, ...), or None when it has none."""
+    metadata, _ = _read(Path(path), _SNAPSHOT)
+    return metadata.get("format")
+
+
 def _read(path: Path, kind: _Kind) -> tuple[dict, dict]:
     """All metadata and tensors (CPU) of a safetensors file; UserError if it is not one or is damaged."""
     try:

@@ -48,9 +48,9 @@ def run(config) -> int:
 
     device = dist.init(config.precision.device)
     try:
-        run_dir, state, snapshot = select_run(config, device)
+        run_dir, state, weights = select_run(config, device)
         with deterministic_mode(config.precision.deterministic), _matmul_policy(config, device):
-            status = training_loop(config, run_dir, device, state, snapshot)
+            status = training_loop(config, run_dir, device, state, weights)
         # Tearing the group down while a peer is still inside its last collective aborts that peer (gloo:
         # "terminate called without an active exception"); on success every rank first waits for all.
         dist.barrier()
