@@ -109,10 +109,11 @@ def generator_kwargs(G, layout: str = "ada", **synthesis_extra) -> dict:
 
 def discriminator_kwargs(D, **extra) -> dict:
     a = D.config
-    return dict(c_dim=a["c_dim"], img_resolution=a["resolution"], img_channels=a["img_channels"],
-                channel_base=a["channel_base"], channel_max=a["channel_max"], num_fp16_res=a["num_fp16_res"],
-                conv_clamp=a["conv_clamp"], block_kwargs=EasyDict(freeze_layers=0), mapping_kwargs=EasyDict(),
-                epilogue_kwargs=EasyDict(mbstd_group_size=a["mbstd_group_size"]), **extra)  # fmt: skip
+    kwargs = dict(c_dim=a["c_dim"], img_resolution=a["resolution"], img_channels=a["img_channels"],
+                  channel_base=a["channel_base"], channel_max=a["channel_max"], num_fp16_res=a["num_fp16_res"],
+                  conv_clamp=a["conv_clamp"], block_kwargs=EasyDict(freeze_layers=0), mapping_kwargs=EasyDict(),
+                  epilogue_kwargs=EasyDict(mbstd_group_size=a["mbstd_group_size"]))  # fmt: skip
+    return {**kwargs, **extra}
 
 
 def network_pickle(networks: dict, protocol: int = 4) -> bytes:

@@ -94,6 +94,10 @@ def test_settings_without_effect_on_the_images_are_accepted(nets, tmp_path):
     path = write(tmp_path, {"G_ema": persistent_tree(G, kwargs), "D": persistent_tree(D, d_kwargs)})
     assert load_network(path)[0].config == G.config
     import_network(path, tmp_path / "D.safetensors", which="D")
+    unconditional = Discriminator(resolution=8, channel_base=32, channel_max=4)
+    d_kwargs = discriminator_kwargs(unconditional, mapping_kwargs=EasyDict(num_layers=0, lr_multiplier=0.1))
+    path = write(tmp_path, {"D": persistent_tree(unconditional, d_kwargs)})  # as legacy.py converts TF networks
+    import_network(path, tmp_path / "D.safetensors", which="D")
 
 
 def test_unsupported_generator_settings_are_listed_together(nets, tmp_path):

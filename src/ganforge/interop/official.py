@@ -154,7 +154,8 @@ def discriminator_arch(path: Path, kwargs: dict) -> dict:
     rules = {**SIZES, "architecture": ("resnet", ["resnet"]), "cmap_dim": (None, [None, cmap])}
     main = _settings(f"{path}: ", kwargs, rules, problems)
     _settings(f"{path}: block_kwargs.", blocks, D_BLOCK_RULES, problems)
-    _settings(f"{path}: mapping_kwargs.", mapping, _mapping_rules(cmap, (8, [8])), problems)
+    if top["c_dim"]:  # the label-embedding network exists only in conditional discriminators
+        _settings(f"{path}: mapping_kwargs.", mapping, _mapping_rules(cmap, (8, [8])), problems)
     head = _settings(f"{path}: epilogue_kwargs.", epilogue, D_EPILOGUE_RULES, problems)
     if head["mbstd_group_size"] is None:
         problems.append(f"{path}: epilogue_kwargs.mbstd_group_size=None (the whole minibatch) is not supported")
