@@ -132,7 +132,8 @@ def generator_arch(path: Path, kwargs: dict) -> dict:
     problems = []
     top = _required(path, kwargs, G_REQUIRED, problems)
     mapping_given = kwargs.pop("mapping_kwargs", {})
-    synthesis_given = {**kwargs.pop("synthesis_kwargs", {}), **kwargs}  # stylegan3 passes them at the top level
+    nested = kwargs.pop("synthesis_kwargs", {})
+    synthesis_given = {**nested, **kwargs} if isinstance(nested, dict) else nested  # stylegan3: at the top level
     w_dim = top["w_dim"]
     mapping = _settings(f"{path}: mapping_kwargs.", mapping_given, _mapping_rules(w_dim, (8, ANY)), problems)
     synthesis = _settings(f"{path}: synthesis_kwargs.", synthesis_given, SYNTHESIS_RULES, problems)
