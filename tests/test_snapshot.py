@@ -7,8 +7,8 @@ import safetensors.torch
 import torch
 
 from ganforge.errors import UserError
-from ganforge.nets import Generator
-from ganforge.snapshot import load_snapshot, save_snapshot
+from ganforge.nets import Discriminator, Generator
+from ganforge.snapshot import load_discriminator, load_snapshot, save_discriminator, save_snapshot
 
 ARCH = dict(resolution=8, z_dim=8, w_dim=8, channel_base=64, channel_max=8, mapping_layers=2, c_dim=2)
 
@@ -117,3 +117,18 @@ def test_unknown_or_invalid_architecture(G, tmp_path):
     rewrite(tmp_path / "s.safetensors", G, generator=json.dumps({**G.config, "resolution": 12}))
     with pytest.raises(UserError, match="architecture mismatch, generator resolution: 12"):
         load_snapshot(tmp_path / "s.safetensors")
+
+
+def test_discriminator_file_round_trip_and_kinds_are_told_apart(G, tmp_path):
+    torch.manual_seed(1)
+    D = Discriminator(**{**ARCH, "mbstd_group_size": 2})
+    save_discriminator(tmp_path / "D.safetensors", D, {"imported_from": "x.pkl"})
+    loaded, meta = load_discriminator(tmp_path / "D.safetensors")
+    assert meta == {"imported_from": "x.pkl"} and loaded.config == D.config and not loaded.training
+    img, c = torch.randn(2, 3, 8, 8), torch.eye(2)
+    assert torch.equal(loaded(img, c), D(img, c))
+    with pytest.raises(UserError, match="a ganforge discriminator file but not a ganforge snapshot file"):
+        load_snapshot(tmp_path / "D.safetensors")
+    save_snapshot(tmp_path / "G.safetensors", G, {})
+    with pytest.raises(UserError, match="a ganforge snapshot file but not a ganforge discriminator file"):
+        load_discriminator(tmp_path / "G.safetensors")

@@ -11,6 +11,7 @@ import click
 
 from ganforge import __version__
 from ganforge.errors import UserError
+from ganforge.generate.options import ANIMATION_FORMATS, INTERP_SPACES, NOISE_MODES
 from ganforge.train.options import GroupedCommand, train_options
 
 
@@ -234,3 +235,50 @@ def checkpoint_diff(ctx: click.Context, first: Path, second: Path, limit: int):
     more = f" (first {limit} shown)" if len(differences) > limit else ""
     click.echo(f"{len(differences)} entries differ between {path_a} and {path_b}{more}")
     ctx.exit(1)
+
+
+@main.command()
+@click.option("--network", type=click.Path(path_type=Path), required=True,
+              help="Generator: a ganforge snapshot (.safetensors), an NVlabs pickle (.pkl) or a rosinality checkpoint "
+              "(.pt); foreign files are converted in memory, never executed.")  # fmt: skip
+@click.option("--outdir", type=click.Path(file_okay=False, path_type=Path), required=True, help="Output folder.")
+@click.option("--seeds", help="Images to make, by seed: ranges and lists, e.g. 0-7,12,100-199.")
+@click.option("--trunc", type=float, default=1.0, help="Truncation psi: 1 is none; 0.5-0.7 trade variety for quality.")
+@click.option("--trunc-cutoff", type=click.IntRange(min=1), help="Truncate only the first N ws.  [default: all]")
+@click.option("--class", "class_index", type=click.IntRange(min=0), help="Class of a conditional network.")
+@click.option("--noise-mode", type=click.Choice(NOISE_MODES), default="const",
+              help="const: the network's fixed noise; random: drawn from each image's seed; none.")  # fmt: skip
+@click.option("--batch", type=click.IntRange(min=1), default=16, help="Images per forward pass.")
+@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto")
+@click.option("--grid", metavar="RxC", help="One grid.png, R rows by C columns, instead of a PNG per seed.")
+@click.option("--interp", type=click.IntRange(min=1), metavar="FRAMES",
+              help="Looping interpolation through the seeds, FRAMES per seed (interp.mp4, .webp or .gif).")  # fmt: skip
+@click.option(
+    "--interp-space", type=click.Choice(INTERP_SPACES), default="z", help="z: spherical in z; w: linear in w."
+)
+@click.option("--interp-format", type=click.Choice(ANIMATION_FORMATS), default="auto",
+              help="auto: mp4 when the video extra (imageio-ffmpeg) is installed, else webp.")  # fmt: skip
+@click.option("--style-mix", nargs=2, metavar="ROWSEEDS COLSEEDS",
+              help="stylemix.png: each row seed's image with the --mix-layers ws of each column seed.")  # fmt: skip
+@click.option("--mix-layers", metavar="LAYERS", help="ws taken from the column seeds, e.g. 0-3.  [default: 0-6]")
+def generate(**options):
+    """Images, a grid, a looping interpolation or a style-mixing table; the same seeds give the same files."""
+    from ganforge.generate import GenerateOptions
+    from ganforge.generate.run import closing_note
+    from ganforge.generate.run import generate as run_generate
+
+    parsed = GenerateOptions.parse(**options)
+    click.echo(closing_note(run_generate(parsed), parsed.outdir))
+
+
+@main.command("import")
+@click.argument("src", type=click.Path(path_type=Path))
+@click.argument("dest", type=click.Path(path_type=Path))
+@click.option("--which", type=click.Choice(["G_ema", "G", "D"]), default="G_ema",
+              help="Network to take; D is written as a discriminator file for fine-tuning.")  # fmt: skip
+def import_(src: Path, dest: Path, which: str):
+    """Convert an NVlabs pickle (.pkl) or rosinality checkpoint (.pt) into DEST.safetensors, without executing it."""
+    from ganforge.interop import import_network
+
+    meta = import_network(src, dest, which)
+    click.echo(f"wrote {dest}: {which} of {src} ({meta['source_format']})")

@@ -1,18 +1,20 @@
-"""Snapshots: the shareable artifact of a run, one `.safetensors` file holding the EMA generator.
+"""Snapshots: the shareable artifact of a run, one `.safetensors` file holding the EMA generator; and discriminator
+files, the same format for a discriminator (written by `ganforge import --which D`, for fine-tuning).
 
-File format (version 1): a safetensors file whose tensors are `Generator.state_dict()` (float32, CPU layout; names
+File format (version 1): a safetensors file whose tensors are the network's `state_dict()` (float32, CPU layout; names
 as in docs/official-tensor-mapping.md) and whose string metadata is
 
-    format          "ganforge-snapshot"
+    format          "ganforge-snapshot" (generator) or "ganforge-discriminator"
     format_version  "1"
-    generator       JSON of Generator.config (the constructor kwargs)
-    meta            JSON of a free-form dict from the writer (kimg, dataset, metrics, ...)
+    generator       JSON of Generator.config (the constructor kwargs); "discriminator" in a discriminator file
+    meta            JSON of a free-form dict from the writer (kimg, dataset, metrics, import source, ...)
     tensors_sha256  SHA-256 over (name, raw bytes) of every tensor in name order; checked on load when present,
                     since safetensors itself detects a truncated file but not flipped bytes
 
-Loading never executes code from the file: it parses JSON, builds a Generator from the config and copies tensors.
+Loading never executes code from the file: it parses JSON, builds the network from the config and copies tensors.
 """
 
+import dataclasses
 import hashlib
 import json
 from pathlib import Path
@@ -22,11 +24,28 @@ from safetensors import SafetensorError, safe_open
 
 from ganforge.durable import replace_file
 from ganforge.errors import UserError
-from ganforge.nets import Generator
+from ganforge.nets import Discriminator, Generator
 from ganforge.tensorfile import tensor_file_bytes
 
 FORMAT = "ganforge-snapshot"
+DISCRIMINATOR_FORMAT = "ganforge-discriminator"
 FORMAT_VERSION = "1"
+
+
+@dataclasses.dataclass(frozen=True)
+class _Kind:
+    """What distinguishes the two file kinds: names in messages, the format tag, the config key, the network class."""
+
+    noun: str
+    format: str
+    config_key: str
+    network: type
+    fix: str  # where a user gets a good file of this kind
+
+
+_SNAPSHOT = _Kind("snapshot", FORMAT, "generator", Generator, "pass a .safetensors file from a run's snapshots/ folder")
+_DISCRIMINATOR = _Kind("discriminator", DISCRIMINATOR_FORMAT, "discriminator", Discriminator,
+                       "pass a file written by `ganforge import --which D`")  # fmt: skip
 
 
 def save_snapshot(path, G: Generator, meta: dict) -> None:
@@ -36,11 +55,19 @@ def save_snapshot(path, G: Generator, meta: dict) -> None:
     reader (or a crash) sees either the old snapshot or the complete new one, never a partial file. The same G and
     `meta` always give the same bytes.
     """
-    path = Path(path)
-    tensors = {k: v.detach().to("cpu", copy=True).contiguous() for k, v in G.state_dict().items()}
-    metadata = {"format": FORMAT, "format_version": FORMAT_VERSION, "generator": json.dumps(G.config),
+    _save(path, G, meta, _SNAPSHOT)
+
+
+def save_discriminator(path, D: Discriminator, meta: dict) -> None:
+    """Write D's weights, architecture and `meta` to `path` atomically, in the snapshot format."""
+    _save(path, D, meta, _DISCRIMINATOR)
+
+
+def _save(path, net: torch.nn.Module, meta: dict, kind: _Kind) -> None:
+    tensors = {k: v.detach().to("cpu", copy=True).contiguous() for k, v in net.state_dict().items()}
+    metadata = {"format": kind.format, "format_version": FORMAT_VERSION, kind.config_key: json.dumps(net.config),
                 "meta": json.dumps(meta), "tensors_sha256": tensors_sha256(tensors)}  # fmt: skip
-    replace_file(path, tensor_file_bytes(tensors, metadata))
+    replace_file(Path(path), tensor_file_bytes(tensors, metadata))
 
 
 def tensors_sha256(tensors: dict) -> str:
@@ -54,58 +81,76 @@ def tensors_sha256(tensors: dict) -> str:
 
 def load_snapshot(path, device="cpu") -> tuple[Generator, dict]:
     """Read a snapshot: (Generator in eval mode on `device`, meta dict). UserError when the file is unusable."""
+    return _load(path, device, _SNAPSHOT)
+
+
+def load_discriminator(path, device="cpu") -> tuple[Discriminator, dict]:
+    """Read a discriminator file: (Discriminator in eval mode on `device`, meta dict)."""
+    return _load(path, device, _DISCRIMINATOR)
+
+
+def _load(path, device, kind: _Kind):
     path = Path(path)
     if not path.is_file():
-        raise UserError(f"{path}: no such snapshot file; pass a .safetensors file from a run's snapshots/ folder")
-    metadata, tensors = _read(path)
-    if metadata.get("format") != FORMAT:
-        raise UserError(f"{path}: a safetensors file but not a ganforge snapshot (no '{FORMAT}' metadata); "
-                        "pass a file from a run's snapshots/ folder")  # fmt: skip
+        raise UserError(f"{path}: no such {kind.noun} file; {kind.fix}")
+    metadata, tensors = _read(path, kind)
+    if metadata.get("format") != kind.format:
+        other = _DISCRIMINATOR if kind is _SNAPSHOT else _SNAPSHOT
+        found = f"a ganforge {other.noun} file" if metadata.get("format") == other.format else "a safetensors file"
+        raise UserError(f"{path}: {found} but not a ganforge {kind.noun} file (no '{kind.format}' metadata); "
+                        f"{kind.fix}")  # fmt: skip
     if metadata.get("format_version") != FORMAT_VERSION:
-        raise UserError(f"{path}: snapshot format version {metadata.get('format_version')!r}, but this ganforge "
+        raise UserError(f"{path}: {kind.noun} format version {metadata.get('format_version')!r}, but this ganforge "
                         f"reads version {FORMAT_VERSION}; use the ganforge version that wrote it")  # fmt: skip
     try:
-        config, meta = json.loads(metadata["generator"]), json.loads(metadata["meta"])
+        config, meta = json.loads(metadata[kind.config_key]), json.loads(metadata["meta"])
     except (KeyError, json.JSONDecodeError) as err:
-        raise UserError(f"{path}: snapshot metadata is corrupt ({err!r}); copy the file again") from None
+        raise UserError(f"{path}: {kind.noun} metadata is corrupt ({err!r}); copy the file again") from None
     if "tensors_sha256" in metadata and metadata["tensors_sha256"] != tensors_sha256(tensors):
-        raise UserError(f"{path}: snapshot tensors do not match their checksum, the file is corrupt; copy it again")
-    G = _build(path, config, device)
-    _check_tensors(path, G, tensors)
-    G.load_state_dict(tensors)
-    return G.eval(), meta
+        raise UserError(f"{path}: {kind.noun} tensors do not match their checksum, the file is corrupt; copy it again")
+    net = _build(path, config, device, kind)
+    check_tensors(path, net, tensors)
+    net.load_state_dict(tensors)
+    return net.eval(), meta
 
 
-def _read(path: Path) -> tuple[dict, dict]:
+def file_format(path) -> str | None:
+    """The `format` tag of a safetensors file (FORMAT, DISCRIMINATOR_FORMAT, ...), or None when it has none."""
+    metadata, _ = _read(Path(path), _SNAPSHOT)
+    return metadata.get("format")
+
+
+def _read(path: Path, kind: _Kind) -> tuple[dict, dict]:
     """All metadata and tensors (CPU) of a safetensors file; UserError if it is not one or is damaged."""
     try:
         with safe_open(path, framework="pt", device="cpu") as f:
             return f.metadata() or {}, {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 (safe_open has no iter)
     except SafetensorError as err:
-        raise UserError(f"{path}: not a readable safetensors file ({err}); if it is a ganforge snapshot it is "
+        raise UserError(f"{path}: not a readable safetensors file ({err}); if it is a ganforge {kind.noun} it is "
                         "truncated or corrupt, copy it again") from None  # fmt: skip
 
 
-def _build(path: Path, config, device) -> Generator:
-    """The Generator the snapshot's config describes, on `device`; UserError if this ganforge cannot build it."""
+def _build(path: Path, config, device, kind: _Kind) -> torch.nn.Module:
+    """The network the file's config describes, on `device`; UserError if this ganforge cannot build it."""
     if not isinstance(config, dict):
-        raise UserError(f"{path}: snapshot generator config is not a JSON object; copy the file again")
+        raise UserError(f"{path}: {kind.config_key} config is not a JSON object; copy the file again")
     try:
         with torch.device(device):
-            return Generator(**config)
+            return kind.network(**config)
     except TypeError as err:
-        raise UserError(f"{path}: architecture mismatch, this ganforge cannot build the snapshot's generator "
-                        f"({err}); use the ganforge version that wrote it") from None  # fmt: skip
+        raise UserError(f"{path}: architecture mismatch, this ganforge cannot build the file's "
+                        f"{kind.config_key} ({err}); use the ganforge version that wrote it") from None  # fmt: skip
     except UserError as err:
-        raise UserError(*(f"{path}: architecture mismatch, generator {p}" for p in err.problems)) from None
+        raise UserError(*(f"{path}: architecture mismatch, {kind.config_key} {p}" for p in err.problems)) from None
 
 
-def _check_tensors(path: Path, G: Generator, tensors: dict) -> None:
-    """List every missing, unexpected or mis-shaped tensor at once."""
-    expected = {k: tuple(v.shape) for k, v in G.state_dict().items()}
+def check_tensors(where, net: torch.nn.Module, tensors: dict) -> None:
+    """UserError listing every tensor of `net.state_dict()` missing from `tensors`, every unexpected one and every
+    shape that differs, all at once; `where` (a file) prefixes each problem."""
+    expected = {k: tuple(v.shape) for k, v in net.state_dict().items()}
     problems = [f"missing tensor {k}" for k in expected if k not in tensors]
     problems += [f"unexpected tensor {k}" for k in tensors if k not in expected]
     problems += [f"tensor {k} has shape {list(v.shape)}, the architecture needs {list(expected[k])}"
                  for k, v in tensors.items() if k in expected and tuple(v.shape) != expected[k]]  # fmt: skip
     if problems:
-        raise UserError(*(f"{path}: architecture mismatch, {p}" for p in problems))
+        raise UserError(*(f"{where}: architecture mismatch, {p}" for p in problems))

@@ -6,10 +6,10 @@ import pytest
 import torch
 from click.testing import CliRunner
 from safetensors.torch import load_file
-from train_helpers import make_dataset, tiny_args
+from train_helpers import make_dataset, tiny_args, tiny_options
 
 from ganforge.cli import main
-from ganforge.snapshot import load_snapshot
+from ganforge.snapshot import load_snapshot, save_discriminator, save_snapshot
 
 
 @pytest.fixture(scope="module")
@@ -143,3 +143,24 @@ def test_train_resume_from_snapshot_initialises_generator_weights_only(data, tmp
     weights = load_file(snapshot)
     name = "synthesis.b8.torgb.weight"
     assert torch.equal(start[f"G/{name}"], weights[name]) and torch.equal(start[f"G_ema/{name}"], weights[name])
+
+
+def test_train_starts_from_a_snapshot_and_a_discriminator_file(data, tmp_path):
+    from ganforge.train import configure
+    from ganforge.train.state import build_networks
+
+    G, D = build_networks(configure(tiny_options(data, tmp_path / "x", seed=5)), torch.device("cpu"))
+    save_snapshot(tmp_path / "G.safetensors", G, {})
+    save_discriminator(tmp_path / "D.safetensors", D, {})
+    files = f"{tmp_path / 'G.safetensors'},{tmp_path / 'D.safetensors'}"
+    result = _invoke(tiny_args(data, tmp_path / "runs", kimg=0.008, resume=files))
+    assert result.exit_code == 0, result.output
+    assert "initialising D from discriminator file" in result.output and "G and G_ema from snapshot" in result.output
+    assert "optimisers and progress start fresh" in result.output
+    (run,) = (tmp_path / "runs").iterdir()
+    start = load_file(run / "checkpoints" / "ckpt-000000000" / "tensors.safetensors")
+    assert torch.equal(start["D/b8.conv0.weight"], D.state_dict()["b8.conv0.weight"])
+    assert torch.equal(start["G_ema/synthesis.b8.torgb.weight"], G.state_dict()["synthesis.b8.torgb.weight"])
+    twice = f"{tmp_path / 'G.safetensors'},{tmp_path / 'G.safetensors'}"
+    result = _invoke(tiny_args(data, tmp_path / "again", kimg=0.008, resume=twice))
+    assert result.exit_code == 2 and "give one snapshot and one discriminator file" in result.output

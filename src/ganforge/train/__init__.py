@@ -52,10 +52,10 @@ def run(config) -> int:
 
     device = dist.init(config.precision.device)
     try:
-        run_dir, state, snapshot = select_run(config, device)
+        run_dir, state, weights = select_run(config, device)
         try:
             with deterministic_mode(config.precision.deterministic), _matmul_policy(config, device):
-                status = training_loop(config, run_dir, device, state, snapshot)
+                status = training_loop(config, run_dir, device, state, weights)
         except BaseException as error:
             if dist.is_main():
                 record_failure(run_dir, error)

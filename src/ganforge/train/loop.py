@@ -20,15 +20,14 @@ from ganforge.train.ema import ema_beta, update_ema
 from ganforge.train.phases import micro_batches, run_phase
 
 
-def training_loop(cfg: Config, run_dir: Path, device: torch.device, resume: dict | None, snapshot: Path | None) -> int:
+def training_loop(cfg: Config, run_dir: Path, device: torch.device, resume: dict | None, weights: list[Path]) -> int:
     """Train until `cfg.schedule.kimg`; returns the exit status (0, or 143/130 after a preemption checkpoint)."""
     s = cfg.schedule
     total_nimg, tick_nimg = round(s.kimg * 1000), round(s.tick_kimg * 1000)
     dataset = open_dataset(cfg.data.path, mirror=cfg.data.mirror)
     t, phases, G_ema = state.build(cfg, device)
     loop = state.restore(resume, t, phases, G_ema) if resume else {"cur_nimg": 0}
-    if snapshot is not None:
-        state.load_snapshot_weights(snapshot, t, G_ema)
+    state.load_weights(weights, t, G_ema)
     cur_nimg = handled_nimg = saved_nimg = loop["cur_nimg"]
     if resume is None:
         handled_nimg = saved_nimg = -1  # a fresh run reports, samples and checkpoints its starting point

@@ -54,7 +54,8 @@ TRAIN_OPTIONS = [
     _option("Output", "--dry-run", is_flag=True, help="Print the resolved configuration and exit."),
     _option("Checkpoints", "--resume", default="auto",
             help="auto: continue the newest matching run in OUTDIR; new: start a new run; PATH: a checkpoint "
-                 "folder, or a snapshot (.safetensors, weights only: D, optimisers and progress start fresh)."),
+                 "folder, or a snapshot (.safetensors, weights only: D, optimisers and progress start fresh), or "
+                 "G.safetensors,D.safetensors (a snapshot and a discriminator file from `ganforge import`)."),
     _option("Checkpoints", "--keep-last", type=click.IntRange(min=1), default=3, help="Checkpoints to keep."),
     _option("Checkpoints", "--keep-every", type=click.FloatRange(min=0, min_open=True),
             help="Also keep one checkpoint per this many kimg, for good."),

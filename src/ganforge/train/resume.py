@@ -15,22 +15,23 @@ from ganforge.train import rundir
 
 
 def _source(cfg: Config) -> tuple[str, str | None]:
-    """(kind, path): ("continue", run dir) | ("checkpoint", folder) | ("snapshot", file) | ("fresh", None)."""
+    """(kind, path): ("continue", run dir) | ("checkpoint", folder) | ("weights", "G.safetensors[,D.safetensors]")
+    | ("fresh", None)."""
     found = rundir.find_run(cfg)
     if found is not None:
         return "continue", str(found)
     resume = cfg.run.resume
     if resume in ("auto", "new"):
         return "fresh", None
-    path = Path(resume)
-    if path.is_dir():
-        return "checkpoint", str(path)
-    if path.is_file() and path.suffix == ".safetensors":
-        return "snapshot", str(path)
+    paths = [Path(p) for p in resume.split(",")]
+    if len(paths) == 1 and paths[0].is_dir():
+        return "checkpoint", resume
+    if len(paths) <= 2 and all(p.is_file() and p.suffix == ".safetensors" for p in paths):
+        return "weights", resume
     return (
         "error",
-        f"--resume {resume}: not a checkpoint folder (ckpt-*) or a snapshot (.safetensors); pass one, "
-        "or 'auto' / 'new'",
+        f"--resume {resume}: not a checkpoint folder (ckpt-*), a snapshot (.safetensors) or a snapshot and a "
+        "discriminator file (G.safetensors,D.safetensors); pass one, or 'auto' / 'new'",
     )
 
 
@@ -47,8 +48,9 @@ def _load(kind: str, path: str) -> tuple[Path | None, dict | None]:
     return None, None
 
 
-def select_run(cfg: Config, device: torch.device) -> tuple[Path, dict | None, Path | None]:
-    """-> (run directory, checkpoint state or None, snapshot path or None). Collective."""
+def select_run(cfg: Config, device: torch.device) -> tuple[Path, dict | None, list[Path]]:
+    """-> (run directory, checkpoint state or None, weight files to start from: a snapshot and/or a discriminator
+    file). Collective."""
     kind, path = dist.broadcast_object(_source(cfg) if dist.is_main() else None)
     if kind == "error":
         raise UserError(path)
@@ -65,15 +67,26 @@ def select_run(cfg: Config, device: torch.device) -> tuple[Path, dict | None, Pa
         rundir.write_env(run_dir, device)
         _explain(kind, source or path, state, notes, run_dir)
     run_dir = Path(dist.broadcast_object(str(run_dir) if run_dir else None))
-    return run_dir, state, Path(path) if kind == "snapshot" else None
+    return run_dir, state, [Path(p) for p in path.split(",")] if kind == "weights" else []
 
 
 def _explain(kind: str, path, state: dict | None, notes: list[str], run_dir: Path) -> None:
     """Say on the terminal what is being resumed from, before the loop starts."""
     if state is not None:
         dist.print0(f"resuming {run_dir} from {path} at {state['loop']['cur_nimg'] / 1000:g} kimg")
-    if kind == "snapshot":
-        dist.print0(f"initialising G and G_ema from snapshot {path}: weights only; D, optimisers and progress start "
-                    "fresh")  # fmt: skip
+    if kind == "weights":
+        _explain_weights(path.split(","))
     for note in notes:
         dist.print0(f"config change allowed by --allow-config-change: {note}")
+
+
+def _explain_weights(paths: list[str]) -> None:
+    from ganforge.snapshot import DISCRIMINATOR_FORMAT, file_format
+
+    fresh = ["G", "D", "optimisers and progress"]
+    for path in paths:
+        is_d = file_format(path) == DISCRIMINATOR_FORMAT
+        fresh = [part for part in fresh if part != ("D" if is_d else "G")]
+        dist.print0(f"initialising {'D from discriminator file' if is_d else 'G and G_ema from snapshot'} {path}: "
+                    "weights only")  # fmt: skip
+    dist.print0(f"{', '.join(fresh)} start fresh")

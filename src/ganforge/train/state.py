@@ -120,14 +120,20 @@ def check_config(state: dict, cfg: Config, source: Path) -> list[str]:
     return differences
 
 
-def load_snapshot_weights(path: Path, t: Trainer, G_ema: Generator) -> None:
-    """Initialise G and G_ema from a snapshot (weights only: D, optimisers and progress start fresh)."""
-    from ganforge.snapshot import load_snapshot
+def load_weights(paths: list[Path], t: Trainer, G_ema: Generator) -> None:
+    """Initialise G and G_ema from a snapshot and/or D from a discriminator file (weights only: optimisers and
+    progress start fresh), each checked to have this configuration's architecture."""
+    from ganforge.snapshot import DISCRIMINATOR_FORMAT, file_format, load_discriminator, load_snapshot
 
-    G_snap, _ = load_snapshot(path)
-    if G_snap.config != t.G.config:
-        raise UserError(f"--resume {path}: the snapshot's generator ({G_snap.config}) differs from this "
-                        f"configuration's ({t.G.config}); pick the matching --cfg")  # fmt: skip
-    with torch.no_grad():
-        for module in (t.G, G_ema):
-            module.load_state_dict(G_snap.state_dict())
+    kinds = [file_format(path) == DISCRIMINATOR_FORMAT for path in paths]
+    if len(kinds) == 2 and kinds[0] == kinds[1]:
+        raise UserError(f"--resume {','.join(map(str, paths))}: give one snapshot and one discriminator file")
+    for path, is_discriminator in zip(paths, kinds, strict=True):
+        net, _ = (load_discriminator if is_discriminator else load_snapshot)(path)
+        targets = [t.D] if is_discriminator else [t.G, G_ema]
+        if net.config != targets[0].config:
+            raise UserError(f"--resume {path}: its network ({net.config}) differs from this configuration's "
+                            f"({targets[0].config}); pick the matching --cfg and options")  # fmt: skip
+        with torch.no_grad():
+            for module in targets:
+                module.load_state_dict(net.state_dict())

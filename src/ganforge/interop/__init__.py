@@ -1,0 +1,10 @@
+"""Pretrained StyleGAN2 models in: NVlabs pickles and rosinality checkpoints, read without executing the file.
+
+from ganforge.interop import load_network, import_network
+G, meta = load_network("ffhq.pkl")                      # or a snapshot, or a rosinality .pt
+import_network("ffhq.pkl", "ffhq.safetensors")          # G_ema -> a ganforge snapshot
+"""
+
+from ganforge.interop.network import import_network, load_network, read_network
+
+__all__ = ["import_network", "load_network", "read_network"]

@@ -1,0 +1,100 @@
+"""One entry for every network file ganforge reads, told apart by their first bytes (never by their names):
+
+- a ganforge snapshot (`.safetensors`, `ganforge.snapshot`),
+- an NVlabs network pickle (stylegan2-ada-pytorch, or stylegan3 with StyleGAN2 networks), read as data,
+- a rosinality stylegan2-pytorch checkpoint (`.pt`), read with `torch.load(weights_only=True)`.
+
+Nothing from any of them is executed.
+"""
+
+import hashlib
+from pathlib import Path
+
+import torch
+
+from ganforge.errors import UserError
+from ganforge.interop import official, rosinality
+from ganforge.interop.official_pickle import read_pickle
+from ganforge.nets import Generator
+from ganforge.snapshot import load_snapshot, save_discriminator, save_snapshot
+
+SNAPSHOT, NVLABS, ROSINALITY = "ganforge snapshot", "NVlabs pickle", "rosinality checkpoint"
+WHICH = ("G_ema", "G", "D")
+SUPPORTED = ("supported: a ganforge snapshot (.safetensors), an NVlabs stylegan2-ada-pytorch or stylegan3 network "
+             "pickle (.pkl), a rosinality stylegan2-pytorch checkpoint (.pt)")  # fmt: skip
+ZIP_MAGIC = b"PK\x03\x04"  # torch.save's format since PyTorch 1.6
+LEGACY_TORCH_MAGIC = b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19"  # older torch.save: a pickled magic
+PICKLE_PROTO = b"\x80"  # then the protocol number, 2 to 5
+
+
+def file_kind(path: Path) -> str:
+    """SNAPSHOT, NVLABS or ROSINALITY from the first bytes; UserError saying what the file is otherwise."""
+    if not path.is_file():
+        raise UserError(f"{path}: no such file; {SUPPORTED}")
+    with open(path, "rb") as file:
+        head = file.read(16)
+    # safetensors: an 8-byte little-endian header length, then the JSON header; checked first, since the length's
+    # low byte may be anything (0x80 too, a pickle's first byte)
+    if len(head) > 8 and head[8:9] == b"{" and 8 + int.from_bytes(head[:8], "little") <= path.stat().st_size:
+        return SNAPSHOT
+    if head.startswith(ZIP_MAGIC) or head.startswith(LEGACY_TORCH_MAGIC):
+        return ROSINALITY
+    if head[:1] == PICKLE_PROTO and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
+        return NVLABS
+    what = "an empty file" if not head else "a PNG image" if head.startswith(b"\x89PNG") else "of unknown content"
+    raise UserError(f"{path}: {what} (first bytes {head[:8].hex(' ')}); {SUPPORTED}")
+
+
+def read_network(path, which: str = "G_ema") -> tuple[torch.nn.Module, dict]:
+    """Network `which` (G_ema, G or D) of an NVlabs pickle or rosinality checkpoint, converted in memory (CPU, eval
+    mode), with a meta dict saying where it came from and what was inferred."""
+    path = Path(path)
+    assert which in WHICH, which
+    kind = file_kind(path)
+    if kind == SNAPSHOT:
+        raise UserError(f"{path}: already a ganforge snapshot; use it as it is")
+    if kind == NVLABS:
+        record = official.network_record(path, read_pickle(path), which)
+        read = official.read_discriminator if which == "D" else official.read_generator
+        net, details = read(path, record)
+    else:
+        checkpoint = rosinality.read_checkpoint(path)
+        if which == "D":
+            net, details = rosinality.read_discriminator(path, checkpoint)
+        else:
+            net, details = rosinality.read_generator(path, checkpoint, which)
+    meta = {"imported_from": path.name, "source_format": kind, "source_sha256": _sha256(path), "network": which}
+    return net, {**meta, "details": details}
+
+
+def load_network(path, which: str = "G_ema", device="cpu") -> tuple[Generator, dict]:
+    """A generator from a ganforge snapshot, an NVlabs pickle or a rosinality checkpoint: (Generator in eval mode
+    on `device`, meta). `which` picks G_ema (default) or G in the foreign formats; a snapshot holds only G_ema."""
+    path = Path(path)
+    assert which in ("G_ema", "G"), which
+    if file_kind(path) == SNAPSHOT:
+        if which != "G_ema":
+            raise UserError(f"{path}: a ganforge snapshot holds only G_ema")
+        return load_snapshot(path, device)
+    G, meta = read_network(path, which)
+    return G.to(device), meta
+
+
+def import_network(src, dest, which: str = "G_ema") -> dict:
+    """Convert network `which` of `src` into a ganforge file at `dest` (a snapshot; a discriminator file for D),
+    written atomically. Returns the meta stored with it."""
+    src, dest = Path(src), Path(dest)
+    if dest.suffix != ".safetensors":
+        raise UserError(f"DEST {dest}: name the output NAME.safetensors")
+    net, meta = read_network(src, which)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    (save_discriminator if which == "D" else save_snapshot)(dest, net, meta)
+    return meta
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        while chunk := file.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()

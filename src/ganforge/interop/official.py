@@ -1,0 +1,187 @@
+"""NVlabs StyleGAN2 networks, read as data by `official_pickle`, -> ganforge Generator / Discriminator.
+
+The constructor kwargs each network recorded (`_init_kwargs`, from `training/networks.py` of stylegan2-ada-pytorch or
+`training/networks_stylegan2.py` of stylegan3) become ganforge's architecture. Settings ganforge implements only in
+their default form (architecture, filter, activation, ...) must have that value; settings that change neither the
+architecture nor the images (memory format, fused-modconv choice, w_avg tracking rate, frozen D layers) are ignored.
+Tensors keep their official names (docs/official-tensor-mapping.md) but for the constant resample filters.
+"""
+
+from pathlib import Path
+
+import torch
+
+from ganforge.errors import UserError
+from ganforge.interop.official_pickle import PersistentRecord
+from ganforge.interop.tensors import build_network, drop_resample_filters
+from ganforge.nets import Discriminator, Generator
+from ganforge.nets.layers import channels_at
+
+NETWORKS = ("G_ema", "G", "D")
+G_REQUIRED = ("z_dim", "c_dim", "w_dim", "img_resolution", "img_channels")
+D_REQUIRED = ("c_dim", "img_resolution", "img_channels")
+# A rule for one constructor setting: IGNORE (it changes neither the tensors nor the images), or
+# (official default, the values ganforge implements or ANY).
+IGNORE = "ignore"
+ANY = None
+FIR = [1, 3, 3, 1]
+LRELU = ("lrelu", ["lrelu"])
+SIZES = {"channel_base": (32768, ANY), "channel_max": (512, ANY), "num_fp16_res": (0, ANY), "conv_clamp": (None, ANY)}
+SYNTHESIS_RULES = {
+    **SIZES,
+    "architecture": ("skip", ["skip"]),
+    "resample_filter": (FIR, [FIR]),
+    "use_noise": (True, [True]),
+    "activation": LRELU,
+    "kernel_size": (3, [3]),
+    "fp16_channels_last": IGNORE,
+    "fused_modconv_default": IGNORE,
+}
+D_BLOCK_RULES = {
+    "activation": LRELU,
+    "resample_filter": (FIR, [FIR]),
+    "fp16_channels_last": IGNORE,
+    "freeze_layers": IGNORE,
+}
+D_EPILOGUE_RULES = {"mbstd_group_size": (4, ANY), "mbstd_num_channels": (1, [1]), "activation": LRELU}
+
+
+def _mapping_rules(width: int, num_layers: tuple) -> dict:
+    """Mapping-network rules; `width` is w_dim (G) or cmap_dim (D's label embedding)."""
+    return {
+        "num_layers": num_layers,
+        "embed_features": (None, [None, width]),
+        "layer_features": (None, [None, width]),
+        "activation": LRELU,
+        "lr_multiplier": (0.01, [0.01]),
+        "w_avg_beta": IGNORE,
+    }
+
+
+def network_record(path: Path, data, which: str) -> PersistentRecord:
+    """The network `which` (G_ema, G or D) of an unpickled NVlabs file; UserError naming what the file holds."""
+    if not isinstance(data, dict) or not any(isinstance(data.get(k), PersistentRecord) for k in NETWORKS):
+        raise UserError(f"{path}: a pickle, but not an NVlabs network pickle (no G, D or G_ema network in it)")
+    record = data.get(which)
+    if not isinstance(record, PersistentRecord):
+        present = ", ".join(k for k in NETWORKS if isinstance(data.get(k), PersistentRecord))
+        raise UserError(f"{path}: no {which} network in this pickle; it holds {present} (--which)")
+    return record
+
+
+def module_tensors(path: Path, record: PersistentRecord) -> dict[str, torch.Tensor]:
+    """Parameters and persistent buffers of a module tree by dotted name, as its `state_dict()` would list them."""
+    tensors = {}
+
+    def visit(rec: PersistentRecord, prefix: str) -> None:
+        params, buffers, children = (rec.state.get(k) for k in ("_parameters", "_buffers", "_modules"))
+        skip = rec.state.get("_non_persistent_buffers_set", set())
+        if not all(isinstance(x, dict) for x in (params, buffers, children)) or not isinstance(skip, set):
+            raise UserError(f"{path}: {prefix or 'the network'} ({rec.class_name}) is not a torch module")
+        named = [*params.items(), *((k, v) for k, v in buffers.items() if k not in skip)]
+        for name, value in named + list(children.items()):
+            if value is None:
+                continue
+            if isinstance(value, PersistentRecord):
+                visit(value, f"{prefix}{name}.")
+            elif isinstance(value, torch.Tensor):
+                tensors[prefix + name] = value
+            else:
+                raise UserError(f"{path}: {prefix}{name} is a {type(value).__name__}, not a tensor or a module")
+
+    visit(record, "")
+    return tensors
+
+
+def _init_kwargs(path: Path, record: PersistentRecord, class_name: str) -> dict:
+    if record.class_name != class_name:
+        raise UserError(f"{path}: the network is a {record.class_name}, not a StyleGAN2 {class_name}")
+    kwargs, args = record.state.get("_init_kwargs"), record.state.get("_init_args", ())
+    if not isinstance(kwargs, dict) or args:
+        raise UserError(f"{path}: the {class_name} recorded no constructor keyword arguments; not an NVlabs network")
+    return dict(kwargs)
+
+
+def _settings(where: str, given, rules: dict, problems: list) -> dict:
+    """`rules` maps a name to IGNORE, or to (default, allowed values or ANY); returns the values used.
+    `where` ("FILE: mapping_kwargs.") prefixes each problem."""
+    values = {name: rule[0] for name, rule in rules.items() if rule != IGNORE}
+    if not isinstance(given, dict):
+        problems.append(f"{where} is a {type(given).__name__}, not a dict of settings")
+        return values
+    for name, value in given.items():
+        value = list(value) if isinstance(value, tuple) else value
+        rule = rules.get(name)
+        if rule is None:
+            problems.append(f"{where}{name}={value!r}: a setting ganforge's StyleGAN2 does not have")
+        elif rule != IGNORE and rule[1] is not ANY and value not in rule[1]:
+            allowed = " or ".join(repr(v) for v in rule[1])
+            problems.append(f"{where}{name}={value!r}: ganforge implements only {allowed}")
+        elif rule != IGNORE:
+            values[name] = value
+    return values
+
+
+def _required(path: Path, kwargs: dict, names: tuple, problems: list) -> dict:
+    problems += [f"{path}: constructor argument {n} is missing" for n in names if n not in kwargs]
+    return {n: kwargs.pop(n, None) for n in names}
+
+
+def generator_arch(path: Path, kwargs: dict) -> dict:
+    """ganforge Generator kwargs from an official Generator's; UserError listing every unsupported setting."""
+    problems = []
+    top = _required(path, kwargs, G_REQUIRED, problems)
+    mapping_given = kwargs.pop("mapping_kwargs", {})
+    nested = kwargs.pop("synthesis_kwargs", {})
+    synthesis_given = {**nested, **kwargs} if isinstance(nested, dict) else nested  # stylegan3: at the top level
+    w_dim = top["w_dim"]
+    mapping = _settings(f"{path}: mapping_kwargs.", mapping_given, _mapping_rules(w_dim, (8, ANY)), problems)
+    synthesis = _settings(f"{path}: synthesis_kwargs.", synthesis_given, SYNTHESIS_RULES, problems)
+    if problems:
+        raise UserError(*problems)
+    return dict(resolution=top["img_resolution"], img_channels=top["img_channels"], c_dim=top["c_dim"],
+                z_dim=top["z_dim"], w_dim=w_dim, channel_base=synthesis["channel_base"],
+                channel_max=synthesis["channel_max"], mapping_layers=mapping["num_layers"],
+                num_fp16_res=synthesis["num_fp16_res"], conv_clamp=synthesis["conv_clamp"])  # fmt: skip
+
+
+def discriminator_arch(path: Path, kwargs: dict) -> dict:
+    """ganforge Discriminator kwargs from an official Discriminator's; UserError listing every unsupported setting."""
+    problems = []
+    top = _required(path, kwargs, D_REQUIRED, problems)
+    base, cmax = kwargs.get("channel_base", 32768), kwargs.get("channel_max", 512)
+    cmap = channels_at(4, base, cmax) if isinstance(base, int) and isinstance(cmax, int) else None
+    blocks, mapping, epilogue = (kwargs.pop(k, {}) for k in ("block_kwargs", "mapping_kwargs", "epilogue_kwargs"))
+    rules = {**SIZES, "architecture": ("resnet", ["resnet"]), "cmap_dim": (None, [None, cmap])}
+    main = _settings(f"{path}: ", kwargs, rules, problems)
+    _settings(f"{path}: block_kwargs.", blocks, D_BLOCK_RULES, problems)
+    if top["c_dim"]:  # the label-embedding network exists only in conditional discriminators
+        _settings(f"{path}: mapping_kwargs.", mapping, _mapping_rules(cmap, (8, [8])), problems)
+    head = _settings(f"{path}: epilogue_kwargs.", epilogue, D_EPILOGUE_RULES, problems)
+    if head["mbstd_group_size"] is None:
+        problems.append(f"{path}: epilogue_kwargs.mbstd_group_size=None (the whole minibatch) is not supported")
+    if problems:
+        raise UserError(*problems)
+    return dict(resolution=top["img_resolution"], img_channels=top["img_channels"], c_dim=top["c_dim"],
+                channel_base=main["channel_base"], channel_max=main["channel_max"],
+                mbstd_group_size=head["mbstd_group_size"], num_fp16_res=main["num_fp16_res"],
+                conv_clamp=main["conv_clamp"])  # fmt: skip
+
+
+def read_generator(path: Path, record: PersistentRecord) -> tuple[Generator, dict]:
+    """A ganforge Generator equal to an official StyleGAN2 one, and the architecture it was built from."""
+    kwargs = _init_kwargs(path, record, "Generator")
+    synthesis = record.state.get("_modules", {}).get("synthesis")
+    if isinstance(synthesis, PersistentRecord) and "b4" not in synthesis.state.get("_modules", {}):
+        raise UserError(f"{path}: not a StyleGAN2 generator (its synthesis network has no b4 block); StyleGAN3 "
+                        "alias-free generators are not supported")  # fmt: skip
+    arch = generator_arch(path, kwargs)
+    tensors = drop_resample_filters(path, module_tensors(path, record))
+    return build_network(path, Generator, arch, tensors), arch
+
+
+def read_discriminator(path: Path, record: PersistentRecord) -> tuple[Discriminator, dict]:
+    """A ganforge Discriminator equal to an official StyleGAN2 (residual) one, and its architecture."""
+    arch = discriminator_arch(path, _init_kwargs(path, record, "Discriminator"))
+    tensors = drop_resample_filters(path, module_tensors(path, record))
+    return build_network(path, Discriminator, arch, tensors), arch

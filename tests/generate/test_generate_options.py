@@ -1,0 +1,76 @@
+"""Option parsing of `ganforge generate`: seed ranges, grid, output modes, and the checks against the network."""
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from ganforge.errors import UserError
+from ganforge.generate import GenerateOptions
+from ganforge.generate.options import MAX_COUNT, MAX_SEED, parse_ranges
+
+PATHS = dict(network=Path("net.pkl"), outdir=Path("out"))
+
+
+def parse(**fields) -> GenerateOptions:
+    return GenerateOptions.parse(**PATHS, **fields)
+
+
+def problems(**fields) -> list[str]:
+    with pytest.raises(UserError) as err:
+        parse(**fields)
+    return err.value.problems
+
+
+def test_seed_ranges_and_lists_keep_the_order_given():
+    assert parse(seeds="0-3,12, 7 ,100-101").seeds == (0, 1, 2, 3, 12, 7, 100, 101)
+    assert parse(seeds=str(MAX_SEED)).seeds == (MAX_SEED,)
+
+
+def test_every_bad_seed_part_is_reported():
+    found = []
+    parse_ranges("--seeds", f"5-2,x,-1,1.5,{MAX_SEED + 1},,3", found)
+    assert found == [
+        "--seeds 5-2,x,-1,1.5,4294967296,,3: range 5-2 runs backwards; write 2-5",
+        "--seeds 5-2,x,-1,1.5,4294967296,,3: 'x' is not N or N-M (e.g. 0-7,12,100-199)",
+        "--seeds 5-2,x,-1,1.5,4294967296,,3: '-1' is not N or N-M (e.g. 0-7,12,100-199)",
+        "--seeds 5-2,x,-1,1.5,4294967296,,3: '1.5' is not N or N-M (e.g. 0-7,12,100-199)",
+        f"--seeds 5-2,x,-1,1.5,4294967296,,3: 4294967296 is above {MAX_SEED}",
+        "--seeds 5-2,x,-1,1.5,4294967296,,3: '' is not N or N-M (e.g. 0-7,12,100-199)",
+    ]
+    assert "more than 1,000,000 values" in problems(seeds=f"0-{MAX_COUNT}")[0]
+
+
+def test_grid_and_mode_combinations():
+    assert parse(seeds="0-5", grid="2x4").grid == (2, 4) and parse(seeds="0-5", grid="2x4").mode == "grid"
+    assert parse(seeds="0-5").mode == "images" and parse(seeds="0,1", interp=3).mode == "interp"
+    assert parse(style_mix=("1-2", "3")).style_mix == ((1, 2), (3,))
+    assert problems(seeds="0-9", grid="2x4") == ["--grid 2x4: holds 8 images, --seeds gives 10"]
+    assert problems(seeds="0", grid="4") == ["--grid 4: write ROWSxCOLUMNS with both at least 1, e.g. 4x8"]
+    assert problems(seeds="0", interp=5) == ["--interp: needs at least two --seeds to travel between"]
+    assert problems() == ["--seeds: which images to make, e.g. --seeds 0-7,42 (or --style-mix ROWS COLS)"]
+    assert problems(seeds="1", grid="1x1", interp=2, style_mix=("1", "2"), mix_layers="0") == [
+        "--grid and --interp and --style-mix: choose one output mode",
+        "--seeds: --style-mix takes its own row and column seeds; drop --seeds",
+    ]
+    assert problems(seeds="1", mix_layers="0-2") == ["--mix-layers: only used with --style-mix"]
+
+
+def test_network_checks_list_every_problem():
+    conditional = SimpleNamespace(c_dim=3, num_ws=6)
+    unconditional = SimpleNamespace(c_dim=0, num_ws=6)
+    parse(seeds="1", class_index=2, trunc_cutoff=6).check_network(conditional)
+    with pytest.raises(UserError) as err:
+        parse(style_mix=("1", "2"), trunc_cutoff=7, mix_layers="4-6").check_network(conditional)
+    assert err.value.problems == [
+        "--class: net.pkl is conditional; pick a class from 0 to 2",
+        "--trunc-cutoff 7: net.pkl has 6 ws; use 1 to 6",
+        "--mix-layers: net.pkl has layers 0 to 5, not [6]",
+    ]
+    with pytest.raises(UserError, match="--class 3: net.pkl has classes 0 to 2"):
+        parse(seeds="1", class_index=3).check_network(conditional)
+    with pytest.raises(UserError, match="--class 0: net.pkl is unconditional; drop --class"):
+        parse(seeds="1", class_index=0).check_network(unconditional)
+    assert parse(style_mix=("1", "2")).layers_to_mix(4) == (0, 1, 2, 3)
+    assert parse(style_mix=("1", "2")).layers_to_mix(14) == (0, 1, 2, 3, 4, 5, 6)
+    assert parse(style_mix=("1", "2"), mix_layers="8-9").layers_to_mix(14) == (8, 9)

@@ -1,0 +1,133 @@
+"""Tiny NVlabs-format network pickles for tests, written from the published format (torch_utils/persistence.py and
+training/networks.py of stylegan2-ada-pytorch), never with NVlabs code.
+
+A network module pickles as the call `torch_utils.persistence._reconstruct_persistent_obj(meta)`, meta = {type:
+"class", version: 6, module_src: the defining module's source, class_name, state: the module's __dict__}; the file is
+`pickle.dump` of {G, D, G_ema, augment_pipe, training_set_kwargs}. Stand-ins below carry the official global names
+while a pickle is written (sys.modules holds stand-in modules only for that time), so the byte stream names exactly
+the globals of a real file; tensors are real torch tensors and parameters, pickled by torch itself.
+"""
+
+import collections
+import contextlib
+import pickle
+import sys
+import types
+from unittest import mock
+
+import numpy as np
+import torch
+
+from ganforge.nets.layers import fir_kernel
+
+# Official classes that register the FIR filter as a persistent buffer (ganforge recomputes it instead).
+RESAMPLE_FILTER_OWNERS = ("SynthesisLayer", "SynthesisBlock", "Conv2dLayer", "DiscriminatorBlock")
+HOOK_DICTS = ("_backward_hooks", "_forward_hooks", "_forward_pre_hooks", "_state_dict_hooks",
+              "_load_state_dict_pre_hooks")  # fmt: skip
+
+
+def module_source(marker) -> str:
+    """A stand-in for the pickled source of training/networks.py: running it would create `marker`."""
+    return f"import pathlib\npathlib.Path({str(marker)!r}).touch()\n"
+
+
+def _reconstruct_persistent_obj(meta):
+    raise AssertionError("a stand-in: only its name is written into fixture pickles")
+
+
+_reconstruct_persistent_obj.__module__ = "torch_utils.persistence"
+
+
+class EasyDict(dict):
+    """Stand-in for dnnlib.util.EasyDict (an attribute dict)."""
+
+
+EasyDict.__module__ = "dnnlib.util"
+
+
+class Persistent:
+    """Pickles as an NVlabs persistent object of class `class_name` with the given `__dict__`."""
+
+    def __init__(self, class_name: str, state: dict, source: str = ""):
+        self.class_name, self.state, self.source = class_name, state, source
+
+    def __reduce__(self):
+        meta = dict(type="class", version=6, module_src=self.source, class_name=self.class_name, state=self.state)
+        return _reconstruct_persistent_obj, (meta,)
+
+
+@contextlib.contextmanager
+def official_names():
+    """Stand-in modules torch_utils.persistence and dnnlib.util, so pickle writes the official global names."""
+    persistence = types.ModuleType("torch_utils.persistence")
+    persistence._reconstruct_persistent_obj = _reconstruct_persistent_obj
+    util = types.ModuleType("dnnlib.util")
+    util.EasyDict = EasyDict
+    modules = {"torch_utils": types.ModuleType("torch_utils"), "torch_utils.persistence": persistence,
+               "dnnlib": types.ModuleType("dnnlib"), "dnnlib.util": util}  # fmt: skip
+    with mock.patch.dict(sys.modules, modules):
+        yield
+
+
+def persistent_tree(module: torch.nn.Module, init_kwargs: dict, source: str = "") -> Persistent:
+    """The official object graph of a ganforge module tree (same module names and class names as the official
+    networks), with the official extras: persistent resample filters, numpy gains, init kwargs, hook dicts."""
+    class_name = type(module).__name__
+    params = collections.OrderedDict(
+        (name, torch.nn.Parameter(p.detach().clone(), requires_grad=False))
+        for name, p in module._parameters.items()
+        if p is not None
+    )
+    buffers = collections.OrderedDict(
+        (name, b.detach().clone())
+        for name, b in module._buffers.items()
+        if name not in module._non_persistent_buffers_set
+    )
+    if class_name in RESAMPLE_FILTER_OWNERS:
+        buffers["resample_filter"] = fir_kernel()
+    children = collections.OrderedDict((n, persistent_tree(c, {}, source)) for n, c in module._modules.items())
+    state = {"training": False, "_parameters": params, "_buffers": buffers, "_non_persistent_buffers_set": set(),
+             "_modules": children, "_init_args": (), "_init_kwargs": init_kwargs,
+             **{hooks: collections.OrderedDict() for hooks in HOOK_DICTS}}  # fmt: skip
+    if class_name == "FullyConnectedLayer":  # the official layer keeps numpy gains (np.sqrt)
+        state.update(activation=module.activation, weight_gain=np.float64(module.weight_gain), bias_gain=1)
+    return Persistent(class_name, state, source)
+
+
+def generator_kwargs(G, layout: str = "ada", **synthesis_extra) -> dict:
+    """Official Generator constructor kwargs for ganforge G's architecture: stylegan2-ada-pytorch nests the synthesis
+    settings in synthesis_kwargs; stylegan3's networks_stylegan2 takes them at the top level."""
+    a = G.config
+    common = dict(z_dim=a["z_dim"], w_dim=a["w_dim"], c_dim=a["c_dim"], img_resolution=a["resolution"],
+                  img_channels=a["img_channels"], mapping_kwargs=EasyDict(num_layers=a["mapping_layers"]))  # fmt: skip
+    synthesis = EasyDict(channel_base=a["channel_base"], channel_max=a["channel_max"],
+                         num_fp16_res=a["num_fp16_res"], conv_clamp=a["conv_clamp"], **synthesis_extra)  # fmt: skip
+    if layout == "ada":
+        return dict(common, synthesis_kwargs=synthesis)
+    return dict(common, **synthesis, fused_modconv_default="inference_only")
+
+
+def discriminator_kwargs(D, **extra) -> dict:
+    a = D.config
+    kwargs = dict(c_dim=a["c_dim"], img_resolution=a["resolution"], img_channels=a["img_channels"],
+                  channel_base=a["channel_base"], channel_max=a["channel_max"], num_fp16_res=a["num_fp16_res"],
+                  conv_clamp=a["conv_clamp"], block_kwargs=EasyDict(freeze_layers=0), mapping_kwargs=EasyDict(),
+                  epilogue_kwargs=EasyDict(mbstd_group_size=a["mbstd_group_size"]))  # fmt: skip
+    return {**kwargs, **extra}
+
+
+def network_pickle(networks: dict, protocol: int = 4) -> bytes:
+    """pickle.dump of an NVlabs snapshot dict; `networks` maps G / D / G_ema to Persistent trees (or anything)."""
+    augment = Persistent("AugmentPipe", {"_parameters": {}, "_buffers": {"p": torch.zeros([])}, "_modules": {}})
+    data = dict(training_set_kwargs=dict(path="data.zip", resolution=8, use_labels=False), augment_pipe=augment)
+    with official_names():
+        return pickle.dumps({**data, **networks}, protocol=protocol)
+
+
+def random_weights(net: torch.nn.Module, seed: int) -> torch.nn.Module:
+    """Fill every parameter and buffer with random values (noise strengths and biases too, so each matters)."""
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for tensor in net.state_dict(keep_vars=True).values():  # not the recomputed FIR filters
+            tensor.copy_(torch.randn(tensor.shape, generator=generator) * 0.5)
+    return net.eval()
