@@ -117,17 +117,20 @@ class _FilteredLReLU(torch.autograd.Function):
         y, size, positive, inside = _forward(x, fu, fd, b, up, down, padding, gain, slope, clamp, masks=True)
         ctx.save_for_backward(fu, fd, positive, inside)
         ctx.args = (up, down, padding, gain, slope, size)
+        # the incoming gradient gets the output's memory layout: mixed layouts take slow elementwise and conv paths
+        ctx.layout = torch.channels_last if x.dim() == 4 and not x.is_contiguous() and x.is_contiguous(
+            memory_format=torch.channels_last) else torch.contiguous_format  # fmt: skip
         return y
 
     @staticmethod
     def backward(ctx, grad):
         fu, fd, positive, inside = ctx.saved_tensors
         up, down, padding, gain, slope, size = ctx.args
-        g = firdown_adjoint(grad, fd, down, size)
+        g = firdown_adjoint(grad.contiguous(memory_format=ctx.layout), fd, down, size)
         if positive is not None:
             g = torch.where(positive, g, g * slope)
         if inside is not None:
-            g = torch.where(inside, g, torch.zeros_like(g))
+            g = torch.where(inside, g, 0.0)
         gx = upfir_adjoint(g, fu, up, padding, gain)
         gb = gx.sum(dim=[0, 2, 3]) if ctx.needs_input_grad[1] else None
         return gx, gb, None, None, None, None, None, None, None, None
