@@ -153,7 +153,15 @@ def test_config_round_trip_and_bad_arguments():
     again = StyleGAN3Generator(**json.loads(json.dumps(G.config)))
     assert again.config == G.config and again.config["config"] == "r"
     assert {k: v.shape for k, v in again.state_dict().items()} == {k: v.shape for k, v in G.state_dict().items()}
-    with pytest.raises(UserError, match="config: 'x'"):
-        StyleGAN3Generator(**TINY, config="x")
-    with pytest.raises(UserError, match="resolution"):
-        StyleGAN3Generator(**{**TINY, "resolution": 24})
+    with pytest.raises(UserError) as err:
+        StyleGAN3Generator(**{**TINY, "resolution": 24}, config="x", num_layers=2)
+    assert [p.split(":")[0] for p in err.value.problems] == ["resolution", "config", "num_layers"]
+
+
+def test_fewer_layers_keep_the_schedule_end_points():
+    G = StyleGAN3Generator(**TINY, num_layers=4)
+    assert G.num_ws == 6 and G.synthesis.layer_names == ["L0_36_8", "L1_36_8", "L2_36_8", "L3_16_8", "L4_16_3"]
+    first, last = G.synthesis.L0_36_8, G.synthesis.L3_16_8
+    assert (first.out.cutoff, last.out.cutoff) == (2.0, 8.0)
+    assert [getattr(G.synthesis, n).critically_sampled for n in G.synthesis.layer_names] == [False, False] + [True] * 3
+    assert G(torch.randn(2, 8), torch.zeros(2, 0)).shape == (2, 3, 16, 16)

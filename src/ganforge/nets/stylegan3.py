@@ -21,7 +21,7 @@ from ganforge.nets.mapping import MappingNetwork
 from ganforge.nets.stylegan3_layers import SynthesisInput, SynthesisLayer, layer_bands
 
 CONFIGS = ("t", "r")
-NUM_LAYERS = 14  # synthesis layers, not counting the Fourier input and toRGB (App. F)
+NUM_LAYERS = 14  # synthesis layers, not counting the Fourier input and toRGB (App. F); the default
 NUM_CRITICAL = 2  # the last layers are critically sampled: cutoff at Nyquist, for sharp details
 OUTPUT_SCALE = 0.25  # toRGB's output is scaled down so that images start in a sensible range
 W_AVG_BETA = 0.998  # the official StyleGAN3 w_avg tracking rate
@@ -41,21 +41,21 @@ def input_transform(translate=(0.0, 0.0), angle: float = 0.0) -> torch.Tensor:
 class SynthesisNetwork(nn.Module):
     """ws [N, num_ws, w_dim] -> image [N, img_channels, resolution, resolution] (float32).
 
-    ws[:, 0] drives the Fourier input's learned transform, ws[:, i + 1] layer L{i}; num_ws = NUM_LAYERS + 2.
+    ws[:, 0] drives the Fourier input's learned transform, ws[:, i + 1] layer L{i}; num_ws = num_layers + 2.
     """
 
     def __init__(self, w_dim, resolution, img_channels, channel_base, channel_max, conv_kernel, radial, num_fp16_res,
-                 conv_clamp):  # fmt: skip
+                 conv_clamp, num_layers=NUM_LAYERS):  # fmt: skip
         super().__init__()
         self.w_dim, self.resolution, self.img_channels = w_dim, resolution, img_channels
-        self.num_ws = NUM_LAYERS + 2
-        bands = layer_bands(resolution, img_channels, channel_base, channel_max, NUM_LAYERS, NUM_CRITICAL)
+        self.num_ws = num_layers + 2
+        bands = layer_bands(resolution, img_channels, channel_base, channel_max, num_layers, NUM_CRITICAL)
         self.input = SynthesisInput(w_dim, bands[0])
         self.layer_names = []
         for idx, out in enumerate(bands):
             layer = SynthesisLayer(
-                w_dim, bands[max(idx - 1, 0)], out, is_torgb=idx == NUM_LAYERS,
-                critically_sampled=idx >= NUM_LAYERS - NUM_CRITICAL,
+                w_dim, bands[max(idx - 1, 0)], out, is_torgb=idx == num_layers,
+                critically_sampled=idx >= num_layers - NUM_CRITICAL,
                 use_fp16=out.sampling_rate * 2**num_fp16_res > resolution,  # the top num_fp16_res octaves
                 conv_kernel=conv_kernel, radial=radial, conv_clamp=conv_clamp,
             )  # fmt: skip
@@ -93,24 +93,36 @@ class StyleGAN3Generator(nn.Module):
         num_fp16_res: run the layers whose sampling rate is within this many octaves of the resolution in fp16
             (CUDA only; fp32 master weights are cast at use). Official training uses 4.
         conv_clamp: clamp every layer's activations to +-conv_clamp after the leaky ReLU (official: 256), or None.
+        num_layers: synthesis layers between the Fourier input and toRGB (14 in the paper and in every official
+            network); fewer make a cheap network for tests and CPU demos, with the same cutoff schedule end points.
     """
 
     def __init__(self, resolution=32, img_channels=3, c_dim=0, z_dim=512, w_dim=512, channel_base=32768,
-                 channel_max=512, mapping_layers=2, config="t", num_fp16_res=0, conv_clamp=None):  # fmt: skip
+                 channel_max=512, mapping_layers=2, config="t", num_fp16_res=0, conv_clamp=None,
+                 num_layers=NUM_LAYERS):  # fmt: skip
         super().__init__()
         arch = dict(resolution=resolution, img_channels=img_channels, c_dim=c_dim, z_dim=z_dim, w_dim=w_dim,
                     channel_base=channel_base, channel_max=channel_max, mapping_layers=mapping_layers,
                     num_fp16_res=num_fp16_res, conv_clamp=conv_clamp)  # fmt: skip
+        problems = []
         if config not in CONFIGS:
-            raise UserError(f"config: {config!r} is not a StyleGAN3 configuration; choose 't' or 'r'")
-        check_arch(**arch)
-        self._config = arch | {"config": config}
+            problems.append(f"config: {config!r} is not a StyleGAN3 configuration; choose 't' or 'r'")
+        if not isinstance(num_layers, int) or num_layers <= NUM_CRITICAL:
+            problems.append(f"num_layers: {num_layers!r} must be an integer > {NUM_CRITICAL} (14 in the paper)")
+        try:
+            check_arch(**arch)
+        except UserError as err:
+            problems = [*err.problems, *problems]
+        if problems:
+            raise UserError(*problems)
+        self._config = arch | {"config": config, "num_layers": num_layers}
         self.z_dim, self.c_dim, self.w_dim = z_dim, c_dim, w_dim
         self.img_channels, self.resolution = img_channels, resolution
         widen = 2 if config == "r" else 1
         self.synthesis = SynthesisNetwork(w_dim, resolution, img_channels, channel_base * widen, channel_max * widen,
                                           conv_kernel=1 if config == "r" else 3, radial=config == "r",
-                                          num_fp16_res=num_fp16_res, conv_clamp=conv_clamp)  # fmt: skip
+                                          num_fp16_res=num_fp16_res, conv_clamp=conv_clamp,
+                                          num_layers=num_layers)  # fmt: skip
         self.num_ws = self.synthesis.num_ws
         self.mapping = MappingNetwork(z_dim, c_dim, w_dim, mapping_layers, num_ws=self.num_ws, w_avg_beta=W_AVG_BETA,
                                       lr_multiplier=MAPPING_LR_MULTIPLIER)  # fmt: skip
