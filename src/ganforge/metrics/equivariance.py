@@ -109,6 +109,7 @@ def bandlimit_filter(motion: torch.Tensor, up: int, a: int = LANCZOS_A, support:
     window = convolve_with_separable(_lanczos_window(taps, a), _lanczos_window(xo, a) * _lanczos_window(yo, a))
     f = torch.fft.fftshift(ideal * window)
     crop = (design_support - support) * up
+    # one zero row and column make whole up x up cells: [cell y, phase y, cell x, phase x]
     f = F.pad(f[crop:-crop, crop:-crop], [0, 1, 0, 1]).reshape(2 * support, up, 2 * support, up)
     f = f / f.sum(dim=[0, 2], keepdim=True) / up**2
     return f.reshape(2 * support * up, 2 * support * up)[:-1, :-1]
