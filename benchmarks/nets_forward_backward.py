@@ -1,14 +1,22 @@
-"""Median forward+backward time of the StyleGAN2 generator and discriminator on CPU.
+"""Median forward+backward time of the StyleGAN2 generator and discriminator on CPU; with --stylegan3, of the
+StyleGAN3-T and -R generators, their peak memory and the filtered leaky ReLU's share of the step.
 
 Defaults: 256 px, batch 4, config F channels (channel_base 16384, channel_max 512), 2 threads. As the baseline
 for the choice of modulated-convolution path, every generator block's conv1 is also timed (forward+backward)
 with the shared-weight path ganforge uses on CPU, with the fused grouped-convolution path of the official
 inference code (which ganforge keeps for CUDA inference), and as a plain unmodulated conv2d of the same shape.
 
+With --stylegan3, each of T and R at each --sg3-resolutions runs in its own process, so that its peak resident
+memory (VmHWM) minus the memory before the first step is the step's own peak. One further step runs under
+torch.profiler: the filtered lrelu's share is the CPU time of its forward ops plus the backward nodes of those ops
+(matched by autograd sequence number), over all ops' CPU time.
+
     .venv/bin/python benchmarks/nets_forward_backward.py [--resolution 256] [--batch 4] [--iters 5] [--threads 2]
+    .venv/bin/python benchmarks/nets_forward_backward.py --stylegan3 [--sg3-resolutions 64,256] [--batch 4]
 """
 
 import argparse
+import multiprocessing
 import os
 import statistics
 import time
@@ -16,7 +24,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from ganforge.nets import Discriminator, Generator
+from ganforge.nets import Discriminator, Generator, StyleGAN3Generator
 from ganforge.nets.layers import modulated_conv2d
 
 PATHS = ("shared", "fused", "plain")
@@ -64,6 +72,64 @@ def modconv_step(layer, batch: int, path: str):
     return step
 
 
+def resident_mib(field: str) -> float:
+    """VmRSS (now) or VmHWM (peak) of this process in MiB, from /proc (Linux)."""
+    with open("/proc/self/status") as f:
+        line = next(line for line in f if line.startswith(field + ":"))
+    return int(line.split()[1]) / 1024
+
+
+def _descendants(event):
+    for child in event.cpu_children:
+        yield child
+        yield from _descendants(child)
+
+
+def filtered_lrelu_share(step) -> tuple[float, float]:
+    """(forward, backward) CPU seconds of the filtered lrelu in one profiled step, over all ops' CPU seconds."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        step()
+    events = prof.events()
+    ranges = [e for e in events if e.name == "filtered_lrelu"]
+    sequence = {d.sequence_nr for r in ranges for d in _descendants(r) if d.sequence_nr >= 0}
+    backward = [e for e in events if e.name.startswith("autograd::engine::evaluate_function") and
+                e.sequence_nr in sequence]  # fmt: skip
+    total = sum(e.self_cpu_time_total for e in events)
+    return sum(e.cpu_time_total for e in ranges) / total, sum(e.cpu_time_total for e in backward) / total
+
+
+def stylegan3_figures(config: str, resolution: int, args) -> dict:
+    """One configuration's figures, measured in this (fresh) process."""
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    G = StyleGAN3Generator(resolution=resolution, channel_base=args.channel_base, channel_max=args.channel_max,
+                           config=config).train()  # fmt: skip
+    z, c = torch.randn(args.batch, G.z_dim), torch.zeros(args.batch, 0)
+    before = resident_mib("VmRSS")
+    step = network_step(G, (z, c))
+    wall, cpu = median_seconds(step, args.iters)
+    peak = resident_mib("VmHWM") - before
+    forward, backward = filtered_lrelu_share(step)
+    params = sum(p.numel() for p in G.parameters())
+    return dict(wall=wall, cpu=cpu, peak=peak, forward=forward, backward=backward, params=params)
+
+
+def run_stylegan3(args) -> None:
+    print(f"StyleGAN3 generator, batch {args.batch}, channel_base {args.channel_base}, channel_max "
+          f"{args.channel_max} (config R doubles both), {args.threads} threads, median of {args.iters} after 1 "
+          "warm-up; peak = resident memory high-water mark minus resident memory before the first step")  # fmt: skip
+    context = multiprocessing.get_context("spawn")  # a fresh process per configuration: its own peak memory
+    for resolution in (int(r) for r in args.sg3_resolutions.split(",")):
+        for config in ("t", "r"):
+            with context.Pool(1) as pool:
+                f = pool.apply(stylegan3_figures, (config, resolution, args))
+            share = f["forward"] + f["backward"]
+            print(f"StyleGAN3-{config.upper()} {resolution:>4} px: {f['params']:>11,} params   forward+backward "
+                  f"{f['wall'] * 1000:9.1f} ms wall, {f['cpu'] * 1000:9.1f} ms CPU   peak +{f['peak']:7.0f} MiB   "
+                  f"filtered lrelu {share:5.1%} of CPU time (forward {f['forward']:.1%}, backward "
+                  f"{f['backward']:.1%})")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--resolution", type=int, default=256)
@@ -72,13 +138,18 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--channel-base", type=int, default=16384)
     parser.add_argument("--channel-max", type=int, default=512)
+    parser.add_argument("--stylegan3", action="store_true", help="StyleGAN3-T/R instead of StyleGAN2")
+    parser.add_argument("--sg3-resolutions", default="64,256", help="comma-separated, with --stylegan3")
     args = parser.parse_args()
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores, torch {torch.__version__}")
+    if args.stylegan3:
+        run_stylegan3(args)
+        return
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     arch = dict(resolution=args.resolution, channel_base=args.channel_base, channel_max=args.channel_max)
     G, D = Generator(**arch), Discriminator(**arch)
     n = args.batch
-    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"{args.resolution} px, batch {n}, channel_base {args.channel_base}, channel_max {args.channel_max}, "
           f"{args.threads} threads, torch {torch.__version__}, median of {args.iters} after 1 warm-up")  # fmt: skip
     z, img, c = torch.randn(n, G.z_dim), torch.randn(n, D.img_channels, D.resolution, D.resolution), torch.zeros(n, 0)

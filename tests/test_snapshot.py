@@ -7,7 +7,7 @@ import safetensors.torch
 import torch
 
 from ganforge.errors import UserError
-from ganforge.nets import Discriminator, Generator
+from ganforge.nets import Discriminator, Generator, StyleGAN3Generator, input_transform
 from ganforge.snapshot import load_discriminator, load_snapshot, save_discriminator, save_snapshot
 
 ARCH = dict(resolution=8, z_dim=8, w_dim=8, channel_base=64, channel_max=8, mapping_layers=2, c_dim=2)
@@ -132,3 +132,26 @@ def test_discriminator_file_round_trip_and_kinds_are_told_apart(G, tmp_path):
     save_snapshot(tmp_path / "G.safetensors", G, {})
     with pytest.raises(UserError, match="a ganforge snapshot file but not a ganforge discriminator file"):
         load_discriminator(tmp_path / "G.safetensors")
+
+
+def test_stylegan3_round_trip_records_the_architecture(tmp_path):
+    torch.manual_seed(0)
+    G3 = StyleGAN3Generator(resolution=16, z_dim=8, w_dim=8, channel_base=128, channel_max=8, config="r")
+    ws = G3.mapping(torch.randn(2, 8), torch.zeros(2, 0))
+    G3.synthesis(ws, magnitude_ema_beta=0.5)  # magnitude_ema buffers away from their initial 1
+    path = tmp_path / "sg3.safetensors"
+    save_snapshot(path, G3, {})
+    with safetensors.safe_open(path, framework="pt") as f:
+        assert f.metadata()["architecture"] == "stylegan3"
+    loaded, _ = load_snapshot(path)
+    assert type(loaded) is StyleGAN3Generator and loaded.config == G3.config
+    move = input_transform(translate=(0.1, 0), angle=0.2)
+    torch.testing.assert_close(loaded.synthesis(ws, transform=move), G3.eval().synthesis(ws, transform=move))
+
+
+def test_snapshot_without_architecture_is_stylegan2_and_unknown_ones_are_refused(G, tmp_path):
+    rewrite(tmp_path / "old.safetensors", G)  # as written before the field existed
+    assert type(load_snapshot(tmp_path / "old.safetensors")[0]) is Generator
+    rewrite(tmp_path / "new.safetensors", G, architecture="stylegan9")
+    with pytest.raises(UserError, match="unknown generator architecture 'stylegan9'"):
+        load_snapshot(tmp_path / "new.safetensors")

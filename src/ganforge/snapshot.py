@@ -6,6 +6,8 @@ as in docs/official-tensor-mapping.md) and whose string metadata is
 
     format          "ganforge-snapshot" (generator) or "ganforge-discriminator"
     format_version  "1"
+    architecture    "stylegan2" (nets.Generator / nets.Discriminator) or "stylegan3" (nets.StyleGAN3Generator); files
+                    written before StyleGAN3 existed have no such field and are StyleGAN2
     generator       JSON of Generator.config (the constructor kwargs); "discriminator" in a discriminator file
     meta            JSON of a free-form dict from the writer (kimg, dataset, metrics, import source, ...)
     tensors_sha256  SHA-256 over (name, raw bytes) of every tensor in name order; checked on load when present,
@@ -24,7 +26,7 @@ from safetensors import SafetensorError, safe_open
 
 from ganforge.durable import replace_file
 from ganforge.errors import UserError
-from ganforge.nets import Discriminator, Generator
+from ganforge.nets import Discriminator, Generator, StyleGAN3Generator
 from ganforge.tensorfile import tensor_file_bytes
 
 FORMAT = "ganforge-snapshot"
@@ -39,12 +41,14 @@ class _Kind:
     noun: str
     format: str
     config_key: str
-    network: type
+    networks: dict[str, type]  # architecture name -> class
     fix: str  # where a user gets a good file of this kind
 
 
-_SNAPSHOT = _Kind("snapshot", FORMAT, "generator", Generator, "pass a .safetensors file from a run's snapshots/ folder")
-_DISCRIMINATOR = _Kind("discriminator", DISCRIMINATOR_FORMAT, "discriminator", Discriminator,
+ARCHITECTURES = {"stylegan2": Generator, "stylegan3": StyleGAN3Generator}
+_SNAPSHOT = _Kind("snapshot", FORMAT, "generator", ARCHITECTURES,
+                  "pass a .safetensors file from a run's snapshots/ folder")  # fmt: skip
+_DISCRIMINATOR = _Kind("discriminator", DISCRIMINATOR_FORMAT, "discriminator", {"stylegan2": Discriminator},
                        "pass a file written by `ganforge import --which D`")  # fmt: skip
 
 
@@ -63,10 +67,18 @@ def save_discriminator(path, D: Discriminator, meta: dict) -> None:
     _save(path, D, meta, _DISCRIMINATOR)
 
 
+def architecture_of(net: torch.nn.Module) -> str:
+    """The architecture family name a file records for a ganforge generator or discriminator."""
+    names = [name for kind in (_SNAPSHOT, _DISCRIMINATOR) for name, cls in kind.networks.items() if type(net) is cls]
+    assert names, f"not a ganforge network: {type(net).__name__}"
+    return names[0]
+
+
 def _save(path, net: torch.nn.Module, meta: dict, kind: _Kind) -> None:
     tensors = {k: v.detach().to("cpu", copy=True).contiguous() for k, v in net.state_dict().items()}
-    metadata = {"format": kind.format, "format_version": FORMAT_VERSION, kind.config_key: json.dumps(net.config),
-                "meta": json.dumps(meta), "tensors_sha256": tensors_sha256(tensors)}  # fmt: skip
+    metadata = {"format": kind.format, "format_version": FORMAT_VERSION, "architecture": architecture_of(net),
+                kind.config_key: json.dumps(net.config), "meta": json.dumps(meta),
+                "tensors_sha256": tensors_sha256(tensors)}  # fmt: skip
     replace_file(Path(path), tensor_file_bytes(tensors, metadata))
 
 
@@ -108,7 +120,7 @@ def _load(path, device, kind: _Kind):
         raise UserError(f"{path}: {kind.noun} metadata is corrupt ({err!r}); copy the file again") from None
     if "tensors_sha256" in metadata and metadata["tensors_sha256"] != tensors_sha256(tensors):
         raise UserError(f"{path}: {kind.noun} tensors do not match their checksum, the file is corrupt; copy it again")
-    net = _build(path, config, device, kind)
+    net = _build(path, metadata.get("architecture", "stylegan2"), config, device, kind)
     check_tensors(path, net, tensors)
     net.load_state_dict(tensors)
     return net.eval(), meta
@@ -130,13 +142,16 @@ def _read(path: Path, kind: _Kind) -> tuple[dict, dict]:
                         "truncated or corrupt, copy it again") from None  # fmt: skip
 
 
-def _build(path: Path, config, device, kind: _Kind) -> torch.nn.Module:
+def _build(path: Path, architecture: str, config, device, kind: _Kind) -> torch.nn.Module:
     """The network the file's config describes, on `device`; UserError if this ganforge cannot build it."""
+    if architecture not in kind.networks:
+        raise UserError(f"{path}: unknown {kind.config_key} architecture {architecture!r}; use the ganforge version "
+                        "that wrote it")  # fmt: skip
     if not isinstance(config, dict):
         raise UserError(f"{path}: {kind.config_key} config is not a JSON object; copy the file again")
     try:
         with torch.device(device):
-            return kind.network(**config)
+            return kind.networks[architecture](**config)
     except TypeError as err:
         raise UserError(f"{path}: architecture mismatch, this ganforge cannot build the file's "
                         f"{kind.config_key} ({err}); use the ganforge version that wrote it") from None  # fmt: skip

@@ -1,4 +1,5 @@
-"""Quality metrics: FID, KID, precision/recall on the standard TF-FID Inception features, and SWD.
+"""Quality metrics: FID, KID, precision/recall on the standard TF-FID Inception features, and SWD; and the
+equivariance metrics EQ-T, EQ-T_frac, EQ-R of a StyleGAN3 generator (no reals needed).
 
 ```python
 from ganforge.metrics import compute_metric, METRICS, append_result

@@ -26,7 +26,7 @@ def _check_sources(network, data, fake, names: list[str]) -> None:
         problems.append("give --network SNAPSHOT --data DATASET, or --real DIR_OR_ZIP --fake DIR_OR_ZIP")
     if network is not None and fake is not None:
         problems.append("--network and --fake: give one source of fake images, not both")
-    if data is None:
+    if data is None and any(METRICS[n].needs_real for n in names if n in METRICS):
         problems.append("--data/--real: the real images to compare with are required")
     known = ", ".join(METRICS)
     problems += [f"--metrics: unknown metric {n!r}; choose from {known}" for n in names if n not in METRICS]

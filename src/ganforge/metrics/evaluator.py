@@ -55,23 +55,25 @@ def _resolve_device(device, generator) -> torch.device:
 
 
 class Evaluator:
-    """Images and Inception features of the reals (`real`) and the fakes (`generator` or a `fake` image set)."""
+    """Images and Inception features of the reals (`real`) and the fakes (`generator` or a `fake` image set).
+
+    `real` may be None when only metrics that need no reals (the equivariance metrics) are computed.
+    """
 
     def __init__(self, real, generator=None, fake=None, options: MetricOptions | None = None, capture_all=False):
         """`capture_all`: keep every feature vector from the start, when a later metric of the run will need them."""
         if (generator is None) == (fake is None):
             raise UserError("give exactly one source of fake images: --network SNAPSHOT or --fake DIR_OR_ZIP")
-        if real is None:
-            raise UserError("--data/--real: the real images to compare with are required")
         self.options = options or MetricOptions()
         self.device = _resolve_device(self.options.device, generator)
-        self.real = open_images(real, "--data/--real")
+        self.real = None if real is None else open_images(real, "--data/--real")  # None: generator-only metrics
         self.generator = generator
         self.fake = None if fake is None else open_images(fake, "--fake")
-        self.real_shape = (self.real.channels, self.real.resolution, self.real.resolution)
+        if self.real is not None:
+            self.real_shape = (self.real.channels, self.real.resolution, self.real.resolution)
         if generator is not None:
             self.fake_shape = (generator.img_channels, generator.resolution, generator.resolution)
-            if generator.c_dim not in (0, self.real.label_dim):
+            if self.real is not None and generator.c_dim not in (0, self.real.label_dim):
                 raise UserError(
                     f"--data: the generator is conditional on {generator.c_dim} classes but the dataset has "
                     f"{self.real.label_dim} label dimensions; use the dataset it was trained on"

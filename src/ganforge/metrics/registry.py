@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from ganforge import dist
 from ganforge.errors import UserError
-from ganforge.metrics import inception, swd
+from ganforge.metrics import equivariance, inception, swd
 from ganforge.metrics.evaluator import Evaluator, MetricOptions
 from ganforge.metrics.fid import fid
 from ganforge.metrics.kid import kid
@@ -26,11 +26,16 @@ class MetricSpec:
     feature_network: str | None
     needs_all_features: bool = False  # KID and PR need every feature vector, FID only their moments
     kwargs: types.MappingProxyType = dataclasses.field(default_factory=lambda: types.MappingProxyType({}))
+    needs_real: bool = True  # False: measures the generator alone (equivariance)
 
 
 def _inception_metric(name: str, fn: Callable, num_real: int | None, num_gen: int, **kwargs) -> MetricSpec:
     protocol, network, needs_all = inception.PROTOCOL, inception.FEATURE_NETWORK, fn is not fid
     return MetricSpec(name, fn, num_real, num_gen, protocol, network, needs_all, types.MappingProxyType(kwargs))
+
+
+def _generator_metric(name: str, fn: Callable) -> MetricSpec:
+    return MetricSpec(name, fn, 0, 50_000, equivariance.PROTOCOL, None, needs_real=False)
 
 
 # Names as in the field (stylegan2-ada): "_full" compares with the whole dataset, "50k" is the number of fakes.
@@ -45,6 +50,9 @@ METRICS = types.MappingProxyType(
             _inception_metric("kid50k_full", kid, None, 50_000, num_subsets=100, subset_size=1000),
             _inception_metric("pr50k3_full", pr, None, 50_000, k=3),
             MetricSpec("swd16k", swd.swd, 16_384, 16_384, swd.PROTOCOL, None),
+            _generator_metric("eqt50k_int", equivariance.eqt_int),
+            _generator_metric("eqt50k_frac", equivariance.eqt_frac),
+            _generator_metric("eqr50k", equivariance.eqr),
         )
     }
 )
@@ -69,7 +77,8 @@ def _record(spec: MetricSpec, out: dict, ev: Evaluator, seconds: float) -> dict:
         record["value"] = out["value"]
     record |= {"protocol": spec.protocol, "feature_network": spec.feature_network} | out.get("extra", {})
     record |= {"num_real": out["num_real"], "num_fake": out["num_fake"], "seed": ev.options.seed}
-    record |= {"real": str(ev.real.name), "fake": "generator" if ev.fake is None else str(ev.fake.name)}
+    record |= {"real": None if ev.real is None else str(ev.real.name)}
+    record |= {"fake": "generator" if ev.fake is None else str(ev.fake.name)}
     return record | {"seconds": round(seconds, 3)}
 
 
@@ -83,6 +92,8 @@ def compute_metrics(names, generator=None, real=None, fake=None, **options) -> l
     """
     names = [n.strip() for n in names.split(",") if n.strip()] if isinstance(names, str) else list(names)
     check_names(names)
+    if real is None and any(METRICS[name].needs_real for name in names):
+        raise UserError("--data/--real: the real images to compare with are required")
     capture_all = any(METRICS[name].needs_all_features for name in names)
     ev = Evaluator(real, generator=generator, fake=fake, options=MetricOptions(**options), capture_all=capture_all)
     records = []
