@@ -97,7 +97,9 @@ def test_an_export_failing_its_check_exits_2_and_writes_nothing(snapshots, tmp_p
     assert result.exit_code == 2 and "Traceback" not in result.output, result.output
     lines = result.output.splitlines()
     assert lines[0] == f"error: --out {tmp_path / 'C.onnx'}: not written, the export fails its check:"
-    assert lines[1].startswith("error: FID between eager and exported images ") and "> --max-fid-delta 1e-09" in lines[1]
+    assert (
+        lines[1].startswith("error: FID between eager and exported images ") and "> --max-fid-delta 1e-09" in lines[1]
+    )
     assert lines[2].startswith("error: checked 4 images: max abs diff ") and "FID" in lines[2]
     assert lines[3].startswith("error: hint: calibrate on more latents (--calib)")
     assert list(tmp_path.iterdir()) == []  # no model, no card, no temporary folder

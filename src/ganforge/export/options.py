@@ -22,6 +22,7 @@ UINT8_LEVEL = 2 / 255  # one step of a uint8 pixel on the generator's [-1, 1] sc
 # Largest |exported - eager| pixel difference accepted by default, on the [-1, 1] scale. fp32 differs only by the
 # order of float operations; fp16 keeps ~3 significant digits through every layer. int8 is judged by FID instead.
 DEFAULT_MAX_ABS_DIFF = {"fp32": 1e-3, "fp16": 0.05, "int8": None}
+MIN_FID_IMAGES = 4  # KID takes every other image from each set, and needs 2 from each
 DEFAULT_CHECK_FID = {"cuda": 1000, "cpu": 128}  # Inception costs ~0.4 CPU-s per image: fewer images on a CPU
 
 
@@ -80,8 +81,9 @@ class ExportOptions:
             problems.append(f"--calib {self.calib}: int8 needs at least 1 calibration latent (128 is the default)")
         if self.keep_float and self.precision != "int8":
             problems.append("--keep-float: only used with --precision int8")
-        if self.check_fid is not None and self.check_fid < 2:
-            problems.append(f"--check-fid {self.check_fid}: FID and KID need at least 2 images")
+        if self.check_fid is not None and 0 < self.check_fid < MIN_FID_IMAGES:
+            problems.append(f"--check-fid {self.check_fid}: FID and KID need at least {MIN_FID_IMAGES} images, or 0 "
+                            "for no FID check")  # fmt: skip
         return problems
 
     def max_abs_diff_limit(self) -> float | None:
