@@ -9,6 +9,7 @@ import torch
 from export_helpers import PixelFeatures, export, tiny_snapshot
 
 from ganforge.data.loader import to_uint8
+from ganforge.export import check
 from ganforge.metrics import inception
 from ganforge.snapshot import load_snapshot
 
@@ -92,14 +93,14 @@ def test_int8_quantizes_the_synthesis_convolutions_and_passes_the_real_fid_check
 
 def test_an_export_failing_its_check_exits_2_and_writes_nothing(snapshots, tmp_path, monkeypatch):
     monkeypatch.setattr(inception, "load_inception", lambda *args, **kwargs: PixelFeatures())
+    monkeypatch.setattr(check, "frechet_distance", lambda *moments: 0.5)  # the real one runs in the test above
     args = ["--precision", "int8", "--calib", "4", "--check", "4", "--check-fid", "4", "--max-fid-delta", "1e-9"]
     result = export("--network", snapshots["cond"], "--out", tmp_path / "C.onnx", *args)
     assert result.exit_code == 2 and "Traceback" not in result.output, result.output
     lines = result.output.splitlines()
     assert lines[0] == f"error: --out {tmp_path / 'C.onnx'}: not written, the export fails its check:"
-    assert (
-        lines[1].startswith("error: FID between eager and exported images ") and "> --max-fid-delta 1e-09" in lines[1]
-    )
+    assert lines[1] == "error: FID between eager and exported images 0.5 > --max-fid-delta 1e-09"
     assert lines[2].startswith("error: checked 4 images: max abs diff ") and "FID" in lines[2]
-    assert lines[3].startswith("error: hint: calibrate on more latents (--calib)")
+    hint = "calibrate on more latents (--calib), keep more layers in float (e.g. --keep-float synthesis.b16.conv1)"
+    assert lines[3] == f"error: hint: {hint}, or use --precision fp16"
     assert list(tmp_path.iterdir()) == []  # no model, no card, no temporary folder

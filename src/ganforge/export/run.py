@@ -19,8 +19,9 @@ from ganforge.interop import load_network
 HINTS = {
     "fp32": "the exported model differs from PyTorch by more than float rounding; please report it with these figures",
     "fp16": "use --precision fp32, or allow more with --max-abs-diff",
-    "int8": "calibrate on more latents (--calib), keep more layers in float (--keep-float synthesis.b4,...), "
-    "or use --precision fp16",
+    # the last layers write the image's finest detail, where quantization noise shows most
+    "int8": "calibrate on more latents (--calib), keep more layers in float (e.g. --keep-float {last}), or use "
+    "--precision fp16",
 }
 
 
@@ -40,7 +41,8 @@ def export_network(options: ExportOptions) -> dict:
         failed = check.problems(figures, limits["max_abs_diff"], limits["max_fid_delta"])
         if failed:
             raise UserError(f"--out {options.out}: not written, the export fails its check:", *failed,
-                            summary(dataclasses.asdict(figures)), f"hint: {HINTS[options.precision]}")  # fmt: skip
+                            summary(dataclasses.asdict(figures)),
+                            "hint: " + HINTS[options.precision].format(last=layers[-1] if layers else ""))  # fmt: skip
         card = make_card(options, module, candidate, figures, limits, meta, opset, layers)
         write_card(card_path(options.out), card)  # the model's arrival is the commit: it comes last
         move_file(candidate, options.out)
