@@ -53,8 +53,11 @@ class DeployableGenerator(nn.Module):
         c = inputs[1] if self.G.c_dim else z.new_zeros([z.shape[0], 0])
         noise = inputs[1 + bool(self.G.c_dim) :]
         assert len(noise) == len(self.noise_buffers), (len(noise), self.noise_buffers)
-        replaced = dict(zip(self.noise_buffers, noise, strict=True))
-        img = torch.func.functional_call(self.G, replaced, (z, c), dict(psi=self.psi, noise_mode="const"), strict=False)
+        if noise:
+            replaced = dict(zip(self.noise_buffers, noise, strict=True))
+            img = torch.func.functional_call(self.G, replaced, (z, c), dict(psi=self.psi, noise_mode="const"))
+        else:
+            img = self.G(z, c, psi=self.psi, noise_mode="const")
         return to_uint8(img).permute(0, 2, 3, 1) if self.uint8 else img  # uint8: [N, H, W, C]
 
     def inputs(self) -> list[TensorSpec]:
