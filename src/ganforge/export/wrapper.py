@@ -43,7 +43,7 @@ class DeployableGenerator(nn.Module):
         if noise == "input" and isinstance(G, StyleGAN3Generator):
             raise UserError("--noise input: a StyleGAN3 generator has no noise inputs; use --noise const")
         self.G = G.eval()
-        self.psi, self.noise, self.uint8 = psi, noise, uint8
+        self.psi, self.uint8 = psi, uint8
         self.batch = "batch" if batch is None else batch
         self.noise_buffers = [n for n, _ in G.named_buffers() if n.endswith(NOISE_BUFFER)] if noise == "input" else []
         self.eval()
