@@ -105,3 +105,23 @@ def test_an_export_failing_its_check_exits_2_and_writes_nothing(snapshots, tmp_p
     hint = "calibrate on more latents (--calib), keep more layers in float (e.g. --keep-float synthesis.b16.conv1)"
     assert lines[3] == f"error: hint: {hint}, or use --precision fp16"
     assert list(tmp_path.iterdir()) == []  # no model, no card, no temporary folder
+
+
+def test_fp16_keeps_the_mapping_network_in_float32_and_stays_close(snapshots, tmp_path):
+    out = tmp_path / "G.onnx"
+    result = export("--network", snapshots["uncond"], "--out", out, "--precision", "fp16", "--check", "8",
+                    "--check-fid", "0", "--batch", "3")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    card = json.loads((tmp_path / "G.onnx.json").read_text())
+    assert card["precision"] == "fp16" and card["check"]["limits"]["max_abs_diff"] == 0.05
+    assert card["check"]["fid"] is None and card["check"]["batch_sizes"] == [3, 3, 3] and card["batch"] == 3
+    assert 0 < card["check"]["max_abs_diff"] <= 0.05
+    graph = onnx.load(str(out)).graph
+    dtypes = {init.name: init.data_type for init in graph.initializer}
+    assert dtypes["G.synthesis.b16.conv1.weight"] == onnx.TensorProto.FLOAT16
+    # the mapping network computes in float32: its weights (stored in half) are cast up before its MatMuls
+    producer = {output: node for node in graph.node for output in node.output}
+    mapping = [n for n in graph.node if n.op_type == "MatMul" and "G.mapping.fc1" in str(n.metadata_props)]
+    cast = producer[mapping[0].input[1]]
+    assert len(mapping) == 1 and cast.op_type == "Cast" and cast.attribute[0].i == onnx.TensorProto.FLOAT
+    assert [i.type.tensor_type.elem_type for i in graph.input] == [onnx.TensorProto.FLOAT]

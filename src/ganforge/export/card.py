@@ -30,7 +30,10 @@ from ganforge.export.wrapper import DeployableGenerator
 from ganforge.snapshot import architecture_of
 
 FORMAT_VERSION = 1
-FP16_FLOAT_PARTS = "mapping network (float32); everything else float16, inputs and outputs float32"
+FP16_FLOAT_PARTS = (
+    "mapping network computed in float32 (weights stored in float16); everything else float16; "
+    "inputs and outputs float32"
+)
 LIBRARIES = ("onnx", "onnxscript", "onnxruntime")
 
 
