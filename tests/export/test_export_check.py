@@ -1,6 +1,7 @@
 """The check's figures against hand computations: pixel differences and PSNR of a known perturbation, FID and KID
 through the metrics' functions on the same features, the batches a model is run with, and which figures fail."""
 
+import copy
 import dataclasses
 import math
 
@@ -91,3 +92,18 @@ def test_problems_name_each_broken_limit_and_treat_nan_as_broken():
     broken = dataclasses.replace(figures, max_abs_diff=math.nan, fid=math.nan)
     assert len(check.problems(broken, max_abs_diff=None, max_fid_delta=1.0)) == 1
     assert len(check.problems(broken, max_abs_diff=1.0, max_fid_delta=1.0)) == 2
+
+
+@pytest.mark.cuda
+def test_on_a_gpu_the_eager_reference_runs_there_in_ieee_fp32(generator):
+    """The fused grouped convolution on CUDA against the CPU's shared-weight one: the same linear map, so an fp32
+    export checked there keeps the fp32 limit."""
+    module = DeployableGenerator(copy.deepcopy(generator))
+
+    def on_cpu(*inputs):
+        with torch.no_grad():
+            return DeployableGenerator(generator)(*inputs)
+
+    on_cpu.runtime = "cpu"
+    figures = check.run_check(module, on_cpu, pixel_images=17, fid_images=0, seed=0)
+    assert next(module.parameters()).device.type == "cuda" and figures.max_abs_diff < 1e-4

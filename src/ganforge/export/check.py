@@ -20,6 +20,7 @@ from ganforge.metrics import inception
 from ganforge.metrics.features import FeatureStats
 from ganforge.metrics.fid import frechet_distance
 from ganforge.metrics.kid import kernel_inception_distance
+from ganforge.train.precision import fp32_math
 
 CHECK_BATCH = 16
 KID_SUBSETS = 100
@@ -81,19 +82,21 @@ class _PixelStats:
 
 def run_check(module: DeployableGenerator, runner, pixel_images: int, fid_images: int, seed: int,
               inception_path=None) -> Figures:  # fmt: skip
-    """Run eager `module` and the exported model (`runner`, same call signature) on the same generated inputs."""
+    """Run eager `module` and the exported model (`runner`, same call signature, CPU tensors in and out) on the same
+    generated inputs. The eager module (moved there) and Inception run on the GPU when there is one, in IEEE fp32."""
     assert pixel_images >= 1 and fid_images >= 0, (pixel_images, fid_images)
     generator = torch.Generator().manual_seed(seed)
     sizes = batch_sizes(module, max(pixel_images, fid_images))
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    module.to(device)
     net = inception.load_inception(inception_path, device) if fid_images else None
     pixels = _PixelStats()
     eager_stats, exported_stats = (FeatureStats(inception.FEATURE_DIM, True, device) for _ in range(2))
     done = 0
     for size in sizes:
         inputs = module.example_inputs(size, generator)
-        with torch.no_grad():
-            eager = module(*inputs)
+        with torch.no_grad(), fp32_math(tf32=False):
+            eager = module(*(x.to(device) for x in inputs)).cpu()
         exported = runner(*inputs)
         assert exported.shape == eager.shape and exported.dtype == eager.dtype, (exported.shape, exported.dtype)
         if done < pixel_images:

@@ -75,12 +75,13 @@ def opset_of(path: Path) -> int:
     return next(entry.version for entry in model.opset_import if entry.domain in ("", "ai.onnx"))
 
 
-def providers() -> list[str]:
-    """onnxruntime's CUDA provider when it has one and a GPU is there, then always the CPU provider."""
+def providers() -> list:
+    """onnxruntime's CUDA provider when it has one and a GPU is there (IEEE fp32: TF32 would blur the fp32 check),
+    then always the CPU provider."""
     import onnxruntime
 
     cuda = "CUDAExecutionProvider" in onnxruntime.get_available_providers() and torch.cuda.is_available()
-    return ["CUDAExecutionProvider", "CPUExecutionProvider"] if cuda else ["CPUExecutionProvider"]
+    return [("CUDAExecutionProvider", {"use_tf32": "0"})] * cuda + ["CPUExecutionProvider"]
 
 
 class OnnxRunner:
