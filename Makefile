@@ -13,10 +13,10 @@ DEMO_ARGS ?=
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH_SPEC)"
-	$(PY) -m pip install -q -e ".[dev,fid,video]"
+	$(PY) -m pip install -q -e ".[dev,fid,video,export]"
 	touch $@
 
 lint: $(STAMP)

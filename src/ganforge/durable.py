@@ -38,3 +38,12 @@ def replace_file(path: Path, data: bytes) -> None:
     finally:
         tmp.unlink(missing_ok=True)  # only still there if writing failed
     fsync_dir(path.parent)
+
+
+def move_file(src: Path, path: Path) -> None:
+    """Atomically put a file that a library wrote at `src` (same file system) at `path`: fsync it, rename it over
+    `path`, fsync the folder. For writers that take a file name rather than bytes (model exporters)."""
+    with open(src, "rb") as file:
+        os.fsync(file.fileno())
+    os.replace(src, path)
+    fsync_dir(Path(path).parent)

@@ -1,0 +1,93 @@
+"""The card written next to every export (`FILE.json`): what the model is, how to call it, where it came from, and
+the figures of the check it passed.
+
+Fields (format_version 1):
+    format, precision, file, file_sha256, file_bytes
+    inputs, output     [{name, shape ("batch" where any size works), dtype, meaning}], in call order
+    batch              "dynamic" or the fixed batch size
+    truncation_psi, noise ("const": baked in; "input": noise inputs), output_layout
+    opset              ONNX opset (onnx only)
+    float_parts, quantized_layers, quantization   which parts keep float; the int8 layers and method (int8 only)
+    source             network file name and SHA-256, its kind, architecture and constructor config
+    check              figures (images, max/mean abs diff, PSNR, FID, KID), limits, seed, batch sizes, runtime
+    versions           of ganforge, torch and the export libraries used
+"""
+
+import dataclasses
+import hashlib
+import importlib.metadata
+import json
+from pathlib import Path
+
+import torch
+
+from ganforge import __version__
+from ganforge.durable import replace_file
+from ganforge.export.check import Figures
+from ganforge.export.options import ExportOptions
+from ganforge.export.quantize import FLOAT_PARTS, METHOD
+from ganforge.export.wrapper import DeployableGenerator
+from ganforge.snapshot import architecture_of
+
+FORMAT_VERSION = 1
+FP16_FLOAT_PARTS = (
+    "mapping network computed in float32 (weights stored in float16); everything else float16; "
+    "inputs and outputs float32"
+)
+LIBRARIES = ("onnx", "onnxscript", "onnxruntime")
+
+
+def card_path(model: Path) -> Path:
+    """G.onnx -> G.onnx.json"""
+    return model.with_name(model.name + ".json")
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        while chunk := file.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def make_card(options: ExportOptions, module: DeployableGenerator, model: Path, figures: Figures, limits: dict,
+              source_meta: dict, opset: int | None, quantized: list[str]) -> dict:  # fmt: skip
+    """The card's fields for the candidate file `model` (hashed here) that passed its check."""
+    card = {"format_version": FORMAT_VERSION, "format": options.format, "precision": options.precision,
+            "file": options.out.name, "file_sha256": file_sha256(model), "file_bytes": model.stat().st_size,
+            "inputs": [dataclasses.asdict(spec) for spec in module.inputs()],
+            "output": dataclasses.asdict(module.output()),
+            "batch": "dynamic" if options.batch is None else options.batch, "truncation_psi": options.trunc,
+            "noise": options.noise, "output_layout": "NHWC uint8" if options.uint8 else "NCHW float32"}  # fmt: skip
+    if opset is not None:
+        card["opset"] = opset
+    card |= _precision_fields(options.precision, quantized)
+    card["source"] = _source(options.network, module, source_meta)
+    card["check"] = dataclasses.asdict(figures) | {"limits": limits, "seed": options.seed, "passed": True}
+    card["versions"] = _versions(options.format)
+    return card
+
+
+def write_card(path: Path, card: dict) -> None:
+    replace_file(path, (json.dumps(card, indent=2) + "\n").encode())
+
+
+def _precision_fields(precision: str, quantized: list[str]) -> dict:
+    if precision == "int8":
+        return {"float_parts": FLOAT_PARTS, "quantized_layers": quantized, "quantization": METHOD}
+    if precision == "fp16":
+        return {"float_parts": FP16_FLOAT_PARTS}
+    return {"float_parts": "everything (float32)"}
+
+
+def _source(network: Path, module: DeployableGenerator, meta: dict) -> dict:
+    return {"network": network.name, "sha256": file_sha256(network),
+            "source_format": meta.get("source_format", "ganforge snapshot"),
+            "architecture": architecture_of(module.G), "config": module.G.config}  # fmt: skip
+
+
+def _versions(fmt: str) -> dict:
+    versions = {"ganforge": __version__, "torch": torch.__version__}
+    if fmt == "onnx":
+        versions |= {name: importlib.metadata.version(name) for name in LIBRARIES}
+    return versions

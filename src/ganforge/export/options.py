@@ -1,0 +1,110 @@
+"""The options of `ganforge export` as one frozen dataclass; `ExportOptions.parse` lists every problem at once.
+
+Imports nothing heavy, so the CLI can take its choices from here.
+"""
+
+import dataclasses
+from pathlib import Path
+
+from ganforge.errors import UserError
+
+FORMATS = ("onnx", "pt2")
+PRECISIONS = ("fp32", "fp16", "int8")
+NOISE_INPUTS = ("const", "input")
+SUFFIXES = {"onnx": ".onnx", "pt2": ".pt2"}
+# What each format offers, and why a pair is missing (the message of the refusal).
+UNSUPPORTED = {
+    ("pt2", "fp16"): "the generator computes in fp32 on the CPU it is exported on; use --format onnx --precision fp16",
+    ("pt2", "int8"): "PyTorch 2.13 no longer ships PT2E quantization (it moved to torchao), and a program quantized "
+    "with it needs torchao to load; use --format onnx --precision int8",
+}
+UINT8_LEVEL = 2 / 255  # one step of a uint8 pixel on the generator's [-1, 1] scale
+# Largest |exported - eager| pixel difference accepted by default, on the [-1, 1] scale. fp32 differs only by the
+# order of float operations; fp16 keeps ~3 significant digits through every layer. int8 is judged by FID instead.
+DEFAULT_MAX_ABS_DIFF = {"fp32": 1e-3, "fp16": 0.05, "int8": None}
+MIN_FID_IMAGES = 4  # KID takes every other image from each set, and needs 2 from each
+DEFAULT_CHECK_FID = {"cuda": 1000, "cpu": 128}  # Inception costs ~0.4 CPU-s per image: fewer images on a CPU
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportOptions:
+    """What `ganforge export` writes and how it is checked. Counts and limits left at None take their defaults
+    (see `max_abs_diff_limit`, `fid_images`)."""
+
+    network: Path
+    out: Path
+    format: str = "onnx"
+    precision: str = "fp32"
+    trunc: float = 1.0  # truncation psi towards the network's w_avg, baked in
+    batch: int | None = None  # None: any batch size (dynamic); else fixed
+    noise: str = "const"  # const: the network's fixed noise, baked in; input: one noise input per layer
+    uint8: bool = False  # output uint8 [N, H, W, C] instead of float [N, C, H, W] in [-1, 1]
+    check: int = 64  # latents of the pixel check
+    check_fid: int | None = None  # images of the FID/KID check; None: on for fp16/int8 only, with DEFAULT_CHECK_FID
+    max_abs_diff: float | None = None
+    max_fid_delta: float = 1.0
+    calib: int = 128  # generated latents whose activations calibrate int8
+    keep_float: tuple[str, ...] = ()  # int8: layers (module path prefixes, e.g. synthesis.b4) kept in float
+    seed: int = 0  # latents and noise of the check (the calibration uses seed + 1)
+    inception: Path | None = None
+
+    def __post_init__(self):
+        assert self.format in FORMATS and self.precision in PRECISIONS and self.noise in NOISE_INPUTS, self
+
+    @classmethod
+    def parse(cls, *, batch: str = "dynamic", keep_float: str | None = None, **fields) -> "ExportOptions":
+        """From the CLI's values (batch as typed: a number or 'dynamic'; keep_float comma-separated); UserError
+        listing every problem."""
+        problems = []
+        layers = tuple(p.strip() for p in keep_float.split(",") if p.strip()) if keep_float else ()
+        options = cls(**fields, batch=_parse_batch(batch, problems), keep_float=layers)
+        problems += options._problems()
+        if problems:
+            raise UserError(*problems)
+        return options
+
+    def _problems(self) -> list[str]:
+        problems = []
+        why = UNSUPPORTED.get((self.format, self.precision))
+        if why:
+            problems.append(f"--format {self.format} --precision {self.precision}: not offered, {why}")
+        suffix = SUFFIXES[self.format]
+        if self.out.suffix != suffix:
+            problems.append(f"--out {self.out}: a {self.format} file is named NAME{suffix}")
+        if self.out.is_dir():
+            problems.append(f"--out {self.out}: is a folder; name the file to write, e.g. {self.out / 'G'}{suffix}")
+        elif not self.out.parent.is_dir():
+            problems.append(f"--out {self.out}: folder {self.out.parent} does not exist; create it first")
+        if not 0 <= self.trunc <= 1:
+            problems.append(f"--trunc {self.trunc}: psi must be from 0 (the average image) to 1 (no truncation)")
+        if self.calib < 1 and self.precision == "int8":
+            problems.append(f"--calib {self.calib}: int8 needs at least 1 calibration latent (128 is the default)")
+        if self.keep_float and self.precision != "int8":
+            problems.append("--keep-float: only used with --precision int8")
+        if self.check_fid is not None and 0 < self.check_fid < MIN_FID_IMAGES:
+            problems.append(f"--check-fid {self.check_fid}: FID and KID need at least {MIN_FID_IMAGES} images, or 0 "
+                            "for no FID check")  # fmt: skip
+        return problems
+
+    def max_abs_diff_limit(self) -> float | None:
+        """--max-abs-diff, else the precision's default; with uint8 output never below one pixel level, since
+        rounding to uint8 turns any tiny difference near a level boundary into a whole level."""
+        if self.max_abs_diff is not None:
+            return self.max_abs_diff
+        default = DEFAULT_MAX_ABS_DIFF[self.precision]
+        return None if default is None else max(default, UINT8_LEVEL) if self.uint8 else default
+
+    def fid_images(self, device_type: str) -> int:
+        """Images of the FID/KID check (0: none): --check-fid, else a default for fp16/int8 on this device."""
+        if self.check_fid is not None:
+            return self.check_fid
+        return 0 if self.precision == "fp32" else DEFAULT_CHECK_FID["cuda" if device_type == "cuda" else "cpu"]
+
+
+def _parse_batch(text: str, problems: list) -> int | None:
+    if text == "dynamic":
+        return None
+    if not text.isdigit() or int(text) < 1:
+        problems.append(f"--batch {text}: a positive number of images, or 'dynamic' for any batch size")
+        return None
+    return int(text)

