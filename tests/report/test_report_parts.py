@@ -13,7 +13,7 @@ import pytest
 
 from ganforge.report import images, tables
 from ganforge.report.curves import MAX_POINTS, downsample, plots, ratio_curve, stats_curve
-from ganforge.report.rundata import Run, StoredFile, snapshot_kimg
+from ganforge.report.rundata import Run, StoredFile, name_runs, snapshot_kimg
 from ganforge.report.status import STALE_AFTER_S, Status, run_status
 
 
@@ -74,13 +74,23 @@ def _run(stats=(), log=(), metrics=None, name="00000-x") -> Run:
     return Run(Path(name), None, None, list(stats), 0, metrics or {}, list(log), [], None, [], [], status)
 
 
+def test_runs_are_named_by_number_in_legends_and_by_folder_where_names_collide():
+    a, b = _run(name="runs/00000-x"), _run(name="runs/00003-y")
+    assert [(r.heading, r.label) for r in name_runs([a, b])] == [("00000-x", "00000"), ("00003-y", "00003")]
+    c = _run(name="other/00000-x")
+    assert [(r.heading, r.label) for r in name_runs([a, c])] == [("runs/00000-x", "runs/00000-x"),
+                                                                 ("other/00000-x", "other/00000-x")]  # fmt: skip
+    d = _run(name="runs/best-run")
+    assert [r.label for r in name_runs([a, d])] == ["00000-x", "best-run"]
+
+
 def test_plots_group_telemetry_by_signal_and_overlay_runs():
     a = _run([{"kimg": 1.0, "GPU0/util": 90.0, "GPU1/util": 80.0, "CPU/rss": 3.0, "Loss/G/main": 1.0}])
     b = _run([{"kimg": 1.0, "Loss/G/main": 2.0}], name="00001-y")
-    found = {p.title: p for p in plots([a, b])}
-    assert [(run, c.label) for run, c in found["Telemetry: util"].curves] == [("00000-x", "GPU0"), ("00000-x", "GPU1")]
+    found = {p.title: p for p in plots(name_runs([a, b]))}
+    assert [(run, c.label) for run, c in found["Telemetry: util"].curves] == [("00000", "GPU0"), ("00000", "GPU1")]
     assert [c.label for _, c in found["Telemetry: rss"].curves] == ["CPU"]
-    assert [(run, c.values) for run, c in found["Losses"].curves] == [("00000-x", [1.0]), ("00001-y", [2.0])]
+    assert [(run, c.values) for run, c in found["Losses"].curves] == [("00000", [1.0]), ("00001", [2.0])]
     assert "Adaptive augmentation" not in found  # no data, no figure
 
 

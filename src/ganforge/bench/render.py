@@ -82,6 +82,10 @@ def flop_rate(tflops: float) -> str:
     return f"{tflops:.3g} TFLOP/s" if tflops >= 1 else f"{tflops * 1000:.3g} GFLOP/s"
 
 
+def flop_count(flops: float) -> str:
+    return f"{flops / 1e12:.3g} TFLOP" if flops >= 1e12 else f"{flops / 1e9:.3g} GFLOP"
+
+
 def _search_lines(search: dict) -> list[str]:
     lines = ["", f"{'batch/device':>12} {'img/s':>9} {'memory GB':>10}"]
     for c in search["candidates"]:
@@ -114,7 +118,7 @@ def table(r: dict) -> str:
     share = "" if p["fraction"] is None else f" = {100 * p['fraction']:.0f}% of {flop_rate(p['tflops'])}"
     lines += ["", f"speed    {r['img_per_s']:.1f} img/s, {r['s_per_kimg']:.1f} s/kimg; the preset's "
               f"{r['estimate']['kimg']:g} kimg would take {duration(r['estimate']['seconds'])}",
-              f"compute  {r['flops_per_iteration'] / 1e9:.3g} GFLOP per step per device, {flop_rate(r['tflops'])}"
+              f"compute  {flop_count(r['flops_per_iteration'])} per step per device, {flop_rate(r['tflops'])}"
               f"{share} ({p['source']})",
               f"memory   {m['gb']:.2f} GB ({m['source']})"]  # fmt: skip
     if r["scaling"] is not None:

@@ -37,7 +37,7 @@ class Curve:
 
 @dataclass(frozen=True)
 class Plot:
-    """One figure: curves of every run (run name, curve), a log y axis or not."""
+    """One figure: curves of every run (run label, curve), a log y axis or not."""
 
     title: str
     curves: list[tuple[str, Curve]]
@@ -110,16 +110,16 @@ def plots(runs: list[Run]) -> list[Plot]:
     learning rates, metrics, speed, data wait, memory, ADA, telemetry."""
 
     def from_keys(title: str, keys: dict[str, str], log_y: bool = False) -> Plot:
-        curves = [(run.name, c) for run in runs for key, label in keys.items()
+        curves = [(run.label, c) for run in runs for key, label in keys.items()
                   if (c := stats_curve(run.stats, key, label)) is not None]  # fmt: skip
         return Plot(title, curves, log_y)
 
     everything = [from_keys(*spec) for spec in _stats_specs(runs, _FIXED)]
-    everything.append(Plot("D/G loss ratio", [(run.name, c) for run in runs if (c := ratio_curve(run.stats))]))
+    everything.append(Plot("D/G loss ratio", [(run.label, c) for run in runs if (c := ratio_curve(run.stats))]))
     all_stats = [r for run in runs for r in run.stats]
     everything.append(from_keys("Gradient norms", _keyed(all_stats, "GradNorm/"), log_y=True))
     everything.append(from_keys("Learning rates", _keyed(all_stats, "LR/")))
-    metric_curves = [(run.name, _metric_curves(run)) for run in runs]
+    metric_curves = [(run.label, _metric_curves(run)) for run in runs]
     for name in sorted({name for _, curves in metric_curves for name in curves}):
         everything.append(
             Plot(f"Metric {name}", [(run, c) for run, curves in metric_curves for c in curves.get(name, [])])

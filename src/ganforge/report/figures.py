@@ -58,8 +58,8 @@ def svg_data_uri(plot: Plot, several_runs: bool) -> str:
     axes.set_xlabel("kimg", fontsize=8)
     axes.tick_params(labelsize=8)
     axes.grid(alpha=0.3)
-    entries = len(plot.curves)
-    figure.legend(loc="outside lower center", ncols=min(entries, 3 if several_runs else 4), fontsize=7, frameon=False)
+    columns = min(len(plot.curves), 3 if several_runs else 4)
+    figure.legend(loc="outside lower center", ncols=columns, fontsize=7, frameon=False)
     buffer = io.BytesIO()
     with rc_context({"svg.fonttype": "none", "svg.hashsalt": "ganforge"}):
         figure.savefig(buffer, format="svg", metadata={"Date": None})

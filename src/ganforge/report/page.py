@@ -12,7 +12,7 @@ from ganforge import __version__
 from ganforge.report import images, tables
 from ganforge.report.curves import MAX_POINTS, plots
 from ganforge.report.figures import svg_data_uri
-from ganforge.report.rundata import Run
+from ganforge.report.rundata import Run, name_runs
 
 SECTIONS = ("summary", "curves", "samples", "config", "environment", "alerts", "files")
 
@@ -56,7 +56,7 @@ def _per_run(runs: list[Run], part) -> str:
     """`part(run)` under a heading per run when there are several."""
     if len(runs) == 1:
         return part(runs[0])
-    return "".join(f"<h3>{_e(run.name)}</h3>{part(run)}" for run in runs)
+    return "".join(f"<h3>{_e(run.heading)}</h3>{part(run)}" for run in runs)
 
 
 def _summary(runs: list[Run]) -> str:
@@ -66,10 +66,10 @@ def _summary(runs: list[Run]) -> str:
         facts = tables.summary(run)
         cells = f'<td><span class="status {_e(facts["status"])}" title="{_e(run.status.detail)}">'
         cells += f"{_e(facts['status'])}</span></td>" + "".join(f"<td>{_e(facts[k])}</td>" for k in keys[1:])
-        rows += f"<tr><td>{_e(run.name)}</td>{cells}</tr>"
+        rows += f"<tr><td>{_e(run.heading)}</td>{cells}</tr>"
     head = "".join(f"<th>{_e(k)}</th>" for k in ["run", *keys])
     unread = "line(s) of stats.jsonl could not be read (a record being written, or a damaged file)"
-    notes = "".join(f'<p class="note">{_e(run.name)}: {run.unreadable_stats} {unread}</p>' for run in runs
+    notes = "".join(f'<p class="note">{_e(run.heading)}: {run.unreadable_stats} {unread}</p>' for run in runs
                     if run.unreadable_stats)  # fmt: skip
     return _section("summary", "Summary", f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>{notes}")
 
@@ -127,7 +127,8 @@ def _alerts(run: Run) -> str:
 
 def render(runs: list[Run]) -> str:
     """The whole page for one run or several."""
-    title = runs[0].name if len(runs) == 1 else f"{len(runs)} runs compared"
+    runs = name_runs(runs)
+    title = runs[0].heading if len(runs) == 1 else f"{len(runs)} runs compared"
     body = [
         _summary(runs),
         _curves(runs),

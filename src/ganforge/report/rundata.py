@@ -5,6 +5,7 @@ one result per line with the snapshot it measured (metrics `append_result`); `re
 `snapshots/network-snapshot-<kimg>.safetensors`; `checkpoints/ckpt-<images>/`.
 """
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ _KIMG = r"(\d+(?:\.\d+)?)"
 _FAKES = re.compile(rf"^fakes{_KIMG}\.png$")
 _SNAPSHOT = re.compile(rf"network-snapshot-{_KIMG}\.safetensors$")
 _CHECKPOINT = re.compile(r"^ckpt-(\d+)$")
+_RUN_NUMBER = re.compile(r"^(\d+)-")
 
 
 @dataclass(frozen=True)
@@ -44,10 +46,22 @@ class Run:
     checkpoints: list[StoredFile]
     snapshots: list[StoredFile]
     status: Status
+    heading: str = ""  # how the page names the run: its folder name, or parent/name where two runs share one
+    label: str = ""  # how legends name it: its number where every run has its own, else the heading
 
     @property
     def name(self) -> str:
         return self.path.name
+
+
+def name_runs(runs: list[Run]) -> list[Run]:
+    """The runs with their headings and legend labels set (short labels keep overlaid legends inside the figure)."""
+    names = [run.name for run in runs]
+    headings = names if len(set(names)) == len(names) else [f"{run.path.parent.name}/{run.name}" for run in runs]
+    numbers = [m.group(1) if (m := _RUN_NUMBER.match(name)) else None for name in names]
+    short = None not in numbers and len(set(numbers)) == len(numbers)
+    return [dataclasses.replace(run, heading=heading, label=number if short else heading)
+            for run, heading, number in zip(runs, headings, numbers, strict=True)]  # fmt: skip
 
 
 def _json(path: Path) -> dict | None:
