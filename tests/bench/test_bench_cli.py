@@ -84,6 +84,7 @@ def test_bench_auto_when_nothing_fits_exit_2():
         (["--cfg", "paper256", "--resolution", "64"], "--cfg paper256 is made for 256"),
         (["--batch-gpu", "many"], "--batch-gpu many: give a whole number >= 1, or auto"),
         (["--batch-gpu", "3"], "--batch-gpu 3: must be even"),
+        (["--batch-gpu", "4", "--memory-cap", "1e-6"], "--batch-gpu 4: out of memory on cpu (estimated"),
     ],
 )
 def test_bench_bad_input_exit_2_with_the_flag_named(args, message):

@@ -112,9 +112,9 @@ def measure(cfg: Config, device: torch.device, steps: int, warmup: int, memory_c
     this is decided from the estimate before any timing."""
     t, phases, G_ema = state.build(cfg, device)
     calls = _phase_calls(cfg, phases, G_ema, device)
-    if device.type == "cuda":
-        torch.cuda.reset_peak_memory_stats(device)
     flops, saved = _count(t, calls)
+    if device.type == "cuda":  # the peak of the timed calls: compiled forwards may need less than the eager count
+        torch.cuda.reset_peak_memory_stats(device)
     estimate = (training_state_bytes(t.G, t.D, G_ema) + saved) / GIB
     if memory_cap_gb is not None and device.type != "cuda" and estimate > memory_cap_gb:
         raise OutOfMemory(f"estimated {estimate:.2f} GB > cap {memory_cap_gb:g} GB")

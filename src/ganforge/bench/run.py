@@ -14,7 +14,7 @@ from tqdm import tqdm
 from ganforge import dist
 from ganforge.bench import render, search
 from ganforge.bench.measure import Measurement, measure
-from ganforge.bench.memory import available_gb
+from ganforge.bench.memory import OutOfMemory, available_gb
 from ganforge.bench.options import BenchOptions, check, training_config
 from ganforge.bench.peak import device_peak
 from ganforge.errors import UserError
@@ -76,11 +76,21 @@ def run(options: BenchOptions, progress: bool | None = None) -> dict | None:
             candidates = search.try_sizes(sizes, measurer.one_device, device)
             found = search.summarize(candidates, preset.schedule.batch, world)
         batch_gpu = found.recommended if found else options.batch_gpu or preset.schedule.batch_gpu
-        single = found.measurement_of(batch_gpu) if found else measurer.one_device(batch_gpu)
+        single = found.measurement_of(batch_gpu) if found else _fixed_batch(measurer, batch_gpu)
         together = _distributed(measurer, world, batch_gpu) if world > 1 else None
     if not rank0:
         return None
     return render.result(options, preset, device, peak, single, together, found, cap)
+
+
+def _fixed_batch(measurer: _Measurer, batch_gpu: int) -> Measurement:
+    """The measurement at the batch the user gave; out of memory is their error to fix."""
+    try:
+        return measurer.one_device(batch_gpu)
+    except (torch.cuda.OutOfMemoryError, OutOfMemory) as error:
+        reason = str(error).splitlines()[0]
+        raise UserError(f"--batch-gpu {batch_gpu}: out of memory on {measurer.device} ({reason}); use a smaller "
+                        "--batch-gpu, or --batch-gpu auto to find the largest that fits") from None  # fmt: skip
 
 
 def _distributed(measurer: _Measurer, world: int, batch_gpu: int) -> Measurement:
