@@ -10,14 +10,17 @@ from pathlib import Path
 import click
 
 from ganforge import __version__
+from ganforge.config import AUGMENTS, PRECISIONS, PRESETS
 from ganforge.errors import UserError
 from ganforge.export.options import (
     DEFAULT_CHECK_FID,
     DEFAULT_MAX_ABS_DIFF,
     FORMATS,
     NOISE_INPUTS,
-    PRECISIONS,
     ExportOptions,
+)
+from ganforge.export.options import (
+    PRECISIONS as EXPORT_PRECISIONS,
 )
 from ganforge.generate.options import ANIMATION_FORMATS, INTERP_SPACES, NOISE_MODES
 from ganforge.train.options import GroupedCommand, train_options
@@ -299,7 +302,7 @@ def import_(src: Path, dest: Path, which: str):
               help="Model file to write, NAME.onnx or NAME.pt2; its card goes beside it: NAME.onnx.json.")  # fmt: skip
 @click.option("--format", "format_", type=click.Choice(FORMATS), default=ExportOptions.format,
               help="onnx: run with onnxruntime (pip install 'ganforge[export]'); pt2: torch.export.load.")  # fmt: skip
-@click.option("--precision", type=click.Choice(PRECISIONS), default=ExportOptions.precision,
+@click.option("--precision", type=click.Choice(EXPORT_PRECISIONS), default=ExportOptions.precision,
               help="fp16 and int8: onnx only; int8 is calibrated on --calib generated latents.")  # fmt: skip
 @click.option("--trunc", type=float, default=ExportOptions.trunc, help="Truncation psi baked in: 1 is none.")
 @click.option("--batch", default="dynamic", help="Batch size the model takes: a number, or dynamic for any.")
@@ -332,3 +335,48 @@ def export(format_, **options):
 
     parsed = ExportOptions.parse(format=format_, **options)
     click.echo(closing_note(export_network(parsed), parsed.out))
+
+
+@main.command()
+@click.option("--cfg", type=click.Choice(list(PRESETS)), default="auto", help="Preset to time, as `train --cfg`.")
+@click.option("--resolution", type=click.IntRange(min=4), help="Image side.  [default: the preset's, else 256]")
+@click.option("--channels", type=click.IntRange(min=1), default=3, help="Image channels.")
+@click.option("--cbase", type=click.IntRange(min=1), help="Channel base.  [default: from --cfg]")
+@click.option("--cmax", type=click.IntRange(min=1), help="Channel maximum.  [default: from --cfg]")
+@click.option("--precision", type=click.Choice(PRECISIONS), default="fp32", help="As `train --precision`.")
+@click.option("--batch-gpu", metavar="N|auto",
+              help="Images per device; auto finds the largest that fits and the fastest.  [default: preset batch / "
+              "devices]")  # fmt: skip
+@click.option("--max-batch-gpu", type=click.IntRange(min=2), default=256, help="Largest size --batch-gpu auto tries.")
+@click.option("--memory-cap", "memory_cap_gb", type=click.FloatRange(min=0, min_open=True), metavar="GB",
+              help="Count a batch whose peak memory exceeds this as out of memory (to plan for a smaller GPU).  "
+              "[default: the GPU's memory; on CPU the available RAM]")  # fmt: skip
+@click.option("--compile", is_flag=True, help="torch.compile the main-phase forwards.")
+@click.option("--channels-last", is_flag=True, help="channels_last memory format.")
+@click.option("--aug", type=click.Choice(AUGMENTS), default="ada", help="Time with or without ADA's augmentations.")
+@click.option("--steps", type=click.IntRange(min=1), default=10, help="Timed calls of each phase (median).")
+@click.option("--warmup", type=click.IntRange(min=0), default=2, help="Untimed calls of each phase first.")
+@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (schema: docs/bench.md).")
+def bench(batch_gpu: str | None, as_json: bool, **flags):
+    """Time the real training step on synthetic data: img/s, per-phase ms, memory, TFLOP/s against the device's
+    peak, and with --batch-gpu auto the batch to use. Multi-GPU: torchrun -m ganforge bench."""
+    import json
+
+    from ganforge import bench as bench_
+
+    result = bench_.run(bench_.BenchOptions.from_flags(batch_gpu, **flags))
+    if result is not None:
+        click.echo(json.dumps(result, indent=2) if as_json else bench_.table(result))
+
+
+@main.command()
+@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
+              help="Page to write.  [default: RUN/report.html; with several runs, report.html here]")  # fmt: skip
+def report(runs: tuple[Path, ...], out: Path | None):
+    """One self-contained HTML page of a run (summary, curves, sample grids, config, environment, alerts, files);
+    with several runs their curves are overlaid. Opens offline in any browser."""
+    from ganforge.report import write_report
+
+    click.echo(f"wrote {write_report(list(runs), out)}")

@@ -2,7 +2,7 @@
 where a finished demo run put its results.
 
     python -m ganforge.demo digits DEST.zip    # 1,797 real 8x8 scans (UCI optdigits), upscaled, via `dataset build`
-    python -m ganforge.demo where RUNS_DIR     # print the newest run's samples, logs and TensorBoard command
+    python -m ganforge.demo where RUNS_DIR     # print the newest run's samples, logs, TensorBoard command, report
 """
 
 import subprocess
@@ -48,7 +48,9 @@ def build_digits(dest: Path) -> None:
 
 
 def where(runs: Path) -> None:
-    """Print where the newest run in `runs` keeps its samples, logs and TensorBoard files."""
+    """Print where the newest run in `runs` keeps its samples, logs and TensorBoard files, and write its report."""
+    from ganforge.report import refresh_report
+
     run = max((p for p in runs.iterdir() if p.is_dir()), key=lambda p: p.name)
     fakes = sorted(run.glob("fakes*.png"))
     print(f"\nrun folder:   {run}")
@@ -56,6 +58,7 @@ def where(runs: Path) -> None:
     print(f"snapshots:    {run / 'snapshots'}   checkpoints: {run / 'checkpoints'}")
     print(f"logs:         {run / 'log.txt'}, {run / 'stats.jsonl'}")
     print(f"TensorBoard:  .venv/bin/tensorboard --logdir {runs}   then open http://localhost:6006")
+    print(f"report:       {refresh_report(run).removeprefix('report ')}   (one page: open it in any browser)")
 
 
 def main(argv: list[str]) -> int:

@@ -1,0 +1,127 @@
+"""Timing the real training phases on synthetic data: per-phase medians, FLOPs per iteration, memory.
+
+One "iteration" is one training step as the loop runs it on average: G main and D main every step, the lazy
+regularisers every `interval` steps (StyleGAN2 Sec. 3.1), the EMA update every step. Each phase is timed on its
+own (median over the timed rounds, after warm-up rounds), and the iteration is their sum weighted by 1 / interval.
+"""
+
+import dataclasses
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from ganforge.bench.flops import count_flops
+from ganforge.bench.memory import GIB, OutOfMemory, SavedActivations, training_state_bytes
+from ganforge.config import Config
+from ganforge.train import state
+from ganforge.train.ema import ema_beta, update_ema
+from ganforge.train.phases import Trainer, micro_batches, run_phase
+
+EMA = "EMA"
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What one configuration achieved on one device; figures per device unless named otherwise."""
+
+    batch_gpu: int
+    world_size: int
+    G_params: int
+    D_params: int
+    phase_ms: dict[str, float]  # median milliseconds per call, EMA included
+    intervals: dict[str, int]  # steps between calls
+    flops_per_iteration: float
+    memory_estimate_gb: float
+    peak_memory_gb: float | None  # CUDA allocator peak; None on CPU
+
+    @property
+    def iteration_ms(self) -> float:
+        return sum(ms / self.intervals[name] for name, ms in self.phase_ms.items())
+
+    @property
+    def img_per_s(self) -> float:
+        """Images per second over all devices."""
+        return self.batch_gpu * self.world_size * 1000 / self.iteration_ms
+
+    @property
+    def tflops(self) -> float:
+        return self.flops_per_iteration / (self.iteration_ms / 1000) / 1e12
+
+    @property
+    def memory_gb(self) -> float:
+        """The measured peak where there is one, else the estimate."""
+        return self.memory_estimate_gb if self.peak_memory_gb is None else self.peak_memory_gb
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _phase_calls(cfg: Config, phases, G_ema, device: torch.device) -> dict[str, tuple[int, Callable]]:
+    """name -> (interval, call(trainer)) for every phase and the EMA update, on one synthetic batch in [-1, 1]."""
+    s, d = cfg.schedule, cfg.data
+    generator = torch.Generator().manual_seed(s.seed)
+    images = (torch.rand([s.batch_gpu, d.channels, d.resolution, d.resolution], generator=generator) * 2 - 1).to(device)
+    labels = torch.zeros([s.batch_gpu, d.label_dim], device=device)
+
+    def phase_call(index: int, phase) -> Callable:
+        return lambda t: run_phase(t, phase, index, 0, micro_batches(cfg, index, 0, images, labels, t.G.num_ws))
+
+    calls = {phase.name: (phase.interval, phase_call(i, phase)) for i, phase in enumerate(phases)}
+    beta = ema_beta(s.batch, 0, s.ema_kimg, None)
+    calls[EMA] = (1, lambda t: update_ema(G_ema, t.G, beta))
+    return calls
+
+
+def _count(t: Trainer, calls: dict) -> tuple[float, int]:
+    """FLOPs of one iteration and the saved activations of its largest phase, from one eager call of each (the
+    compiled forwards are swapped for the eager ones: same maths, and the counter needs to see every operator)."""
+    eager = dataclasses.replace(t, synthesis_main=t.G.synthesis, D_main=t.D)
+    flops, saved = 0.0, 0
+    for interval, call in calls.values():
+        with SavedActivations() as activations:
+            flops += count_flops(lambda call=call: call(eager)) / interval
+        saved = max(saved, activations.nbytes)
+    return flops, saved
+
+
+def _time(t: Trainer, calls: dict, device: torch.device, steps: int, warmup: int, on_call: Callable) -> dict:
+    """Median milliseconds per call of each phase over `steps` rounds after `warmup` rounds."""
+    times = {name: [] for name in calls}
+    for round_index in range(warmup + steps):
+        for name, (_, call) in calls.items():
+            synchronize(device)
+            start = time.perf_counter()
+            call(t)
+            synchronize(device)
+            if round_index >= warmup:
+                times[name].append((time.perf_counter() - start) * 1000)
+            on_call()
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def measure(cfg: Config, device: torch.device, steps: int, warmup: int, memory_cap_gb: float | None = None,
+            on_call: Callable = lambda: None) -> Measurement:  # fmt: skip
+    """Build the networks and phases of `cfg`, count one iteration's FLOPs, then time every phase.
+
+    Raises OutOfMemory when the peak memory (measured on CUDA, estimated elsewhere) exceeds `memory_cap_gb`; on CPU
+    this is decided from the estimate before any timing."""
+    t, phases, G_ema = state.build(cfg, device)
+    calls = _phase_calls(cfg, phases, G_ema, device)
+    flops, saved = _count(t, calls)
+    if device.type == "cuda":  # the peak of the timed calls: compiled forwards may need less than the eager count
+        torch.cuda.reset_peak_memory_stats(device)
+    estimate = (training_state_bytes(t.G, t.D, G_ema) + saved) / GIB
+    if memory_cap_gb is not None and device.type != "cuda" and estimate > memory_cap_gb:
+        raise OutOfMemory(f"estimated {estimate:.2f} GB > cap {memory_cap_gb:g} GB")
+    phase_ms = _time(t, calls, device, steps, warmup, on_call)
+    peak = torch.cuda.max_memory_allocated(device) / GIB if device.type == "cuda" else None
+    if memory_cap_gb is not None and peak is not None and peak > memory_cap_gb:
+        raise OutOfMemory(f"peak {peak:.2f} GB > cap {memory_cap_gb:g} GB")
+    intervals = {name: interval for name, (interval, _) in calls.items()}
+    params = [sum(p.numel() for p in net.parameters()) for net in (t.G, t.D)]
+    return Measurement(cfg.schedule.batch_gpu, cfg.world_size, *params, phase_ms, intervals, flops, estimate, peak)

@@ -1,0 +1,94 @@
+"""What `ganforge bench` measures, and the one place where its options become a training `Config`.
+
+The bench times exactly what `ganforge train --cfg CFG` would run on a RESxRES dataset, so the Config comes from
+`ganforge.config.resolve` with a stand-in for the dataset facts; only the channel widths can be overridden on top.
+"""
+
+import dataclasses
+from dataclasses import dataclass
+
+from ganforge.config import AUGMENTS, PRECISIONS, PRESETS, Config, resolve
+from ganforge.errors import UserError
+
+DEFAULT_RESOLUTION = 256  # for presets made for any resolution (auto, stylegan2, tiny)
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    """`ganforge bench` settings; None takes the preset's value.
+
+    `batch_gpu` None is the preset's batch per device; `auto_batch` searches powers of two up to `max_batch_gpu`.
+    `memory_cap_gb` makes any batch whose peak memory (the CUDA allocator's peak, or the estimate on CPU) exceeds it
+    count as out of memory; on CPU without a cap, the available system memory is the cap.
+    """
+
+    cfg: str = "auto"
+    resolution: int | None = None
+    channels: int = 3
+    cbase: int | None = None
+    cmax: int | None = None
+    precision: str = "fp32"
+    batch_gpu: int | None = None
+    auto_batch: bool = False
+    max_batch_gpu: int = 256
+    memory_cap_gb: float | None = None
+    compile: bool = False
+    channels_last: bool = False
+    aug: str = "ada"
+    steps: int = 10
+    warmup: int = 2
+    device: str = "auto"
+
+    def __post_init__(self):
+        assert self.cfg in PRESETS and self.precision in PRECISIONS and self.aug in AUGMENTS, self
+        assert self.steps >= 1 and self.warmup >= 0 and self.max_batch_gpu >= 2, self
+
+    @classmethod
+    def from_flags(cls, batch_gpu: str | None, **flags) -> "BenchOptions":
+        """The CLI's flags, where `--batch-gpu` is a whole number or `auto`."""
+        if batch_gpu is None or batch_gpu == "auto":
+            return cls(batch_gpu=None, auto_batch=batch_gpu == "auto", **flags)
+        if not batch_gpu.isdigit() or int(batch_gpu) < 1:
+            raise UserError(f"--batch-gpu {batch_gpu}: give a whole number >= 1, or auto to search for the best")
+        return cls(batch_gpu=int(batch_gpu), **flags)
+
+    @property
+    def image_resolution(self) -> int:
+        return self.resolution or PRESETS[self.cfg].resolution or DEFAULT_RESOLUTION
+
+
+@dataclass(frozen=True)
+class _SyntheticDataset:
+    """The dataset facts `resolve` needs, for images that exist only on the device."""
+
+    resolution: int
+    channels: int
+    label_dim: int = 0
+    name: str = "synthetic"
+
+
+def check(options: BenchOptions) -> None:
+    """The problems `resolve` would phrase in terms of --data, phrased for the bench's own flags."""
+    res, made_for = options.image_resolution, PRESETS[options.cfg].resolution
+    problems = []
+    if res < 4 or res & (res - 1):
+        problems.append(f"--resolution {res}: not a power of two >= 4; use 8, 16, ..., 1024")
+    if made_for is not None and res != made_for:
+        problems.append(f"--resolution {res}: --cfg {options.cfg} is made for {made_for}; drop --resolution or use "
+                        "--cfg auto or stylegan2")  # fmt: skip
+    if problems:
+        raise UserError(*problems)
+
+
+def training_config(options: BenchOptions, world_size: int, device_type: str, batch_gpu: int | None = None) -> Config:
+    """The Config of `ganforge train` for these options with `batch_gpu` images per device and no gradient
+    accumulation (batch = batch_gpu x world_size); `batch_gpu` None keeps the preset's batch."""
+    flags = {"data": "synthetic", "outdir": "bench", "cfg": options.cfg, "precision": options.precision,
+             "compile": options.compile, "channels_last": options.channels_last, "aug": options.aug,
+             "device": device_type}  # fmt: skip
+    if batch_gpu is not None:
+        flags |= {"batch": batch_gpu * world_size, "batch_gpu": batch_gpu}
+    cfg = resolve(flags, _SyntheticDataset(options.image_resolution, options.channels), world_size, device_type)
+    widths = {"channel_base": options.cbase, "channel_max": options.cmax}
+    model = dataclasses.replace(cfg.model, **{key: value for key, value in widths.items() if value is not None})
+    return dataclasses.replace(cfg, model=model)

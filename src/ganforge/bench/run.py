@@ -1,0 +1,106 @@
+"""`ganforge bench` from start to end: choose the batch, measure on one device, and under torchrun on all of them.
+
+Every rank first measures alone (before joining the process group, so without all-reduces): that is the one-device
+figure that scaling efficiency compares with. Then the ranks join the group, agree on rank 0's batch size, and
+measure the real distributed step.
+"""
+
+import os
+import sys
+
+import torch
+from tqdm import tqdm
+
+from ganforge import dist
+from ganforge.bench import render, search
+from ganforge.bench.measure import Measurement, measure
+from ganforge.bench.memory import OutOfMemory, available_gb
+from ganforge.bench.options import BenchOptions, check, training_config
+from ganforge.bench.peak import device_peak
+from ganforge.errors import UserError
+from ganforge.train.precision import Precision
+
+
+def local_device(name: str) -> torch.device:
+    """The device this process would train on (`dist.init`'s choice), without joining any process group."""
+    if name == "cuda" and not torch.cuda.is_available():
+        raise UserError("--device cuda: torch sees no CUDA GPU; run `ganforge doctor`, or use --device cpu")
+    if name == "cpu" or not torch.cuda.is_available():
+        return torch.device("cpu")
+    device = torch.device("cuda", dist.local_rank())
+    torch.cuda.set_device(device)
+    return device
+
+
+def _memory_cap(options: BenchOptions, device: torch.device) -> float | None:
+    """The cap a batch must stay under: the option, or on CPU the available system memory (CUDA has real OOMs)."""
+    if options.memory_cap_gb is not None or device.type == "cuda":
+        return options.memory_cap_gb
+    return available_gb()
+
+
+class _Measurer:
+    """Measures configurations of one set of options on this device, with a tqdm bar per measurement when enabled
+    (on a terminal, rank 0 only)."""
+
+    def __init__(self, options: BenchOptions, device: torch.device, cap: float | None, bars: bool):
+        self.options, self.device, self.cap, self.bars = options, device, cap, bars
+
+    def measure(self, cfg, label: str, cap: float | None) -> Measurement:
+        o = self.options
+        calls = 3 + (cfg.loss.pl_weight > 0) + (cfg.loss.gamma > 0)  # G main, D main, EMA, and the regularisers
+        with tqdm(total=(o.warmup + o.steps) * calls, desc=label, unit="call", leave=False,
+                  disable=not self.bars) as bar:  # fmt: skip
+            return measure(cfg, self.device, o.steps, o.warmup, cap, on_call=bar.update)
+
+    def one_device(self, batch_gpu: int) -> Measurement:
+        cfg = training_config(self.options, 1, self.device.type, batch_gpu)
+        return self.measure(cfg, f"batch {batch_gpu}", self.cap)
+
+
+def run(options: BenchOptions, progress: bool | None = None) -> dict | None:
+    """Measure and return the result dict (schema in docs/bench.md) on rank 0, None on other ranks. `progress`
+    None shows bars when stderr is a terminal."""
+    check(options)
+    world = int(os.environ["WORLD_SIZE"]) if dist.launched_by_torchrun() else 1
+    rank0 = int(os.environ.get("RANK", "0")) == 0
+    device = local_device(options.device)
+    preset = training_config(options, world, device.type)  # validates the options before any work
+    cap = _memory_cap(options, device)
+    measurer = _Measurer(options, device, cap, rank0 and (sys.stderr.isatty() if progress is None else progress))
+    with Precision(options.precision, device).matmul_policy():
+        peak = device_peak(device, options.precision)
+        found = None
+        if options.auto_batch:
+            sizes = search.candidate_sizes(options.max_batch_gpu)
+            candidates = search.try_sizes(sizes, measurer.one_device, device)
+            found = search.summarize(candidates, preset.schedule.batch, world)
+        batch_gpu = found.recommended if found else options.batch_gpu or preset.schedule.batch_gpu
+        single = found.measurement_of(batch_gpu) if found else _fixed_batch(measurer, batch_gpu)
+        together = _distributed(measurer, world, batch_gpu) if world > 1 else None
+    if not rank0:
+        return None
+    return render.result(options, preset, device, peak, single, together, found, cap)
+
+
+def _fixed_batch(measurer: _Measurer, batch_gpu: int) -> Measurement:
+    """The measurement at the batch the user gave; out of memory is their error to fix."""
+    try:
+        return measurer.one_device(batch_gpu)
+    except (torch.cuda.OutOfMemoryError, OutOfMemory) as error:
+        reason = str(error).splitlines()[0]
+        raise UserError(f"--batch-gpu {batch_gpu}: out of memory on {measurer.device} ({reason}); use a smaller "
+                        "--batch-gpu, or --batch-gpu auto to find the largest that fits") from None  # fmt: skip
+
+
+def _distributed(measurer: _Measurer, world: int, batch_gpu: int) -> Measurement:
+    """The step on every rank together, at rank 0's batch size."""
+    dist.init(measurer.options.device)
+    try:
+        batch_gpu = dist.broadcast_object(batch_gpu)
+        cfg = training_config(measurer.options, world, measurer.device.type, batch_gpu)
+        together = measurer.measure(cfg, f"{world} ranks, batch {batch_gpu}", None)
+        dist.barrier()  # no rank leaves the group while a peer is still in its last collective
+        return together
+    finally:
+        dist.shutdown()

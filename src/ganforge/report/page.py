@@ -1,0 +1,145 @@
+"""The report as one self-contained HTML page: inline CSS, figures and images as data URIs, no script, no link to
+anything outside the file, so it opens offline in any browser and can be mailed or archived as it is.
+
+Sections (their ids): summary, curves, samples, config, environment, alerts, files. With several runs the curves
+are overlaid and the other sections hold one part per run.
+"""
+
+import html
+import time
+
+from ganforge import __version__
+from ganforge.report import images, tables
+from ganforge.report.curves import MAX_POINTS, plots
+from ganforge.report.figures import svg_data_uri
+from ganforge.report.rundata import Run, name_runs
+
+SECTIONS = ("summary", "curves", "samples", "config", "environment", "alerts", "files")
+
+_CSS = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 1.5em auto; max-width: 1100px; padding: 0 1em; color: #222; }
+h1 { font-size: 1.4em; } h2 { border-bottom: 1px solid #ccc; margin-top: 2em; } h3 { font-size: 1.05em; }
+table { border-collapse: collapse; margin: .5em 0; } td, th { padding: .2em .7em; border-bottom: 1px solid #eee;
+  text-align: left; vertical-align: top; font-variant-numeric: tabular-nums; }
+td.key { color: #555; white-space: nowrap; } .note { color: #666; font-size: .9em; }
+.status { font-weight: 600; padding: .1em .5em; border-radius: .3em; background: #eee; }
+.running { background: #d7ecff; } .finished { background: #d9f2d9; } .preempted, .stopped { background: #fff1c2; }
+.diverged, .failed, .stalled { background: #ffd6d6; }
+figure { margin: 1em 0; } .plots { display: grid; grid-template-columns: repeat(auto-fill, minmax(460px, 1fr));
+  gap: .3em 1em; } .plots figure { margin: 0; } img.plot { width: 100%; }
+.grids { display: flex; flex-wrap: wrap; gap: .8em; align-items: flex-end; }
+.grids figure { margin: 0; } .grids figcaption { font-size: .85em; color: #555; }
+img.grid { image-rendering: pixelated; }
+"""
+
+
+def _e(text) -> str:
+    return html.escape(str(text))
+
+
+def _table(headers: list[str], rows: list, key_column: bool = False) -> str:
+    if not rows:
+        return '<p class="note">none</p>'
+    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
+    first = '<td class="key">' if key_column else "<td>"
+    body = "".join(
+        f"<tr>{first}{_e(row[0])}</td>" + "".join(f"<td>{_e(v)}</td>" for v in row[1:]) + "</tr>" for row in rows
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _section(section_id: str, title: str, body: str) -> str:
+    return f'<section id="{section_id}"><h2>{_e(title)}</h2>{body}</section>'
+
+
+def _per_run(runs: list[Run], part) -> str:
+    """`part(run)` under a heading per run when there are several."""
+    if len(runs) == 1:
+        return part(runs[0])
+    return "".join(f"<h3>{_e(run.heading)}</h3>{part(run)}" for run in runs)
+
+
+def _summary(runs: list[Run]) -> str:
+    keys = ["status", "dataset", "preset", "kimg", "img/s", "ETA", "best"]
+    rows = ""
+    for run in runs:
+        facts = tables.summary(run)
+        cells = f'<td><span class="status {_e(facts["status"])}" title="{_e(run.status.detail)}">'
+        cells += f"{_e(facts['status'])}</span></td>" + "".join(f"<td>{_e(facts[k])}</td>" for k in keys[1:])
+        rows += f"<tr><td>{_e(run.heading)}</td>{cells}</tr>"
+    head = "".join(f"<th>{_e(k)}</th>" for k in ["run", *keys])
+    unread = "line(s) of stats.jsonl could not be read (a record being written, or a damaged file)"
+    notes = "".join(f'<p class="note">{_e(run.heading)}: {run.unreadable_stats} {unread}</p>' for run in runs
+                    if run.unreadable_stats)  # fmt: skip
+    return _section("summary", "Summary", f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>{notes}")
+
+
+def _curves(runs: list[Run]) -> str:
+    figures = [f'<figure><img class="plot" alt="{_e(p.title)}" src="{svg_data_uri(p, len(runs) > 1)}"></figure>'
+               for p in plots(runs)]  # fmt: skip
+    note = (
+        f'<p class="note">Over kimg; long curves are reduced to {MAX_POINTS} points (means of consecutive ticks).</p>'
+    )
+    body = f'<div class="plots">{"".join(figures)}</div>' if figures else '<p class="note">no ticks yet</p>'
+    return _section("curves", "Training curves", note + body)
+
+
+def _grid_figure(path, caption: str, newest: bool = False) -> str:
+    """A grid with its caption; small grids are shown enlarged (up to 4x, pixels kept sharp)."""
+    uri, width = images.grid_data_uri(path, images.NEWEST_WIDTH if newest else images.THUMB_WIDTH)
+    shown = min(4 * width, 900) if newest else 200
+    return f'<figure><img class="grid" style="width: min(100%, {shown}px)" alt="{_e(caption)}" src="{uri}">' \
+           f"<figcaption>{_e(caption)}</figcaption></figure>"  # fmt: skip
+
+
+def _samples(run: Run) -> str:
+    """The newest grid large, older ones (and the reals) as thumbnails."""
+    shown = images.pick_grids(run.fakes)[::-1]  # newest first
+    if not shown:
+        return '<p class="note">no grids yet</p>'
+    (kimg, path), older = shown[0], shown[1:]
+    thumbs = [_grid_figure(p, f"{p.name}: {k:g} kimg") for k, p in older]
+    if run.reals is not None:
+        thumbs.append(_grid_figure(run.reals, "reals.png"))
+    note = f'<p class="note">{len(shown)} of {len(run.fakes)} grids</p>' if len(shown) < len(run.fakes) else ""
+    newest = _grid_figure(path, f"{path.name}: {kimg:g} kimg", newest=True)
+    return f'{note}{newest}<div class="grids">{"".join(thumbs)}</div>'
+
+
+def _config(run: Run) -> str:
+    derived = "".join(f"<li>{_e(line)}</li>" for line in tables.derived_lines(run))
+    derived = f"<p>Derived from the preset and flags:</p><ul>{derived}</ul>" if derived else ""
+    return derived + _table(["field", "value"], tables.config_rows(run), key_column=True)
+
+
+def _environment(run: Run) -> str:
+    return _table(["field", "value"], tables.env_rows(run), key_column=True)
+
+
+def _files(run: Run) -> str:
+    return _table(["kind", "name", "kimg", "size"], tables.file_rows(run))
+
+
+def _alerts(run: Run) -> str:
+    return (_table(["kimg", "alert"], tables.alerts(run)) + "<p>Skipped optimiser steps (non-finite loss or "
+            "gradient):</p>" + _table(["kimg", "phase", "steps"], tables.skipped_steps(run)))  # fmt: skip
+
+
+def render(runs: list[Run]) -> str:
+    """The whole page for one run or several."""
+    runs = name_runs(runs)
+    title = runs[0].heading if len(runs) == 1 else f"{len(runs)} runs compared"
+    body = [
+        _summary(runs),
+        _curves(runs),
+        _section("samples", "Samples (fixed latents, newest first)", _per_run(runs, _samples)),
+        _section("config", "Resolved configuration", _per_run(runs, _config)),
+        _section("environment", "Environment", _per_run(runs, _environment)),
+        _section("alerts", "Alerts and skipped steps", _per_run(runs, _alerts)),
+        _section("files", "Checkpoints and snapshots", _per_run(runs, _files)),
+    ]
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+    footer = f'<p class="note">Written by ganforge {_e(__version__)} at {_e(stamp)}.</p>'
+    head = f'<meta charset="utf-8"><title>{_e(title)} - ganforge report</title><style>{_CSS}</style>'
+    page = f"<h1>{_e(title)}</h1>{''.join(body)}{footer}"
+    return f'<!DOCTYPE html>\n<html lang="en"><head>{head}</head><body>{page}</body></html>\n'

@@ -1,0 +1,174 @@
+"""`ganforge report` on a tiny real run: a valid self-contained page with every section, embedded images and no
+external URL; a run in progress, a run that just started, a run with metrics, two runs overlaid, and bad input."""
+
+import base64
+import html.parser
+import io
+import json
+import re
+import sys
+from collections import Counter
+
+import PIL.Image
+from click.testing import CliRunner
+from report_helpers import copy_run, rewrite_stats
+
+from ganforge.cli import main
+from ganforge.metrics import append_result
+from ganforge.report import refresh_report, write_report
+from ganforge.report.page import SECTIONS
+
+VOID = {"meta", "img", "br", "hr", "input", "link", "source", "wbr"}
+
+
+class Page(html.parser.HTMLParser):
+    """Parses a report and checks its structure: balanced tags, a doctype, and what it refers to."""
+
+    def __init__(self, text: str):
+        super().__init__(convert_charrefs=True)
+        self.stack, self.ids, self.images, self.tags, self.doctype = [], [], [], Counter(), None
+        self.references, self.text = [], []
+        self.feed(text)
+        self.close()
+        assert self.stack == [], f"unclosed tags: {self.stack}"
+
+    def handle_decl(self, decl):
+        self.doctype = decl
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        self.tags[tag] += 1
+        self.ids += [attrs["id"]] if "id" in attrs else []
+        self.references += [attrs[k] for k in ("src", "href", "action", "data", "poster") if k in attrs]
+        if tag == "img":
+            self.images.append(attrs)
+        if tag not in VOID:
+            self.stack.append(tag)
+
+    def handle_endtag(self, tag):
+        assert self.stack and self.stack[-1] == tag, f"</{tag}> closes {self.stack[-1:]}"
+        self.stack.pop()
+
+    def handle_data(self, data):
+        if self.stack[-1:] != ["style"]:
+            self.text.append(data)
+
+    def image(self, alt: str) -> bytes:
+        (img,) = [i for i in self.images if i.get("alt") == alt]
+        return base64.b64decode(img["src"].split(",", 1)[1])
+
+    @property
+    def all_text(self) -> str:
+        return " ".join(" ".join(self.text).split())
+
+
+def _page(path) -> Page:
+    return Page(path.read_text(encoding="utf-8"))
+
+
+def test_report_of_a_finished_run_is_one_valid_self_contained_page(tiny_run):
+    result = CliRunner().invoke(main, ["report", str(tiny_run)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    out = tiny_run / "report.html"
+    assert result.output.strip() == f"wrote {out}"
+    assert refresh_report(tiny_run) == f"report {out}"  # what the training loop logs at each snapshot
+    text = out.read_text(encoding="utf-8")
+    page = Page(text)
+    assert page.doctype.lower() == "doctype html"
+    assert [i for i in page.ids if i in SECTIONS] == list(SECTIONS)
+    # Self-contained: everything it shows is inside the file; no script, stylesheet link, frame or URL.
+    assert page.references and all(ref.startswith("data:image/") for ref in page.references)
+    assert not {"script", "link", "iframe", "object", "embed"} & set(page.tags)
+    outside_data = re.sub(r'data:[^"]*', "", text)
+    assert not re.search(r"https?:|//[a-z]|url\(", outside_data, flags=re.IGNORECASE)
+    for img in page.images:
+        payload = base64.b64decode(img["src"].split(",", 1)[1])
+        if img["src"].startswith("data:image/svg+xml"):
+            assert b"<svg" in payload and not re.search(rb'href="(?!#)', payload)
+        else:
+            PIL.Image.open(io.BytesIO(payload)).verify()
+    # Every grid and the reals are embedded, newest first; the summary says finished and where it got.
+    grids = [i["alt"] for i in page.images if i["alt"].startswith("fakes") or i["alt"] == "reals.png"]
+    assert grids == ["fakes000000.016.png: 0.016 kimg", "fakes000000.008.png: 0.008 kimg",
+                     "fakes000000.000.png: 0 kimg", "reals.png"]  # fmt: skip
+    words = page.all_text
+    assert "finished" in words and "squares (8 px, 1 ch)" in words and "0.016 / 0.016" in words
+    for title in ("Losses", "D outputs (logits)", "D/G loss ratio", "Gradient norms", "Learning rates",
+                  "Speed (img/s)", "Data wait (share of tick time)", "Peak memory (GB)"):  # fmt: skip
+        assert b"<svg" in page.image(title), title
+    assert "derived from the preset and flags" in words.lower() and "loss.gamma" in words and "torch_threads" in words
+    assert "ckpt-000000016" in words and "network-snapshot-000000.016.safetensors" in words
+    assert len(text) < 1_000_000
+
+
+def test_report_of_a_run_in_progress_and_of_one_just_started(tiny_run, tmp_path):
+    run = copy_run(tiny_run, tmp_path / "progress")
+    log = run / "log.txt"
+    log.write_text("".join(line + "\n" for line in log.read_text().splitlines() if not line.startswith("done:")))
+    rewrite_stats(run, lambda r: r | {"Timing/img_per_s": 4.0})
+    with open(run / "stats.jsonl", "a") as stats:
+        stats.write('{"tick": 3, "kimg": 0.0')  # the next record, half written
+    with open(run / "config.json") as f:
+        config = json.load(f)
+    config["schedule"]["kimg"] = 0.056
+    (run / "config.json").write_text(json.dumps(config))
+    words = _page(write_report(run)).all_text
+    assert "running" in words and "finished" not in words and "0.016 / 0.056" in words
+    assert "0:00:10" in words  # ETA: 40 images left at 4 img/s
+    assert "1 line(s) of stats.jsonl could not be read" in words
+
+    started = tmp_path / "started" / "00001-squares-tiny-gpus1-batch8"
+    started.mkdir(parents=True)
+    (started / "config.json").write_text(json.dumps(config))
+    (started / "log.txt").write_text("starting at 0 kimg in somewhere\n")
+    page = _page(write_report(started))
+    assert "running" in page.all_text and "no ticks yet" in page.all_text and "no grids yet" in page.all_text
+    assert [i for i in page.ids if i in SECTIONS] == list(SECTIONS)
+
+
+def test_report_of_a_run_with_metrics_plots_them_and_names_the_best(tiny_run, tmp_path):
+    run = copy_run(tiny_run, tmp_path / "metrics")
+    snapshots = sorted((run / "snapshots").iterdir())
+    for snapshot, fid, precision in zip(snapshots, (310.0, 250.5, 270.0), (0.1, 0.3, 0.2), strict=True):
+        append_result(run / "metric-fid50k_full.jsonl", {"metric": "fid50k_full", "results": {"fid50k_full": fid}},
+                      snapshot=snapshot)  # fmt: skip
+        results = {"pr50k3_full_precision": precision, "pr50k3_full_recall": 0.05}
+        append_result(run / "metric-pr50k3_full.jsonl", {"metric": "pr50k3_full", "results": results}, snapshot)
+    page = _page(write_report(run))
+    words = page.all_text
+    assert "fid50k_full 250.5 at 0.008 kimg" in words  # lower is better
+    assert "pr50k3_full_precision 0.3 at 0.008 kimg" in words  # higher is better
+    fid_plot = page.image("Metric fid50k_full").decode()
+    assert "fid50k_full" in fid_plot
+    assert "pr50k3_full_recall" in page.image("Metric pr50k3_full").decode()
+
+
+def test_report_overlays_two_runs(tiny_run, tmp_path):
+    other = copy_run(tiny_run, tmp_path, "00007-squares-tiny-gpus1-batch8")
+    rewrite_stats(other, lambda r: r | {"Loss/G/main": r["Loss/G/main"] * 2})
+    out = tmp_path / "compare.html"
+    result = CliRunner().invoke(main, ["report", str(tiny_run), str(other), "--out", str(out)])
+    assert result.exit_code == 0 and result.output.strip() == f"wrote {out}"
+    page = _page(out)
+    losses = page.image("Losses").decode()
+    assert "00000: G main" in losses and "00007: G main" in losses  # legends name runs by number
+    assert page.tags["h3"] >= 2 * (len(SECTIONS) - 2)  # per-run parts under a heading each
+    assert page.all_text.count("finished") == 2
+
+
+def test_report_bad_folder_and_missing_matplotlib_exit_2(tiny_run, tmp_path, monkeypatch):
+    result = CliRunner().invoke(main, ["report", str(tmp_path)])
+    assert result.exit_code == 2 and "not a ganforge run folder" in result.output and "Traceback" not in result.output
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` now raises ImportError
+    result = CliRunner().invoke(main, ["report", str(tiny_run)])
+    assert result.exit_code == 2
+    assert result.output.strip() == "error: ganforge report needs matplotlib: pip install 'ganforge[report]'"
+    assert refresh_report(tiny_run) == "report.html not written: it needs matplotlib (pip install 'ganforge[report]')"
+
+
+def test_demo_summary_ends_with_the_report(tiny_run, capsys):
+    from ganforge.demo import where
+
+    where(tiny_run.parent)
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith(f"report:       {tiny_run / 'report.html'}") and (tiny_run / "report.html").is_file()
