@@ -6,14 +6,14 @@ This module imports neither torch nor click so that it stays cheap to import.
 """
 
 import dataclasses
-import hashlib
 import json
 from dataclasses import dataclass
 
+from ganforge import controls
 from ganforge.errors import UserError
 
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
-AUGMENTS = ("ada", "noaug")
+AUGMENTS = ("ada", "diffaug", "fixed", "noaug")
 
 
 @dataclass(frozen=True)
@@ -97,13 +97,22 @@ class LossConfig:
 
 @dataclass(frozen=True)
 class OptimConfig:
-    """Adam for both networks (betas 0 and 0.99, StyleGAN2 App. B)."""
+    """Adam for both networks (betas 0 and 0.99, StyleGAN2 App. B); `g_lr`/`d_lr` are the base rates that the
+    learning-rate schedule scales (see train/controls.py) and gradient clipping, off as in the official recipe."""
 
     g_lr: float
     d_lr: float
     beta1: float = 0.0
     beta2: float = 0.99
     eps: float = 1e-8
+    lr_schedule: str = "constant"  # constant | cosine | step
+    lr_warmup_kimg: float = 0.0  # linear ramp from 0 to the base rate over this many kimg
+    lr_min_ratio: float = 0.0  # cosine: the rate ends at base x this
+    lr_horizon_kimg: float | None = None  # cosine: where it reaches the end (the run's --kimg when resolved)
+    lr_steps: tuple[float, ...] = ()  # step: kimg at which the rate is multiplied by lr_gamma
+    lr_gamma: float = 0.1
+    clip_grad_g: float | None = None  # largest global gradient norm of G per step; None = no clipping
+    clip_grad_d: float | None = None
 
 
 @dataclass(frozen=True)
@@ -118,6 +127,8 @@ class ScheduleConfig:
     ema_kimg: float
     ema_rampup: float | None
     seed: int = 0
+    d_warmup_kimg: float = 0.0  # train only D for this many kimg before G starts
+    d_steps: int = 1  # D updates (steps) per G update
 
 
 @dataclass(frozen=True)
@@ -133,11 +144,16 @@ class PrecisionConfig:
 
 @dataclass(frozen=True)
 class AugmentConfig:
-    """Adaptive discriminator augmentation (Karras et al. 2020, Sec. 3): `ada` adjusts p toward `target`."""
+    """Augmentation of every image D sees. `ada` (Karras et al. 2020, Sec. 3) adjusts p toward `target`; `fixed`
+    uses the same pipeline at p = `p`; `diffaug` is DiffAugment (Zhao et al. 2020) with `diffaug_policy`."""
 
     mode: str = "ada"
     target: float = 0.6
     ada_kimg: float = 500.0  # p can go from 0 to 1 in this many kimg (the paper's adjustment speed, Sec. 2.4)
+    pipe: str = "bgc"  # ADA transform groups: bgc, or bgcfnc with filter, noise and cutout (App. B)
+    ada_interval: int = 4  # D steps between adjustments of p
+    p: float = 0.0  # `fixed`: the probability of each transform
+    diffaug_policy: str = "color,translation,cutout"
 
 
 @dataclass(frozen=True)
@@ -185,47 +201,12 @@ class Config:
         assert set(d) == set(kinds), f"config keys {sorted(d)} != {sorted(kinds)}"
         kwargs = {name: kinds[name](**value) if isinstance(value, dict) else value for name, value in d.items()}
         kwargs["run"] = dataclasses.replace(kwargs["run"], metrics=tuple(kwargs["run"].metrics))
+        kwargs["optim"] = dataclasses.replace(kwargs["optim"], lr_steps=tuple(kwargs["optim"].lr_steps))
         return cls(**kwargs)
 
     @classmethod
     def from_json(cls, text: str) -> "Config":
         return cls.from_dict(json.loads(text))
-
-
-# Fields that may change between a checkpoint and its resumed run without changing the training maths.
-NON_MATHS_FIELDS = frozenset({
-    "data.path", "data.workers", "schedule.kimg", "schedule.tick_kimg", "schedule.snap", "schedule.batch_gpu",
-    "precision.compile", "precision.channels_last", "precision.deterministic", "precision.device", "world_size",
-})  # fmt: skip
-
-
-def flatten(d: dict, prefix: str = "") -> dict:
-    """{"a": {"b": 1}} -> {"a.b": 1}."""
-    out = {}
-    for key, value in d.items():
-        if isinstance(value, dict):
-            out.update(flatten(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
-
-
-def maths_fields(config_dict: dict) -> dict:
-    """The flattened fields that define the training maths (everything but output, resume and speed options)."""
-    flat = flatten(config_dict)
-    return {k: v for k, v in flat.items() if not k.startswith("run.") and k not in NON_MATHS_FIELDS}
-
-
-def config_hash(config: Config) -> str:
-    """SHA-256 of the training-maths fields, stored in every checkpoint."""
-    text = json.dumps(maths_fields(config.to_dict()), sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def maths_differences(old: dict, new: dict) -> list[str]:
-    """Human-readable `field: old -> new` lines for the maths fields that differ."""
-    a, b = maths_fields(old), maths_fields(new)
-    return [f"{k}: {a.get(k)!r} -> {b.get(k)!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
 
 
 def _derive(preset: Preset, resolution: int, world_size: int) -> Preset:
@@ -295,7 +276,9 @@ def _problems(cfg: Config, device_type: str) -> list[str]:
         )
     if cfg.loss.pl_weight > 0 and s.batch_gpu % cfg.loss.pl_batch_shrink:
         problems.append(f"--batch-gpu {s.batch_gpu}: must be even (path-length batches are half a micro-batch)")
-    for flag, kimg in (("--kimg", s.kimg), ("--tick", s.tick_kimg)):
+    lengths = [("--kimg", s.kimg), ("--tick", s.tick_kimg), ("--d-warmup-kimg", s.d_warmup_kimg)]
+    lengths += [("--lr-warmup-kimg", cfg.optim.lr_warmup_kimg)] + [("--lr-steps", k) for k in cfg.optim.lr_steps]
+    for flag, kimg in lengths:
         if not _is_whole_batches(kimg, s.batch):
             problems.append(
                 f"{flag} {kimg:g}: {kimg * 1000:g} images is not a whole number of batches of "
@@ -309,7 +292,7 @@ def _problems(cfg: Config, device_type: str) -> list[str]:
         problems.append("--fp16-res: the per-resolution fp16 recipe needs --precision fp16")
     if p.compile and p.precision == "fp16" and cfg.model.num_fp16_res:
         problems.append("--compile: not supported together with --fp16-res; drop one of them")
-    return problems
+    return problems + controls.problems(cfg)
 
 
 @dataclass(frozen=True)
@@ -337,6 +320,8 @@ def resolve(options: dict, dataset, world_size: int, device_type: str, problems:
     fp16_res = _pick(options, "fp16_res", 0)
     given = {k: v for k, v in options.items() if v is not None}  # None = "not given": the dataclass default applies
     flag = lambda key: bool(options.get(key))  # noqa: E731
+    kimg = _pick(options, "kimg", _whole_batches(preset.kimg, batch))
+    optim_controls, parse_problems = controls.optim_fields(given, kimg)
     cfg = Config(
         cfg=name,
         world_size=world_size,
@@ -349,21 +334,20 @@ def resolve(options: dict, dataset, world_size: int, device_type: str, problems:
                           conv_clamp=256 if fp16_res else None),
         loss=LossConfig(gamma=_pick(options, "gamma", preset.gamma), pl_weight=preset.pl_weight,
                         style_mixing=preset.style_mixing),
-        optim=OptimConfig(g_lr=_pick(options, "glr", preset.lr), d_lr=_pick(options, "dlr", preset.lr)),
-        schedule=ScheduleConfig(batch=batch, batch_gpu=batch_gpu,
-                                kimg=_pick(options, "kimg", _whole_batches(preset.kimg, batch)),
+        optim=OptimConfig(g_lr=_pick(options, "glr", preset.lr), d_lr=_pick(options, "dlr", preset.lr),
+                          **optim_controls),
+        schedule=ScheduleConfig(batch=batch, batch_gpu=batch_gpu, kimg=kimg,
                                 tick_kimg=_pick(options, "tick", _whole_batches(preset.tick_kimg, batch)),
                                 snap=_pick(options, "snap", preset.snap), ema_kimg=preset.ema_kimg,
-                                ema_rampup=preset.ema_rampup, **_subset(given, "seed")),
+                                ema_rampup=preset.ema_rampup, **_subset(given, "seed", "d_warmup_kimg", "d_steps")),
         precision=PrecisionConfig(compile=flag("compile"), channels_last=flag("channels_last"),
                                   deterministic=flag("deterministic"), **_subset(given, "precision", "device")),
-        augment=AugmentConfig(**_subset(given, "target", "ada_kimg"),
-                              **({"mode": given["aug"]} if "aug" in given else {})),
+        augment=AugmentConfig(**controls.augment_fields(given)),
         run=RunConfig(outdir=str(options["outdir"]), allow_config_change=flag("allow_config_change"),
                       metrics=tuple(m for m in (options.get("metrics") or "").split(",") if m),
                       **_subset(given, "resume", "keep_last", "keep_every", "keep_max_age")),
     )  # fmt: skip
-    problems = list(problems)
+    problems = list(problems) + parse_problems
     if not isinstance(dataset, _UnknownDataset):
         problems += _dataset_problems(preset, cfg, dataset)
     problems += _problems(cfg, device_type)
@@ -392,4 +376,20 @@ def describe_derived(cfg: Config) -> list[str]:
         f"networks: channel base {cfg.model.channel_base}, max {cfg.model.channel_max}, mapping "
         f"{cfg.model.mapping_layers} layers, minibatch-stddev group {cfg.model.mbstd_group}",
         f"{s.kimg:g} kimg in ticks of {s.tick_kimg:g} kimg; snapshot + checkpoint every {s.snap} ticks",
+        *controls.describe(cfg),
+        *_preset_notes(cfg),
     ]
+
+
+def _preset_notes(cfg: Config) -> list[str]:
+    """Where a preset knowingly departs from what a reader of the official code might expect."""
+    notes = []
+    auto_batch = _derive(PRESETS["auto"], cfg.data.resolution, cfg.world_size).batch
+    if cfg.cfg == "auto" and cfg.schedule.batch != auto_batch:
+        notes.append(f"--cfg auto with --batch {cfg.schedule.batch}: gamma and the EMA half-life are those derived "
+                     f"for the auto batch {auto_batch}, as in the official train.py, which derives them before "
+                     "--batch replaces the batch; pass --gamma to change gamma")  # fmt: skip
+    if cfg.cfg == "cifar":
+        notes.append("--cfg cifar: D is the residual discriminator; the official cifar configuration uses the plain "
+                     "('orig') one, which ganforge does not build (see README, Presets)")  # fmt: skip
+    return notes

@@ -7,6 +7,7 @@
 Heavy imports happen inside the functions, so importing this package is cheap.
 """
 
+import sys
 from pathlib import Path
 
 
@@ -67,7 +68,8 @@ def run(config) -> int:
 
 
 def main(options: dict, dry_run: bool = False) -> int:
-    """`ganforge train`: configure, then print the configuration (`dry_run`) or train; returns the exit status.
+    """`ganforge train`: configure, then print the configuration and what it implied (`dry_run`) or train; returns
+    the exit status.
 
     Every way out, a user error included, leaves the process group that `configure` joined."""
     from ganforge import dist
@@ -75,7 +77,11 @@ def main(options: dict, dry_run: bool = False) -> int:
     try:
         config = configure(options)
         if dry_run:
+            from ganforge.config import describe_derived
+
             dist.print0(config.to_json())
+            for line in describe_derived(config):  # on stderr, so stdout stays one JSON document
+                dist.print0(f"derived: {line}", file=sys.stderr)
             return 0
         return run(config)
     finally:

@@ -16,6 +16,7 @@ from ganforge.config import Config
 from ganforge.data import make_loader, open_dataset
 from ganforge.preempt import PreemptionGuard
 from ganforge.train import logs, state
+from ganforge.train.cadence import phase_due
 from ganforge.train.ema import ema_beta, update_ema
 from ganforge.train.phases import micro_batches, run_phase
 
@@ -77,10 +78,9 @@ def training_loop(cfg: Config, run_dir: Path, device: torch.device, resume: dict
             images, labels = next(loader)
             log.data_wait(time.monotonic() - wait_start)
 
-            # Run phases: G main, G path length, D main, D R1, each on its interval.
-            step = cur_nimg // s.batch
+            # Run phases: G main, G path length, D main, D R1, each on its interval (and G after D's warm-up).
             for index, phase in enumerate(phases):
-                if step % phase.interval == 0:
+                if phase_due(s, phase.network, phase.interval, cur_nimg):
                     mbs = micro_batches(cfg, index, cur_nimg, images, labels[:, : cfg.data.label_dim], t.G.num_ws)
                     tick_stats.add(run_phase(t, phase, index, cur_nimg, mbs))
             if t.ada is not None:

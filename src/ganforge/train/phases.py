@@ -1,6 +1,7 @@
 """GAN phases as data (STYLE 3): each phase names its network, optimiser, scaler, interval and loss terms, and
-`run_phase` does the rest the same way for all of them — accumulate over micro-batches, all-reduce gradients, check
-for non-finite values on every rank, step or skip.
+`run_phase` does the rest the same way for all of them — set the scheduled learning rate, accumulate over
+micro-batches, all-reduce gradients, unscale (fp16), clip (if asked), check for non-finite values on every rank, step
+or skip.
 
 Randomness is a pure function of (seed, image position, phase): latents and style-mixing draws come from a generator
 seeded per phase and step and are indexed by global image position; the noise inside the networks and the
@@ -18,6 +19,7 @@ from ganforge import dist
 from ganforge.config import Config, lazy_ratio
 from ganforge.errors import UserError
 from ganforge.train import loss as L
+from ganforge.train.lr_schedule import lr_factor
 from ganforge.train.precision import Precision, all_finite
 
 MAX_NONFINITE_IN_A_ROW = 20
@@ -137,6 +139,7 @@ class Phase:
     module: torch.nn.Module
     opt: torch.optim.Optimizer
     scaler: torch.amp.GradScaler
+    lr: float  # base learning rate with the lazy-regularisation correction; the schedule scales it per step
     interval: int  # runs on steps where step % interval == 0 (lazy regularisation, StyleGAN2 Sec. 3.1)
     terms: Callable  # (Trainer, MicroBatch) -> (per-sample loss [n], stats dict of tensors)
     samples_per_mb: Callable[[int], int]  # micro-batch size -> samples this phase uses of it
@@ -156,12 +159,14 @@ def build_phases(cfg: Config, G: torch.nn.Module, D: torch.nn.Module, precision:
         ratio = lazy_ratio(interval) if reg_on else 1.0
         opt = torch.optim.Adam(module.parameters(), lr=lr * ratio, betas=(o.beta1**ratio, o.beta2**ratio), eps=o.eps)
         scaler = precision.make_scaler()
-        phases.append(Phase(f"{net}_main", net, module, opt, scaler, 1, main, lambda b: b))
+        phases.append(Phase(f"{net}_main", net, module, opt, scaler, lr * ratio, 1, main, lambda b: b))
         if reg_on:
             shrink = lo.pl_batch_shrink if net == "G" else 1
             after = update_pl_mean if net == "G" else None
             phases.append(
-                Phase(f"{net}_reg", net, module, opt, scaler, interval, reg, lambda b, s=shrink: b // s, after)
+                Phase(
+                    f"{net}_reg", net, module, opt, scaler, lr * ratio, interval, reg, lambda b, s=shrink: b // s, after
+                )
             )
     return phases
 
@@ -215,6 +220,8 @@ def run_phase(t: Trainer, phase: Phase, phase_index: int, cur_nimg: int, mbs: li
     """Accumulate the phase's loss over `mbs`, sum gradients over ranks, then step — or, if any loss or gradient on
     any rank is non-finite, skip the step with the weights untouched. Returns the tick statistics of this phase."""
     _set_trainable(phase, [t.G, t.D])
+    for group in phase.opt.param_groups:
+        group["lr"] = phase.lr * lr_factor(t.cfg.optim, cur_nimg)
     phase.opt.zero_grad(set_to_none=True)
     total = sum(phase.samples_per_mb(len(mb.z)) for mb in mbs) * t.cfg.world_size
     gain = phase.interval / total  # mean over the global batch; lazy regularisers weigh `interval` times more
@@ -237,6 +244,9 @@ def _finish_step(t: Trainer, phase: Phase, stats: dict, loss_sum: torch.Tensor) 
     _sync_gradients(params)
     phase.scaler.unscale_(phase.opt)
     grad_norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(p.grad) for p in params]))
+    clip = t.cfg.optim.clip_grad_g if phase.network == "G" else t.cfg.optim.clip_grad_d
+    if clip is not None:  # on the summed, unscaled gradient: every rank clips alike, the threshold is in true units
+        torch.nn.utils.clip_grads_with_norm_(params, clip, grad_norm)
     finite = all_finite(loss_sum, grad_norm)
     if finite:
         phase.scaler.step(phase.opt)
@@ -256,7 +266,9 @@ def _finish_step(t: Trainer, phase: Phase, stats: dict, loss_sum: torch.Tensor) 
             "a larger --gamma, or --precision fp32; resume from the last checkpoint with --allow-config-change"
         )
     out = {key: torch.cat(values) for key, values in stats.items()}
-    out[f"GradNorm/{phase.name}"] = grad_norm.reshape(1)
+    out[f"GradNorm/{phase.name}"] = grad_norm.reshape(1)  # before clipping
+    if clip is not None:
+        out[f"Clipped/{phase.name}"] = (grad_norm > clip).float().reshape(1)  # its tick mean: the share clipped
     out[f"Skipped/{phase.name}"] = torch.tensor([0.0 if finite else 1.0], device=grad_norm.device)
     out[f"LR/{phase.name}"] = torch.tensor([phase.opt.param_groups[0]["lr"]], device=grad_norm.device)
     return out

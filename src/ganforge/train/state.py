@@ -11,7 +11,8 @@ from pathlib import Path
 import torch
 
 from ganforge import checkpoint
-from ganforge.config import Config, config_hash, maths_differences, maths_fields
+from ganforge.config import Config
+from ganforge.config_fields import config_hash, maths_differences, maths_fields
 from ganforge.errors import UserError
 from ganforge.nets import Discriminator, Generator
 from ganforge.train.phases import Phase, Trainer, build_phases
