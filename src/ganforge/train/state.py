@@ -31,16 +31,28 @@ def build_networks(cfg: Config, device: torch.device) -> tuple[Generator, Discri
     return G.to(device, memory_format=memory_format).train(), D.to(device, memory_format=memory_format).train()
 
 
+def build_augment(cfg: Config, device: torch.device) -> tuple[torch.nn.Module | None, object | None]:
+    """(what augments every image D sees, the ADA controller that tunes its p), each None when not used."""
+    a = cfg.augment
+    if a.mode in ("ada", "fixed"):
+        from ganforge.train.augment import AdaptiveAugment, AugmentPipe
+
+        pipe = AugmentPipe(a.pipe, p=a.p if a.mode == "fixed" else 0.0).to(device)
+        if a.mode == "fixed":
+            return pipe, None
+        return pipe, AdaptiveAugment(target=a.target, speed_kimg=a.ada_kimg, interval=a.ada_interval)
+    if a.mode == "diffaug":
+        from ganforge.train.diffaugment import DiffAugment
+
+        return DiffAugment(a.diffaug_policy), None
+    return None, None
+
+
 def build(cfg: Config, device: torch.device) -> tuple[Trainer, list[Phase], Generator]:
     """The Trainer (networks, augmentation, precision), the phase list, and the EMA generator."""
     G, D = build_networks(cfg, device)
     G_ema = copy.deepcopy(G).eval().requires_grad_(False)
-    augment = ada = None
-    if cfg.augment.mode == "ada":
-        from ganforge.train.augment import AdaptiveAugment, AugmentPipe
-
-        augment = AugmentPipe("bgc").to(device)
-        ada = AdaptiveAugment(target=cfg.augment.target, speed_kimg=cfg.augment.ada_kimg)
+    augment, ada = build_augment(cfg, device)
     precision = Precision(cfg.precision.precision, device, cfg.model.num_fp16_res)
     # Only the main phases' forwards are compiled: the regularisers' double backward stays eager (issue 4, Sec. 3).
     synthesis_main, D_main = G.synthesis, D
