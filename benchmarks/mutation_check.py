@@ -45,6 +45,10 @@ NETS = "tests/nets/test_nets_reference.py::"
 KID_PR = "tests/metrics/test_metrics_kid_pr.py::"
 IMAGES = "tests/data/test_data_images.py::"
 KID_SUBSETS = KID_PR + "test_kid_subsets_are_seeded_random_and_no_larger_than_either_set"
+CONTROLS = "tests/train/test_train_controls.py::"
+CONTROLS_RUN = CONTROLS + "test_tick_stats_report_scheduled_rates_and_clipping"
+CLIPPING = "tests/train/test_train_clipping.py::test_clipping_caps_the_unscaled_norm_and_reports_the_norm_before"
+DIFFAUG = "tests/train/test_diffaugment.py::"
 M = Mutant
 
 MUTANTS = (
@@ -77,12 +81,35 @@ MUTANTS = (
       "cut = 1 + (u_cut * (num_ws + 1)).long()",
       (REFERENCE + "test_style_mixing_cutoffs_are_uniform_over_the_layers_with_probability_p",)),
     # Lazy regularisation (StyleGAN2 Sec. 3.1, App. C).
-    M("lazy_every_step", "train/loop.py", "if step % phase.interval == 0:", "if True:",
+    M("lazy_every_step", "train/loop.py", "if phase_due(s, phase.network, phase.interval, cur_nimg):", "if True:",
       (LOOP_SCHEDULE,)),
     M("lazy_ratio_one", "train/phases.py", "ratio = lazy_ratio(interval) if reg_on else 1.0", "ratio = 1.0",
       (SCHEDULE + "test_lazy_regularisation_corrects_adam_lr_and_betas",)),
     M("lazy_ratio_formula", "config.py", "return interval / (interval + 1)", "return (interval - 1) / interval",
       (SCHEDULE + "test_lazy_regularisation_corrects_adam_lr_and_betas",)),
+    # Training controls: learning-rate schedules, two-phase training, clipping, DiffAugment, ADA's filter.
+    M("lr_no_warmup", "train/lr_schedule.py", "return min(cur_nimg / warmup, 1.0) if warmup > 0 else 1.0",
+      "return 1.0", (CONTROLS + "test_warmup_is_linear_from_zero_then_flat",)),
+    M("lr_cosine_half_period", "train/lr_schedule.py", "math.cos(math.pi * progress)",
+      "math.cos(math.pi * progress / 2)", (CONTROLS + "test_cosine_end_points_and_midpoint_after_warmup",)),
+    M("lr_step_one_image_late", "train/lr_schedule.py", "cur_nimg >= _nimg(kimg)", "cur_nimg > _nimg(kimg)",
+      (CONTROLS + "test_step_schedule_multiplies_at_each_boundary",)),
+    M("lr_schedule_unused", "train/phases.py", 'group["lr"] = phase.lr * lr_factor(t.cfg.optim, cur_nimg)',
+      'group["lr"] = phase.lr', (CONTROLS_RUN,)),
+    M("d_warmup_ignored", "train/cadence.py", "since_warmup = cur_nimg - round(schedule.d_warmup_kimg * 1000)",
+      "since_warmup = cur_nimg", (CONTROLS + "test_g_is_bitwise_untouched_during_d_warmup_and_trains_after",)),
+    M("d_steps_ignored", "train/cadence.py", "period = schedule.batch * schedule.d_steps", "period = schedule.batch",
+      (CONTROLS + "test_d_warmup_and_d_steps_choose_the_phases_by_image_count",)),
+    M("clip_before_unscale", "train/phases.py", "    phase.scaler.unscale_(phase.opt)\n", "",
+      (CLIPPING,)),
+    M("clip_ignored", "train/phases.py", "torch.nn.utils.clip_grads_with_norm_(params, clip, grad_norm)", "pass",
+      (CLIPPING,)),
+    M("diffaug_translation_sign", "train/diffaugment.py", "- shifts[1]  # [N, W]", "+ shifts[1] * 3  # [N, W]",
+      (DIFFAUG + "test_translation_is_a_zero_padded_shift_of_at_most_an_eighth",)),
+    M("diffaug_cutout_quarter", "train/diffaugment.py", "side = int(size * CUTOUT_RATIO + 0.5)",
+      "side = int(size * CUTOUT_RATIO / 2 + 0.5)", (DIFFAUG + "test_cutout_zeroes_one_half_size_square_per_image",)),
+    M("ada_filter_bands_reversed", "train/augment_corrupt.py", "* gains[:, band][:, None]",
+      "* gains[:, 3 - band][:, None]", (DIFFAUG + "test_filter_amplifies_a_sinusoid_by_its_band_gain",)),
     # Presets and the EMA generator.
     M("auto_gamma_without_batch", "config.py", "gamma=0.0002 * resolution**2 / batch,",
       "gamma=0.0002 * resolution**2,", (SCHEDULE + "test_auto_preset_derives_the_ada_heuristic",)),
@@ -115,7 +142,7 @@ MUTANTS = (
       ("tests/train/test_augment_dist.py",)),
     # Resume.
     M("resume_keeps_checkpoint_lr", "train/state.py", "group.update(settings)", "group.update({})",
-      ("tests/train/test_train_resume_options.py::test_allow_config_change_continues_with_the_new_values",)),
+      (CONTROLS + "test_a_resume_that_turns_r1_off_takes_this_runs_adam_betas",)),
     M("resume_new_continues", "train/rundir.py", 'if cfg.run.resume == "new":', "if False:",
       ("tests/train/test_train_resume_options.py::test_resume_new_always_starts_a_run_from_scratch",)),
     M("sigint_not_caught", "preempt.py", "_SIGNALS = (signal.SIGTERM, signal.SIGINT)", "_SIGNALS = (signal.SIGTERM,)",

@@ -115,6 +115,18 @@ def test_resume_across_the_schedule_boundaries_is_bitwise(controls_run, data, tm
             assert all(torch.equal(b[opt]["state"][index][k], v) for k, v in moments.items()), opt
 
 
+def test_a_resume_that_turns_r1_off_takes_this_runs_adam_betas(controls_run, data, tmp_path):
+    """The scheduled rate is set every step; betas and eps come from this run's configuration, not the checkpoint's:
+    without R1, D's Adam has no lazy-regularisation correction."""
+    _, run_dir = controls_run
+    source = run_dir / "checkpoints" / "ckpt-000000024"
+    options = _controls_options(data, tmp_path, 4, resume=str(source), gamma=0, allow_config_change=True)
+    assert run(configure(options)) == 0
+    (resumed,) = tmp_path.iterdir()
+    (group,) = checkpoint.load(resumed / "checkpoints" / "ckpt-000000032")["opt_D"]["param_groups"]
+    assert tuple(group["betas"]) == (0.0, 0.99) and group["lr"] == pytest.approx(0.0025 / 2)
+
+
 NEW_FIELDS = {  # option -> (value, the flattened config field it sets, the value stored)
     "lr_schedule": ("cosine", "optim.lr_schedule", "cosine"),
     "lr_warmup_kimg": (0.016, "optim.lr_warmup_kimg", 0.016),
@@ -168,3 +180,21 @@ def test_bad_controls_are_listed_at_once(data, tmp_path):
         assert flag in text, flag
     with pytest.raises(UserError, match="--lr-warmup-kimg 0.012: 12 images is not a whole number of batches"):
         configure(tiny_options(data, tmp_path, lr_warmup_kimg=0.012))
+
+
+def test_each_augment_mode_builds_what_d_sees_through(data, tmp_path):
+    from ganforge.train.augment import AugmentPipe
+    from ganforge.train.diffaugment import DiffAugment
+    from ganforge.train.state import build
+
+    def built(**extra):
+        t, _, _ = build(configure(tiny_options(data, tmp_path, **extra)), torch.device("cpu"))
+        return t.augment, t.ada
+
+    augment, ada = built(aug="diffaug", diffaug_policy="translation,cutout")
+    assert isinstance(augment, DiffAugment) and augment.ops == ("translation", "cutout") and ada is None
+    augment, ada = built(aug="fixed", aug_p=0.25, aug_pipe="bgcfnc")
+    assert isinstance(augment, AugmentPipe) and float(augment.p) == 0.25 and "cutout" in augment.ops and ada is None
+    augment, ada = built(aug="ada", ada_interval=2)
+    assert float(augment.p) == 0 and "cutout" not in augment.ops and ada.interval == 2
+    assert built(aug="noaug") == (None, None)

@@ -1,0 +1,110 @@
+"""Quality per compute on the demo's digits (1,797 scans at 32x32, `python -m ganforge.demo digits`): the `tiny` preset
+as it is, and with each training control, trained for fixed wall-clock budgets and measured with KID (every real,
+2,000 fakes, the standard Inception features) and SWD after each budget.
+
+Each variant trains in a child process (`ganforge.train.main` with an option dict, the same names as the CLI flags)
+that is stopped with SIGTERM when its budget is spent: the run writes a checkpoint and exits, the budget's G_ema is
+read from that checkpoint and measured, and the next budget continues the run (rerunning the same options resumes
+it bitwise). Budgets are cumulative training wall time, process start-up included; measuring is not counted.
+Wall-clock numbers depend on the machine's load: run it alone, and report the load next to the table.
+
+    .venv/bin/python benchmarks/quality_digits.py --out /tmp/quality [--budgets 1,2,4] [--variants tiny,diffaug,...]
+"""
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from ganforge import checkpoint
+from ganforge.demo import build_digits
+from ganforge.metrics import compute_metrics
+from ganforge.train import configure
+from ganforge.train.state import build_networks
+
+CHILD = "import json, sys; from ganforge.train import main; sys.exit(main(json.loads(sys.argv[1])))"
+# What each variant adds to the tiny preset. `cosine` decays to a tenth over the kimg the baseline reached.
+VARIANTS = {
+    "tiny": {},
+    "diffaug": {"aug": "diffaug"},
+    "clip": {"clip_grad": 1.0},
+    "cosine": {"lr_schedule": "cosine", "lr_min_ratio": 0.1},
+    "dwarmup": {"d_warmup_kimg": 0.8},
+    "noaug": {"aug": "noaug"},
+}
+
+
+def train_for(options: dict, seconds: float) -> float:
+    """Run (or resume) training for `seconds` of wall time, then stop it with SIGTERM; -> seconds it really ran."""
+    start = time.monotonic()
+    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2")}
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, json.dumps(options)], env=env, stdout=subprocess.DEVNULL)
+    try:
+        proc.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait()
+    assert proc.returncode in (0, 143), f"training exited with {proc.returncode}"
+    return time.monotonic() - start
+
+
+def measure(options: dict, data: Path) -> dict:
+    """KID and SWD of the newest checkpoint's G_ema, and the kimg it reached."""
+    cfg = configure(options)
+    (run_dir,) = Path(options["outdir"]).iterdir()
+    state = checkpoint.load_latest(run_dir / "checkpoints")
+    G, _ = build_networks(cfg, torch.device("cpu"))
+    G.load_state_dict(state["G_ema"])
+    G.eval().requires_grad_(False)
+    records = compute_metrics(["kid50k_full", "swd16k"], generator=G, real=str(data), progress=False,
+                              device=torch.device("cpu"), num_gen=2000, batch_size=64, seed=0)  # fmt: skip
+    results = {k: v for record in records for k, v in record["results"].items()}
+    return {"kimg": state["loop"]["cur_nimg"] / 1000, "kid": results["kid50k_full"], "swd": results["swd16k_avg"]}
+
+
+def run_variant(name: str, extra: dict, data: Path, out: Path, budgets: list[float], kimg: float) -> list[dict]:
+    options = {"data": str(data), "outdir": str(out / name), "cfg": "tiny", "kimg": kimg, "workers": 0,
+               "device": "cpu", "snap": 1000, **extra}  # fmt: skip
+    rows, trained = [], 0.0
+    for budget in budgets:
+        trained += train_for(options, budget * 60 - trained)
+        row = {"variant": name, "budget_min": budget, "trained_s": round(trained, 1), **measure(options, data)}
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--budgets", default="1,2,4", help="cumulative minutes of training")
+    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--kimg", type=float, default=40.0, help="run length (longer than the budgets reach)")
+    args = parser.parse_args()
+    budgets = [float(b) for b in args.budgets.split(",")]
+    data = args.out / "digits.zip"
+    build_digits(data)
+    rows, reached = [], None
+    for name in args.variants.split(","):
+        extra, kimg = VARIANTS[name], args.kimg
+        if name == "cosine":
+            assert reached is not None, "run the tiny variant first: cosine decays over the kimg it reached"
+            kimg = max(round(reached * 1000 / 16), 1) * 16 / 1000  # whole batches of tiny's 16
+        rows += run_variant(name, extra, data, args.out, budgets, kimg)
+        if name == "tiny":
+            reached = rows[-1]["kimg"]
+    print(f"\n{'variant':<10}{'budget':>8}{'trained s':>11}{'kimg':>8}{'KID x1e3':>10}{'SWD x1e3':>10}")
+    for r in rows:
+        print(f"{r['variant']:<10}{r['budget_min']:>7g}m{r['trained_s']:>11.0f}{r['kimg']:>8.2f}"
+              f"{r['kid'] * 1e3:>10.2f}{r['swd'] * 1e3:>10.2f}")  # fmt: skip
+    print(f"load average at the end: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()
