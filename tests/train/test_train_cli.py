@@ -100,9 +100,23 @@ def test_train_missing_data_and_bad_preset_resolution_listed_together(data, tmp_
 def test_train_dry_run_prints_resolved_config_and_writes_nothing(data, tmp_path):
     result = _invoke(tiny_args(data, tmp_path / "runs", dry_run=True))
     assert result.exit_code == 0
-    config = json.loads(result.output)
+    config = json.loads(result.stdout)
     assert config["loss"]["r1_interval"] == 16 and config["model"]["mbstd_group"] == 4
+    assert "derived: lazy regularisation: G lr x 0.8000" in result.stderr
+    assert "derived: augmentation: none" in result.stderr
     assert not (tmp_path / "runs").exists()
+
+
+def test_dry_run_says_what_the_presets_do_not_derive(data, tmp_path):
+    """auto keeps the gamma and EMA of its own batch when --batch replaces it (as the official code does); cifar's
+    discriminator is not the official one."""
+    args = tiny_args(data, tmp_path / "runs", dry_run=True)
+    auto = _invoke([*args, "--cfg", "auto", "--batch", "16"])  # auto's batch at 8x8 is 32
+    assert json.loads(auto.stdout)["loss"]["gamma"] == 0.0002 * 8**2 / 32
+    assert "--cfg auto with --batch 16: gamma and the EMA half-life are those derived for the auto batch 32" in (
+        auto.stderr
+    )
+    assert "--cfg" not in _invoke(args).stderr
 
 
 def test_train_metrics_at_each_snapshot_are_appended_to_jsonl(data, tmp_path):

@@ -198,3 +198,21 @@ def test_each_augment_mode_builds_what_d_sees_through(data, tmp_path):
     augment, ada = built(aug="ada", ada_interval=2)
     assert float(augment.p) == 0 and "cutout" not in augment.ops and ada.interval == 2
     assert built(aug="noaug") == (None, None)
+
+
+def test_start_of_run_lines_describe_the_controls_and_the_cifar_discriminator(data, tmp_path):
+    import dataclasses
+
+    from ganforge.config import describe_derived
+
+    cfg = configure(tiny_options(data, tmp_path, kimg=0.064, lr_schedule="cosine", lr_min_ratio=0.1,
+                                 lr_warmup_kimg=0.016, clip_grad_d=0.5, d_steps=2, aug="diffaug"))  # fmt: skip
+    lines = describe_derived(cfg)
+    for text in ("learning rate: cosine from the base rate to x0.1 at 0.064 kimg after a linear warm-up of 0.016",
+                 "gradient clipping: D's global gradient norm capped at 0.5",
+                 "phases: D alone for 0 kimg, then 2 D step(s) per G step",
+                 "augmentation: DiffAugment color,translation,cutout"):  # fmt: skip
+        assert any(line.startswith(text) for line in lines), text
+    assert not any("G's global gradient" in line or "cifar" in line for line in lines)
+    cifar = describe_derived(dataclasses.replace(cfg, cfg="cifar"))
+    assert any(line.startswith("--cfg cifar: D is the residual discriminator") for line in cifar)
