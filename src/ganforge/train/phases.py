@@ -76,7 +76,7 @@ class Trainer:
         return synthesis(ws), ws
 
     def discriminate(self, images: torch.Tensor, c: torch.Tensor, main: bool = True) -> torch.Tensor:
-        """D on augmented images (ADA applies the same augmentation to every image D sees, reals and fakes)."""
+        """D on augmented images: ADA and DiffAugment augment every image D sees, reals and fakes, the same way."""
         if self.augment is not None:
             images = self.augment(images)
         return (self.D_main if main else self.D)(images, c)
@@ -140,7 +140,7 @@ class Phase:
     opt: torch.optim.Optimizer
     scaler: torch.amp.GradScaler
     lr: float  # base learning rate with the lazy-regularisation correction; the schedule scales it per step
-    interval: int  # runs on steps where step % interval == 0 (lazy regularisation, StyleGAN2 Sec. 3.1)
+    interval: int  # runs on every interval-th step of its network (lazy regularisation, StyleGAN2 Sec. 3.1; cadence.py)
     terms: Callable  # (Trainer, MicroBatch) -> (per-sample loss [n], stats dict of tensors)
     samples_per_mb: Callable[[int], int]  # micro-batch size -> samples this phase uses of it
     after_step: Callable | None = None
