@@ -1,14 +1,14 @@
 """Quality per compute on the demo's digits (1,797 scans at 32x32, `python -m ganforge.demo digits`): the `tiny` preset
 as it is, and with each training control, trained for fixed wall-clock budgets and measured with KID (the standard
-Inception features; by default every real and 2,000 fakes) and SWD (2,000 fakes) after each budget.
+Inception features) and SWD after each budget, by default on every real and 2,000 fakes.
 
 Each variant trains in a child process (`ganforge.train.main` with an option dict, the same names as the CLI flags)
 that is stopped with SIGTERM when its budget is spent: the run writes a checkpoint and exits, the budget's G_ema is
 read from that checkpoint and measured, and the next budget continues the run (rerunning the same options resumes
 it bitwise). Budgets are cumulative training wall time, process start-up included; measuring is not counted.
 Wall-clock numbers depend on the machine's load: run it alone, and report the load next to the table; the CPU
-seconds the training processes used are printed too. On a CPU the Inception network is the slow part (a few images
-per second on 2 cores): `--kid-real`/`--kid-fake` measure KID on fewer images for a quick look.
+seconds the training processes used are printed too. On a CPU the generator and the Inception network are the slow
+part (a few images per second on 2 busy cores): `--reals`/`--fakes` measure on fewer images for a quick look.
 
     .venv/bin/python benchmarks/quality_digits.py --out /tmp/quality [--budgets 1,2,4] [--variants tiny,diffaug,...]
 """
@@ -63,7 +63,7 @@ def train_for(options: dict, seconds: float) -> tuple[float, float]:
     return time.monotonic() - start, _children_cpu_seconds() - cpu_start
 
 
-def measure(options: dict, data: Path, kid_real: int | None, kid_fake: int) -> dict:
+def measure(options: dict, data: Path, reals: int | None, fakes: int) -> dict:
     """KID and SWD of the newest checkpoint's G_ema, and the kimg it reached."""
     cfg = configure(options)
     (run_dir,) = Path(options["outdir"]).iterdir()
@@ -71,13 +71,10 @@ def measure(options: dict, data: Path, kid_real: int | None, kid_fake: int) -> d
     G, _ = build_networks(cfg, torch.device("cpu"))
     G.load_state_dict(state["G_ema"])
     G.eval().requires_grad_(False)
-    common = {"generator": G, "real": str(data), "progress": False, "device": torch.device("cpu"), "seed": 0}
-    (swd,) = compute_metrics(["swd16k"], num_gen=2000, batch_size=256, **common)
-    row = {"kimg": state["loop"]["cur_nimg"] / 1000, "swd": swd["results"]["swd16k_avg"], "kid": float("nan")}
-    if kid_fake:
-        (kid,) = compute_metrics(["kid50k_full"], num_gen=kid_fake, num_real=kid_real, batch_size=32, **common)
-        row["kid"] = kid["results"]["kid50k_full"]
-    return row
+    records = compute_metrics(["kid50k_full", "swd16k"], generator=G, real=str(data), progress=False, seed=0,
+                              device=torch.device("cpu"), num_gen=fakes, num_real=reals, batch_size=50)  # fmt: skip
+    results = {k: v for record in records for k, v in record["results"].items()}
+    return {"kimg": state["loop"]["cur_nimg"] / 1000, "kid": results["kid50k_full"], "swd": results["swd16k_avg"]}
 
 
 def run_variant(name: str, extra: dict, data: Path, args, kimg: float) -> list[dict]:
@@ -87,13 +84,8 @@ def run_variant(name: str, extra: dict, data: Path, args, kimg: float) -> list[d
     for budget in args.budgets:
         wall, used = train_for(options, budget * 60 - trained)
         trained, cpu = trained + wall, cpu + used
-        row = {
-            "variant": name,
-            "budget_min": budget,
-            "trained_s": round(trained, 1),
-            "cpu_s": round(cpu, 1),
-            **measure(options, data, args.kid_real, args.kid_fake),
-        }
+        row = {"variant": name, "budget_min": budget, "trained_s": round(trained, 1), "cpu_s": round(cpu, 1),
+               **measure(options, data, args.reals, args.fakes)}  # fmt: skip
         print(json.dumps(row), flush=True)
         rows.append(row)
     return rows
@@ -105,8 +97,8 @@ def main() -> None:
     parser.add_argument("--budgets", default="1,2,4", help="cumulative minutes of training")
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--kimg", type=float, default=40.0, help="run length (longer than the budgets reach)")
-    parser.add_argument("--kid-real", type=int, default=None, help="reals for KID (default: all 1,797)")
-    parser.add_argument("--kid-fake", type=int, default=2000, help="fakes for KID; 0 skips KID")
+    parser.add_argument("--reals", type=int, default=None, help="reals to compare with (default: all 1,797)")
+    parser.add_argument("--fakes", type=int, default=2000, help="fakes per measurement")
     args = parser.parse_args()
     args.budgets = [float(b) for b in args.budgets.split(",")]
     data = args.out / "digits.zip"
