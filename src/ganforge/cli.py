@@ -49,10 +49,14 @@ class _Group(click.Group):
                 sys.exit(130)
 
 
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
+@click.group(cls=_Group, invoke_without_command=True,
+             context_settings={"help_option_names": ["-h", "--help"], "show_default": True})  # fmt: skip
 @click.version_option(__version__, prog_name="ganforge")
-def main():
+@click.pass_context
+def main(ctx: click.Context):
     """Train, evaluate and export StyleGAN2-family GANs on one GPU, many GPUs, or a CPU."""
+    if ctx.invoked_subcommand is None:  # bare `ganforge` asks what there is: the help, and success
+        click.echo(ctx.get_help())
 
 
 @main.command()
