@@ -13,6 +13,7 @@ import sys
 import torch
 import torch.distributed as tdist
 
+from ganforge.devices import pick_device
 from ganforge.errors import UserError
 
 _TIMEOUT = datetime.timedelta(minutes=30)
@@ -28,8 +29,8 @@ def init(device: str = "auto") -> torch.device:
 
     `device` is "auto" (CUDA when available), "cuda" or "cpu".
     """
-    use_cuda = torch.cuda.is_available() if device == "auto" else device == "cuda"
-    dev = torch.device("cuda", local_rank()) if use_cuda else torch.device("cpu")
+    dev = pick_device(device, local_rank())
+    use_cuda = dev.type == "cuda"
     if use_cuda:
         torch.cuda.set_device(dev)
     if launched_by_torchrun() and not tdist.is_initialized():

@@ -13,17 +13,17 @@ import dataclasses
 import json
 import multiprocessing
 import os
-import sys
 import zipfile
 import zlib
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from ganforge import __version__
 from ganforge.data import fastformat, images
 from ganforge.errors import UserError
+from ganforge.outputs import check_writable_folder
+from ganforge.progress import progress_bar
 
 FORMATS = ("zip", "fast")
 _IN_FLIGHT_PER_WORKER = 4  # enough queued work to keep each worker busy, little enough to bound memory
@@ -179,6 +179,11 @@ def check_options(src: Path, dest: Path, options: BuildOptions) -> str:
         (options.workers is None or options.workers >= 0, "--workers: must be 0 (no pool) or more"),
     ]
     problems = [message for ok, message in checks if not ok]
+    if dest.parent.is_dir():
+        try:
+            check_writable_folder(dest.parent, "DEST")
+        except UserError as error:
+            problems += error.problems
     if problems:
         raise UserError(*problems)
     return fmt
@@ -321,7 +326,7 @@ def _decode_all(files, names, label_of, state: _Build, options: BuildOptions, fm
     conversion = images.Conversion(options.channels, options.resolution, options.transform, options.resize_filter)
     workers = default_workers() if options.workers is None else options.workers
     items = ((read_or_reason(files.read, name), conversion, fmt) for name in names)
-    progress = tqdm(total=len(names), unit="img", desc="build", file=sys.stderr, mininterval=1.0)
+    progress = progress_bar(total=len(names), unit="img", desc="build", mininterval=1.0)
     with progress:
         for name, result in zip(names, ordered_map(process_file, items, workers), strict=True):
             state.accept(name, result, None if label_of is None else label_of[name])

@@ -1,14 +1,13 @@
 """`ganforge dataset info` (what an archive holds) and `ganforge dataset verify` (decode and re-hash everything)."""
 
-import sys
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from ganforge.data import build, fastformat, images
 from ganforge.data.archive import open_dataset
 from ganforge.errors import UserError
+from ganforge.progress import progress_bar
 
 
 def info(path) -> dict:
@@ -84,7 +83,7 @@ def _fast_digests(ds) -> tuple[list[bytes], list[str]]:
     pixels = ds.source
     digests = [
         images.digest(np.asarray(pixels.load(i)))
-        for i in tqdm(range(ds.num_raw), unit="img", desc="verify", file=sys.stderr, mininterval=1.0)
+        for i in progress_bar(range(ds.num_raw), unit="img", desc="verify", mininterval=1.0)
     ]
     return digests, problems
 
@@ -95,12 +94,11 @@ def _file_digests(ds, workers: int) -> tuple[list[bytes], list[str]]:
     items = ((build.read_or_reason(source.read, i), conversion, "digest") for i in range(ds.num_raw))
     digests, problems = [], []
     results = build.ordered_map(build.process_file, items, workers)
-    for name, result in tqdm(
+    for name, result in progress_bar(
         zip(source.names, results, strict=True),
         total=ds.num_raw,
         unit="img",
         desc="verify",
-        file=sys.stderr,
         mininterval=1.0,
     ):
         if result[0] == "bad":

@@ -25,6 +25,17 @@ _TIMED_OUT = (
 )
 
 
+def worker_problems(error: UserError) -> list[str]:
+    """The problems a UserError raised in a DataLoader worker carried. DataLoader re-raises it in the main process
+    as UserError("Caught UserError in DataLoader worker ... Original Traceback ... UserError: <problems>"): the
+    problems are what follows the traceback's last line's prefix."""
+    text = "\n".join(error.problems)
+    marker = f"{UserError.__module__}.{UserError.__qualname__}: "
+    if not text.startswith("Caught ") or marker not in text:
+        return error.problems
+    return text.rsplit(marker, 1)[1].rstrip("\n").split("\n")
+
+
 def to_float(images: torch.Tensor) -> torch.Tensor:
     """uint8 [0, 255] -> float32 [-1, 1], the generator's output range (in place after the cast: same roundings)."""
     assert images.dtype == torch.uint8, images.dtype  # a float input would be modified in place
@@ -82,6 +93,8 @@ class DeviceLoader:
     def _next_host_batch(self):
         try:
             return next(self._batches)
+        except UserError as error:  # a bad sample; from a worker it arrives wrapped in the worker's traceback
+            raise UserError(*worker_problems(error)) from None
         except RuntimeError as error:
             # DataLoader reports dead and stuck workers only as RuntimeError text; these are its two phrasings.
             message = str(error)
