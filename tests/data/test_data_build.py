@@ -130,6 +130,14 @@ def test_argument_problems_are_listed_together(tmp_path):
     assert "--resolution: required" in run_cli("dataset", "build", tmp_path, tmp_path / "n.zip").output
 
 
+@pytest.mark.parametrize("resolution", [4, 2048])
+def test_build_refuses_a_resolution_train_cannot_use(tmp_path, resolution):
+    """One limit for both commands: what `dataset build` writes, `train` (and its --dry-run) accepts."""
+    result = run_cli("dataset", "build", tmp_path, tmp_path / "o.zip", "--resolution", str(resolution))
+    assert result.exit_code == 2 and f"--resolution: {resolution} is not a power of two from 8 to 1024" in result.output
+    assert not (tmp_path / "o.zip").exists()
+
+
 def test_decompression_bombs_are_bad_files(tmp_path, monkeypatch):
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 100)  # 12x12 is past the warning limit, 16x16 past the error one
     src = write_folder(tmp_path / "src", {"warn.png": png(1, 12), "error.png": png(2, 16)})

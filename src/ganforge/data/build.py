@@ -22,6 +22,7 @@ import numpy as np
 from ganforge import __version__
 from ganforge.data import fastformat, images
 from ganforge.errors import UserError
+from ganforge.limits import RESOLUTIONS, resolution_ok
 from ganforge.outputs import check_writable_folder
 from ganforge.progress import progress_bar
 
@@ -169,7 +170,7 @@ def check_options(src: Path, dest: Path, options: BuildOptions) -> str:
         (options.resize_filter in images.RESIZE_FILTERS, f"--resize-filter: {options.resize_filter} is no choice"),
         (options.channels in (1, 3), f"--channels: {options.channels} is not 1 or 3"),
         (options.on_error in ("fail", "skip"), f"--on-error: {options.on_error} is not fail or skip"),
-        (r is None or (r >= 4 and r & (r - 1) == 0), f"--resolution: {r} is not a power of two >= 4"),
+        (r is None or resolution_ok(r), f"--resolution: {r} is not {RESOLUTIONS}, the sizes `ganforge train` takes"),
         (r is not None or options.transform == "none", f"--resolution: required with --transform {options.transform}"),
         (
             options.labels in ("auto", "folders", "source", "none") or Path(options.labels).is_file(),
