@@ -11,7 +11,7 @@ import click
 
 from ganforge import __version__
 from ganforge.config import AUGMENTS, PRECISIONS, PRESETS
-from ganforge.errors import UserError
+from ganforge.errors import UserError, carried_problems
 from ganforge.export.options import (
     DEFAULT_CHECK_FID,
     DEFAULT_MAX_ABS_DIFF,
@@ -41,7 +41,7 @@ class _Group(click.Group):
             try:
                 return super().invoke(ctx)
             except UserError as error:
-                for problem in error.problems:
+                for problem in carried_problems(error):
                     click.echo(f"error: {problem}", err=True)
                 sys.exit(2)
             except KeyboardInterrupt:  # Ctrl-C outside a training loop (which checkpoints and exits 130 itself)

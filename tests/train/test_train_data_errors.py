@@ -5,8 +5,7 @@ import pytest
 from train_helpers import make_dataset, tiny_options
 
 from ganforge import checkpoint
-from ganforge.data.loader import worker_problems
-from ganforge.errors import UserError
+from ganforge.errors import UserError, carried_problems
 from ganforge.train import configure, logs, run
 
 
@@ -39,6 +38,6 @@ def test_a_worker_error_comes_back_as_the_problems_it_carried():
         '  File "x.py", line 3, in f\n    raise UserError(a, b)\nganforge.errors.UserError: --data: x.zip/a.png: bad\n'
         "second problem\n"
     )
-    assert worker_problems(wrapped) == ["--data: x.zip/a.png: bad", "second problem"]
+    assert carried_problems(wrapped) == ["--data: x.zip/a.png: bad", "second problem"]
     plain = UserError("--data: x.zip/a.png: bad")
-    assert worker_problems(plain) == plain.problems
+    assert carried_problems(plain) == plain.problems

@@ -264,6 +264,9 @@ class _Build:
     def _open(self, shape: tuple) -> None:
         self.shape = shape
         channels, resolution = shape[0], shape[1]
+        if not resolution_ok(resolution):
+            raise UserError(f"SRC: the images are {resolution}x{resolution}, and `ganforge train` takes {RESOLUTIONS}; "
+                            "pass --resolution R to resize them")  # fmt: skip
         if self.fmt == "zip":
             self.writer = ZipWriter(self.partial)
         else:

@@ -12,8 +12,6 @@ import warnings
 import numpy as np
 from PIL import Image, ImageOps
 
-from ganforge.limits import RESOLUTIONS, resolution_ok
-
 # Suffixes the tool reads; anything else in a source folder or zip (labels.csv, dataset.json, .DS_Store) is ignored.
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff")
 TRANSFORMS = ("center-crop", "center-crop-wide", "pad", "none")
@@ -106,9 +104,9 @@ def fit(pixels: np.ndarray, conversion: Conversion) -> np.ndarray:
     size = conversion.resolution
     if conversion.transform == "none":
         if size is None:
-            if height != width or not resolution_ok(width):
-                raise BadImage(f"size {width}x{height} is not square with a side that is {RESOLUTIONS}; pass "
-                               "--resolution")  # fmt: skip
+            if height != width or width < 4 or width & (width - 1):
+                raise BadImage(f"size {width}x{height} is not square with a power-of-two side >= 4 (`ganforge "
+                               "dataset build --resolution R` resizes)")  # fmt: skip
             return pixels
         if (width, height) != (size, size):
             raise BadImage(f"size {width}x{height} is not {size}x{size}; pass --transform center-crop or pad")

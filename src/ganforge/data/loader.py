@@ -10,7 +10,7 @@ import contextlib
 import torch
 
 from ganforge.data.sampler import InfiniteSampler
-from ganforge.errors import UserError
+from ganforge.errors import UserError, carried_problems
 
 # A worker that delivers nothing for this long is stuck (hung network filesystem, deadlock), not slow.
 DEFAULT_TIMEOUT_S = 600.0
@@ -23,17 +23,6 @@ _TIMED_OUT = (
     "data loader: no batch from the workers for {seconds:.0f} s; the dataset storage is too slow or a worker hung. "
     "Copy the dataset to local disk, or use fewer --workers"
 )
-
-
-def worker_problems(error: UserError) -> list[str]:
-    """The problems a UserError raised in a DataLoader worker carried. DataLoader re-raises it in the main process
-    as UserError("Caught UserError in DataLoader worker ... Original Traceback ... UserError: <problems>"): the
-    problems are what follows the traceback's last line's prefix."""
-    text = "\n".join(error.problems)
-    marker = f"{UserError.__module__}.{UserError.__qualname__}: "
-    if not text.startswith("Caught ") or marker not in text:
-        return error.problems
-    return text.rsplit(marker, 1)[1].rstrip("\n").split("\n")
 
 
 def to_float(images: torch.Tensor) -> torch.Tensor:
@@ -94,7 +83,7 @@ class DeviceLoader:
         try:
             return next(self._batches)
         except UserError as error:  # a bad sample; from a worker it arrives wrapped in the worker's traceback
-            raise UserError(*worker_problems(error)) from None
+            raise UserError(*carried_problems(error)) from None
         except RuntimeError as error:
             # DataLoader reports dead and stuck workers only as RuntimeError text; these are its two phrasings.
             message = str(error)
