@@ -172,7 +172,8 @@ def dataset_verify(path, workers):
 
 
 @main.command()
-@click.option("--network", type=click.Path(path_type=str), help="Generator snapshot (.safetensors) to evaluate.")
+@click.option("--network", type=click.Path(path_type=str),
+              help="Generator to evaluate: a ganforge snapshot, an NVlabs pickle or a rosinality .pt.")  # fmt: skip
 @click.option("--data", "--real", "data", type=click.Path(path_type=str), help="Real images: dataset, folder or zip.")
 @click.option("--fake", type=click.Path(path_type=str), help="Fake images (folder or zip) instead of --network.")
 @click.option(

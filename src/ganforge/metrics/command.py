@@ -57,10 +57,10 @@ def run(metrics, network=None, data=None, fake=None, outdir=None, device: str = 
     dev = dist.init(device)
     try:
         G = None
-        if network is not None:
-            from ganforge.snapshot import load_snapshot
+        if network is not None:  # a snapshot, an NVlabs pickle or a rosinality checkpoint
+            from ganforge.interop import load_network
 
-            G, _meta = load_snapshot(network, device=dev)
+            G, _meta = load_network(network, device=dev)
         records = compute_metrics(names, generator=G, real=data, fake=fake, device=dev, **options)
         for record in records:
             dist.print0(format_result(record))
