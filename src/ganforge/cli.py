@@ -26,9 +26,17 @@ from ganforge.generate.options import ANIMATION_FORMATS, INTERP_SPACES, NOISE_MO
 from ganforge.train.options import GroupedCommand, train_options
 
 
-def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    """Warnings meant for the user (a skipped checkpoint, a corrupt cached file) as one line, without source lines."""
-    click.echo(f"warning: {message}", err=True)
+def _one_line_warnings():
+    """A `warnings.showwarning` for warnings meant for the user (a skipped checkpoint, a corrupt cached file): one line
+    without source lines, and each text once per command (several metrics may each warn about the same input)."""
+    shown = set()
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        if str(message) not in shown:
+            shown.add(str(message))
+            click.echo(f"warning: {message}", err=True)
+
+    return show
 
 
 class _Group(click.Group):
@@ -37,7 +45,7 @@ class _Group(click.Group):
 
     def invoke(self, ctx: click.Context):
         with warnings.catch_warnings():
-            warnings.showwarning = _show_warning
+            warnings.showwarning = _one_line_warnings()
             try:
                 return super().invoke(ctx)
             except UserError as error:
