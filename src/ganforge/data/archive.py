@@ -165,16 +165,17 @@ class ImageDataset(torch.utils.data.Dataset):
     """Images as uint8 tensors [C, H, W] and labels as float32 vectors [label_dim] (one-hot for class labels).
 
     With `mirror=True` the dataset has twice the images: index i >= N is image i - N flipped left-right.
+    With `labels=False` the labels are left out (label vectors of length 0), as an unconditional network takes them.
     A DataLoader over it needs `collate_fn=ganforge.data.loader.collate`: batches come pre-stacked from __getitems__.
     """
 
-    def __init__(self, source, mirror: bool = False):
+    def __init__(self, source, mirror: bool = False, labels: bool = True):
         self.source, self.mirror = source, mirror
         self.path, self.format = source.path, source.format
         self.name = source.path.stem if source.path.is_file() else source.path.resolve().name
         self.resolution, self.channels = source.resolution, source.channels
         self.label_names = list(source.label_names)
-        self.label_dim = len(self.label_names)
+        self.label_dim = len(self.label_names) if labels else 0
         self.raw_labels = source.labels  # class indices [N] or label vectors [N, D]; None without labels
         self.num_raw = len(source.names)
 
@@ -203,7 +204,7 @@ class ImageDataset(torch.utils.data.Dataset):
 
     def label(self, raw_index: int) -> np.ndarray:
         vector = np.zeros(self.label_dim, dtype=np.float32)
-        if self.raw_labels is None:
+        if self.raw_labels is None or self.label_dim == 0:
             return vector
         if self.raw_labels.ndim == 2:
             return self.raw_labels[raw_index].copy()
@@ -240,6 +241,7 @@ def open_source(path: Path):
     raise UserError(f"--data: {path} is not a folder, a zip, or a ganforge fast dataset")
 
 
-def open_dataset(path, mirror: bool = False) -> ImageDataset:
-    """Open a folder of images, a zip (ours or NVlabs'), or a fast dataset; `mirror` adds x-flipped copies."""
-    return ImageDataset(open_source(Path(path)), mirror=mirror)
+def open_dataset(path, mirror: bool = False, labels: bool = True) -> ImageDataset:
+    """Open a folder of images, a zip (ours or NVlabs'), or a fast dataset; `mirror` adds x-flipped copies, `labels`
+    False leaves the labels out."""
+    return ImageDataset(open_source(Path(path)), mirror=mirror, labels=labels)

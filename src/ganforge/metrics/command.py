@@ -11,7 +11,8 @@ import torch
 
 from ganforge import dist
 from ganforge.errors import UserError
-from ganforge.metrics import METRICS, append_result, compute_metrics
+from ganforge.metrics import METRICS, append_result, compute_metrics, parse_names
+from ganforge.metrics.registry import name_problems
 
 
 def snapshot_run_dir(snapshot: Path) -> Path:
@@ -28,10 +29,7 @@ def _check_sources(network, data, fake, names: list[str]) -> None:
         problems.append("--network and --fake: give one source of fake images, not both")
     if data is None and any(METRICS[n].needs_real for n in names if n in METRICS):
         problems.append("--data/--real: the real images to compare with are required")
-    known = ", ".join(METRICS)
-    problems += [f"--metrics: unknown metric {n!r}; choose from {known}" for n in names if n not in METRICS]
-    if not names:
-        problems.append(f"--metrics: no metric named; choose from {known}")
+    problems += name_problems(names)
     if problems:
         raise UserError(*problems)
 
@@ -47,7 +45,7 @@ def run(metrics, network=None, data=None, fake=None, outdir=None, device: str = 
 
     `metrics` is a comma-separated string or a list of names; `options` are MetricOptions fields. Works under torchrun.
     """
-    names = [n.strip() for n in metrics.split(",") if n.strip()] if isinstance(metrics, str) else list(metrics)
+    names = parse_names(metrics)
     _check_sources(network, data, fake, names)
     owns_process_group = not torch.distributed.is_initialized()
     dev = dist.init(device)

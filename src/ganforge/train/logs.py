@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import PIL.Image
 import torch
+from tqdm import tqdm
 
 from ganforge import dist
 from ganforge.data.loader import to_float, to_uint8
@@ -86,8 +87,6 @@ class RunLog:
 
             self._tb = SummaryWriter(str(run_dir))
             if sys.stdout.isatty():
-                from tqdm import tqdm
-
                 self._bar = tqdm(total=total_nimg / 1000, initial=start_nimg / 1000, unit="kimg", dynamic_ncols=True)
 
     def print(self, text: str) -> None:
@@ -187,7 +186,7 @@ class SampleGrid:
         order = torch.randperm(len(dataset), generator=gen).repeat(count // len(dataset) + 1)[:count]
         items = [dataset[int(i)] for i in order]
         self.reals = to_float(torch.stack([img for img, _ in items]))
-        self.labels = torch.stack([label for _, label in items])[:, : cfg.data.label_dim].to(device)
+        self.labels = torch.stack([label for _, label in items]).to(device)
         self.z = torch.randn([count, cfg.model.z_dim], generator=gen).to(device)
         self.batch = cfg.schedule.batch_gpu
 
