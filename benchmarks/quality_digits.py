@@ -2,7 +2,7 @@
 as it is, and with each training control, trained for fixed wall-clock budgets and measured with KID (the standard
 Inception features) and SWD after each budget, by default on every real and 2,000 fakes.
 
-Each variant trains in a child process (`ganforge.train.main` with an option dict, the same names as the CLI flags)
+Each variant trains in a child process (`ganforge.train.main` with TrainOptions: the flags' names, `preset` for --cfg)
 that is stopped with SIGTERM when its budget is spent: the run writes a checkpoint and exits, the budget's G_ema is
 read from that checkpoint and measured, and the next budget continues the run (rerunning the same options resumes
 it bitwise). Budgets are cumulative training wall time, process start-up included; measuring is not counted.
@@ -28,10 +28,13 @@ import torch
 from ganforge import checkpoint
 from ganforge.demo import build_digits
 from ganforge.metrics import compute_metrics
-from ganforge.train import configure
-from ganforge.train.state import build_networks
+from ganforge.train import TrainOptions, resolve
+from ganforge.train.build import build_networks
 
-CHILD = "import json, sys; from ganforge.train import main; sys.exit(main(json.loads(sys.argv[1])))"
+CHILD = (
+    "import json, sys; from ganforge.train import TrainOptions, main; "
+    "sys.exit(main(TrainOptions(**json.loads(sys.argv[1]))))"
+)
 # What each variant adds to the tiny preset. `cosine` decays to a tenth over the kimg the baseline reached.
 VARIANTS = {
     "tiny": {},
@@ -65,7 +68,7 @@ def train_for(options: dict, seconds: float) -> tuple[float, float]:
 
 def measure(options: dict, data: Path, reals: int | None, fakes: int) -> dict:
     """KID and SWD of the newest checkpoint's G_ema, and the kimg it reached."""
-    cfg = configure(options)
+    cfg = resolve(TrainOptions(**options))
     (run_dir,) = Path(options["outdir"]).iterdir()
     state = checkpoint.load_latest(run_dir / "checkpoints")
     G, _ = build_networks(cfg, torch.device("cpu"))
@@ -78,7 +81,7 @@ def measure(options: dict, data: Path, reals: int | None, fakes: int) -> dict:
 
 
 def run_variant(name: str, extra: dict, data: Path, args, kimg: float) -> list[dict]:
-    options = {"data": str(data), "outdir": str(args.out / name), "cfg": "tiny", "kimg": kimg, "workers": 0,
+    options = {"data": str(data), "outdir": str(args.out / name), "preset": "tiny", "kimg": kimg, "workers": 0,
                "device": "cpu", "snap": 1000, **extra}  # fmt: skip
     rows, trained, cpu = [], 0.0, 0.0
     for budget in args.budgets:

@@ -23,7 +23,7 @@ from ganforge.export.options import (
     PRECISIONS as EXPORT_PRECISIONS,
 )
 from ganforge.generate.options import ANIMATION_FORMATS, INTERP_SPACES, NOISE_MODES
-from ganforge.train.options import GroupedCommand, train_options
+from ganforge.train.options import GroupedCommand, TrainOptions, train_options
 
 
 def _one_line_warnings():
@@ -90,11 +90,11 @@ def doctor(ctx: click.Context, as_json: bool, data: Path | None, outdir: Path, q
 
 @main.command(cls=GroupedCommand)
 @train_options
-def train(dry_run: bool, **options):
+def train(**options):
     """Train a StyleGAN2 generator; rerunning the same command resumes. Multi-GPU: torchrun -m ganforge train."""
-    from ganforge.train import main as train_main
+    from ganforge.train.command import main as train_main
 
-    sys.exit(train_main(options, dry_run))
+    sys.exit(train_main(TrainOptions(**options)))
 
 
 @main.group()
@@ -122,9 +122,7 @@ def dataset():
 )
 @click.option("--channels", type=click.Choice(["1", "3"]), default="3", help="1: greyscale, 3: RGB.")
 @click.option("--max-images", type=click.IntRange(min=1), help="Use only the first N files (sorted by path).")
-@click.option(
-    "--format", "fmt", type=click.Choice(["zip", "fast"]), help="Default: zip if DEST ends in .zip, else fast."
-)
+@click.option("--format", type=click.Choice(["zip", "fast"]), help="Default: zip if DEST ends in .zip, else fast.")
 @click.option(
     "--on-error",
     type=click.Choice(["fail", "skip"]),
@@ -133,19 +131,14 @@ def dataset():
     "DEST.report.json.",
 )
 @click.option("--workers", type=click.IntRange(min=0), help="Decoding processes (0: none).  [default: all CPUs]")
-def dataset_build(
-    src, dest, resolution, transform, resize_filter, labels, channels, max_images, fmt, on_error, workers
-):
+def dataset_build(src, dest, channels, **options):
     """Validate and convert a folder or zip of images (SRC) into a training archive (DEST).
 
     EXIF orientation is applied; transparency is composited on white; palette, CMYK and 16-bit images are converted.
     """
     from ganforge.data.build import BuildOptions, build
 
-    options = BuildOptions(
-        resolution, transform, resize_filter, labels, int(channels), max_images, fmt, on_error, workers
-    )
-    summary = build(src, dest, options)
+    summary = build(src, dest, BuildOptions(channels=int(channels), **options))
     click.echo(f"wrote {summary['written']} images to {summary['dest']} ({summary['format']})")
     click.echo(f"content hash: {summary['content_hash']}")
     if summary["skipped"]:
@@ -366,7 +359,12 @@ def export(format_, **options):
               "[default: the GPU's memory; on CPU the available RAM]")  # fmt: skip
 @click.option("--compile", is_flag=True, help="torch.compile the main-phase forwards.")
 @click.option("--channels-last", is_flag=True, help="channels_last memory format.")
-@click.option("--aug", type=click.Choice(AUGMENTS), default="ada", help="Time with or without ADA's augmentations.")
+@click.option("--aug", type=click.Choice(AUGMENTS), default="ada",
+              help="Augmentation to time, as `train --aug`. ada times p = 0, where a run starts (nothing is augmented "
+              "yet); fixed times the pipe at --aug-p.")  # fmt: skip
+@click.option("--aug-p", type=click.FloatRange(0, 1),
+              help="With --aug fixed: each transform's probability (1: every transform on every image, the most the "
+              "pipe can cost).  [default: 1 with --aug fixed]")  # fmt: skip
 @click.option("--steps", type=click.IntRange(min=1), default=10, help="Timed calls of each phase (median).")
 @click.option("--warmup", type=click.IntRange(min=0), default=2, help="Untimed calls of each phase first.")
 @click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto")

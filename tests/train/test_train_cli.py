@@ -28,7 +28,7 @@ def test_train_tiny_end_to_end_writes_every_artifact_and_resumes(data, tmp_path)
     (run,) = outdir.iterdir()
     assert run.name == "00000-squares-tiny-gpus1-batch8"
     config = json.loads((run / "config.json").read_text())
-    assert config["cfg"] == "tiny" and config["schedule"]["batch"] == 8 and config["data"]["resolution"] == 8
+    assert config["preset"] == "tiny" and config["schedule"]["batch"] == 8 and config["data"]["resolution"] == 8
     env = json.loads((run / "env.json").read_text())
     assert env["torch"] and env["device"] == "cpu"
     records = [json.loads(line) for line in (run / "stats.jsonl").read_text().splitlines()]
@@ -127,6 +127,37 @@ def test_dry_run_says_what_the_presets_do_not_derive(data, tmp_path):
     assert "--cfg" not in _invoke(args).stderr
 
 
+def test_training_control_flags_reach_the_config_and_the_dry_run(data, tmp_path):
+    flags = {"aug": "fixed", "aug_pipe": "bgcfnc", "ada_interval": 2, "aug_p": 0.3, "diffaug_policy": "cutout",
+             "lr_schedule": "step", "lr_warmup_kimg": 0.016, "lr_steps": "0.016,0.024", "lr_gamma": 0.5,
+             "d_warmup_kimg": 0.008, "d_steps": 2, "clip_grad": 1.0, "clip_grad_d": 0.5}  # fmt: skip
+    result = _invoke(tiny_args(data, tmp_path / "runs", dry_run=True, **flags))
+    assert result.exit_code == 0, result.output
+    c = json.loads(result.stdout)
+    assert c["augment"] == {"mode": "fixed", "target": 0.6, "ada_kimg": 500.0, "pipe": "bgcfnc", "ada_interval": 2,
+                            "p": 0.3, "diffaug_policy": "cutout"}  # fmt: skip
+    o, s = c["optim"], c["schedule"]
+    assert (o["lr_schedule"], o["lr_warmup_kimg"], o["lr_steps"], o["lr_gamma"]) == ("step", 0.016, [0.016, 0.024], 0.5)
+    assert (o["clip_grad_g"], o["clip_grad_d"], s["d_warmup_kimg"], s["d_steps"]) == (1.0, 0.5, 0.008, 2)
+    for line in ("derived: augmentation: pipe bgcfnc at fixed p 0.3",
+                 "derived: learning rate: x0.5 at each of 0.016, 0.024 kimg after a linear warm-up of 0.016",
+                 "derived: phases: D alone for 0.008 kimg, then 2 D step(s) per G step"):  # fmt: skip
+        assert line in result.stderr, line
+
+
+def test_bad_training_control_values_name_the_flag_and_the_fix_exit_2(data, tmp_path):
+    flags = {"ada_interval": 0, "aug_p": 1.5, "lr_min_ratio": 2, "lr_warmup_kimg": -0.008, "clip_grad": 0,
+             "d_warmup_kimg": -0.008, "lr_steps": "0.016,x"}  # fmt: skip
+    result = CliRunner().invoke(main, tiny_args(data, tmp_path, **flags))
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    for text in ("--ada-interval 0: must be a positive number of D steps", "--aug-p 1.5: must be a probability",
+                 "--aug-p: only used by --aug fixed; add --aug fixed", "--lr-min-ratio 2: must be in [0, 1]",
+                 "--lr-warmup-kimg -0.008: must be >= 0", "--clip-grad-g (or --clip-grad) 0: must be a positive",
+                 "--d-warmup-kimg -0.008: must be >= 0", "--lr-steps 0.016,x: not a comma-separated list"):  # fmt: skip
+        assert text in result.output, text
+    assert "--augpipe" not in CliRunner().invoke(main, ["train", "--help"]).output
+
+
 def test_train_metrics_at_each_snapshot_are_appended_to_jsonl(data, tmp_path):
     result = _invoke(tiny_args(data, tmp_path, kimg=0.008, tick=0.008, metrics="swd16k"))
     assert result.exit_code == 0, result.output
@@ -168,10 +199,10 @@ def test_train_resume_from_snapshot_initialises_generator_weights_only(data, tmp
 
 
 def test_train_starts_from_a_snapshot_and_a_discriminator_file(data, tmp_path):
-    from ganforge.train import configure
-    from ganforge.train.state import build_networks
+    from ganforge.train import resolve
+    from ganforge.train.build import build_networks
 
-    G, D = build_networks(configure(tiny_options(data, tmp_path / "x", seed=5)), torch.device("cpu"))
+    G, D = build_networks(resolve(tiny_options(data, tmp_path / "x", seed=5)), torch.device("cpu"))
     save_snapshot(tmp_path / "G.safetensors", G, {})
     save_discriminator(tmp_path / "D.safetensors", D, {})
     files = f"{tmp_path / 'G.safetensors'},{tmp_path / 'D.safetensors'}"

@@ -5,9 +5,9 @@ import pytest
 import torch
 from train_helpers import make_dataset, tiny_options
 
-from ganforge.train import configure
+from ganforge.train import resolve
+from ganforge.train.build import build
 from ganforge.train.phases import _finish_step
-from ganforge.train.state import build
 
 
 @pytest.fixture(scope="module")
@@ -18,7 +18,7 @@ def data(tmp_path_factory):
 def _d_phase(data, tmp_path, scale: float | None = None, **extra):
     """The D main phase of fresh tiny networks; with `scale`, its scaler is an enabled GradScaler at that scale, as
     under fp16 (GradScaler works on CPU tensors too)."""
-    t, phases, _ = build(configure(tiny_options(data, tmp_path, **extra)), torch.device("cpu"))
+    t, phases, _ = build(resolve(tiny_options(data, tmp_path, **extra)), torch.device("cpu"))
     phase = next(p for p in phases if p.name == "D_main")
     if scale is not None:
         phase.scaler = torch.amp.GradScaler("cpu", init_scale=scale)

@@ -10,13 +10,12 @@ import torch
 from train_helpers import make_dataset, tiny_options
 
 from ganforge import checkpoint
-from ganforge.config import OptimConfig, ScheduleConfig
-from ganforge.config_fields import config_hash, maths_differences, maths_fields
+from ganforge.config import OptimConfig, ScheduleConfig, config_hash, maths_differences, maths_fields
 from ganforge.errors import UserError
-from ganforge.train import configure, run
+from ganforge.train import resolve, run
+from ganforge.train.build import build_networks
 from ganforge.train.cadence import phase_due
 from ganforge.train.lr_schedule import lr_factor
-from ganforge.train.state import build_networks
 
 STEP = 0.008  # one batch of 8 images
 
@@ -72,7 +71,7 @@ def _controls_options(data, outdir, steps: int, **extra) -> dict:
 @pytest.fixture(scope="module")
 def controls_run(data, tmp_path_factory):
     outdir = tmp_path_factory.mktemp("controls_run")
-    cfg = configure(_controls_options(data, outdir, 4))
+    cfg = resolve(_controls_options(data, outdir, 4))
     assert run(cfg) == 0
     (run_dir,) = Path(outdir).iterdir()
     return cfg, run_dir
@@ -104,7 +103,7 @@ def test_resume_across_the_schedule_boundaries_is_bitwise(controls_run, data, tm
     """Continue from 16 images (end of D's warm-up and of the lr ramp) to 32, past the lr step at 24."""
     _, run_dir = controls_run
     source = run_dir / "checkpoints" / "ckpt-000000016"
-    assert run(configure(_controls_options(data, tmp_path, 4, resume=str(source)))) == 0
+    assert run(resolve(_controls_options(data, tmp_path, 4, resume=str(source)))) == 0
     (resumed,) = tmp_path.iterdir()
     a = checkpoint.load(run_dir / "checkpoints" / "ckpt-000000032")
     b = checkpoint.load(resumed / "checkpoints" / "ckpt-000000032")
@@ -121,7 +120,7 @@ def test_a_resume_that_turns_r1_off_takes_this_runs_adam_betas(controls_run, dat
     _, run_dir = controls_run
     source = run_dir / "checkpoints" / "ckpt-000000024"
     options = _controls_options(data, tmp_path, 4, resume=str(source), gamma=0, allow_config_change=True)
-    assert run(configure(options)) == 0
+    assert run(resolve(options)) == 0
     (resumed,) = tmp_path.iterdir()
     (group,) = checkpoint.load(resumed / "checkpoints" / "ckpt-000000032")["opt_D"]["param_groups"]
     assert tuple(group["betas"]) == (0.0, 0.99) and group["lr"] == pytest.approx(0.0025 / 2)
@@ -146,49 +145,50 @@ NEW_FIELDS = {  # option -> (value, the flattened config field it sets, the valu
 @pytest.mark.parametrize("option", NEW_FIELDS)
 def test_each_control_is_a_maths_field_and_changes_the_hash(data, tmp_path, option):
     value, field, stored = NEW_FIELDS[option]
-    base = configure(tiny_options(data, tmp_path, kimg=0.064))
-    cfg = configure(tiny_options(data, tmp_path, kimg=0.064, **{option: value}))
+    base = resolve(tiny_options(data, tmp_path, kimg=0.064))
+    cfg = resolve(tiny_options(data, tmp_path, kimg=0.064, **{option: value}))
     assert maths_fields(cfg.to_dict())[field] == stored
     assert config_hash(cfg) != config_hash(base)
     assert any(line.startswith(f"{field}:") for line in maths_differences(base.to_dict(), cfg.to_dict()))
 
 
 def test_steps_fixed_p_and_cosine_horizon_are_recorded(data, tmp_path):
-    cfg = configure(tiny_options(data, tmp_path, kimg=0.064, lr_schedule="step", lr_steps="0.016,0.032"))
+    cfg = resolve(tiny_options(data, tmp_path, kimg=0.064, lr_schedule="step", lr_steps="0.016,0.032"))
     assert maths_fields(cfg.to_dict())["optim.lr_steps"] == [0.016, 0.032]
-    assert configure(tiny_options(data, tmp_path, aug="fixed", aug_p=0.3)).augment.p == 0.3
-    cosine = configure(tiny_options(data, tmp_path, kimg=0.064, lr_schedule="cosine"))
+    assert resolve(tiny_options(data, tmp_path, aug="fixed", aug_p=0.3)).augment.p == 0.3
+    cosine = resolve(tiny_options(data, tmp_path, kimg=0.064, lr_schedule="cosine"))
     assert cosine.optim.lr_horizon_kimg == 0.064  # a longer --kimg on resume is a maths change
 
 
 def test_a_checkpoint_from_before_the_controls_resumes_with_their_defaults(data, tmp_path):
-    cfg = configure(tiny_options(data, tmp_path))
+    cfg = resolve(tiny_options(data, tmp_path))
     old = {k: v for k, v in maths_fields(cfg.to_dict()).items() if not k.startswith("optim.lr_")}
     assert maths_differences(old, cfg.to_dict()) == []
-    changed = configure(tiny_options(data, tmp_path, lr_schedule="cosine"))
+    changed = resolve(tiny_options(data, tmp_path, lr_schedule="cosine"))
     assert "optim.lr_schedule: 'constant' -> 'cosine'" in maths_differences(old, changed.to_dict())
 
 
 def test_bad_controls_are_listed_at_once(data, tmp_path):
     with pytest.raises(UserError) as error:
-        configure(tiny_options(data, tmp_path, kimg=0.032, lr_schedule="step", lr_steps="0.012,x", lr_gamma=2,
+        resolve(tiny_options(data, tmp_path, kimg=0.032, lr_schedule="step", lr_steps="0.012,x", lr_gamma=2,
                                d_warmup_kimg=0.032, d_steps=0, clip_grad_g=-1, aug_pipe="bg", aug_p=0.5,
                                diffaug_policy="color,blur"))  # fmt: skip
     text = "\n".join(error.value.problems)
-    for flag in ("--lr-steps 0.012,x", "--lr-gamma 2", "--d-warmup-kimg 0.032", "--d-steps 0", "--clip-grad-g -1",
-                 "--aug-pipe bg", "--aug-p: only used by --aug fixed", "--diffaug-policy color,blur"):  # fmt: skip
+    for flag in ("--lr-steps 0.012,x", "--lr-gamma 2", "--d-warmup-kimg 0.032", "--d-steps 0",
+                 "--clip-grad-g (or --clip-grad) -1", "--aug-pipe bg", "--aug-p: only used by --aug fixed",
+                 "--diffaug-policy color,blur"):  # fmt: skip
         assert flag in text, flag
     with pytest.raises(UserError, match="--lr-warmup-kimg 0.012: 12 images is not a whole number of batches"):
-        configure(tiny_options(data, tmp_path, lr_warmup_kimg=0.012))
+        resolve(tiny_options(data, tmp_path, lr_warmup_kimg=0.012))
 
 
 def test_each_augment_mode_builds_what_d_sees_through(data, tmp_path):
     from ganforge.train.augment import AugmentPipe
+    from ganforge.train.build import build
     from ganforge.train.diffaugment import DiffAugment
-    from ganforge.train.state import build
 
     def built(**extra):
-        t, _, _ = build(configure(tiny_options(data, tmp_path, **extra)), torch.device("cpu"))
+        t, _, _ = build(resolve(tiny_options(data, tmp_path, **extra)), torch.device("cpu"))
         return t.augment, t.ada
 
     augment, ada = built(aug="diffaug", diffaug_policy="translation,cutout")
@@ -205,7 +205,7 @@ def test_start_of_run_lines_describe_the_controls_and_the_cifar_discriminator(da
 
     from ganforge.config import describe_derived
 
-    cfg = configure(tiny_options(data, tmp_path, kimg=0.064, lr_schedule="cosine", lr_min_ratio=0.1,
+    cfg = resolve(tiny_options(data, tmp_path, kimg=0.064, lr_schedule="cosine", lr_min_ratio=0.1,
                                  lr_warmup_kimg=0.016, clip_grad_d=0.5, d_steps=2, aug="diffaug"))  # fmt: skip
     lines = describe_derived(cfg)
     for text in ("learning rate: cosine from the base rate to x0.1 at 0.064 kimg after a linear warm-up of 0.016",
@@ -214,5 +214,5 @@ def test_start_of_run_lines_describe_the_controls_and_the_cifar_discriminator(da
                  "augmentation: DiffAugment color,translation,cutout"):  # fmt: skip
         assert any(line.startswith(text) for line in lines), text
     assert not any("G's global gradient" in line or "cifar" in line for line in lines)
-    cifar = describe_derived(dataclasses.replace(cfg, cfg="cifar"))
+    cifar = describe_derived(dataclasses.replace(cfg, preset="cifar"))
     assert any(line.startswith("--cfg cifar: D is the residual discriminator") for line in cifar)

@@ -1,14 +1,17 @@
 """What `ganforge bench` measures, and the one place where its options become a training `Config`.
 
 The bench times exactly what `ganforge train --cfg CFG` would run on a RESxRES dataset, so the Config comes from
-`ganforge.config.resolve` with a stand-in for the dataset facts; only the channel widths can be overridden on top.
+`ganforge.train.resolver.resolve` with the facts of a synthetic dataset; only the channel widths can be overridden on
+top.
 """
 
 import dataclasses
 from dataclasses import dataclass
 
-from ganforge.config import AUGMENTS, PRECISIONS, PRESETS, Config, resolve
+from ganforge.config import AUGMENTS, PRECISIONS, PRESETS, Config
 from ganforge.errors import UserError
+from ganforge.train.options import TrainOptions
+from ganforge.train.resolver import DatasetFacts, Facts, resolve
 
 DEFAULT_RESOLUTION = 256  # for presets made for any resolution (auto, stylegan2, tiny)
 
@@ -35,6 +38,7 @@ class BenchOptions:
     compile: bool = False
     channels_last: bool = False
     aug: str = "ada"
+    aug_p: float | None = None  # --aug fixed: the pipe's p; None: 1, every transform on every image
     steps: int = 10
     warmup: int = 2
     device: str = "auto"
@@ -42,6 +46,15 @@ class BenchOptions:
     def __post_init__(self):
         assert self.cfg in PRESETS and self.precision in PRECISIONS and self.aug in AUGMENTS, self
         assert self.steps >= 1 and self.warmup >= 0 and self.max_batch_gpu >= 2, self
+        if self.aug_p is not None and self.aug != "fixed":
+            raise UserError(f"--aug-p {self.aug_p:g}: only used by --aug fixed; add --aug fixed or drop --aug-p")
+
+    @property
+    def fixed_p(self) -> float | None:
+        """The p that `--aug fixed` times; None for the other modes."""
+        if self.aug != "fixed":
+            return None
+        return 1.0 if self.aug_p is None else self.aug_p
 
     @classmethod
     def from_flags(cls, batch_gpu: str | None, **flags) -> "BenchOptions":
@@ -55,16 +68,6 @@ class BenchOptions:
     @property
     def image_resolution(self) -> int:
         return self.resolution or PRESETS[self.cfg].resolution or DEFAULT_RESOLUTION
-
-
-@dataclass(frozen=True)
-class _SyntheticDataset:
-    """The dataset facts `resolve` needs, for images that exist only on the device."""
-
-    resolution: int
-    channels: int
-    label_dim: int = 0
-    name: str = "synthetic"
 
 
 def check(options: BenchOptions) -> None:
@@ -83,12 +86,13 @@ def check(options: BenchOptions) -> None:
 def training_config(options: BenchOptions, world_size: int, device_type: str, batch_gpu: int | None = None) -> Config:
     """The Config of `ganforge train` for these options with `batch_gpu` images per device and no gradient
     accumulation (batch = batch_gpu x world_size); `batch_gpu` None keeps the preset's batch."""
-    flags = {"data": "synthetic", "outdir": "bench", "cfg": options.cfg, "precision": options.precision,
-             "compile": options.compile, "channels_last": options.channels_last, "aug": options.aug,
-             "device": device_type}  # fmt: skip
-    if batch_gpu is not None:
-        flags |= {"batch": batch_gpu * world_size, "batch_gpu": batch_gpu}
-    cfg = resolve(flags, _SyntheticDataset(options.image_resolution, options.channels), world_size, device_type)
+    batches = {} if batch_gpu is None else {"batch": batch_gpu * world_size, "batch_gpu": batch_gpu}
+    train_options = TrainOptions(data="synthetic", outdir="bench", preset=options.cfg, precision=options.precision,
+                                 compile=options.compile, channels_last=options.channels_last, aug=options.aug,
+                                 aug_p=options.fixed_p,
+                                 device=device_type, **batches)  # fmt: skip
+    synthetic = DatasetFacts(options.image_resolution, options.channels, label_dim=0, name="synthetic")
+    cfg = resolve(train_options, Facts(synthetic, world_size, device_type))
     widths = {"channel_base": options.cbase, "channel_max": options.cmax}
     model = dataclasses.replace(cfg.model, **{key: value for key, value in widths.items() if value is not None})
     return dataclasses.replace(cfg, model=model)

@@ -3,8 +3,7 @@ derived, the environment, alerts and skipped steps, checkpoints and snapshots.""
 
 import dataclasses
 
-from ganforge.config import Config, describe_derived
-from ganforge.config_fields import flatten
+from ganforge.config import Config, describe_derived, flatten
 from ganforge.report.rundata import Run
 
 HIGHER_IS_BETTER = ("precision", "recall", "eqt", "eqr")  # PR and the equivariance PSNRs; FID, KID, SWD: lower
@@ -45,7 +44,7 @@ def summary(run: Run) -> dict[str, str]:
     return {
         "status": run.status.state,
         "dataset": f"{data.get('name', '?')} ({data.get('resolution', '?')} px, {data.get('channels', '?')} ch)",
-        "preset": str(cfg.get("cfg", "?")),
+        "preset": str(cfg.get("preset", "?")),
         "kimg": f"{done:g} / {'?' if total is None else f'{total:g}'}",
         "img/s": "-" if rate is None else f"{rate:.1f}",
         "ETA": eta,

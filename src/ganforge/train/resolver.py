@@ -1,0 +1,316 @@
+"""The one place where `ganforge train`'s options become facts: `resolve(options) -> Config`.
+
+Every default is applied here, from the one place it lives: the preset table (`--cfg`), the default of the `Config`
+field, or a value derived from the dataset and the number of processes (`derive`). Every check is here too, and all
+problems are listed at once in one UserError.
+"""
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+from ganforge import dist
+from ganforge.checkpoint import Retention
+from ganforge.config import (
+    AUGMENT_PIPES,
+    DEFAULT_PRESET,
+    DIFFAUG_OPS,
+    LR_SCHEDULES,
+    PRESETS,
+    AugmentConfig,
+    Config,
+    DataConfig,
+    LossConfig,
+    ModelConfig,
+    OptimConfig,
+    PrecisionConfig,
+    Preset,
+    RunConfig,
+    ScheduleConfig,
+    auto_batch,
+    field_default,
+)
+from ganforge.data import open_dataset
+from ganforge.errors import UserError
+from ganforge.limits import RESOLUTIONS, resolution_ok
+from ganforge.metrics import check_names, parse_names
+from ganforge.outputs import check_writable_folder
+from ganforge.train.options import TrainOptions
+
+
+@dataclass(frozen=True)
+class DatasetFacts:
+    """What the configuration needs to know of a dataset (an opened ImageDataset has these attributes too)."""
+
+    resolution: int
+    channels: int
+    label_dim: int
+    name: str
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What resolve needs besides the options: the dataset's facts (None when --data could not be opened), how many
+    processes train together, the device type ("cpu" or "cuda"), and problems met while finding these out."""
+
+    dataset: DatasetFacts | None
+    world_size: int
+    device_type: str
+    problems: tuple[str, ...] = ()
+
+
+def observe(options: TrainOptions) -> Facts:
+    """Join the process group (torchrun's, or a single process) and read the dataset's facts."""
+    device = dist.init(_pick(options.device, field_default(PrecisionConfig, "device")))
+    dataset, problems = None, ()
+    try:
+        dataset = open_dataset(data_path(options))
+    except UserError as error:
+        problems = tuple(error.problems)
+    return Facts(dataset, dist.world_size(), device.type, problems)
+
+
+def data_path(options: TrainOptions) -> str:
+    """--data as an absolute path, so that a run is found again from any working directory."""
+    return str(Path(options.data).resolve())
+
+
+def resolve(options: TrainOptions, facts: Facts | None = None) -> Config:
+    """Options (None = not given) + facts -> validated Config, or one UserError listing every problem.
+
+    `facts` None: found out here by `observe` (which joins the process group and opens --data)."""
+    facts = observe(options) if facts is None else facts
+    name = options.preset or DEFAULT_PRESET
+    dataset = facts.dataset or DatasetFacts(resolution=PRESETS[name].resolution or 32, channels=3, label_dim=0,
+                                            name="dataset")  # fmt: skip
+    preset = derive(PRESETS[name], dataset.resolution, facts.world_size)
+    lr_steps = parse_kimg_list(options.lr_steps)
+    cfg = _build(options, name, preset, dataset, facts.world_size, () if isinstance(lr_steps, str) else lr_steps)
+    problems = [lr_steps] if isinstance(lr_steps, str) else []
+    problems += list(facts.problems) + _output_problems(cfg) + _metric_problems(cfg) + _retention_problems(cfg)
+    if facts.dataset is not None:
+        problems += _dataset_problems(preset, cfg, facts.dataset)
+    problems += _problems(cfg, facts.device_type) + _control_problems(cfg) + _augment_problems(cfg)
+    if problems:
+        raise UserError(*problems)
+    return cfg
+
+
+def _build(
+    options: TrainOptions, name: str, preset: Preset, dataset, world_size: int, lr_steps: tuple[float, ...]
+) -> Config:
+    """The Config itself: the option where given, else the preset's value, else the field's default."""
+    o = options
+    batch = _pick(o.batch, preset.batch)
+    batch_gpu = _pick(o.batch_gpu, max(batch // world_size, 1))
+    fp16_res = _pick(o.fp16_res, field_default(ModelConfig, "num_fp16_res"))
+    kimg = _pick(o.kimg, _whole_batches(preset.kimg, batch))
+    return Config(
+        preset=name,
+        world_size=world_size,
+        data=DataConfig(path=data_path(o), name=dataset.name, resolution=dataset.resolution, channels=dataset.channels,
+                        label_dim=dataset.label_dim if o.cond else 0, cond=o.cond, mirror=o.mirror,
+                        **_given(workers=o.workers)),
+        model=ModelConfig(z_dim=preset.z_dim, w_dim=preset.z_dim, mapping_layers=preset.mapping_layers,
+                          channel_base=preset.channel_base, channel_max=preset.channel_max,
+                          mbstd_group=min(preset.mbstd, batch_gpu), num_fp16_res=fp16_res,
+                          conv_clamp=256 if fp16_res else None),
+        loss=LossConfig(gamma=_pick(o.gamma, preset.gamma),
+                        **_given(pl_weight=preset.pl_weight, style_mixing=preset.style_mixing)),
+        optim=OptimConfig(g_lr=_pick(o.glr, preset.lr), d_lr=_pick(o.dlr, preset.lr),
+                          **_optim_controls(o, kimg, lr_steps)),
+        schedule=ScheduleConfig(batch=batch, batch_gpu=batch_gpu, kimg=kimg,
+                                tick_kimg=_pick(o.tick, _whole_batches(preset.tick_kimg, batch)),
+                                snap=_pick(o.snap, preset.snap), ema_kimg=preset.ema_kimg,
+                                ema_rampup=preset.ema_rampup,
+                                **_given(seed=o.seed, d_warmup_kimg=o.d_warmup_kimg, d_steps=o.d_steps)),
+        precision=PrecisionConfig(compile=o.compile, channels_last=o.channels_last, deterministic=o.deterministic,
+                                  **_given(precision=o.precision, device=o.device)),
+        augment=AugmentConfig(**_given(mode=o.aug, target=o.target, ada_kimg=o.ada_kimg, pipe=o.aug_pipe,
+                                       ada_interval=o.ada_interval, p=o.aug_p, diffaug_policy=o.diffaug_policy)),
+        run=RunConfig(outdir=str(o.outdir), allow_config_change=o.allow_config_change,
+                      **_given(metrics=None if o.metrics is None else tuple(parse_names(o.metrics)), resume=o.resume,
+                               keep_last=o.keep_last, keep_every=o.keep_every, keep_max_age=o.keep_max_age)),
+    )  # fmt: skip
+
+
+def _optim_controls(o: TrainOptions, kimg: float, lr_steps: tuple[float, ...]) -> dict:
+    """The schedule and clipping fields given. Cosine decay ends at the run's length, stored as `lr_horizon_kimg` so
+    that a resumed run with a longer --kimg stays on the curve it started on (unless --allow-config-change)."""
+    horizon = kimg if o.lr_schedule == "cosine" else None
+    return _given(lr_schedule=o.lr_schedule, lr_warmup_kimg=o.lr_warmup_kimg, lr_min_ratio=o.lr_min_ratio,
+                  lr_gamma=o.lr_gamma, lr_steps=None if o.lr_steps is None else lr_steps, lr_horizon_kimg=horizon,
+                  clip_grad_g=_pick(o.clip_grad_g, o.clip_grad),
+                  clip_grad_d=_pick(o.clip_grad_d, o.clip_grad))  # fmt: skip
+
+
+def parse_kimg_list(text: str | None) -> tuple[float, ...] | str:
+    """--lr-steps '100,250' -> (100.0, 250.0); () when not given; the problem's message when it is not numbers."""
+    try:
+        return tuple(float(part) for part in (text or "").split(",") if part.strip())
+    except ValueError:
+        return f"--lr-steps {text}: not a comma-separated list of kimg values; write e.g. --lr-steps 100,250"
+
+
+def _pick(value, default):
+    return default if value is None else value
+
+
+def _given(**values) -> dict:
+    """The values that were given; the others are left out so that the dataclass field's default applies."""
+    return {key: value for key, value in values.items() if value is not None}
+
+
+def derive(preset: Preset, resolution: int, world_size: int) -> Preset:
+    """ADA's `auto` heuristic (Karras et al. 2020, App. D): batch, group, width, lr, gamma and EMA from resolution."""
+    if preset.batch is not None:
+        return preset
+    batch = auto_batch(resolution, world_size)
+    return dataclasses.replace(
+        preset,
+        batch=batch,
+        mbstd=min(batch // world_size, 4),
+        channel_base=32768 if resolution >= 512 else 16384,
+        lr=0.002 if resolution >= 1024 else 0.0025,
+        gamma=0.0002 * resolution**2 / batch,  # R1 weight grows with the pixel count (ADA App. D).
+        ema_kimg=batch * 10 / 32,  # EMA half-life of 10 kimg at batch 32, proportional to batch.
+    )
+
+
+def _whole_batches(kimg: float, batch: int) -> float:
+    """A preset length rounded to the nearest whole number of batches (at least one); explicit flags must be exact."""
+    return max(round(kimg * 1000 / batch), 1) * batch / 1000
+
+
+def _is_whole_batches(kimg: float, batch: int) -> bool:
+    nimg = kimg * 1000
+    return abs(nimg - round(nimg)) < 1e-6 and round(nimg) % batch == 0
+
+
+def _length_problems(lengths: list[tuple[str, float]], batch: int) -> list[str]:
+    """Lengths (flag, kimg) that are not a whole number of global batches, so that a schedule never changes with the
+    number of GPUs."""
+    return [f"{flag} {kimg:g}: {kimg * 1000:g} images is not a whole number of batches of {batch}; use a multiple "
+            f"of {batch / 1000:g} kimg" for flag, kimg in lengths if not _is_whole_batches(kimg, batch)]  # fmt: skip
+
+
+def _output_problems(cfg: Config) -> list[str]:
+    try:
+        check_writable_folder(Path(cfg.run.outdir), "--outdir")
+    except UserError as error:
+        return list(error.problems)
+    return []
+
+
+def _metric_problems(cfg: Config) -> list[str]:
+    if not cfg.run.metrics:
+        return []
+    try:
+        check_names(list(cfg.run.metrics))
+    except UserError as error:
+        return list(error.problems)
+    return []
+
+
+def _retention_problems(cfg: Config) -> list[str]:
+    try:
+        Retention(cfg.run.keep_last, cfg.run.keep_every, cfg.run.keep_max_age)
+    except UserError as error:
+        return list(error.problems)
+    return []
+
+
+def _dataset_problems(preset: Preset, cfg: Config, dataset) -> list[str]:
+    """What does not fit the dataset, one message each."""
+    problems = []
+    res = dataset.resolution
+    if not resolution_ok(res):
+        problems.append(f"--data: resolution {res} is not {RESOLUTIONS}; rebuild it with `ganforge dataset build "
+                        f"--resolution R`")  # fmt: skip
+    if preset.resolution is not None and preset.resolution != res:
+        problems.append(
+            f"--cfg {cfg.preset}: made for {preset.resolution}x{preset.resolution}, but --data is "
+            f"{res}x{res}; pick --cfg auto or stylegan2, or rebuild the dataset at {preset.resolution}"
+        )
+    if cfg.data.cond and dataset.label_dim == 0:
+        problems.append("--cond: the dataset has no labels; build it with labels or drop --cond")
+    return problems
+
+
+def _problems(cfg: Config, device_type: str) -> list[str]:
+    """Every invalid combination of options, one message each."""
+    s, p = cfg.schedule, cfg.precision
+    problems = []
+    if s.batch % (s.batch_gpu * cfg.world_size):
+        problems.append(
+            f"--batch {s.batch}: not divisible by --batch-gpu {s.batch_gpu} x {cfg.world_size} "
+            f"process(es); choose a batch that is a multiple of {s.batch_gpu * cfg.world_size}"
+        )
+    if s.batch_gpu % cfg.model.mbstd_group:
+        problems.append(
+            f"--batch-gpu {s.batch_gpu}: not a multiple of the minibatch-stddev group "
+            f"{cfg.model.mbstd_group}; use a multiple of it"
+        )
+    if cfg.loss.pl_weight > 0 and s.batch_gpu % cfg.loss.pl_batch_shrink:
+        problems.append(f"--batch-gpu {s.batch_gpu}: must be even (path-length batches are half a micro-batch)")
+    problems += _length_problems([("--kimg", s.kimg), ("--tick", s.tick_kimg)], s.batch)
+    if p.precision == "fp16" and device_type != "cuda":
+        problems.append("--precision fp16: needs a CUDA GPU (no fast fp16 on CPU); use bf16 or fp32 on CPU")
+    if p.precision == "tf32" and device_type != "cuda":
+        problems.append("--precision tf32: TF32 exists only on NVIDIA GPUs; use fp32 or bf16 on CPU")
+    if cfg.model.num_fp16_res and p.precision != "fp16":
+        problems.append("--fp16-res: the per-resolution fp16 recipe needs --precision fp16")
+    if p.compile and p.precision == "fp16" and cfg.model.num_fp16_res:
+        problems.append("--compile: not supported together with --fp16-res; drop one of them")
+    return problems
+
+
+def _control_problems(cfg: Config) -> list[str]:
+    """Bad values and combinations of the learning-rate schedule, clipping and two-phase options, one message each."""
+    o, s = cfg.optim, cfg.schedule
+    out = []
+    if o.lr_schedule not in LR_SCHEDULES:
+        out.append(f"--lr-schedule {o.lr_schedule}: unknown; use one of {', '.join(LR_SCHEDULES)}")
+    if o.lr_steps and o.lr_schedule != "step":
+        out.append("--lr-steps: only used by --lr-schedule step; add it or drop --lr-steps")
+    if o.lr_schedule == "step" and not o.lr_steps:
+        out.append("--lr-schedule step: needs --lr-steps KIMG,KIMG (where the rate is multiplied by --lr-gamma)")
+    if list(o.lr_steps) != sorted(set(o.lr_steps)) or any(k <= 0 for k in o.lr_steps):
+        out.append(f"--lr-steps {','.join(f'{k:g}' for k in o.lr_steps)}: must be positive and increasing kimg")
+    if o.lr_warmup_kimg < 0:
+        out.append(f"--lr-warmup-kimg {o.lr_warmup_kimg:g}: must be >= 0 kimg; use 0 for no warm-up")
+    if not 0 <= o.lr_min_ratio <= 1:
+        out.append(f"--lr-min-ratio {o.lr_min_ratio:g}: must be in [0, 1] (a fraction of the base rate)")
+    if not 0 < o.lr_gamma <= 1:
+        out.append(f"--lr-gamma {o.lr_gamma:g}: must be in (0, 1] (the factor at each of --lr-steps), e.g. 0.1")
+    if o.lr_horizon_kimg is not None and o.lr_warmup_kimg >= o.lr_horizon_kimg:
+        out.append(f"--lr-warmup-kimg {o.lr_warmup_kimg:g}: must be shorter than the cosine decay (--kimg)")
+    for flag, norm in (("--clip-grad-g", o.clip_grad_g), ("--clip-grad-d", o.clip_grad_d)):
+        if norm is not None and not norm > 0:
+            out.append(f"{flag} (or --clip-grad) {norm:g}: must be a positive gradient norm; try 0.5 to 1")
+    if s.d_steps < 1:
+        out.append(f"--d-steps {s.d_steps}: must be at least 1 D step per G step")
+    if s.d_warmup_kimg < 0:
+        out.append(f"--d-warmup-kimg {s.d_warmup_kimg:g}: must be >= 0 kimg; use 0 for no D-only warm-up")
+    if s.d_warmup_kimg >= s.kimg:
+        out.append(f"--d-warmup-kimg {s.d_warmup_kimg:g}: must be shorter than --kimg {s.kimg:g}, or G never trains")
+    lengths = [("--d-warmup-kimg", s.d_warmup_kimg), ("--lr-warmup-kimg", o.lr_warmup_kimg)]
+    return out + _length_problems(lengths + [("--lr-steps", k) for k in o.lr_steps if k > 0], s.batch)
+
+
+def _augment_problems(cfg: Config) -> list[str]:
+    """Bad values and combinations of the augmentation options, one message each."""
+    a = cfg.augment
+    out = []
+    if a.pipe not in AUGMENT_PIPES:
+        out.append(f"--aug-pipe {a.pipe}: unknown; use one of {', '.join(AUGMENT_PIPES)}")
+    if a.ada_interval < 1:
+        out.append(f"--ada-interval {a.ada_interval}: must be a positive number of D steps; the paper uses 4")
+    if not 0 <= a.p <= 1:
+        out.append(f"--aug-p {a.p:g}: must be a probability in [0, 1]")
+    if a.mode != "fixed" and a.p > 0:
+        out.append("--aug-p: only used by --aug fixed; add --aug fixed or drop --aug-p")
+    ops = [op.strip() for op in a.diffaug_policy.split(",") if op.strip()]
+    if not ops or any(op not in DIFFAUG_OPS for op in ops):
+        out.append(f"--diffaug-policy {a.diffaug_policy}: use a comma-separated subset of {','.join(DIFFAUG_OPS)}")
+    return out
