@@ -36,11 +36,21 @@ class Preset:
     style_mixing: float = 0.9
     tick_kimg: float = 4.0
     snap: int = 50
+    generator: str = "stylegan2"  # or "stylegan3-t" / "stylegan3-r" (Karras et al. 2021)
+    d_lr: float | None = None  # None: lr
+    fp16_res: int = 0  # layers in fp16 under --precision fp16 (0: autocast instead)
+    blur_sigma: float = 0.0  # initial discriminator blur; fades to 0 over blur_fade_kimg (None: 200 x batch / 32)
+    blur_fade_kimg: float | None = None
+    synthesis_layers: int | None = None  # StyleGAN3 only
 
 
 # The official configurations (Karras et al. 2020, "Training GANs with limited data", Table/App. D and its released
 # `cfg_specs`): batch, minibatch-stddev group, channel base (fmaps x 32768), learning rate, R1 gamma, EMA half-life in
 # kimg, EMA ramp-up, mapping depth. `auto` derives them from the resolution; `tiny` is a small, fast CPU setting.
+# StyleGAN3 (Karras et al. 2021, App. D and its released training setup): the `auto` derivations with G lr 0.0025,
+# D lr 0.002, no path length or style mixing, fp16 in the top 4 octaves; R adds the blurred-discriminator warm-up.
+_SG3 = dict(pl_weight=0.0, style_mixing=0.0, d_lr=0.002, fp16_res=4, synthesis_layers=14)
+_TINY3 = _SG3 | dict(channel_max=16, z_dim=64, tick_kimg=0.8, snap=5, generator="stylegan3-t", synthesis_layers=4)
 PRESETS = {  # fmt: skip
     "auto": Preset(None, None, None, None, None, None, 0.05, 2, kimg=25000),
     "stylegan2": Preset(32, 4, 32768, 0.002, 10.0, 10.0, None, 8, kimg=25000),
@@ -51,6 +61,11 @@ PRESETS = {  # fmt: skip
         64, 32, 32768, 0.0025, 0.01, 500.0, 0.05, 2, kimg=100000, resolution=32, pl_weight=0.0, style_mixing=0.0
     ),
     "tiny": Preset(16, 4, 512, 0.0025, 0.05, 1.0, 0.05, 2, kimg=40, channel_max=64, z_dim=64, tick_kimg=0.8, snap=5),
+    "stylegan3-t": Preset(None, None, None, 0.0025, None, None, 0.05, 2, kimg=25000, generator="stylegan3-t", **_SG3),
+    "stylegan3-r": Preset(
+        None, None, None, 0.0025, None, None, 0.05, 2, kimg=25000, generator="stylegan3-r", blur_sigma=10.0, **_SG3
+    ),
+    "tiny3": Preset(16, 4, 128, 0.0025, 0.05, 1.0, 0.05, 2, kimg=40, **_TINY3),
 }
 
 
@@ -80,6 +95,8 @@ class ModelConfig:
     mbstd_group: int
     num_fp16_res: int = 0
     conv_clamp: int | None = None
+    generator: str = "stylegan2"  # "stylegan2", "stylegan3-t" or "stylegan3-r"
+    synthesis_layers: int | None = None  # StyleGAN3's layers between the Fourier input and toRGB (14 in the paper)
 
 
 @dataclass(frozen=True)
@@ -93,6 +110,8 @@ class LossConfig:
     pl_decay: float = 0.01
     pl_batch_shrink: int = 2
     style_mixing: float = 0.9
+    blur_sigma: float = 0.0  # discriminator blur at the start, fading linearly to 0 (StyleGAN3 App. D)
+    blur_fade_kimg: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -233,8 +252,7 @@ def _derive(preset: Preset, resolution: int, world_size: int) -> Preset:
     if preset.batch is not None:
         return preset
     batch = max(min(world_size * min(4096 // resolution, 32), 64), world_size)
-    return dataclasses.replace(
-        preset,
+    derived = dict(
         batch=batch,
         mbstd=min(batch // world_size, 4),
         channel_base=32768 if resolution >= 512 else 16384,
@@ -242,6 +260,7 @@ def _derive(preset: Preset, resolution: int, world_size: int) -> Preset:
         gamma=0.0002 * resolution**2 / batch,  # R1 weight grows with the pixel count (ADA App. D).
         ema_kimg=batch * 10 / 32,  # EMA half-life of 10 kimg at batch 32, proportional to batch.
     )
+    return dataclasses.replace(preset, **{key: value for key, value in derived.items() if getattr(preset, key) is None})
 
 
 def _pick(options: dict, key: str, default):
@@ -334,7 +353,10 @@ def resolve(options: dict, dataset, world_size: int, device_type: str, problems:
     preset = _derive(PRESETS[name], dataset.resolution, world_size)
     batch = _pick(options, "batch", preset.batch)
     batch_gpu = _pick(options, "batch_gpu", max(batch // world_size, 1))
-    fp16_res = _pick(options, "fp16_res", 0)
+    fp16_res = _pick(options, "fp16_res", preset.fp16_res if options.get("precision") == "fp16" else 0)
+    blur_fade = preset.blur_fade_kimg if preset.blur_fade_kimg is not None else 200 * batch / 32  # StyleGAN3 App. D
+    derived_ema = PRESETS[name].ema_kimg is None and preset.generator != "stylegan2"  # StyleGAN3: of the actual batch
+    ema_kimg = batch * 10 / 32 if derived_ema else preset.ema_kimg
     given = {k: v for k, v in options.items() if v is not None}  # None = "not given": the dataclass default applies
     flag = lambda key: bool(options.get(key))  # noqa: E731
     cfg = Config(
@@ -346,14 +368,17 @@ def resolve(options: dict, dataset, world_size: int, device_type: str, problems:
         model=ModelConfig(z_dim=preset.z_dim, w_dim=preset.z_dim, mapping_layers=preset.mapping_layers,
                           channel_base=preset.channel_base, channel_max=preset.channel_max,
                           mbstd_group=min(preset.mbstd, batch_gpu), num_fp16_res=fp16_res,
-                          conv_clamp=256 if fp16_res else None),
+                          conv_clamp=256 if fp16_res else None, generator=preset.generator,
+                          synthesis_layers=preset.synthesis_layers),
         loss=LossConfig(gamma=_pick(options, "gamma", preset.gamma), pl_weight=preset.pl_weight,
-                        style_mixing=preset.style_mixing),
-        optim=OptimConfig(g_lr=_pick(options, "glr", preset.lr), d_lr=_pick(options, "dlr", preset.lr)),
+                        style_mixing=preset.style_mixing, blur_sigma=preset.blur_sigma,
+                        blur_fade_kimg=blur_fade if preset.blur_sigma else 0.0),
+        optim=OptimConfig(g_lr=_pick(options, "glr", preset.lr),
+                          d_lr=_pick(options, "dlr", preset.lr if preset.d_lr is None else preset.d_lr)),
         schedule=ScheduleConfig(batch=batch, batch_gpu=batch_gpu,
                                 kimg=_pick(options, "kimg", _whole_batches(preset.kimg, batch)),
                                 tick_kimg=_pick(options, "tick", _whole_batches(preset.tick_kimg, batch)),
-                                snap=_pick(options, "snap", preset.snap), ema_kimg=preset.ema_kimg,
+                                snap=_pick(options, "snap", preset.snap), ema_kimg=ema_kimg,
                                 ema_rampup=preset.ema_rampup, **_subset(given, "seed")),
         precision=PrecisionConfig(compile=flag("compile"), channels_last=flag("channels_last"),
                                   deterministic=flag("deterministic"), **_subset(given, "precision", "device")),
@@ -389,7 +414,7 @@ def describe_derived(cfg: Config) -> list[str]:
         f"lazy regularisation: G lr x {lazy_ratio(lo.pl_interval):.4f}, D lr x {lazy_ratio(lo.r1_interval):.4f} "
         f"(betas raised to the same power)",
         f"EMA half-life {s.ema_kimg:g} kimg, ramp-up {s.ema_rampup}",
-        f"networks: channel base {cfg.model.channel_base}, max {cfg.model.channel_max}, mapping "
+        f"networks: {cfg.model.generator}, channel base {cfg.model.channel_base}, max {cfg.model.channel_max}, mapping "
         f"{cfg.model.mapping_layers} layers, minibatch-stddev group {cfg.model.mbstd_group}",
         f"{s.kimg:g} kimg in ticks of {s.tick_kimg:g} kimg; snapshot + checkpoint every {s.snap} ticks",
-    ]
+    ] + ([f"D blur sigma {lo.blur_sigma:g} fading to 0 over {lo.blur_fade_kimg:g} kimg"] if lo.blur_sigma else [])

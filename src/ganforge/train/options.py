@@ -23,7 +23,8 @@ TRAIN_OPTIONS = [
     _option("Data", "--mirror", is_flag=True, help="Add x-flipped copies of the images."),
     _option("Data", "--workers", type=click.IntRange(min=0), default=2, help="DataLoader processes per GPU."),
     _option("Configuration", "--cfg", type=click.Choice(list(PRESETS)), default="auto",
-            help="Preset: auto derives batch, gamma and EMA from the resolution; tiny is a small CPU setting."),
+            help="Preset: auto derives batch, gamma and EMA from the resolution; stylegan3-t/-r train the alias-free "
+                 "generator the same way; tiny and tiny3 are small CPU settings."),
     _option("Configuration", "--kimg", type=click.FloatRange(min=0, min_open=True), help=f"Train this long. {_PRESET}"),
     _option("Configuration", "--batch", type=click.IntRange(min=1), help=f"Global batch size. {_PRESET}"),
     _option("Configuration", "--batch-gpu", type=click.IntRange(min=1),
@@ -39,8 +40,9 @@ TRAIN_OPTIONS = [
             help="ADA speed: p can go from 0 to 1 in this many kimg."),
     _option("Precision and speed", "--precision", type=click.Choice(PRECISIONS), default="fp32",
             help="fp16 needs CUDA; bf16 is the simple fast choice on recent GPUs."),
-    _option("Precision and speed", "--fp16-res", type=click.IntRange(min=0), default=0,
-            help="Official recipe: run the N highest resolutions in fp16 with clamping (needs --precision fp16)."),
+    _option("Precision and speed", "--fp16-res", type=click.IntRange(min=0),
+            help="Official recipe: run the N highest resolutions in fp16 with clamping (needs --precision fp16; "
+                 "stylegan3 presets: 4, others: 0 = autocast)."),
     _option("Precision and speed", "--compile", is_flag=True, help="torch.compile the main-phase forwards."),
     _option("Precision and speed", "--channels-last", is_flag=True, help="channels_last memory format."),
     _option("Precision and speed", "--deterministic", is_flag=True,

@@ -6,6 +6,7 @@ per-step seeding makes the RNG states redundant for exactness, but they are rest
 """
 
 import copy
+import dataclasses
 from pathlib import Path
 
 import torch
@@ -13,18 +14,25 @@ import torch
 from ganforge import checkpoint
 from ganforge.config import Config, config_hash, maths_differences, maths_fields
 from ganforge.errors import UserError
-from ganforge.nets import Discriminator, Generator
+from ganforge.nets import Discriminator, Generator, StyleGAN3Generator
+from ganforge.train.ema import magnitude_ema_beta
 from ganforge.train.phases import Phase, Trainer, build_phases
 from ganforge.train.precision import Precision
 
 
-def build_networks(cfg: Config, device: torch.device) -> tuple[Generator, Discriminator]:
-    """G and D initialised from the seed alone, so every rank starts from the same weights."""
+def build_networks(cfg: Config, device: torch.device) -> tuple[Generator | StyleGAN3Generator, Discriminator]:
+    """G (StyleGAN2 or the alias-free StyleGAN3) and D initialised from the seed alone, so every rank starts from the
+    same weights."""
     m, d = cfg.model, cfg.data
     common = dict(resolution=d.resolution, img_channels=d.channels, c_dim=d.label_dim, channel_base=m.channel_base,
                   channel_max=m.channel_max, num_fp16_res=m.num_fp16_res, conv_clamp=m.conv_clamp)  # fmt: skip
     checkpoint.seed_all(cfg.schedule.seed)
-    G = Generator(z_dim=m.z_dim, w_dim=m.w_dim, mapping_layers=m.mapping_layers, **common)
+    mapping = dict(z_dim=m.z_dim, w_dim=m.w_dim, mapping_layers=m.mapping_layers)
+    if m.generator == "stylegan2":
+        G = Generator(**mapping, **common)
+    else:
+        G = StyleGAN3Generator(**mapping, **common, config=m.generator.removeprefix("stylegan3-"),
+                               num_layers=m.synthesis_layers)  # fmt: skip
     D = Discriminator(mbstd_group_size=m.mbstd_group, **common)
     memory_format = torch.channels_last if cfg.precision.channels_last else torch.contiguous_format
     return G.to(device, memory_format=memory_format).train(), D.to(device, memory_format=memory_format).train()
@@ -45,8 +53,12 @@ def build(cfg: Config, device: torch.device) -> tuple[Trainer, list[Phase], Gene
     synthesis_main, D_main = G.synthesis, D
     if cfg.precision.compile:
         synthesis_main, D_main = torch.compile(G.synthesis), torch.compile(D)
+    magnitude_beta = (
+        magnitude_ema_beta(cfg.schedule.batch, cfg.accumulation) if cfg.model.generator != "stylegan2" else None
+    )
     t = Trainer(cfg=cfg, G=G, D=D, precision=precision, augment=augment, ada=ada,
-                pl_mean=torch.zeros([], device=device), synthesis_main=synthesis_main, D_main=D_main)  # fmt: skip
+                pl_mean=torch.zeros([], device=device), synthesis_main=synthesis_main, D_main=D_main,
+                magnitude_beta=magnitude_beta)  # fmt: skip
     return t, build_phases(cfg, G, D, precision), G_ema
 
 
@@ -110,7 +122,7 @@ def _load_optimizer(opt: torch.optim.Optimizer, saved: dict) -> None:
 def check_config(state: dict, cfg: Config, source: Path) -> list[str]:
     """Refuse a checkpoint whose training maths differ from `cfg`, unless --allow-config-change; returns the
     differences (to be logged when allowed)."""
-    differences = maths_differences(state["config"], cfg.to_dict())
+    differences = maths_differences(_field_defaults() | state["config"], cfg.to_dict())
     if differences and not cfg.run.allow_config_change:
         raise UserError(
             f"--resume: {source} was trained with a different configuration; these fields differ (checkpoint -> now):",
@@ -118,6 +130,26 @@ def check_config(state: dict, cfg: Config, source: Path) -> list[str]:
             "pass --allow-config-change to continue it with the new values, or --resume new to start a new run",
         )
     return differences
+
+
+def _field_defaults() -> dict:
+    """Flattened defaults of the config fields that have one: a checkpoint written before such a field existed was
+    trained with its default, so the field's absence is no difference."""
+    return {f"{group.name}.{field.name}": field.default for group in dataclasses.fields(Config)
+            if dataclasses.is_dataclass(group.type) for field in dataclasses.fields(group.type)
+            if field.default is not dataclasses.MISSING}  # fmt: skip
+
+
+# Settings that change how a network computes (fp16 layers, activation clamping) but not which weights it has: an
+# imported official network (fp16 in its top 4 resolutions, clamp 256) still fits a run that trains in fp32.
+_PRECISION_ONLY = ("num_fp16_res", "conv_clamp")
+
+
+def _same_weights(a: dict, b: dict) -> bool:
+    """Do two network configs describe the same set of weights?"""
+    return {k: v for k, v in a.items() if k not in _PRECISION_ONLY} == {
+        k: v for k, v in b.items() if k not in _PRECISION_ONLY
+    }
 
 
 def load_weights(paths: list[Path], t: Trainer, G_ema: Generator) -> None:
@@ -131,7 +163,7 @@ def load_weights(paths: list[Path], t: Trainer, G_ema: Generator) -> None:
     for path, is_discriminator in zip(paths, kinds, strict=True):
         net, _ = (load_discriminator if is_discriminator else load_snapshot)(path)
         targets = [t.D] if is_discriminator else [t.G, G_ema]
-        if net.config != targets[0].config:
+        if not _same_weights(net.config, targets[0].config):
             raise UserError(f"--resume {path}: its network ({net.config}) differs from this configuration's "
                             f"({targets[0].config}); pick the matching --cfg and options")  # fmt: skip
         with torch.no_grad():
