@@ -272,6 +272,12 @@ def checkpoint_diff(ctx: click.Context, first: Path, second: Path, limit: int):
 @click.option("--style-mix", nargs=2, metavar="ROWSEEDS COLSEEDS",
               help="stylemix.png: each row seed's image with the --mix-layers ws of each column seed.")  # fmt: skip
 @click.option("--mix-layers", metavar="LAYERS", help="ws taken from the column seeds, e.g. 0-3.  [default: 0-6]")
+@click.option(
+    "--translate",
+    metavar="X,Y",
+    help="StyleGAN3: move the images by X,Y image widths (x right, y down) through the input transform.",
+)
+@click.option("--rotate", type=float, metavar="DEG", help="StyleGAN3: rotate the images counter-clockwise by DEG.")
 def generate(**options):
     """Images, a grid, a looping interpolation or a style-mixing table; the same seeds give the same files."""
     from ganforge.generate import GenerateOptions
