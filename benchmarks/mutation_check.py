@@ -43,6 +43,7 @@ PL = REFERENCE + "test_g_reg_path_length_matches_finite_differences_and_pl_mean_
 LOOP_SCHEDULE = SCHEDULE + "test_loop_runs_r1_every_16_and_path_length_every_4_steps_and_ramps_the_ema_up"
 NETS = "tests/nets/test_nets_reference.py::"
 KID_PR = "tests/metrics/test_metrics_kid_pr.py::"
+SG3 = "tests/train/test_train_stylegan3.py::"
 IMAGES = "tests/data/test_data_images.py::"
 KID_SUBSETS = KID_PR + "test_kid_subsets_are_seeded_random_and_no_larger_than_either_set"
 M = Mutant
@@ -113,6 +114,17 @@ MUTANTS = (
       ("tests/test_resume.py::test_two_identical_runs_give_identical_tensors",)),
     M("ada_per_rank_signs", "train/augment.py", "dist.all_reduce_sum_(step_totals)", "step_totals.mul_(1)",
       ("tests/train/test_augment_dist.py",)),
+    # StyleGAN3 training.
+    M("sg3_d_unblurred", "train/phases.py", "images = blur_images(images, self.d_blur_sigma)", "images = images",
+      (SG3 + "test_d_sees_every_image_blurred_during_the_warm_up",)),
+    M("sg3_blur_fade_in_images", "train/blur.py", "cur_nimg / (fade_kimg * 1000)", "cur_nimg / fade_kimg",
+      (SG3 + "test_blur_sigma_fades_linearly_to_zero",)),
+    M("sg3_blur_gaussian_std", "train/blur.py", "torch.exp2(-(torch.arange(", "torch.exp(-0.5 * (torch.arange(",
+      (SG3 + "test_blur_kernel_taps_by_hand",)),
+    M("sg3_magnitude_beta_per_micro_batch", "train/ema.py", "batch / accumulation / (MAGNITUDE", "batch / (MAGNITUDE",
+      (SG3 + "test_magnitude_ema_decays_by_half_every_20_kimg_per_step_whatever_the_accumulation",)),
+    M("sg3_magnitude_in_d_main", "train/phases.py", "and main and update_emas and", "and main and",
+      (SG3 + "test_magnitude_ema_is_updated_in_g_main_only_with_the_input_mean_square",)),
     # Resume.
     M("resume_keeps_checkpoint_lr", "train/state.py", "group.update(settings)", "group.update({})",
       ("tests/train/test_train_resume_options.py::test_allow_config_change_continues_with_the_new_values",)),
