@@ -65,7 +65,7 @@ PRESETS = {  # fmt: skip
     "stylegan3-r": Preset(
         None, None, None, 0.0025, None, None, 0.05, 2, kimg=25000, generator="stylegan3-r", blur_sigma=10.0, **_SG3
     ),
-    "tiny3": Preset(16, 4, 128, 0.0025, 0.05, 1.0, 0.05, 2, kimg=40, **_TINY3),
+    "tiny3": Preset(16, 4, 512, 0.0025, 0.05, 1.0, 0.05, 2, kimg=40, **_TINY3),
 }
 
 
