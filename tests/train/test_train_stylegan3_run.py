@@ -88,3 +88,24 @@ def test_two_gloo_ranks_train_tiny3_like_one_process_with_accumulation(data, tmp
     magnitudes = [name for name in one["G"] if name.endswith("magnitude_ema")]
     assert all(abs(two["G"][k].item() - one["G"][k].item()) < 1e-6 for k in magnitudes)
     assert all(one["G"][k].item() != 1.0 for k in magnitudes)  # tracked in both
+
+
+@pytest.mark.cuda
+def test_tiny3_fp16_uses_the_per_layer_recipe_on_cuda(data, tmp_path):
+    """--precision fp16 with a StyleGAN3 preset: the layers of the top 4 octaves in float16 with clamping at 256 in G
+    and D, no autocast, and two steps train without a skipped step."""
+    from ganforge.train import configure, run
+    from ganforge.train.state import build
+
+    options = tiny_options(data, tmp_path, cfg="tiny3", precision="fp16", device="cuda", kimg=0.016, tick=0.016)
+    cfg = configure(options)
+    assert (cfg.model.num_fp16_res, cfg.model.conv_clamp) == (4, 256)
+    t, _, _ = build(cfg, torch.device("cuda"))
+    fp16_layers = [name for name in t.G.synthesis.layer_names if getattr(t.G.synthesis, name).use_fp16]
+    assert t.precision.dtype is None and fp16_layers  # the networks cast per layer; no autocast
+    assert run(cfg) == 0
+    (run_dir,) = tmp_path.iterdir()
+    records = [json.loads(line) for line in (run_dir / "stats.jsonl").read_text().splitlines()]
+    assert sum(value for key, value in records[-1].items() if key.startswith("Skipped/")) == 0
+    state = checkpoint.load_latest(run_dir / "checkpoints")
+    assert all(torch.isfinite(value).all() for value in state["G"].values())
