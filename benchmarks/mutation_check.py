@@ -85,8 +85,8 @@ MUTANTS = (
     M("lazy_ratio_formula", "config.py", "return interval / (interval + 1)", "return (interval - 1) / interval",
       (SCHEDULE + "test_lazy_regularisation_corrects_adam_lr_and_betas",)),
     # Presets and the EMA generator.
-    M("auto_gamma_without_batch", "config.py", "gamma=0.0002 * resolution**2 / batch,",
-      "gamma=0.0002 * resolution**2,", (SCHEDULE + "test_auto_preset_derives_the_ada_heuristic",)),
+    M("auto_gamma_without_batch", "config.py", "gamma=preset.gamma_coef * resolution**2 / batch,",
+      "gamma=preset.gamma_coef * resolution**2,", (SCHEDULE + "test_auto_preset_derives_the_ada_heuristic",)),
     M("auto_ema_fixed", "config.py", "ema_kimg=batch * 10 / 32,", "ema_kimg=10,",
       (SCHEDULE + "test_auto_preset_derives_the_ada_heuristic",)),
     M("auto_no_rampup", "config.py", '"auto": Preset(None, None, None, None, None, None, 0.05, 2,',

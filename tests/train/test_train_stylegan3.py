@@ -40,9 +40,10 @@ def test_presets_follow_the_released_stylegan3_setup_at_256(name):
     assert m.generator == name and m.synthesis_layers == 14 and m.mapping_layers == 2
     assert (o.g_lr, o.d_lr) == (0.0025, 0.002)
     assert lo.pl_weight == 0 and lo.style_mixing == 0
-    # the `auto` derivation at 256x256: batch min(4096 / 256, 32) = 16, gamma 0.0002 * 256^2 / 16, 16 channels base
+    # the `auto` derivation at 256x256: batch min(4096 / 256, 32) = 16, channel base 16384; gamma 0.001 * 256^2 / 16
+    # (5x ADA's: at batch 32 the released recommendation of 2 at 256x256)
     assert s.batch == 16 and m.mbstd_group == 4 and m.channel_base == 16384 and m.channel_max == 512
-    assert lo.gamma == pytest.approx(0.8192) and s.ema_kimg == 5.0 and s.ema_rampup == 0.05
+    assert lo.gamma == pytest.approx(4.096) and s.ema_kimg == 5.0 and s.ema_rampup == 0.05
     assert (m.num_fp16_res, m.conv_clamp) == (0, None)  # fp32 by default
     assert (lo.blur_sigma, lo.blur_fade_kimg) == ((10.0, 100.0) if name == "stylegan3-r" else (0.0, 0.0))
 
@@ -51,6 +52,13 @@ def test_stylegan3_schedules_follow_the_batch_actually_used_and_fp16_uses_the_pe
     r = _resolve("stylegan3-r", batch=32)
     assert r.schedule.ema_kimg == 10.0 and r.loss.blur_fade_kimg == 200.0  # batch x 10 / 32, 200 x batch / 32
     assert _resolve("auto", batch=32).schedule.ema_kimg == 5.0  # ADA's auto keeps the half-life of its own batch
+    assert _resolve("auto").loss.gamma == pytest.approx(0.8192)  # ADA's heuristic, 0.0002 * 256^2 / 16
+    assert resolve(
+        {"data": "x", "outdir": "runs", "cfg": "stylegan3-t"},
+        types.SimpleNamespace(resolution=1024, channels=3, label_dim=0, name="ffhq"),
+        8,
+        "cpu",
+    ).loss.gamma == pytest.approx(32.768)
     fp16 = _resolve("stylegan3-t", "cuda", precision="fp16")
     assert (fp16.model.num_fp16_res, fp16.model.conv_clamp) == (4, 256)
     assert _resolve("stylegan3-t", "cuda", precision="fp16", fp16_res=2).model.num_fp16_res == 2
