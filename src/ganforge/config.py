@@ -358,6 +358,8 @@ def resolve(options: dict, dataset, world_size: int, device_type: str, problems:
     batch_gpu = _pick(options, "batch_gpu", max(batch // world_size, 1))
     fp16_res = _pick(options, "fp16_res", preset.fp16_res if options.get("precision") == "fp16" else 0)
     blur_fade = preset.blur_fade_kimg if preset.blur_fade_kimg is not None else 200 * batch / 32  # StyleGAN3 App. D
+    # A network fine-tuned from a snapshot is past the warm-up: no blur (as the released setup does when resuming)
+    blur = 0.0 if ".safetensors" in str(options.get("resume") or "") else preset.blur_sigma
     derived_ema = PRESETS[name].ema_kimg is None and preset.generator != "stylegan2"  # StyleGAN3: of the actual batch
     ema_kimg = batch * 10 / 32 if derived_ema else preset.ema_kimg
     given = {k: v for k, v in options.items() if v is not None}  # None = "not given": the dataclass default applies
@@ -374,8 +376,7 @@ def resolve(options: dict, dataset, world_size: int, device_type: str, problems:
                           conv_clamp=256 if fp16_res else None, generator=preset.generator,
                           synthesis_layers=preset.synthesis_layers),
         loss=LossConfig(gamma=_pick(options, "gamma", preset.gamma), pl_weight=preset.pl_weight,
-                        style_mixing=preset.style_mixing, blur_sigma=preset.blur_sigma,
-                        blur_fade_kimg=blur_fade if preset.blur_sigma else 0.0),
+                        style_mixing=preset.style_mixing, blur_sigma=blur, blur_fade_kimg=blur_fade if blur else 0.0),
         optim=OptimConfig(g_lr=_pick(options, "glr", preset.lr),
                           d_lr=_pick(options, "dlr", preset.lr if preset.d_lr is None else preset.d_lr)),
         schedule=ScheduleConfig(batch=batch, batch_gpu=batch_gpu,

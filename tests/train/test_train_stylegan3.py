@@ -53,6 +53,9 @@ def test_stylegan3_schedules_follow_the_batch_actually_used_and_fp16_uses_the_pe
     assert r.schedule.ema_kimg == 10.0 and r.loss.blur_fade_kimg == 200.0  # batch x 10 / 32, 200 x batch / 32
     assert _resolve("auto", batch=32).schedule.ema_kimg == 5.0  # ADA's auto keeps the half-life of its own batch
     assert _resolve("auto").loss.gamma == pytest.approx(0.8192)  # ADA's heuristic, 0.0002 * 256^2 / 16
+    fine_tune = _resolve("stylegan3-r", resume="sg3-r.safetensors,d.safetensors").loss
+    assert (fine_tune.blur_sigma, fine_tune.blur_fade_kimg) == (0.0, 0.0)  # starting from weights: no warm-up
+    assert _resolve("stylegan3-r", resume="runs/00000/checkpoints/ckpt-000001000").loss.blur_sigma == 10.0
     assert resolve(
         {"data": "x", "outdir": "runs", "cfg": "stylegan3-t"},
         types.SimpleNamespace(resolution=1024, channels=3, label_dim=0, name="ffhq"),
