@@ -8,11 +8,11 @@ import contextlib
 import time
 
 import torch
-import tqdm
 
 from ganforge.generate.latents import labels
 from ganforge.nets import Generator
 from ganforge.nets.generator import SynthesisLayer
+from ganforge.progress import progress_bar
 
 
 @torch.no_grad()
@@ -55,7 +55,7 @@ class Renderer:
         """transform: StyleGAN3's input transform [3, 3] (see nets.input_transform), or None for the network's."""
         self.G, self.noise_mode, self.batch, self.transform = G, noise_mode, batch, transform
         self.images, self.seconds = 0, 0.0
-        self.bar = tqdm.tqdm(total=total, unit="img", desc="generate", disable=None, leave=False)
+        self.bar = progress_bar(total=total, unit="img", desc="generate", leave=False)
 
     @torch.no_grad()
     def __call__(self, ws: torch.Tensor, noise_seeds) -> torch.Tensor:
