@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from ganforge import __version__
-from ganforge.config import AUGMENTS, PRECISIONS, PRESETS
+from ganforge.config import AUGMENTS, PRECISIONS
 from ganforge.errors import UserError, carried_problems
 from ganforge.export.options import (
     DEFAULT_CHECK_FID,
@@ -23,7 +23,8 @@ from ganforge.export.options import (
     PRECISIONS as EXPORT_PRECISIONS,
 )
 from ganforge.generate.options import ANIMATION_FORMATS, INTERP_SPACES, NOISE_MODES
-from ganforge.train.options import GroupedCommand, train_options
+from ganforge.presets import DEFAULT_PRESET, PRESETS
+from ganforge.train.options import GroupedCommand, TrainOptions, train_options
 
 
 def _one_line_warnings():
@@ -90,11 +91,11 @@ def doctor(ctx: click.Context, as_json: bool, data: Path | None, outdir: Path, q
 
 @main.command(cls=GroupedCommand)
 @train_options
-def train(dry_run: bool, **options):
+def train(**options):
     """Train a StyleGAN2 generator; rerunning the same command resumes. Multi-GPU: torchrun -m ganforge train."""
-    from ganforge.train import main as train_main
+    from ganforge.train.command import main as train_main
 
-    sys.exit(train_main(options, dry_run))
+    sys.exit(train_main(TrainOptions(**options)))
 
 
 @main.group()
@@ -122,9 +123,7 @@ def dataset():
 )
 @click.option("--channels", type=click.Choice(["1", "3"]), default="3", help="1: greyscale, 3: RGB.")
 @click.option("--max-images", type=click.IntRange(min=1), help="Use only the first N files (sorted by path).")
-@click.option(
-    "--format", "fmt", type=click.Choice(["zip", "fast"]), help="Default: zip if DEST ends in .zip, else fast."
-)
+@click.option("--format", type=click.Choice(["zip", "fast"]), help="Default: zip if DEST ends in .zip, else fast.")
 @click.option(
     "--on-error",
     type=click.Choice(["fail", "skip"]),
@@ -133,19 +132,14 @@ def dataset():
     "DEST.report.json.",
 )
 @click.option("--workers", type=click.IntRange(min=0), help="Decoding processes (0: none).  [default: all CPUs]")
-def dataset_build(
-    src, dest, resolution, transform, resize_filter, labels, channels, max_images, fmt, on_error, workers
-):
+def dataset_build(src, dest, channels, **options):
     """Validate and convert a folder or zip of images (SRC) into a training archive (DEST).
 
     EXIF orientation is applied; transparency is composited on white; palette, CMYK and 16-bit images are converted.
     """
     from ganforge.data.build import BuildOptions, build
 
-    options = BuildOptions(
-        resolution, transform, resize_filter, labels, int(channels), max_images, fmt, on_error, workers
-    )
-    summary = build(src, dest, options)
+    summary = build(src, dest, BuildOptions(channels=int(channels), **options))
     click.echo(f"wrote {summary['written']} images to {summary['dest']} ({summary['format']})")
     click.echo(f"content hash: {summary['content_hash']}")
     if summary["skipped"]:
@@ -357,7 +351,9 @@ def export(format_, **options):
 
 
 @main.command()
-@click.option("--cfg", type=click.Choice(list(PRESETS)), default="auto", help="Preset to time, as `train --cfg`.")
+@click.option(
+    "--cfg", type=click.Choice(list(PRESETS)), default=DEFAULT_PRESET, help="Preset to time, as `train --cfg`."
+)
 @click.option("--resolution", type=click.IntRange(min=4), help="Image side.  [default: the preset's, else 256]")
 @click.option("--channels", type=click.IntRange(min=1), default=3, help="Image channels.")
 @click.option("--cbase", type=click.IntRange(min=1), help="Channel base.  [default: from --cfg]")

@@ -5,23 +5,24 @@ starting from a snapshot whose precision settings differ."""
 import copy
 import dataclasses
 import math
-import types
 
 import pytest
 import torch
 from train_helpers import make_dataset, tiny_options
 
-from ganforge.config import maths_fields, resolve
+from ganforge.config import maths_fields
 from ganforge.errors import UserError
 from ganforge.nets import StyleGAN3Generator
 from ganforge.snapshot import save_snapshot
-from ganforge.train import configure
+from ganforge.train import TrainOptions, resolve
 from ganforge.train.blur import blur_images, blur_kernel, blur_sigma
+from ganforge.train.build import build
+from ganforge.train.checkpointing import check_config, load_weights
 from ganforge.train.ema import magnitude_ema_beta
 from ganforge.train.phases import micro_batches, run_phase
-from ganforge.train.state import build, check_config, load_weights
+from ganforge.train.resolver import DatasetFacts, Facts
 
-DATASET_256 = types.SimpleNamespace(resolution=256, channels=3, label_dim=0, name="faces")
+DATASET_256 = DatasetFacts(resolution=256, channels=3, label_dim=0, name="faces")
 
 
 @pytest.fixture(scope="module")
@@ -29,8 +30,9 @@ def data(tmp_path_factory):
     return make_dataset(tmp_path_factory.mktemp("train_sg3") / "squares", count=8)
 
 
-def _resolve(cfg: str, device_type: str = "cpu", **options):
-    return resolve({"data": "faces", "outdir": "runs", "cfg": cfg, **options}, DATASET_256, 1, device_type)
+def _resolve(preset: str, device_type: str = "cpu", dataset=DATASET_256, world_size: int = 1, **options):
+    options = TrainOptions(data="faces", outdir="runs", preset=preset, **options)
+    return resolve(options, Facts(dataset, world_size, device_type))
 
 
 @pytest.mark.parametrize("name", ["stylegan3-t", "stylegan3-r"])
@@ -56,12 +58,8 @@ def test_stylegan3_schedules_follow_the_batch_actually_used_and_fp16_uses_the_pe
     fine_tune = _resolve("stylegan3-r", resume="sg3-r.safetensors,d.safetensors").loss
     assert (fine_tune.blur_sigma, fine_tune.blur_fade_kimg) == (0.0, 0.0)  # starting from weights: no warm-up
     assert _resolve("stylegan3-r", resume="runs/00000/checkpoints/ckpt-000001000").loss.blur_sigma == 10.0
-    assert resolve(
-        {"data": "x", "outdir": "runs", "cfg": "stylegan3-t"},
-        types.SimpleNamespace(resolution=1024, channels=3, label_dim=0, name="ffhq"),
-        8,
-        "cpu",
-    ).loss.gamma == pytest.approx(32.768)
+    ffhq = DatasetFacts(resolution=1024, channels=3, label_dim=0, name="ffhq")
+    assert _resolve("stylegan3-t", dataset=ffhq, world_size=8).loss.gamma == pytest.approx(32.768)
     fp16 = _resolve("stylegan3-t", "cuda", precision="fp16")
     assert (fp16.model.num_fp16_res, fp16.model.conv_clamp) == (4, 256)
     assert _resolve("stylegan3-t", "cuda", precision="fp16", fp16_res=2).model.num_fp16_res == 2
@@ -124,7 +122,7 @@ def test_magnitude_ema_decays_by_half_every_20_kimg_per_step_whatever_the_accumu
 
 
 def _tiny3(data, tmp_path, **loss):
-    cfg = configure(tiny_options(data, tmp_path, cfg="tiny3", batch=4, kimg=0.004, tick=0.004))
+    cfg = resolve(tiny_options(data, tmp_path, preset="tiny3", batch=4, kimg=0.004, tick=0.004))
     cfg = dataclasses.replace(cfg, loss=dataclasses.replace(cfg.loss, **loss))
     t, phases, G_ema = build(cfg, torch.device("cpu"))
     images = torch.rand([4, 1, 8, 8], generator=torch.Generator().manual_seed(3)) * 2 - 1
@@ -204,7 +202,7 @@ def test_a_snapshot_with_other_precision_settings_starts_a_run(data, tmp_path):
 
 def test_checkpoints_from_before_a_config_field_existed_resume(data, tmp_path):
     """A field added later with a default (here every StyleGAN3 field) is no difference for an old StyleGAN2 run."""
-    cfg = configure(tiny_options(data, tmp_path))
+    cfg = resolve(tiny_options(data, tmp_path))
     old = {k: v for k, v in maths_fields(cfg.to_dict()).items() if k not in ("model.generator", "loss.blur_sigma")}
     assert check_config({"config": old}, cfg, tmp_path) == []
     changed = old | {"loss.gamma": 3.0}

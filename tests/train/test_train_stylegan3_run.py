@@ -1,6 +1,7 @@
 """`--cfg tiny3` end to end on the CPU: the CLI trains the alias-free generator with ADA, writes StyleGAN3 snapshots and
 checkpoints that carry every magnitude_ema, resumes bitwise, and two gloo ranks train like one process."""
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -59,8 +60,8 @@ def test_tiny3_trains_through_the_cli_and_a_stopped_run_continues_bitwise(data, 
 
 RANK_SCRIPT = """
 import json, sys
-from ganforge.train import configure, run
-sys.exit(run(configure(json.loads(sys.argv[1]))))
+from ganforge.train import TrainOptions, resolve, run
+sys.exit(run(resolve(TrainOptions(**json.loads(sys.argv[1])))))
 """
 
 
@@ -69,11 +70,12 @@ def test_two_gloo_ranks_train_tiny3_like_one_process_with_accumulation(data, tmp
     """One step of 8 images: 2 ranks x 4 against 1 process x 2 micro-batches of 4. magnitude_ema is updated per
     micro-batch round and averaged over ranks, so the second micro-batch of the one process sees a slightly different
     normalisation than rank 1 does: gradients agree to 1e-3, weights within a tenth of Adam's step (lr)."""
-    from ganforge.train import configure, run
+    from ganforge.train import resolve, run
 
-    common = dict(cfg="tiny3", batch=8, kimg=0.008, tick=0.008, snap=1, aug="ada")
-    assert run(configure(tiny_options(data, tmp_path / "one", batch_gpu=4, **common))) == 0
-    run_ranks(RANK_SCRIPT, json.dumps(tiny_options(data, tmp_path / "two", **common)), timeout=240)
+    common = dict(preset="tiny3", batch=8, kimg=0.008, tick=0.008, snap=1, aug="ada")
+    assert run(resolve(tiny_options(data, tmp_path / "one", batch_gpu=4, **common))) == 0
+    options = dataclasses.asdict(tiny_options(data, tmp_path / "two", **common))
+    run_ranks(RANK_SCRIPT, json.dumps(options), timeout=240)
     one = checkpoint.load(_final_checkpoint(tmp_path / "one"))
     two = checkpoint.load(_final_checkpoint(tmp_path / "two"))
     assert one["loop"]["cur_nimg"] == two["loop"]["cur_nimg"] == 8
@@ -94,11 +96,11 @@ def test_two_gloo_ranks_train_tiny3_like_one_process_with_accumulation(data, tmp
 def test_tiny3_fp16_uses_the_per_layer_recipe_on_cuda(data, tmp_path):
     """--precision fp16 with a StyleGAN3 preset: the layers of the top 4 octaves in float16 with clamping at 256 in G
     and D, no autocast, and two steps train without a skipped step."""
-    from ganforge.train import configure, run
-    from ganforge.train.state import build
+    from ganforge.train import resolve, run
+    from ganforge.train.build import build
 
-    options = tiny_options(data, tmp_path, cfg="tiny3", precision="fp16", device="cuda", kimg=0.016, tick=0.016)
-    cfg = configure(options)
+    options = tiny_options(data, tmp_path, preset="tiny3", precision="fp16", device="cuda", kimg=0.016, tick=0.016)
+    cfg = resolve(options)
     assert (cfg.model.num_fp16_res, cfg.model.conv_clamp) == (4, 256)
     t, _, _ = build(cfg, torch.device("cuda"))
     fp16_layers = [name for name in t.G.synthesis.layer_names if getattr(t.G.synthesis, name).use_fp16]

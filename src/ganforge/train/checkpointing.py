@@ -1,12 +1,11 @@
-"""Building the training objects from a Config, and moving all of their state into and out of a checkpoint.
+"""Moving all training state into and out of a checkpoint, checking that a checkpoint fits this configuration, and
+starting from a snapshot's weights.
 
-A checkpoint holds everything that influences later steps (DESIGN "Checkpoints"): G, D, G_ema, both optimisers and
-scalers, the augmentation probability and ADA's accumulators, the path-length mean, counters, RNG states. The loop's
-per-step seeding makes the RNG states redundant for exactness, but they are restored too.
+A checkpoint holds everything that influences later steps: G, D, G_ema, both optimisers and scalers, the
+augmentation probability and ADA's accumulators, the path-length mean, counters, RNG states (docs/architecture.md
+lists its files). The loop's per-step seeding makes the RNG states redundant for exactness, but they are restored too.
 """
 
-import copy
-import dataclasses
 from pathlib import Path
 
 import torch
@@ -14,52 +13,9 @@ import torch
 from ganforge import checkpoint
 from ganforge.config import Config, config_hash, maths_differences, maths_fields
 from ganforge.errors import UserError
-from ganforge.nets import Discriminator, Generator, StyleGAN3Generator
-from ganforge.train.ema import magnitude_ema_beta
-from ganforge.train.phases import Phase, Trainer, build_phases
-from ganforge.train.precision import Precision
-
-
-def build_networks(cfg: Config, device: torch.device) -> tuple[Generator | StyleGAN3Generator, Discriminator]:
-    """G (StyleGAN2 or the alias-free StyleGAN3) and D initialised from the seed alone, so every rank starts from the
-    same weights."""
-    m, d = cfg.model, cfg.data
-    common = dict(resolution=d.resolution, img_channels=d.channels, c_dim=d.label_dim, channel_base=m.channel_base,
-                  channel_max=m.channel_max, num_fp16_res=m.num_fp16_res, conv_clamp=m.conv_clamp)  # fmt: skip
-    checkpoint.seed_all(cfg.schedule.seed)
-    mapping = dict(z_dim=m.z_dim, w_dim=m.w_dim, mapping_layers=m.mapping_layers)
-    if m.generator == "stylegan2":
-        G = Generator(**mapping, **common)
-    else:
-        G = StyleGAN3Generator(**mapping, **common, config=m.generator.removeprefix("stylegan3-"),
-                               num_layers=m.synthesis_layers)  # fmt: skip
-    D = Discriminator(mbstd_group_size=m.mbstd_group, **common)
-    memory_format = torch.channels_last if cfg.precision.channels_last else torch.contiguous_format
-    return G.to(device, memory_format=memory_format).train(), D.to(device, memory_format=memory_format).train()
-
-
-def build(cfg: Config, device: torch.device) -> tuple[Trainer, list[Phase], Generator]:
-    """The Trainer (networks, augmentation, precision), the phase list, and the EMA generator."""
-    G, D = build_networks(cfg, device)
-    G_ema = copy.deepcopy(G).eval().requires_grad_(False)
-    augment = ada = None
-    if cfg.augment.mode == "ada":
-        from ganforge.train.augment import AdaptiveAugment, AugmentPipe
-
-        augment = AugmentPipe("bgc").to(device)
-        ada = AdaptiveAugment(target=cfg.augment.target, speed_kimg=cfg.augment.ada_kimg)
-    precision = Precision(cfg.precision.precision, device, cfg.model.num_fp16_res)
-    # Only the main phases' forwards are compiled: the regularisers' double backward stays eager (issue 4, Sec. 3).
-    synthesis_main, D_main = G.synthesis, D
-    if cfg.precision.compile:
-        synthesis_main, D_main = torch.compile(G.synthesis), torch.compile(D)
-    magnitude_beta = (
-        magnitude_ema_beta(cfg.schedule.batch, cfg.accumulation) if cfg.model.generator != "stylegan2" else None
-    )
-    t = Trainer(cfg=cfg, G=G, D=D, precision=precision, augment=augment, ada=ada,
-                pl_mean=torch.zeros([], device=device), synthesis_main=synthesis_main, D_main=D_main,
-                magnitude_beta=magnitude_beta)  # fmt: skip
-    return t, build_phases(cfg, G, D, precision), G_ema
+from ganforge.nets import Generator
+from ganforge.snapshot import DISCRIMINATOR_FORMAT, file_format, load_discriminator, load_snapshot
+from ganforge.train.phases import Phase, Trainer
 
 
 def _first(phases: list[Phase], network: str) -> Phase:
@@ -122,7 +78,7 @@ def _load_optimizer(opt: torch.optim.Optimizer, saved: dict) -> None:
 def check_config(state: dict, cfg: Config, source: Path) -> list[str]:
     """Refuse a checkpoint whose training maths differ from `cfg`, unless --allow-config-change; returns the
     differences (to be logged when allowed)."""
-    differences = maths_differences(_field_defaults() | state["config"], cfg.to_dict())
+    differences = maths_differences(state["config"], cfg.to_dict())
     if differences and not cfg.run.allow_config_change:
         raise UserError(
             f"--resume: {source} was trained with a different configuration; these fields differ (checkpoint -> now):",
@@ -130,14 +86,6 @@ def check_config(state: dict, cfg: Config, source: Path) -> list[str]:
             "pass --allow-config-change to continue it with the new values, or --resume new to start a new run",
         )
     return differences
-
-
-def _field_defaults() -> dict:
-    """Flattened defaults of the config fields that have one: a checkpoint written before such a field existed was
-    trained with its default, so the field's absence is no difference."""
-    return {f"{group.name}.{field.name}": field.default for group in dataclasses.fields(Config)
-            if dataclasses.is_dataclass(group.type) for field in dataclasses.fields(group.type)
-            if field.default is not dataclasses.MISSING}  # fmt: skip
 
 
 # Settings that change how a network computes (fp16 layers, activation clamping) but not which weights it has: an
@@ -155,8 +103,6 @@ def _same_weights(a: dict, b: dict) -> bool:
 def load_weights(paths: list[Path], t: Trainer, G_ema: Generator) -> None:
     """Initialise G and G_ema from a snapshot and/or D from a discriminator file (weights only: optimisers and
     progress start fresh), each checked to have this configuration's architecture."""
-    from ganforge.snapshot import DISCRIMINATOR_FORMAT, file_format, load_discriminator, load_snapshot
-
     kinds = [file_format(path) == DISCRIMINATOR_FORMAT for path in paths]
     if len(kinds) == 2 and kinds[0] == kinds[1]:
         raise UserError(f"--resume {','.join(map(str, paths))}: give one snapshot and one discriminator file")
