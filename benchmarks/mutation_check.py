@@ -44,6 +44,7 @@ PL = REFERENCE + "test_g_reg_path_length_matches_finite_differences_and_pl_mean_
 LOOP_SCHEDULE = SCHEDULE + "test_loop_runs_r1_every_16_and_path_length_every_4_steps_and_ramps_the_ema_up"
 NETS = "tests/nets/test_nets_reference.py::"
 KID_PR = "tests/metrics/test_metrics_kid_pr.py::"
+SG3 = "tests/train/test_train_stylegan3.py::"
 IMAGES = "tests/data/test_data_images.py::"
 KID_SUBSETS = KID_PR + "test_kid_subsets_are_seeded_random_and_no_larger_than_either_set"
 CONTROLS = "tests/train/test_train_controls.py::"
@@ -116,11 +117,11 @@ MUTANTS = (
     M("fixed_p_dropped", "train/build.py", "return AugmentPipe(a.pipe, p=a.p).to(device), None",
       "return AugmentPipe(a.pipe).to(device), None", (CONTROLS + "test_each_augment_mode_builds_what_d_sees_through",)),
     # Presets and the EMA generator.
-    M("auto_gamma_without_batch", "train/resolver.py", "gamma=0.0002 * resolution**2 / batch,",
-      "gamma=0.0002 * resolution**2,", (SCHEDULE + "test_auto_preset_derives_the_ada_heuristic",)),
+    M("auto_gamma_without_batch", "train/resolver.py", "return per_pixel * resolution**2 / batch",
+      "return per_pixel * resolution**2", (SCHEDULE + "test_auto_preset_derives_the_ada_heuristic",)),
     M("auto_ema_fixed", "train/resolver.py", "ema_kimg=batch * 10 / 32,", "ema_kimg=10,",
       (SCHEDULE + "test_auto_preset_derives_the_ada_heuristic",)),
-    M("auto_no_rampup", "config.py", '"auto": Preset(ema_rampup=0.05,', '"auto": Preset(ema_rampup=None,',
+    M("auto_no_rampup", "presets.py", '"auto": Preset(ema_rampup=0.05,', '"auto": Preset(ema_rampup=None,',
       (SCHEDULE + "test_auto_preset_derives_the_ada_heuristic",)),
     M("ema_rampup_max", "train/ema.py", "ema_nimg = min(ema_nimg, cur_nimg * rampup)",
       "ema_nimg = max(ema_nimg, cur_nimg * rampup)",
@@ -145,6 +146,22 @@ MUTANTS = (
       ("tests/test_resume.py::test_two_identical_runs_give_identical_tensors",)),
     M("ada_per_rank_signs", "train/augment.py", "dist.all_reduce_sum_(step_totals)", "step_totals.mul_(1)",
       ("tests/train/test_augment_dist.py",)),
+    # StyleGAN3 training.
+    M("sg3_d_unblurred", "train/phases.py", "images = blur_images(images, self.d_blur_sigma)", "images = images",
+      (SG3 + "test_d_sees_every_image_blurred_during_the_warm_up",)),
+    M("sg3_blur_fade_in_images", "train/blur.py", "cur_nimg / (fade_kimg * 1000)", "cur_nimg / fade_kimg",
+      (SG3 + "test_blur_sigma_fades_linearly_to_zero",)),
+    M("sg3_blur_gaussian_std", "train/blur.py", "torch.exp2(-(torch.arange(", "torch.exp(-0.5 * (torch.arange(",
+      (SG3 + "test_blur_kernel_taps_by_hand",)),
+    M("sg3_magnitude_beta_per_micro_batch", "train/ema.py", "batch / accumulation / (MAGNITUDE", "batch / (MAGNITUDE",
+      (SG3 + "test_magnitude_ema_decays_by_half_every_20_kimg_per_step_whatever_the_accumulation",)),
+    M("sg3_gamma_as_ada", "train/resolver.py", "per_pixel = 0.001 if stylegan3 else 0.0002", "per_pixel = 0.0002",
+      (SG3 + "test_presets_follow_the_released_stylegan3_setup_at_256",)),
+    M("sg3_fp16_res_from_the_field_only", "train/resolver.py", "return _pick(preset.fp16_res, default) if",
+      "return default if",
+      (SG3 + "test_stylegan3_schedules_follow_the_batch_actually_used_and_fp16_uses_the_per_layer_recipe",)),
+    M("sg3_magnitude_in_d_main", "train/phases.py", "and main and update_emas and", "and main and",
+      (SG3 + "test_magnitude_ema_is_updated_in_g_main_only_with_the_input_mean_square",)),
     # Resume.
     M("resume_keeps_checkpoint_lr", "train/checkpointing.py", "group.update(settings)", "group.update({})",
       ("tests/train/test_train_resume_options.py::test_allow_config_change_continues_with_the_new_values",

@@ -1,9 +1,10 @@
-"""Training configuration: a tree of frozen dataclasses, the preset table, and what a checkpoint compares.
+"""Training configuration: a tree of frozen dataclasses, and what a checkpoint compares.
 
 A `Config` is what `ganforge.train.resolver.resolve` makes of the command-line options; it is written as
 `config.json` into the run directory, and `Config.to_json()` / `Config.from_json()` round-trip it. Every default of a
-configuration field is stated once, here: on the field of its section, or in the preset table when it depends on
-`--cfg`. This module imports neither torch nor click so that it stays cheap to import (`ganforge --help` reads it).
+configuration field is stated once: here, on the field of its section, or in the preset table (`ganforge.presets`)
+when it depends on `--cfg`. This module imports neither torch nor click so that it stays cheap to import
+(`ganforge --help` reads it).
 """
 
 import dataclasses
@@ -16,51 +17,6 @@ AUGMENTS = ("ada", "diffaug", "fixed", "noaug")
 AUGMENT_PIPES = ("bgc", "bgcfnc")  # ADA's transform groups (ganforge.train.augment.PRESETS)
 DIFFAUG_OPS = ("color", "translation", "cutout")
 LR_SCHEDULES = ("constant", "cosine", "step")
-DEFAULT_PRESET = "auto"
-
-
-@dataclass(frozen=True, kw_only=True)
-class Preset:
-    """One row of the preset table. None in the first group means "derive it from the resolution" (the `auto` row,
-    see `ganforge.train.resolver.derive`); None for `pl_weight` and `style_mixing` keeps LossConfig's default."""
-
-    batch: int | None = None
-    mbstd: int | None = None  # minibatch-stddev group size
-    channel_base: int | None = None
-    lr: float | None = None
-    gamma: float | None = None
-    ema_kimg: float | None = None
-    ema_rampup: float | None = None
-    mapping_layers: int
-    kimg: float
-    resolution: int | None = None  # the only resolution the preset is made for; None: any
-    channel_max: int = 512
-    z_dim: int = 512
-    pl_weight: float | None = None
-    style_mixing: float | None = None
-    tick_kimg: float = 4.0
-    snap: int = 50
-
-
-# The official configurations (Karras et al. 2020, "Training GANs with limited data", App. D and its released
-# `cfg_specs`): batch, minibatch-stddev group, channel base (fmaps x 32768), learning rate, R1 gamma, EMA half-life in
-# kimg, EMA ramp-up, mapping depth. `auto` derives most of them from the resolution; `tiny` is a small, fast CPU
-# setting.
-PRESETS = {
-    "auto": Preset(ema_rampup=0.05, mapping_layers=2, kimg=25000),
-    "stylegan2": Preset(batch=32, mbstd=4, channel_base=32768, lr=0.002, gamma=10.0, ema_kimg=10.0, mapping_layers=8,
-                        kimg=25000),
-    "paper256": Preset(batch=64, mbstd=8, channel_base=16384, lr=0.0025, gamma=1.0, ema_kimg=20.0, mapping_layers=8,
-                       kimg=25000, resolution=256),
-    "paper512": Preset(batch=64, mbstd=8, channel_base=32768, lr=0.0025, gamma=0.5, ema_kimg=20.0, mapping_layers=8,
-                       kimg=25000, resolution=512),
-    "paper1024": Preset(batch=32, mbstd=4, channel_base=32768, lr=0.002, gamma=2.0, ema_kimg=10.0, mapping_layers=8,
-                        kimg=25000, resolution=1024),
-    "cifar": Preset(batch=64, mbstd=32, channel_base=32768, lr=0.0025, gamma=0.01, ema_kimg=500.0, ema_rampup=0.05,
-                    mapping_layers=2, kimg=100000, resolution=32, pl_weight=0.0, style_mixing=0.0),
-    "tiny": Preset(batch=16, mbstd=4, channel_base=512, lr=0.0025, gamma=0.05, ema_kimg=1.0, ema_rampup=0.05,
-                   mapping_layers=2, kimg=40, channel_max=64, z_dim=64, tick_kimg=0.8, snap=5),
-}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -89,6 +45,8 @@ class ModelConfig:
     mbstd_group: int
     num_fp16_res: int = 0
     conv_clamp: int | None = None
+    generator: str = "stylegan2"  # "stylegan2", "stylegan3-t" or "stylegan3-r"
+    synthesis_layers: int | None = None  # StyleGAN3's layers between the Fourier input and toRGB (14 in the paper)
 
 
 @dataclass(frozen=True)
@@ -102,6 +60,8 @@ class LossConfig:
     pl_decay: float = 0.01
     pl_batch_shrink: int = 2
     style_mixing: float = 0.9
+    blur_sigma: float = 0.0  # discriminator blur at the start, fading linearly to 0 (StyleGAN3 App. D)
+    blur_fade_kimg: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -300,13 +260,13 @@ def describe_derived(cfg: Config) -> list[str]:
         f"lazy regularisation: G lr x {lazy_ratio(lo.pl_interval):.4f}, D lr x {lazy_ratio(lo.r1_interval):.4f} "
         f"(betas raised to the same power)",
         f"EMA half-life {s.ema_kimg:g} kimg, ramp-up {s.ema_rampup}",
-        f"networks: channel base {cfg.model.channel_base}, max {cfg.model.channel_max}, mapping "
+        f"networks: {cfg.model.generator}, channel base {cfg.model.channel_base}, max {cfg.model.channel_max}, mapping "
         f"{cfg.model.mapping_layers} layers, minibatch-stddev group {cfg.model.mbstd_group}",
         f"{s.kimg:g} kimg in ticks of {s.tick_kimg:g} kimg; snapshot + checkpoint every {s.snap} ticks",
         *_describe_controls(cfg),
         _describe_augment(cfg.augment),
         *_preset_notes(cfg),
-    ]
+    ] + ([f"D blur sigma {lo.blur_sigma:g} fading to 0 over {lo.blur_fade_kimg:g} kimg"] if lo.blur_sigma else [])
 
 
 def _describe_controls(cfg: Config) -> list[str]:

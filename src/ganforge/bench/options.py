@@ -8,8 +8,9 @@ top.
 import dataclasses
 from dataclasses import dataclass
 
-from ganforge.config import AUGMENTS, PRECISIONS, PRESETS, Config
+from ganforge.config import AUGMENTS, PRECISIONS, Config
 from ganforge.errors import UserError
+from ganforge.presets import DEFAULT_PRESET, PRESETS
 from ganforge.train.options import TrainOptions
 from ganforge.train.resolver import DatasetFacts, Facts, resolve
 
@@ -25,7 +26,7 @@ class BenchOptions:
     count as out of memory; on CPU without a cap, the available system memory is the cap.
     """
 
-    cfg: str = "auto"
+    cfg: str = DEFAULT_PRESET
     resolution: int | None = None
     channels: int = 3
     cbase: int | None = None

@@ -1,5 +1,5 @@
 """The options of `ganforge train`: the typed `TrainOptions` the command builds, and its click options grouped by
-purpose. Imports only click and ganforge.config, so `ganforge --help` stays fast.
+purpose. Imports only click, ganforge.config and ganforge.presets, so `ganforge --help` stays fast.
 
 An option left out is None (False for a switch): `ganforge.train.resolver.resolve` then takes the value from the
 preset, from the default of its `Config` field, or derives it. No default is written here; the help texts name the
@@ -13,11 +13,9 @@ import click
 from ganforge.config import (
     AUGMENT_PIPES,
     AUGMENTS,
-    DEFAULT_PRESET,
     DIFFAUG_OPS,
     LR_SCHEDULES,
     PRECISIONS,
-    PRESETS,
     AugmentConfig,
     DataConfig,
     ModelConfig,
@@ -27,6 +25,7 @@ from ganforge.config import (
     ScheduleConfig,
     field_default,
 )
+from ganforge.presets import DEFAULT_PRESET, PRESETS
 
 
 @dataclass(frozen=True)
@@ -106,7 +105,8 @@ TRAIN_OPTIONS = [
     _option("Data", "--workers", type=click.IntRange(min=0),
             help="DataLoader processes per GPU." + shown_default(DataConfig, "workers")),
     _option("Configuration", "--cfg", "preset", type=click.Choice(list(PRESETS)),
-            help="Preset: auto derives batch, gamma and EMA from the resolution; tiny is a small CPU setting."
+            help="Preset: auto derives batch, gamma and EMA from the resolution; stylegan3-t/-r train the alias-free "
+                 "generator the same way; tiny and tiny3 are small CPU settings."
                  f"  [default: {DEFAULT_PRESET}]"),
     _option("Configuration", "--kimg", type=click.FloatRange(min=0, min_open=True), help="Train this long." + _PRESET),
     _option("Configuration", "--batch", type=click.IntRange(min=1), help="Global batch size." + _PRESET),
@@ -160,8 +160,9 @@ TRAIN_OPTIONS = [
             help="fp16 needs CUDA; bf16 is the simple fast choice on recent GPUs."
                  + shown_default(PrecisionConfig, "precision")),
     _option("Precision and speed", "--fp16-res", type=click.IntRange(min=0),
-            help="Official recipe: run the N highest resolutions in fp16 with clamping (needs --precision fp16)."
-                 + shown_default(ModelConfig, "num_fp16_res")),
+            help="Official recipe: run the N highest resolutions in fp16 with clamping (needs --precision fp16). "
+                 f"Under --precision fp16 the stylegan3 presets run {PRESETS['stylegan3-t'].fp16_res}, the others "
+                 f"{field_default(ModelConfig, 'num_fp16_res')} (autocast)." + _PRESET),
     _option("Precision and speed", "--compile", is_flag=True, help="torch.compile the main-phase forwards."),
     _option("Precision and speed", "--channels-last", is_flag=True, help="channels_last memory format."),
     _option("Precision and speed", "--deterministic", is_flag=True,

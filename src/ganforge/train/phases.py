@@ -19,10 +19,12 @@ from ganforge import dist
 from ganforge.config import Config, lazy_ratio
 from ganforge.errors import UserError
 from ganforge.train import loss as L
+from ganforge.train.blur import blur_images, blur_sigma
 from ganforge.train.lr_schedule import lr_factor
 from ganforge.train.precision import Precision, all_finite
 
 MAX_NONFINITE_IN_A_ROW = 20
+RUNNING_AVERAGES = ("w_avg", "magnitude_ema")  # buffer names the generator's forward pass updates in training
 _PL_PROBE_STREAM = -1  # seeds path-length probes apart from the per-step streams, which use phase indices >= 0
 
 
@@ -64,19 +66,27 @@ class Trainer:
     D_main: Callable
     nonfinite_in_a_row: int = 0
     pl_lengths: list = field(default_factory=list)
+    magnitude_beta: float | None = None  # StyleGAN3: decay of the layers' magnitude_ema per micro-batch round
+    d_blur_sigma: float = 0.0  # blur of every image D sees in the current step (StyleGAN3-R warm-up)
 
-    def generate(self, mb: MicroBatch, n: int | None = None, main: bool = True, update_w_avg: bool = True):
-        """Fakes for the first n samples with per-sample style mixing (StyleGAN Sec. 3.1). -> (images, ws)."""
+    def generate(self, mb: MicroBatch, n: int | None = None, main: bool = True, update_emas: bool = True):
+        """Fakes for the first n samples with per-sample style mixing (StyleGAN Sec. 3.1). -> (images, ws).
+
+        update_emas: track w_avg, and in a main phase StyleGAN3's magnitude_ema (so once per micro-batch round)."""
         n = len(mb.z) if n is None else n
-        ws = self.G.mapping(mb.z[:n], mb.c[:n], update_w_avg=update_w_avg)
+        ws = self.G.mapping(mb.z[:n], mb.c[:n], update_w_avg=update_emas)
         if self.cfg.loss.style_mixing > 0:
             ws2 = self.G.mapping(mb.z2[:n], mb.c[:n])
             ws = L.mix_styles(ws, ws2, mb.cutoffs[:n])
         synthesis = self.synthesis_main if main else self.G.synthesis
+        if self.magnitude_beta is not None and main and update_emas and self.G.training:
+            return synthesis(ws, magnitude_ema_beta=self.magnitude_beta), ws
         return synthesis(ws), ws
 
     def discriminate(self, images: torch.Tensor, c: torch.Tensor, main: bool = True) -> torch.Tensor:
-        """D on augmented images: ADA and DiffAugment augment every image D sees, reals and fakes, the same way."""
+        """D on blurred (StyleGAN3-R warm-up) then augmented images: ADA and DiffAugment augment every image D sees,
+        reals and fakes, the same way, and R1 differentiates through both."""
+        images = blur_images(images, self.d_blur_sigma)
         if self.augment is not None:
             images = self.augment(images)
         return (self.D_main if main else self.D)(images, c)
@@ -100,7 +110,7 @@ def g_reg(t: Trainer, mb: MicroBatch):
 
 def d_main(t: Trainer, mb: MicroBatch):
     with torch.no_grad():
-        img, _ = t.generate(mb, update_w_avg=False)
+        img, _ = t.generate(mb, update_emas=False)
     fake_logits = t.discriminate(img, mb.c)
     real_logits = t.discriminate(mb.real, mb.c)
     if t.ada is not None:
@@ -227,6 +237,7 @@ def run_phase(t: Trainer, phase: Phase, phase_index: int, cur_nimg: int, mbs: li
     gain = phase.interval / total  # mean over the global batch; lazy regularisers weigh `interval` times more
     stats, loss_sum = {}, torch.zeros([], device=mbs[0].real.device)
     t.pl_lengths = []
+    t.d_blur_sigma = blur_sigma(cur_nimg, t.cfg.loss.blur_sigma, t.cfg.loss.blur_fade_kimg)
     for mb in mbs:
         torch.manual_seed(derive_seed(t.cfg.schedule.seed, cur_nimg, phase_index, mb.slot))
         with t.precision.autocast():
@@ -276,10 +287,12 @@ def _finish_step(t: Trainer, phase: Phase, stats: dict, loss_sum: torch.Tensor) 
 
 @torch.no_grad()
 def _average_buffers(module: torch.nn.Module) -> None:
-    """Running averages updated per micro-batch (the mapping network's w_avg) are averaged over ranks, so replicas
-    stay identical."""
-    world = dist.world_size()
-    if world > 1:
-        for buf in module.buffers():
-            if buf.is_floating_point():
-                buf.copy_(dist.all_reduce_sum_(buf.clone()) / world)
+    """Running averages that the forward pass updates per micro-batch (the mapping network's w_avg, StyleGAN3's
+    magnitude_ema) are averaged over ranks in one all-reduce, so replicas stay identical; constant buffers (filters,
+    fixed noise) are left alone, bit for bit."""
+    if dist.world_size() == 1:
+        return
+    buffers = [b for name, b in module.named_buffers() if name.rsplit(".", 1)[-1] in RUNNING_AVERAGES]
+    flat = dist.all_reduce_sum_(torch.cat([b.flatten() for b in buffers])) / dist.world_size()
+    for buf, value in zip(buffers, flat.split([b.numel() for b in buffers]), strict=True):
+        buf.copy_(value.view_as(buf))

@@ -13,10 +13,8 @@ from ganforge import dist
 from ganforge.checkpoint import Retention
 from ganforge.config import (
     AUGMENT_PIPES,
-    DEFAULT_PRESET,
     DIFFAUG_OPS,
     LR_SCHEDULES,
-    PRESETS,
     AugmentConfig,
     Config,
     DataConfig,
@@ -24,7 +22,6 @@ from ganforge.config import (
     ModelConfig,
     OptimConfig,
     PrecisionConfig,
-    Preset,
     RunConfig,
     ScheduleConfig,
     auto_batch,
@@ -35,6 +32,7 @@ from ganforge.errors import UserError
 from ganforge.limits import RESOLUTIONS, resolution_ok
 from ganforge.metrics import check_names, parse_names
 from ganforge.outputs import check_writable_folder
+from ganforge.presets import DEFAULT_PRESET, PRESETS, Preset
 from ganforge.train.options import TrainOptions
 
 
@@ -103,7 +101,8 @@ def _build(
     o = options
     batch = _pick(o.batch, preset.batch)
     batch_gpu = _pick(o.batch_gpu, max(batch // world_size, 1))
-    fp16_res = _pick(o.fp16_res, field_default(ModelConfig, "num_fp16_res"))
+    fp16_res = _pick(o.fp16_res, _fp16_res_default(preset, o.precision))
+    blur = _blur_sigma(preset, o.resume)
     kimg = _pick(o.kimg, _whole_batches(preset.kimg, batch))
     return Config(
         preset=name,
@@ -114,14 +113,16 @@ def _build(
         model=ModelConfig(z_dim=preset.z_dim, w_dim=preset.z_dim, mapping_layers=preset.mapping_layers,
                           channel_base=preset.channel_base, channel_max=preset.channel_max,
                           mbstd_group=min(preset.mbstd, batch_gpu), num_fp16_res=fp16_res,
-                          conv_clamp=256 if fp16_res else None),
+                          conv_clamp=256 if fp16_res else None,
+                          **_given(generator=preset.generator, synthesis_layers=preset.synthesis_layers)),
         loss=LossConfig(gamma=_pick(o.gamma, preset.gamma),
-                        **_given(pl_weight=preset.pl_weight, style_mixing=preset.style_mixing)),
-        optim=OptimConfig(g_lr=_pick(o.glr, preset.lr), d_lr=_pick(o.dlr, preset.lr),
+                        **_given(pl_weight=preset.pl_weight, style_mixing=preset.style_mixing, blur_sigma=blur,
+                                 blur_fade_kimg=_blur_fade_kimg(preset, batch) if blur else None)),
+        optim=OptimConfig(g_lr=_pick(o.glr, preset.lr), d_lr=_pick(o.dlr, _pick(preset.d_lr, preset.lr)),
                           **_optim_controls(o, kimg, lr_steps)),
         schedule=ScheduleConfig(batch=batch, batch_gpu=batch_gpu, kimg=kimg,
                                 tick_kimg=_pick(o.tick, _whole_batches(preset.tick_kimg, batch)),
-                                snap=_pick(o.snap, preset.snap), ema_kimg=preset.ema_kimg,
+                                snap=_pick(o.snap, preset.snap), ema_kimg=_ema_kimg(PRESETS[name], preset, batch),
                                 ema_rampup=preset.ema_rampup,
                                 **_given(seed=o.seed, d_warmup_kimg=o.d_warmup_kimg, d_steps=o.d_steps)),
         precision=PrecisionConfig(compile=o.compile, channels_last=o.channels_last, deterministic=o.deterministic,
@@ -162,19 +163,57 @@ def _given(**values) -> dict:
 
 
 def derive(preset: Preset, resolution: int, world_size: int) -> Preset:
-    """ADA's `auto` heuristic (Karras et al. 2020, App. D): batch, group, width, lr, gamma and EMA from resolution."""
-    if preset.batch is not None:
-        return preset
-    batch = auto_batch(resolution, world_size)
-    return dataclasses.replace(
-        preset,
+    """The row with its None values derived from the resolution by ADA's `auto` heuristic (Karras et al. 2020,
+    App. D): batch, group, width, lr, R1 gamma and EMA. Values the row states are kept."""
+    batch = preset.batch or auto_batch(resolution, world_size)
+    derived = dict(
         batch=batch,
         mbstd=min(batch // world_size, 4),
         channel_base=32768 if resolution >= 512 else 16384,
         lr=0.002 if resolution >= 1024 else 0.0025,
-        gamma=0.0002 * resolution**2 / batch,  # R1 weight grows with the pixel count (ADA App. D).
+        gamma=r1_gamma(resolution, batch, _is_stylegan3(preset)),
         ema_kimg=batch * 10 / 32,  # EMA half-life of 10 kimg at batch 32, proportional to batch.
     )
+    return dataclasses.replace(preset, **{key: value for key, value in derived.items() if getattr(preset, key) is None})
+
+
+def r1_gamma(resolution: int, batch: int, stylegan3: bool) -> float:
+    """A heuristic R1 weight that grows with the pixel count and falls with the batch. ADA's (Karras et al. 2020,
+    App. D) is 0.0002 x res^2 / batch. StyleGAN3 (Karras et al. 2021, App. D) chooses gamma per dataset instead;
+    5x ADA's, 0.001 x res^2 / batch, gives at batch 32 the values its released setup recommends (2 at 256x256,
+    8.2 at 512x512, 32.8 at 1024x1024, the paper's FFHQ value). Either is a starting point: --gamma sets it."""
+    per_pixel = 0.001 if stylegan3 else 0.0002
+    return per_pixel * resolution**2 / batch
+
+
+def _is_stylegan3(preset: Preset) -> bool:
+    return _pick(preset.generator, field_default(ModelConfig, "generator")).startswith("stylegan3")
+
+
+def _ema_kimg(row: Preset, preset: Preset, batch: int) -> float:
+    """EMA half-life. StyleGAN3's released setup derives it from the batch actually trained with (10 kimg at batch 32,
+    --batch included); ADA's `auto` from the batch it derived, whatever --batch says."""
+    if row.ema_kimg is None and _is_stylegan3(preset):
+        return batch * 10 / 32
+    return preset.ema_kimg
+
+
+def _fp16_res_default(preset: Preset, precision: str | None) -> int:
+    """Layers in fp16 without --fp16-res: the row's recipe under --precision fp16 (StyleGAN3: the top 4 octaves, as
+    released), else the field's default (fp16 by autocast)."""
+    default = field_default(ModelConfig, "num_fp16_res")
+    return _pick(preset.fp16_res, default) if precision == "fp16" else default
+
+
+def _blur_sigma(preset: Preset, resume: str | None) -> float | None:
+    """The row's blurred-D warm-up (StyleGAN3-R, App. D), except when fine-tuning from a snapshot: such a network is
+    past the warm-up, and the released setup disables the blur when it resumes from a network."""
+    fine_tuning = resume is not None and ".safetensors" in resume
+    return None if fine_tuning else preset.blur_sigma
+
+
+def _blur_fade_kimg(preset: Preset, batch: int) -> float:
+    return _pick(preset.blur_fade_kimg, 200 * batch / 32)  # the blur fades out over 200 kimg at batch 32 (App. D)
 
 
 def _whole_batches(kimg: float, batch: int) -> float:
