@@ -80,7 +80,7 @@ def test_train_invalid_combinations_are_all_listed_exit_2(data, tmp_path):
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2
     out = result.output
-    assert "--batch 6: not divisible by --batch-gpu 4" in out
+    assert "--batch 6: not a whole number of --batch-gpu 4 x 1 process(es); pass --batch 4" in out
     assert "--precision fp16: needs a CUDA GPU" in out
     assert "--cond: the dataset has no labels" in out
     assert "--kimg 0.01: 10 images is not a whole number of batches of 6" in out

@@ -75,10 +75,28 @@ def _load_optimizer(opt: torch.optim.Optimizer, saved: dict) -> None:
         group.update(settings)
 
 
+# Fields that set the networks' tensor shapes, with the option that sets each: a checkpoint trained with other values
+# cannot be loaded at all, not even under --allow-config-change.
+SHAPE_FIELDS = {
+    "data.resolution": "--data (its resolution)", "data.channels": "--data (its channels)",
+    "data.label_dim": "--cond / --data (its labels)", "model.z_dim": "--cfg", "model.w_dim": "--cfg",
+    "model.mapping_layers": "--cfg", "model.channel_base": "--cfg", "model.channel_max": "--cfg",
+}  # fmt: skip
+
+
 def check_config(state: dict, cfg: Config, source: Path) -> list[str]:
-    """Refuse a checkpoint whose training maths differ from `cfg`, unless --allow-config-change; returns the
-    differences (to be logged when allowed)."""
+    """Refuse a checkpoint whose training maths differ from `cfg`, unless --allow-config-change (never when the
+    networks' shapes differ); returns the differences (to be logged when allowed)."""
     differences = maths_differences(state["config"], cfg.to_dict())
+    shapes = [f"{line} (set by {SHAPE_FIELDS[line.split(':')[0]]})" for line in differences
+              if line.split(":")[0] in SHAPE_FIELDS]  # fmt: skip
+    if shapes:
+        raise UserError(
+            f"--resume: {source} holds networks of another shape than these options make (checkpoint -> now):",
+            *shapes,
+            "no option can load them: pass the --data and --cfg that run was trained with, or --resume new to start "
+            "a new run",
+        )
     if differences and not cfg.run.allow_config_change:
         raise UserError(
             f"--resume: {source} was trained with a different configuration; these fields differ (checkpoint -> now):",

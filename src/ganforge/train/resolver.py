@@ -88,7 +88,8 @@ def resolve(options: TrainOptions, facts: Facts | None = None) -> Config:
     problems += list(facts.problems) + _output_problems(cfg) + _metric_problems(cfg) + _retention_problems(cfg)
     if facts.dataset is not None:
         problems += _dataset_problems(preset, cfg, facts.dataset)
-    problems += _problems(cfg, facts.device_type) + _control_problems(cfg) + _augment_problems(cfg)
+    problems += _batch_problems(options, preset, cfg) + _problems(cfg, facts.device_type) + _control_problems(cfg)
+    problems += _augment_problems(cfg)
     if problems:
         raise UserError(*problems)
     return cfg
@@ -276,22 +277,52 @@ def _dataset_problems(preset: Preset, cfg: Config, dataset) -> list[str]:
     return problems
 
 
+def _batch_problems(options: TrainOptions, preset: Preset, cfg: Config) -> list[str]:
+    """The batch sizes, each problem told in terms of what the user passed: --batch-gpu when given, else --batch (or
+    the preset's batch when neither was), with a value that works."""
+    s, world = cfg.schedule, cfg.world_size
+    pl_even = cfg.loss.pl_batch_shrink if cfg.loss.pl_weight > 0 else 1  # path-length batches are a part of a batch
+    batch = f"--batch {s.batch}" if options.batch is not None else f"--cfg {cfg.preset}'s batch {s.batch}"
+    if options.batch_gpu is not None:
+        if not _micro_batch_ok(s.batch_gpu, preset.mbstd, pl_even):
+            fits = [g for g in range(1, s.batch // world + 1) if s.batch % (g * world) == 0]
+            good = _nearest_micro_batch(s.batch_gpu, preset.mbstd, pl_even, among=fits)
+            fix = f"--batch-gpu {good}" if good in fits else f"--batch-gpu {good} --batch {good * world}"
+            return [f"--batch-gpu {s.batch_gpu}: {_why_not(s.batch_gpu, preset.mbstd, pl_even)}; pass {fix}"]
+        if s.batch % (s.batch_gpu * world):
+            return [f"{batch}: not a whole number of --batch-gpu {s.batch_gpu} x {world} process(es); pass --batch "
+                    f"{max(s.batch // (s.batch_gpu * world), 1) * s.batch_gpu * world}"]  # fmt: skip
+        return []
+    if s.batch % world or not _micro_batch_ok(s.batch_gpu, preset.mbstd, pl_even):
+        good = _nearest_micro_batch(max(s.batch // world, 1), preset.mbstd, pl_even) * world
+        why = (f"not divisible by the {world} processes" if s.batch % world else f"each of the {world} process(es) "
+               f"would take {s.batch_gpu} images, which {_why_not(s.batch_gpu, preset.mbstd, pl_even)}")  # fmt: skip
+        return [f"{batch}: {why}; pass --batch {good}"]
+    return []
+
+
+def _why_not(batch_gpu: int, mbstd: int, pl_even: int) -> str:
+    if batch_gpu % pl_even:
+        return "must be even (path-length batches are half a micro-batch)"
+    return f"must be a multiple of the minibatch-stddev group {min(mbstd, batch_gpu)}"
+
+
+def _micro_batch_ok(batch_gpu: int, mbstd: int, pl_even: int) -> bool:
+    """Does a micro-batch split into minibatch-stddev groups (of min(mbstd, batch_gpu)) and path-length halves?"""
+    return batch_gpu % min(mbstd, batch_gpu) == 0 and batch_gpu % pl_even == 0
+
+
+def _nearest_micro_batch(batch_gpu: int, mbstd: int, pl_even: int, among: list[int] | None = None) -> int:
+    """The valid micro-batch nearest `batch_gpu` (below first), taken from `among` when one of those is valid."""
+    candidates = sorted(range(1, 4 * batch_gpu + 8), key=lambda g: (abs(g - batch_gpu), g > batch_gpu))
+    valid = [g for g in candidates if _micro_batch_ok(g, mbstd, pl_even)]
+    return next((g for g in valid if among is None or g in among), valid[0])
+
+
 def _problems(cfg: Config, device_type: str) -> list[str]:
     """Every invalid combination of options, one message each."""
     s, p = cfg.schedule, cfg.precision
     problems = []
-    if s.batch % (s.batch_gpu * cfg.world_size):
-        problems.append(
-            f"--batch {s.batch}: not divisible by --batch-gpu {s.batch_gpu} x {cfg.world_size} "
-            f"process(es); choose a batch that is a multiple of {s.batch_gpu * cfg.world_size}"
-        )
-    if s.batch_gpu % cfg.model.mbstd_group:
-        problems.append(
-            f"--batch-gpu {s.batch_gpu}: not a multiple of the minibatch-stddev group "
-            f"{cfg.model.mbstd_group}; use a multiple of it"
-        )
-    if cfg.loss.pl_weight > 0 and s.batch_gpu % cfg.loss.pl_batch_shrink:
-        problems.append(f"--batch-gpu {s.batch_gpu}: must be even (path-length batches are half a micro-batch)")
     problems += _length_problems([("--kimg", s.kimg), ("--tick", s.tick_kimg)], s.batch)
     if p.precision == "fp16" and device_type != "cuda":
         problems.append("--precision fp16: needs a CUDA GPU (no fast fp16 on CPU); use bf16 or fp32 on CPU")
