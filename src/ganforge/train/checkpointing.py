@@ -118,6 +118,26 @@ def _same_weights(a: dict, b: dict) -> bool:
     }
 
 
+def _weights_mismatch(path: Path, saved: dict, built: dict) -> str:
+    """Which of the file's architecture values differ from what these options build, and the option that sets each."""
+    differing = [
+        k for k in sorted(set(saved) | set(built)) if k not in _PRECISION_ONLY and saved.get(k) != built.get(k)
+    ]
+    details = ", ".join(f"{k} {saved.get(k)} (these options: {built.get(k)})" for k in differing)
+    fixes = []
+    if "resolution" in differing or "img_channels" in differing:
+        res, channels = saved.get("resolution"), saved.get("img_channels")
+        fixes.append(f"--data with {res}x{res} images of {channels} channel(s) (`ganforge dataset build --resolution "
+                     f"{res}`)")  # fmt: skip
+    if "c_dim" in differing:
+        fixes.append("--cond with a dataset of the same labels" if saved.get("c_dim") else "no --cond")
+    if set(differing) - {"resolution", "img_channels", "c_dim"}:
+        fixes.append("the --cfg it was trained with")
+    return (
+        f"--resume {path}: its network differs from the one these options build: {details}; pass {' and '.join(fixes)}"
+    )
+
+
 def load_weights(paths: list[Path], t: Trainer, G_ema: Generator) -> None:
     """Initialise G and G_ema from a snapshot and/or D from a discriminator file (weights only: optimisers and
     progress start fresh), each checked to have this configuration's architecture."""
@@ -128,8 +148,7 @@ def load_weights(paths: list[Path], t: Trainer, G_ema: Generator) -> None:
         net, _ = (load_discriminator if is_discriminator else load_snapshot)(path)
         targets = [t.D] if is_discriminator else [t.G, G_ema]
         if not _same_weights(net.config, targets[0].config):
-            raise UserError(f"--resume {path}: its network ({net.config}) differs from this configuration's "
-                            f"({targets[0].config}); pick the matching --cfg and options")  # fmt: skip
+            raise UserError(_weights_mismatch(path, net.config, targets[0].config))
         with torch.no_grad():
             for module in targets:
                 module.load_state_dict(net.state_dict())
