@@ -19,9 +19,9 @@ LAYERS = (
     ("dist", "preempt"),
     ("nets", "data", "checkpoint"),
     ("snapshot",),
-    ("interop", "metrics"),
+    ("interop", "metrics", "report"),
     ("train",),
-    ("doctor", "generate", "export", "report"),
+    ("doctor", "generate", "export"),
     ("bench",),
     ("cli", "demo", "__main__"),
 )  # fmt: skip

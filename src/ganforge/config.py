@@ -136,6 +136,7 @@ class RunConfig:
     keep_max_age: float | None = None
     allow_config_change: bool = False
     metrics: tuple[str, ...] = ()
+    report: bool = True  # rewrite report.html at each snapshot
 
 
 @dataclass(frozen=True)

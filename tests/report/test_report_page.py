@@ -172,3 +172,11 @@ def test_demo_summary_ends_with_the_report(tiny_run, capsys):
     where(tiny_run.parent)
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert last.startswith(f"report:       {tiny_run / 'report.html'}") and (tiny_run / "report.html").is_file()
+
+
+def test_train_rewrote_the_report_at_each_snapshot(tiny_run):
+    """The fixture's run did not pass --no-report: the loop wrote report.html after each of its 3 snapshots."""
+    lines = (tiny_run / "log.txt").read_text().splitlines()
+    snapshots = [line for line in lines if line.startswith("snapshot ")]
+    assert len(snapshots) == lines.count(f"report {tiny_run / 'report.html'}") == 3
+    assert (tiny_run / "report.html").read_text().startswith("<!DOCTYPE html>")

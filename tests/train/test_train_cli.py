@@ -42,6 +42,7 @@ def test_train_tiny_end_to_end_writes_every_artifact_and_resumes(data, tmp_path)
     assert "Generator" in log and "Discriminator" in log and "derived: batch 8" in log and "done" in log
     assert list(run.glob("events.out.tfevents.*"))
     assert (run / "reals.png").is_file()
+    assert not (run / "report.html").exists() and "report" not in log  # --no-report (tiny_args' default)
     assert sorted(p.name for p in run.glob("fakes*.png")) == ["fakes000000.000.png", "fakes000000.016.png",
                                                                "fakes000000.032.png"]  # fmt: skip
     snapshots = sorted((run / "snapshots").iterdir())

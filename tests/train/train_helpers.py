@@ -21,18 +21,23 @@ def make_dataset(folder: Path, count: int = 32, res: int = 8, channels: int = 1,
     return folder
 
 
-def tiny_args(data: Path, outdir: Path, kimg: float = 0.032, batch: int = 8, **extra) -> list[str]:
-    """CLI arguments for a few-step tiny run on CPU with every artifact written each tick."""
+def tiny_args(
+    data: Path, outdir: Path, kimg: float = 0.032, batch: int = 8, report: bool = False, **extra
+) -> list[str]:
+    """CLI arguments for a few-step tiny run on CPU with every artifact written each tick (the HTML report only with
+    `report`: it is the slowest artifact and has its own tests)."""
     args = ["train", "--data", str(data), "--outdir", str(outdir), "--cfg", "tiny", "--kimg", f"{kimg:g}",
             "--batch", str(batch), "--tick", f"{batch * 2 / 1000:g}", "--snap", "1", "--workers", "0",
-            "--device", "cpu", "--aug", "noaug"]  # fmt: skip
+            "--device", "cpu", "--aug", "noaug", *([] if report else ["--no-report"])]  # fmt: skip
     for key, value in extra.items():
         args += [f"--{key.replace('_', '-')}"] + ([] if value is True else [str(value)])
     return args
 
 
-def tiny_options(data: Path, outdir: Path, kimg: float = 0.032, batch: int = 8, **extra) -> TrainOptions:
+def tiny_options(data: Path, outdir: Path, kimg: float = 0.032, batch: int = 8, report: bool = False,
+                 **extra) -> TrainOptions:  # fmt: skip
     """The same run as `tiny_args`, as the TrainOptions `ganforge.train.resolve` takes."""
     base = {"data": str(data), "outdir": str(outdir), "preset": "tiny", "kimg": kimg, "batch": batch,
-            "tick": batch * 2 / 1000, "snap": 1, "workers": 0, "device": "cpu", "aug": "noaug"}  # fmt: skip
+            "tick": batch * 2 / 1000, "snap": 1, "workers": 0, "device": "cpu", "aug": "noaug",
+            "no_report": not report}  # fmt: skip
     return TrainOptions(**(base | extra))

@@ -19,6 +19,7 @@ from ganforge.errors import UserError
 from ganforge.metrics import append_result, compute_metrics
 from ganforge.nets import summary
 from ganforge.preempt import PreemptionGuard
+from ganforge.report import refresh_report
 from ganforge.snapshot import save_snapshot
 from ganforge.train import checkpointing, logs
 from ganforge.train.build import Runtime, build
@@ -155,3 +156,5 @@ def _snapshot(cfg: Config, runtime: Runtime, run_dir: Path, log: logs.RunLog, t,
         for record in records:
             append_result(run_dir / f"metric-{record['metric']}.jsonl", record, snapshot=path)
             log.metric(record, cur_nimg)
+    if dist.is_main() and cfg.run.report:  # after the metrics, so that the page shows them
+        log.print(refresh_report(run_dir))

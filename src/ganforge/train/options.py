@@ -72,6 +72,7 @@ class TrainOptions:
     tick: float | None = None
     snap: int | None = None
     metrics: str | None = None
+    no_report: bool = False
     dry_run: bool = False
     resume: str | None = None
     keep_last: int | None = None
@@ -175,6 +176,8 @@ TRAIN_OPTIONS = [
     _option("Output", "--metrics",
             help="Comma-separated metrics of G_ema at each snapshot, e.g. fid50k_full (see `ganforge metrics`)."
                  + shown_default(RunConfig, "metrics")),
+    _option("Output", "--no-report", is_flag=True,
+            help="Do not rewrite RUN/report.html at each snapshot (`ganforge report RUN` writes it on demand)."),
     _option("Output", "--dry-run", is_flag=True, help="Print the resolved configuration and exit."),
     _option("Checkpoints", "--resume",
             help="auto: continue the newest matching run in OUTDIR; new: start a new run; PATH: a checkpoint "

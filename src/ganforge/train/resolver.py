@@ -130,7 +130,7 @@ def _build(
                                   **_given(precision=o.precision, device=o.device)),
         augment=AugmentConfig(**_given(mode=o.aug, target=o.target, ada_kimg=o.ada_kimg, pipe=o.aug_pipe,
                                        ada_interval=o.ada_interval, p=o.aug_p, diffaug_policy=o.diffaug_policy)),
-        run=RunConfig(outdir=str(o.outdir), allow_config_change=o.allow_config_change,
+        run=RunConfig(outdir=str(o.outdir), allow_config_change=o.allow_config_change, report=not o.no_report,
                       **_given(metrics=None if o.metrics is None else tuple(parse_names(o.metrics)), resume=o.resume,
                                keep_last=o.keep_last, keep_every=o.keep_every, keep_max_age=o.keep_max_age)),
     )  # fmt: skip
