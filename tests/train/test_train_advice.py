@@ -3,10 +3,12 @@
 is refused without suggesting --allow-config-change, which could not load it."""
 
 import dataclasses
+import shutil
 from pathlib import Path
 
 import pytest
 
+from ganforge import outputs
 from ganforge.config import maths_fields
 from ganforge.errors import UserError
 from ganforge.nets import Generator
@@ -95,3 +97,13 @@ def test_a_snapshot_of_another_resolution_names_data_not_cfg():
     assert "--cfg" not in message
     wider = Generator(resolution=16, **(small | {"channel_max": 32})).config
     assert _weights_mismatch(Path("G.safetensors"), wider, saved).endswith("pass the --cfg it was trained with")
+
+
+def test_an_outdir_without_room_for_the_first_checkpoint_is_refused_before_work(tmp_path, monkeypatch):
+    full_disk = shutil.disk_usage(tmp_path)._replace(free=2**20)
+    monkeypatch.setattr(outputs.shutil, "disk_usage", lambda path: full_disk)
+    with pytest.raises(UserError) as caught:
+        resolve(_options(tmp_path, batch=8), _facts())
+    (problem,) = caught.value.problems
+    assert problem.startswith(f"--outdir {tmp_path / 'runs'}: 1 MiB free on its disk, but the first checkpoint")
+    assert not (tmp_path / "runs").exists()

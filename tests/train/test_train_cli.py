@@ -9,7 +9,9 @@ from safetensors.torch import load_file
 from train_helpers import make_dataset, tiny_args, tiny_options
 
 from ganforge.cli import main
+from ganforge.config import Config
 from ganforge.snapshot import load_snapshot, save_discriminator, save_snapshot
+from ganforge.train.build import first_save_bytes
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +55,14 @@ def test_train_tiny_end_to_end_writes_every_artifact_and_resumes(data, tmp_path)
     assert checkpoints == ["ckpt-000000000", "ckpt-000000016", "ckpt-000000032"]
     ema = load_file(run / "checkpoints" / "ckpt-000000032" / "tensors.safetensors")
     assert any(k.startswith("G_ema") for k in ema)
+    written = (
+        sum(f.stat().st_size for f in (run / "checkpoints" / "ckpt-000000016").iterdir()) + snapshots[0].stat().st_size
+    )
+    estimate = first_save_bytes(Config.from_json((run / "config.json").read_text()))
+    assert 0.8 < estimate / written < 1.05, (
+        estimate,
+        written,
+    )  # the free-space estimate; Adam moments exist after step 1
 
     # Rerunning the same command with a longer --kimg continues the same run from its newest checkpoint; a memory
     # layout change (--channels-last) does not change the training maths, so it is accepted.

@@ -44,19 +44,37 @@ def build_networks(
     """G (StyleGAN2 or the alias-free StyleGAN3) and D initialised from the seed alone, so every rank starts from the
     same weights; `precision` (the run's, else one made from `cfg`) gives their memory format."""
     precision = Precision.from_config(cfg, device) if precision is None else precision
+    checkpoint.seed_all(cfg.schedule.seed)
+    G, D = _make_networks(cfg)
+    memory_format = precision.memory_format
+    return G.to(device, memory_format=memory_format).train(), D.to(device, memory_format=memory_format).train()
+
+
+def _make_networks(cfg: Config) -> tuple[Generator | StyleGAN3Generator, Discriminator]:
     m, d = cfg.model, cfg.data
     common = dict(resolution=d.resolution, img_channels=d.channels, c_dim=d.label_dim, channel_base=m.channel_base,
                   channel_max=m.channel_max, num_fp16_res=m.num_fp16_res, conv_clamp=m.conv_clamp)  # fmt: skip
-    checkpoint.seed_all(cfg.schedule.seed)
     mapping = dict(z_dim=m.z_dim, w_dim=m.w_dim, mapping_layers=m.mapping_layers)
     if m.generator == "stylegan2":
         G = Generator(**mapping, **common)
     else:
         G = StyleGAN3Generator(**mapping, **common, config=m.generator.removeprefix("stylegan3-"),
                                num_layers=m.synthesis_layers)  # fmt: skip
-    D = Discriminator(mbstd_group_size=m.mbstd_group, **common)
-    memory_format = precision.memory_format
-    return G.to(device, memory_format=memory_format).train(), D.to(device, memory_format=memory_format).train()
+    return G, Discriminator(mbstd_group_size=m.mbstd_group, **common)
+
+
+def first_save_bytes(cfg: Config) -> int:
+    """About how many bytes the first checkpoint and snapshot take on disk: G, G_ema and D with their buffers, Adam's
+    two moments per parameter of G and D, and the snapshot's copy of G_ema, all fp32. The networks are made on the
+    meta device: shapes only, no memory and no initialisation work."""
+    with torch.device("meta"):
+        G, D = _make_networks(cfg)
+
+    def size(net: torch.nn.Module, moments: int) -> int:
+        params = sum(p.numel() for p in net.parameters())
+        return 4 * (params * (1 + moments) + sum(b.numel() for b in net.buffers()))
+
+    return size(G, moments=2) + 2 * size(G, moments=0) + size(D, moments=2)
 
 
 def build_augment(cfg: Config, device: torch.device) -> tuple[torch.nn.Module | None, AdaptiveAugment | None]:

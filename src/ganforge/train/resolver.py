@@ -31,8 +31,9 @@ from ganforge.data import open_dataset
 from ganforge.errors import UserError
 from ganforge.limits import RESOLUTIONS, resolution_ok
 from ganforge.metrics import check_names, parse_names
-from ganforge.outputs import check_writable_folder
+from ganforge.outputs import check_free_space, check_writable_folder
 from ganforge.presets import DEFAULT_PRESET, PRESETS, Preset
+from ganforge.train.build import first_save_bytes
 from ganforge.train.options import TrainOptions
 
 
@@ -235,8 +236,10 @@ def _length_problems(lengths: list[tuple[str, float]], batch: int) -> list[str]:
 
 
 def _output_problems(cfg: Config) -> list[str]:
+    """--outdir can be written to, and its disk holds the first checkpoint and snapshot."""
     try:
         check_writable_folder(Path(cfg.run.outdir), "--outdir")
+        check_free_space(Path(cfg.run.outdir), first_save_bytes(cfg), "--outdir", "the first checkpoint and snapshot")
     except UserError as error:
         return list(error.problems)
     return []
