@@ -142,7 +142,7 @@ class AugmentConfig:
 
 @dataclass(frozen=True)
 class RunConfig:
-    """Output, resume and retention; none of it changes the training maths."""
+    """Output, resume, retention and monitoring; none of it changes the training maths."""
 
     outdir: str
     resume: str = "auto"
@@ -151,6 +151,8 @@ class RunConfig:
     keep_max_age: float | None = None
     allow_config_change: bool = False
     metrics: tuple[str, ...] = ()
+    monitor_interval: float = 2.0  # seconds between hardware telemetry samples; 0 = off
+    profile: int = 0  # training steps to profile once, after a tick of warm-up; 0 = none
 
 
 @dataclass(frozen=True)
@@ -361,7 +363,8 @@ def resolve(options: dict, dataset, world_size: int, device_type: str, problems:
                               **({"mode": given["aug"]} if "aug" in given else {})),
         run=RunConfig(outdir=str(options["outdir"]), allow_config_change=flag("allow_config_change"),
                       metrics=tuple(m for m in (options.get("metrics") or "").split(",") if m),
-                      **_subset(given, "resume", "keep_last", "keep_every", "keep_max_age")),
+                      **_subset(given, "resume", "keep_last", "keep_every", "keep_max_age", "monitor_interval",
+                                 "profile")),
     )  # fmt: skip
     problems = list(problems)
     if not isinstance(dataset, _UnknownDataset):
