@@ -12,7 +12,7 @@ BITMASK_SUFFIX = "/throttle"  # reason bits: OR-ed over the tick, not averaged
 
 
 class Sampler:
-    """Calls `reader.read()` at start and then every `interval` seconds until `stop()`.
+    """Calls `reader.read()` at `start()` and then every `interval` seconds on its thread until `stop()`.
 
     A reader error (one of `reader.errors`) ends sampling and is kept for `take_problem()`, so the caller warns once
     and training goes on without telemetry."""
@@ -27,7 +27,9 @@ class Sampler:
         self._thread = threading.Thread(target=self._run, name=THREAD_NAME, daemon=True)
 
     def start(self) -> None:
-        self._thread.start()
+        """Take the first reading here (so the first tick has one whatever the thread's timing), then sample on."""
+        if self._read():
+            self._thread.start()
 
     def stop(self) -> None:
         """Ask the thread to finish and wait for it (at most one read in progress)."""
@@ -36,16 +38,20 @@ class Sampler:
             self._thread.join()
 
     def _run(self) -> None:
-        while not self._stopping.is_set():
-            try:
-                sample = self._reader.read()
-            except self._reader.errors as error:
-                with self._lock:
-                    self._problem = f"telemetry stopped ({type(error).__name__}: {error}); training goes on without it"
-                return
+        while not self._stopping.wait(self._interval) and self._read():
+            pass
+
+    def _read(self) -> bool:
+        """One reading; False (with the problem kept) when the reader failed."""
+        try:
+            sample = self._reader.read()
+        except self._reader.errors as error:
             with self._lock:
-                self._samples.append(sample)
-            self._stopping.wait(self._interval)
+                self._problem = f"telemetry stopped ({type(error).__name__}: {error}); training goes on without it"
+            return False
+        with self._lock:
+            self._samples.append(sample)
+        return True
 
     def drain(self) -> dict[str, float]:
         """Summary of the samples read since the last drain ({} when none)."""

@@ -1,5 +1,6 @@
-"""A scripted stand-in for the pynvml module: each GPU reports the next of its scripted readings, and raises
-NVMLError (a GPU that fell off the bus) once its script is used up."""
+"""A scripted stand-in for the pynvml module: each GPU reports the next of its scripted readings; once its script is
+used up it raises NVMLError (a GPU that fell off the bus), or with `repeat_last` repeats the last reading until the
+test sets `lost`."""
 
 import types
 
@@ -10,14 +11,17 @@ class FakeNvml:
 
     NVML_TEMPERATURE_GPU, NVML_CLOCK_SM = 0, 1
 
-    def __init__(self, scripts: dict[str, list[dict]]):
+    def __init__(self, scripts: dict[str, list[dict]], repeat_last: bool = False):
         """scripts: handle -> readings, each {"util", "used_gb", "temp", "throttle"} (power and clock are fixed)."""
         self.scripts = {handle: list(readings) for handle, readings in scripts.items()}
         self.current: dict[str, dict] = {}
+        self.repeat_last, self.lost = repeat_last, False
 
     def _next(self, handle: str) -> dict:
-        if not self.scripts[handle]:
+        if self.lost or not (self.scripts[handle] or self.repeat_last):
             raise self.NVMLError("GPU is lost")
+        if not self.scripts[handle]:
+            return self.current[handle]
         self.current[handle] = self.scripts[handle].pop(0)
         return self.current[handle]
 
