@@ -27,7 +27,8 @@ class StepProfiler:
         self.steps, self.start_nimg, self.out_dir = steps, start_nimg, out_dir
         self.device, self.probe, self.say = device, probe, say
         self._profile: torch.profiler.profile | None = None
-        self._done, self._count, self._first_nimg = steps == 0 or out_dir is None, 0, 0
+        self._done, self._count = steps == 0 or out_dir is None, 0
+        self._first_nimg: int | None = None
 
     @contextlib.contextmanager
     def step(self, cur_nimg: int):
@@ -53,7 +54,10 @@ class StepProfiler:
 
     def finish(self) -> Path | None:
         """Stop profiling and write the trace and summary (of the steps profiled so far); -> the profile folder."""
-        profile = self._stop()
+        started, profile = self._first_nimg is not None, self._stop()
+        if not started and self.steps and self.out_dir is not None:
+            self.say("warning: the profiler did not start: the run ended within its first tick, which is the "
+                     "profiler's warm-up; profile a run that trains for more than one tick")  # fmt: skip
         if profile is None or self._count == 0:
             return None
         self.out_dir.mkdir(parents=True, exist_ok=True)
