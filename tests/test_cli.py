@@ -17,6 +17,12 @@ def test_version_and_help():
     assert "Usage" in result.output
 
 
+def test_bare_ganforge_prints_the_help_and_succeeds():
+    result = CliRunner().invoke(main, [])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("Usage:") and "train" in result.output and "Commands:" in result.output
+
+
 def test_unknown_subcommand_exits_2_without_traceback():
     proc = subprocess.run([sys.executable, "-m", "ganforge", "no-such-command"], capture_output=True, text=True)
     assert proc.returncode == 2

@@ -11,7 +11,7 @@ import click
 
 from ganforge import __version__
 from ganforge.config import AUGMENTS, PRECISIONS, PRESETS
-from ganforge.errors import UserError
+from ganforge.errors import UserError, carried_problems
 from ganforge.export.options import (
     DEFAULT_CHECK_FID,
     DEFAULT_MAX_ABS_DIFF,
@@ -41,7 +41,7 @@ class _Group(click.Group):
             try:
                 return super().invoke(ctx)
             except UserError as error:
-                for problem in error.problems:
+                for problem in carried_problems(error):
                     click.echo(f"error: {problem}", err=True)
                 sys.exit(2)
             except KeyboardInterrupt:  # Ctrl-C outside a training loop (which checkpoints and exits 130 itself)
@@ -49,10 +49,14 @@ class _Group(click.Group):
                 sys.exit(130)
 
 
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
+@click.group(cls=_Group, invoke_without_command=True,
+             context_settings={"help_option_names": ["-h", "--help"], "show_default": True})  # fmt: skip
 @click.version_option(__version__, prog_name="ganforge")
-def main():
+@click.pass_context
+def main(ctx: click.Context):
     """Train, evaluate and export StyleGAN2-family GANs on one GPU, many GPUs, or a CPU."""
+    if ctx.invoked_subcommand is None:  # bare `ganforge` asks what there is: the help, and success
+        click.echo(ctx.get_help())
 
 
 @main.command()
