@@ -71,14 +71,13 @@ def main() -> None:
     images, labels = torch.rand([8, 3, 16, 16]) * 2 - 1, torch.zeros([8, 0])
     _round(configs["off"], t, phases, G_ema, images, labels, 2, 0)  # warm-up
     wall, cpu = {name: [] for name in configs}, dict.fromkeys(configs, 0.0)
-    nimg = 16
     for index in range(args.rounds):
         order = list(configs) if index % 2 == 0 else list(reversed(configs))
         for name in order:
-            times, cpu_seconds = _round(configs[name], t, phases, G_ema, images, labels, args.steps, nimg)
+            # every round replays the same image positions, so both sides run the same mix of lazy R1/PL steps
+            times, cpu_seconds = _round(configs[name], t, phases, G_ema, images, labels, args.steps, 16)
             wall[name] += times
             cpu[name] += cpu_seconds
-            nimg += args.steps * 8
     off, on = statistics.median(wall["off"]), statistics.median(wall["on"])
     steps = args.rounds * args.steps
     print(
