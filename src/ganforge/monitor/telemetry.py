@@ -14,6 +14,7 @@ from pathlib import Path
 import torch
 
 from ganforge import dist
+from ganforge.config import Config
 from ganforge.monitor import nvml as nvml_reader
 from ganforge.monitor.alerts import Alerts
 from ganforge.monitor.probe import Probe
@@ -25,7 +26,9 @@ from ganforge.monitor.sampler import Sampler
 class Monitor:
     """A context manager: leaving it, on any path, stops the sampler thread and the profiler."""
 
-    def __init__(self, cfg, device: torch.device, run_dir: Path | None, start_nimg: int, say: Callable[[str], None]):
+    def __init__(
+        self, cfg: Config, device: torch.device, run_dir: Path | None, start_nimg: int, say: Callable[[str], None]
+    ):
         self.device, self.say, self.interval = device, say, cfg.run.monitor_interval
         self.probe = Probe(device, timing=self.interval > 0)
         warm_nimg = start_nimg + round(cfg.schedule.tick_kimg * 1000)  # one tick of warm-up before profiling
@@ -38,12 +41,14 @@ class Monitor:
 
     def __enter__(self) -> "Monitor":
         if self.interval > 0 and dist.local_rank() == 0:
-            reader, problem = self._resources.enter_context(open_reader(self.device))
-            if problem:
-                self.say(f"warning: {problem}")
-            self._sampler = Sampler(reader, self.interval)
-            self._resources.callback(self._sampler.stop)
-            self._sampler.start()
+            with contextlib.ExitStack() as resources:  # closed here if starting fails, else in __exit__
+                reader, problem = resources.enter_context(open_reader(self.device))
+                if problem:
+                    self.say(f"warning: {problem}")
+                self._sampler = Sampler(reader, self.interval)
+                resources.callback(self._sampler.stop)
+                self._sampler.start()
+                self._resources = resources.pop_all()
         return self
 
     def __exit__(self, exc_type, exc, traceback) -> None:
