@@ -9,27 +9,18 @@ CPU time of the process is reported beside wall time: it includes the sampler th
 """
 
 import argparse
-import dataclasses
 import resource
 import statistics
 import time
-from dataclasses import dataclass
 
 import torch
 
-from ganforge.config import resolve
 from ganforge.monitor.telemetry import Monitor
-from ganforge.train import state
+from ganforge.train.build import build
 from ganforge.train.ema import ema_beta, update_ema
+from ganforge.train.options import TrainOptions
 from ganforge.train.phases import micro_batches, run_phase
-
-
-@dataclass(frozen=True)
-class _Facts:
-    resolution: int = 16
-    channels: int = 3
-    label_dim: int = 0
-    name: str = "bench"
+from ganforge.train.resolver import DatasetFacts, Facts, resolve
 
 
 def _cpu_seconds() -> float:
@@ -61,13 +52,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--steps", type=int, default=10, help="steps per round")
     args = parser.parse_args()
-    options = {"data": "bench", "outdir": "bench", "cfg": "tiny", "batch": 8, "aug": "noaug", "device": "cpu"}
-    base = resolve(options, _Facts(), 1, "cpu")
+    facts = Facts(DatasetFacts(16, 3, 0, "bench"), 1, "cpu")
+    options = dict(data="bench", outdir="bench", preset="tiny", batch=8, aug="noaug", device="cpu")
     configs = {
-        "off": dataclasses.replace(base, run=dataclasses.replace(base.run, monitor_interval=0)),
-        "on": dataclasses.replace(base, run=dataclasses.replace(base.run, monitor_interval=args.interval)),
+        "off": resolve(TrainOptions(**options, monitor_interval=0), facts),
+        "on": resolve(TrainOptions(**options, monitor_interval=args.interval), facts),
     }
-    t, phases, G_ema = state.build(base, torch.device("cpu"))
+    t, phases, G_ema = build(configs["off"], torch.device("cpu"))
     images, labels = torch.rand([8, 3, 16, 16]) * 2 - 1, torch.zeros([8, 0])
     _round(configs["off"], t, phases, G_ema, images, labels, 2, 0)  # warm-up
     wall, cpu = {name: [] for name in configs}, dict.fromkeys(configs, 0.0)

@@ -17,31 +17,23 @@ import statistics
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 
 import torch
 
-from ganforge.config import resolve
-from ganforge.train import state
+from ganforge.train.build import build
 from ganforge.train.logs import peak_memory_gb
+from ganforge.train.options import TrainOptions
 from ganforge.train.phases import micro_batches, run_phase
-
-
-@dataclass(frozen=True)
-class _Facts:
-    resolution: int
-    channels: int = 3
-    label_dim: int = 0
-    name: str = "bench"
+from ganforge.train.resolver import DatasetFacts, Facts, resolve
 
 
 def measure(cfg_name: str, res: int, iters: int, batch: int, device: str) -> dict:
     one_step = batch / 1000
-    options = {"data": "bench", "outdir": "bench", "cfg": cfg_name, "batch": batch, "aug": "noaug", "kimg": one_step,
-               "tick": one_step, "device": device}  # fmt: skip
+    options = TrainOptions(data="bench", outdir="bench", preset=cfg_name, batch=batch, aug="noaug", kimg=one_step,
+                           tick=one_step, device=device)  # fmt: skip
     dev = torch.device(device)
-    cfg = resolve(options, _Facts(res), 1, dev.type)
-    t, phases, _ = state.build(cfg, dev)
+    cfg = resolve(options, Facts(DatasetFacts(res, 3, 0, "bench"), 1, dev.type))
+    t, phases, _ = build(cfg, dev)
     by_name = {p.name: (i, p) for i, p in enumerate(phases)}
     images = torch.rand([batch, 3, res, res], device=dev) * 2 - 1
     labels = torch.zeros([batch, 0], device=dev)

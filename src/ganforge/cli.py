@@ -23,12 +23,20 @@ from ganforge.export.options import (
     PRECISIONS as EXPORT_PRECISIONS,
 )
 from ganforge.generate.options import ANIMATION_FORMATS, INTERP_SPACES, NOISE_MODES
-from ganforge.train.options import GroupedCommand, train_options
+from ganforge.train.options import GroupedCommand, TrainOptions, train_options
 
 
-def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    """Warnings meant for the user (a skipped checkpoint, a corrupt cached file) as one line, without source lines."""
-    click.echo(f"warning: {message}", err=True)
+def _one_line_warnings():
+    """A `warnings.showwarning` for warnings meant for the user (a skipped checkpoint, a corrupt cached file): one line
+    without source lines, and each text once per command (several metrics may each warn about the same input)."""
+    shown = set()
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        if str(message) not in shown:
+            shown.add(str(message))
+            click.echo(f"warning: {message}", err=True)
+
+    return show
 
 
 class _Group(click.Group):
@@ -37,7 +45,7 @@ class _Group(click.Group):
 
     def invoke(self, ctx: click.Context):
         with warnings.catch_warnings():
-            warnings.showwarning = _show_warning
+            warnings.showwarning = _one_line_warnings()
             try:
                 return super().invoke(ctx)
             except UserError as error:
@@ -82,11 +90,11 @@ def doctor(ctx: click.Context, as_json: bool, data: Path | None, outdir: Path, q
 
 @main.command(cls=GroupedCommand)
 @train_options
-def train(dry_run: bool, **options):
+def train(**options):
     """Train a StyleGAN2 generator; rerunning the same command resumes. Multi-GPU: torchrun -m ganforge train."""
-    from ganforge.train import main as train_main
+    from ganforge.train.command import main as train_main
 
-    sys.exit(train_main(options, dry_run))
+    sys.exit(train_main(TrainOptions(**options)))
 
 
 @main.group()
@@ -114,9 +122,7 @@ def dataset():
 )
 @click.option("--channels", type=click.Choice(["1", "3"]), default="3", help="1: greyscale, 3: RGB.")
 @click.option("--max-images", type=click.IntRange(min=1), help="Use only the first N files (sorted by path).")
-@click.option(
-    "--format", "fmt", type=click.Choice(["zip", "fast"]), help="Default: zip if DEST ends in .zip, else fast."
-)
+@click.option("--format", type=click.Choice(["zip", "fast"]), help="Default: zip if DEST ends in .zip, else fast.")
 @click.option(
     "--on-error",
     type=click.Choice(["fail", "skip"]),
@@ -125,19 +131,14 @@ def dataset():
     "DEST.report.json.",
 )
 @click.option("--workers", type=click.IntRange(min=0), help="Decoding processes (0: none).  [default: all CPUs]")
-def dataset_build(
-    src, dest, resolution, transform, resize_filter, labels, channels, max_images, fmt, on_error, workers
-):
+def dataset_build(src, dest, channels, **options):
     """Validate and convert a folder or zip of images (SRC) into a training archive (DEST).
 
     EXIF orientation is applied; transparency is composited on white; palette, CMYK and 16-bit images are converted.
     """
     from ganforge.data.build import BuildOptions, build
 
-    options = BuildOptions(
-        resolution, transform, resize_filter, labels, int(channels), max_images, fmt, on_error, workers
-    )
-    summary = build(src, dest, options)
+    summary = build(src, dest, BuildOptions(channels=int(channels), **options))
     click.echo(f"wrote {summary['written']} images to {summary['dest']} ({summary['format']})")
     click.echo(f"content hash: {summary['content_hash']}")
     if summary["skipped"]:
@@ -172,7 +173,8 @@ def dataset_verify(path, workers):
 
 
 @main.command()
-@click.option("--network", type=click.Path(path_type=str), help="Generator snapshot (.safetensors) to evaluate.")
+@click.option("--network", type=click.Path(path_type=str),
+              help="Generator to evaluate: a ganforge snapshot, an NVlabs pickle or a rosinality .pt.")  # fmt: skip
 @click.option("--data", "--real", "data", type=click.Path(path_type=str), help="Real images: dataset, folder or zip.")
 @click.option("--fake", type=click.Path(path_type=str), help="Fake images (folder or zip) instead of --network.")
 @click.option(

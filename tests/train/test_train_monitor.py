@@ -13,7 +13,7 @@ from train_helpers import make_dataset, tiny_options
 from fake_nvml import FakeNvml, reading
 from ganforge.monitor import profiler, telemetry
 from ganforge.monitor.readers import GpuReader
-from ganforge.train import configure, run
+from ganforge.train import resolve, run
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +26,7 @@ def _records(run_dir: Path) -> list[dict]:
 
 
 def test_cpu_telemetry_reaches_stats_tensorboard_and_the_status_line(data, tmp_path):
-    assert run(configure(tiny_options(data, tmp_path, kimg=0.016, tick=0.008, snap=50, monitor_interval=0.02))) == 0
+    assert run(resolve(tiny_options(data, tmp_path, kimg=0.016, tick=0.008, snap=50, monitor_interval=0.02))) == 0
     (run_dir,) = tmp_path.iterdir()
     records = _records(run_dir)
     for record in records:
@@ -60,7 +60,7 @@ def test_an_nvml_error_mid_run_is_one_warning_and_the_run_finishes(data, tmp_pat
     monkeypatch.setattr(telemetry, "open_reader", fake_reader)
     monkeypatch.setattr(telemetry.Monitor, "tick", lose_the_gpu_at_the_first_trained_tick)
     options = tiny_options(data, tmp_path, kimg=0.024, tick=0.008, snap=50, monitor_interval=0.01)
-    assert run(configure(options)) == 0
+    assert run(resolve(options)) == 0
     run_dir = next(tmp_path.iterdir())
     log = (run_dir / "log.txt").read_text()
     assert log.count("warning: telemetry stopped (NVMLError: GPU is lost)") == 1
@@ -84,7 +84,7 @@ def _checkpoint_bytes(run_dir: Path, tag: str) -> dict[str, bytes]:
 def test_profile_writes_trace_and_summary_and_a_profiled_run_resumes_bitwise(data, tmp_path):
     profiled, plain = tmp_path / "profiled", tmp_path / "plain"
     steps = {"tick": 0.032, "snap": 50, "monitor_interval": 0.05}  # 4 steps of warm-up, then steps 4 and 5 (with G reg)
-    assert run(configure(tiny_options(data, profiled, kimg=0.048, profile=2, **steps))) == 0
+    assert run(resolve(tiny_options(data, profiled, kimg=0.048, profile=2, **steps))) == 0
     run_dir = next(profiled.iterdir())
     trace = json.loads((run_dir / "profile" / profiler.TRACE_NAME).read_text())
     names = {event.get("name") for event in trace["traceEvents"]}
@@ -100,7 +100,7 @@ def test_profile_writes_trace_and_summary_and_a_profiled_run_resumes_bitwise(dat
 
     # The checkpoint after the profiled steps is the one a run without profiler and telemetry writes, byte for byte,
     # so resuming from it continues exactly.
-    assert run(configure(tiny_options(data, plain, kimg=0.048, tick=0.032, snap=50, monitor_interval=0))) == 0
+    assert run(resolve(tiny_options(data, plain, kimg=0.048, tick=0.032, snap=50, monitor_interval=0))) == 0
     plain_dir = next(plain.iterdir())
     assert _checkpoint_bytes(run_dir, "000000048") == _checkpoint_bytes(plain_dir, "000000048")
     record = _records(plain_dir)[-1]  # telemetry off: no hardware columns, the loss ratio stays

@@ -1,4 +1,4 @@
-"""One explicit precision policy (STYLE 13): fp32 master weights always; what changes is how the forward runs.
+"""One explicit precision policy: fp32 master weights always; what changes is how the forward runs.
 
 - fp32: plain float32 (on CUDA with TF32 matmuls off, so "fp32" means fp32).
 - tf32: float32 tensors, TF32 tensor-core matmuls and convolutions (CUDA only).
@@ -7,6 +7,9 @@
   their highest-resolution blocks in float16 with activations clamped to +-256; both use one GradScaler per network.
   Regularisers (R1, path length) take gradients of unscaled outputs, so the scale never enters their maths; the
   non-finite check (which covers the scaler's overflow) is summed over ranks so every rank skips the same steps.
+
+The same object also owns the run's other numeric switches: deterministic kernels, torch.compile of the main-phase
+forwards and the channels_last memory format. A run builds it once (`Precision.from_config`).
 """
 
 import contextlib
@@ -15,17 +18,26 @@ import os
 import torch
 
 from ganforge import dist
+from ganforge.config import Config
+from ganforge.numerics import fp32_math
 
 _AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 class Precision:
-    """Autocast contexts, GradScalers and the finite check for one run."""
+    """Autocast contexts, GradScalers, the finite check, and the process-wide numeric settings of one run."""
 
-    def __init__(self, mode: str, device: torch.device, num_fp16_res: int = 0):
-        self.mode, self.device = mode, device
+    def __init__(self, mode: str, device: torch.device, num_fp16_res: int = 0, deterministic: bool = False,
+                 compile: bool = False, channels_last: bool = False):  # fmt: skip
+        self.mode, self.device, self.num_fp16_res = mode, device, num_fp16_res
+        self.deterministic, self.compile, self.channels_last = deterministic, compile, channels_last
         # With the per-resolution recipe the networks cast per layer themselves; autocast would fight them.
         self.dtype = None if num_fp16_res else _AUTOCAST.get(mode)
+
+    @classmethod
+    def from_config(cls, cfg: Config, device: torch.device) -> "Precision":
+        p = cfg.precision
+        return cls(p.precision, device, cfg.model.num_fp16_res, p.deterministic, p.compile, p.channels_last)
 
     def autocast(self):
         """Context for forward passes of the networks."""
@@ -41,21 +53,20 @@ class Precision:
         """TF32 on only for `tf32`, restored afterwards so the process keeps its previous settings."""
         return fp32_math(tf32=self.mode == "tf32")
 
+    @contextlib.contextmanager
+    def policy(self):
+        """The whole run inside: the matmul policy and, with `deterministic`, deterministic kernels."""
+        with deterministic_mode(self.deterministic), self.matmul_policy():
+            yield
 
-@contextlib.contextmanager
-def fp32_math(tf32: bool):
-    """Let float32 matmuls and convolutions use TF32 tensor cores (`tf32=True`) or forbid it (IEEE fp32) inside the
-    block, restoring the caller's settings afterwards. cuDNN allows TF32 convolutions by default, so code that
-    promises fp32 (metrics, doctor's reference checks, `--precision fp32`) must say so explicitly."""
-    backends = torch.backends.cuda.matmul, torch.backends.cudnn.conv
-    saved = [backend.fp32_precision for backend in backends]
-    for backend in backends:
-        backend.fp32_precision = "tf32" if tf32 else "ieee"
-    try:
-        yield
-    finally:
-        for backend, value in zip(backends, saved, strict=True):
-            backend.fp32_precision = value
+    @property
+    def memory_format(self) -> torch.memory_format:
+        return torch.channels_last if self.channels_last else torch.contiguous_format
+
+    def compiled(self, forward):
+        """`forward` through torch.compile when compiling, else as it is. Only the main phases' forwards go through
+        here: R1 and path length differentiate their gradients again, which compiled graphs do not support."""
+        return torch.compile(forward) if self.compile else forward
 
 
 def all_finite(*tensors: torch.Tensor) -> bool:
