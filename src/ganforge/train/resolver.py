@@ -224,6 +224,10 @@ def _problems(cfg: Config, device_type: str) -> list[str]:
                 f"{flag} {kimg:g}: {kimg * 1000:g} images is not a whole number of batches of "
                 f"{s.batch}; use a multiple of {s.batch / 1000:g} kimg"
             )
+    if cfg.run.profile and s.kimg <= s.tick_kimg:
+        problems.append(f"--profile {cfg.run.profile}: the profiler starts after the first tick (--tick "
+                        f"{s.tick_kimg:g} kimg of warm-up), but the run ends at --kimg {s.kimg:g}; lower --tick or "
+                        "raise --kimg")  # fmt: skip
     if p.precision == "fp16" and device_type != "cuda":
         problems.append("--precision fp16: needs a CUDA GPU (no fast fp16 on CPU); use bf16 or fp32 on CPU")
     if p.precision == "tf32" and device_type != "cuda":
