@@ -14,9 +14,9 @@ PACKAGE = Path(ganforge.__file__).parent
 
 # Lowest first. A name is a top-level module or subpackage of ganforge; "" is the package root (its __version__).
 LAYERS = (
-    ("", "errors", "numerics", "durable", "tensorfile", "config"),
+    ("", "errors", "numerics", "durable", "tensorfile", "config", "limits", "outputs", "devices", "progress"),
     ("dist", "preempt"),
-    ("nets", "data", "checkpoint"),
+    ("nets", "data", "checkpoint", "monitor"),
     ("snapshot",),
     ("interop", "metrics"),
     ("train",),
