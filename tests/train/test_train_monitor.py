@@ -124,9 +124,9 @@ def test_monitoring_flags_reach_the_run_config_and_a_profile_that_cannot_start_i
     def dry_run(**flags):
         return CliRunner().invoke(main, tiny_args(data, tmp_path, dry_run=True, **flags))
 
-    default = json.loads(dry_run().output)["run"]
+    default = json.loads(dry_run().stdout)["run"]
     assert default["monitor_interval"] == 2.0 and default["profile"] == 0
-    given = json.loads(dry_run(monitor_interval=0.5, profile=3).output)["run"]
+    given = json.loads(dry_run(monitor_interval=0.5, profile=3).stdout)["run"]
     assert given["monitor_interval"] == 0.5 and given["profile"] == 3
     refused = dry_run(kimg=0.016, tick=0.016, profile=3)
     assert refused.exit_code == 2 and "Traceback" not in refused.output

@@ -88,6 +88,18 @@ def check_config(state: dict, cfg: Config, source: Path) -> list[str]:
     return differences
 
 
+# Settings that change how a network computes (fp16 layers, activation clamping) but not which weights it has: an
+# imported official network (fp16 in its top 4 resolutions, clamp 256) still fits a run that trains in fp32.
+_PRECISION_ONLY = ("num_fp16_res", "conv_clamp")
+
+
+def _same_weights(a: dict, b: dict) -> bool:
+    """Do two network configs describe the same set of weights?"""
+    return {k: v for k, v in a.items() if k not in _PRECISION_ONLY} == {
+        k: v for k, v in b.items() if k not in _PRECISION_ONLY
+    }
+
+
 def load_weights(paths: list[Path], t: Trainer, G_ema: Generator) -> None:
     """Initialise G and G_ema from a snapshot and/or D from a discriminator file (weights only: optimisers and
     progress start fresh), each checked to have this configuration's architecture."""
@@ -97,7 +109,7 @@ def load_weights(paths: list[Path], t: Trainer, G_ema: Generator) -> None:
     for path, is_discriminator in zip(paths, kinds, strict=True):
         net, _ = (load_discriminator if is_discriminator else load_snapshot)(path)
         targets = [t.D] if is_discriminator else [t.G, G_ema]
-        if net.config != targets[0].config:
+        if not _same_weights(net.config, targets[0].config):
             raise UserError(f"--resume {path}: its network ({net.config}) differs from this configuration's "
                             f"({targets[0].config}); pick the matching --cfg and options")  # fmt: skip
         with torch.no_grad():
