@@ -17,7 +17,7 @@ LAYERS = (
     ("", "errors", "numerics", "durable", "tensorfile", "config", "presets", "limits", "outputs", "devices",
      "progress"),
     ("dist", "preempt"),
-    ("nets", "data", "checkpoint"),
+    ("nets", "data", "checkpoint", "monitor"),
     ("snapshot",),
     ("interop", "metrics", "report"),
     ("train",),

@@ -26,7 +26,7 @@ RAISED_BY = {
     "metrics/": ("metrics", "train"), "generate/": ("generate",), "interop/": NETWORK_READERS,
     "snapshot.py": NETWORK_READERS, "nets/": NETWORK_READERS, "export/": ("export",), "bench/": ("bench",),
     "report/": ("report",), "doctor/": ("doctor",), "devices.py": ("train", "generate", "metrics", "bench"),
-    "demo.py": ("train",),
+    "demo.py": ("train",), "monitor/": ("train", "doctor"),
 }  # fmt: skip
 # Flags of other programs that messages may tell the user to pass there.
 OTHER_PROGRAMS = {"--max-restarts"}  # torchrun's

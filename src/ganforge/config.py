@@ -127,7 +127,7 @@ class AugmentConfig:
 
 @dataclass(frozen=True)
 class RunConfig:
-    """Output, resume and retention; none of it changes the training maths."""
+    """Output, resume, retention and monitoring; none of it changes the training maths."""
 
     outdir: str
     resume: str = "auto"
@@ -137,6 +137,8 @@ class RunConfig:
     allow_config_change: bool = False
     metrics: tuple[str, ...] = ()
     report: bool = True  # rewrite report.html at each snapshot
+    monitor_interval: float = 2.0  # seconds between hardware telemetry samples; 0 = off
+    profile: int = 0  # training steps to profile once, after a tick of warm-up; 0 = none
 
 
 @dataclass(frozen=True)

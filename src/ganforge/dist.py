@@ -101,6 +101,11 @@ def local_rank() -> int:
     return int(os.environ.get("LOCAL_RANK", "0"))
 
 
+def node_rank() -> int:
+    """This machine's index among the nodes of the job (torchrun's GROUP_RANK; 0 on one node)."""
+    return int(os.environ.get("GROUP_RANK", "0"))
+
+
 def is_main() -> bool:
     return rank() == 0
 
@@ -142,10 +147,13 @@ def check_replicas(tensors: dict[str, torch.Tensor]) -> list[str]:
         tdist.broadcast(reference, src=0)
         if not torch.equal(reference, tensor.detach()):
             differs.append(name)
-    return [name for names in _all_gather_object(differs) for name in names]
+    return [name for names in all_gather_object(differs) for name in names]
 
 
-def _all_gather_object(obj) -> list:
+def all_gather_object(obj) -> list:
+    """Every rank's small picklable value, in rank order ([obj] on one process). Collective."""
+    if world_size() == 1:
+        return [obj]
     gathered = [None] * world_size()
     tdist.all_gather_object(gathered, obj)
     return gathered

@@ -9,6 +9,7 @@ from ganforge.doctor import environment as env
 from ganforge.doctor import gpu, nvml, peaks
 from ganforge.doctor import report as r
 from ganforge.doctor.environment import DriverInfo
+from ganforge.monitor import nvml as nvml_reader
 
 
 def _driver(version, cuda=None):
@@ -225,23 +226,23 @@ class _FakeNvml(types.SimpleNamespace):
 
 def test_nvml_driver_and_telemetry_verdicts():
     driver = nvml.read_driver(_FakeNvml(), None)
-    assert nvml.find_device(_FakeNvml(), "GPU-1234") == "handle"
-    assert nvml.find_device(_FakeNvml(), "MIG-5678") is None
+    assert nvml_reader.find_device(_FakeNvml(), "GPU-1234") == "handle"
+    assert nvml_reader.find_device(_FakeNvml(), "MIG-5678") is None
     assert driver == DriverInfo("570.124.06", "12.8", "NVML")
-    healthy = nvml.telemetry_checks(0, nvml.read_device(_FakeNvml(), "handle"))
+    healthy = nvml.telemetry_checks(0, nvml_reader.read_device(_FakeNvml(), "handle"))
     assert [c.status for c in healthy] == [r.OK, r.OK]
     assert healthy[1].value == "SM 1410/1410 MHz, memory 1593 MHz, 60 C, 250/400 W"
-    ecc, clocks = nvml.telemetry_checks(3, nvml.read_device(_FakeNvml(errors=2, temperature=87), "handle"))
+    ecc, clocks = nvml.telemetry_checks(3, nvml_reader.read_device(_FakeNvml(errors=2, temperature=87), "handle"))
     assert ecc.id == "gpu.3.ecc" and ecc.status == r.WARNING and "2 uncorrected" in ecc.value
     assert clocks.status == r.WARNING and "slowdown temperature" in clocks.value
-    throttled = nvml.telemetry_checks(0, nvml.read_device(_FakeNvml(reasons=0x40 | 0x4), "handle"))[1]
+    throttled = nvml.telemetry_checks(0, nvml_reader.read_device(_FakeNvml(reasons=0x40 | 0x4), "handle"))[1]
     assert throttled.status == r.WARNING and "hardware thermal slowdown" in throttled.value
-    consumer = nvml.telemetry_checks(0, nvml.read_device(_FakeNvml(ecc=None), "handle"))[0]
+    consumer = nvml.telemetry_checks(0, nvml_reader.read_device(_FakeNvml(ecc=None), "handle"))[0]
     assert consumer.status == r.OK and consumer.value == "not supported by this GPU"
 
 
 def test_nvml_session_without_a_driver_says_why():
-    with nvml.session() as (handle, problem):
+    with nvml_reader.session() as (handle, problem):
         if handle is None:
             assert problem and ("NVML" in problem or "nvidia-ml-py" in problem)
         else:  # a machine with a driver

@@ -12,6 +12,7 @@ from ganforge import __version__
 from ganforge.doctor import benchmark, environment, functional, gpu, nvml, system
 from ganforge.doctor import report as r
 from ganforge.doctor.report import Check, Report
+from ganforge.monitor import nvml as nvml_reader
 
 __all__ = ["Check", "Options", "Report", "run"]
 
@@ -33,7 +34,7 @@ class Options:
 
 def run(options: Options) -> Report:
     """Run every check and return the report (nothing is printed)."""
-    with nvml.session() as (handle, problem):
+    with nvml_reader.session() as (handle, problem):
         checks = environment.version_checks()
         checks += environment.driver_checks(nvml.read_driver(handle, problem))
         inventory, gpus = gpu.inventory(handle, problem)

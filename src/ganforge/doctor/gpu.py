@@ -8,6 +8,7 @@ import torch
 
 from ganforge.doctor import nvml as nv
 from ganforge.doctor import report as r
+from ganforge.monitor import nvml as nvml_reader
 
 SECTION = "gpu"
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")  # the choices of `ganforge train --precision`
@@ -164,7 +165,7 @@ def _no_gpu_check(cid: str, title: str, nvml_count: int | None, visible: str | N
 def inventory(nvml, problem: str | None) -> tuple[list[r.Check], list[GpuProps]]:
     """Visibility, then per GPU its properties and telemetry."""
     count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    nvml_count = nv.device_count(nvml) if nvml is not None else None
+    nvml_count = nvml_reader.device_count(nvml) if nvml is not None else None
     checks = [visibility_check(count, nvml_count, os.environ.get("CUDA_VISIBLE_DEVICES"))]
     gpus = [device_props(index) for index in range(count)]
     arch_list = torch.cuda.get_arch_list() if gpus else []
@@ -178,7 +179,7 @@ def _telemetry(props: GpuProps, nvml, problem: str | None) -> list[r.Check]:
     cid, title = f"gpu.{props.index}.telemetry", f"GPU {props.index} telemetry"
     if nvml is None:
         return [r.skipped(cid, SECTION, title, problem or "NVML unavailable")]
-    handle = nv.find_device(nvml, props.uuid) if props.uuid is not None else None
+    handle = nvml_reader.find_device(nvml, props.uuid) if props.uuid is not None else None
     if handle is None:
         return [r.skipped(cid, SECTION, title, f"NVML does not list this device by its UUID ({props.uuid})")]
     return r.guarded(
@@ -186,5 +187,5 @@ def _telemetry(props: GpuProps, nvml, problem: str | None) -> list[r.Check]:
         SECTION,
         title,
         "run `nvidia-smi -q` to see what the driver reports for this GPU",
-        lambda: nv.telemetry_checks(props.index, nv.read_device(nvml, handle)),
+        lambda: nv.telemetry_checks(props.index, nvml_reader.read_device(nvml, handle)),
     )

@@ -1,45 +1,23 @@
-"""What the NVIDIA driver reports through NVML (nvidia-ml-py, the `gpu` extra): driver version and GPU telemetry.
+"""Doctor's verdicts on what NVML reports (read through ganforge.monitor.nvml): driver version and GPU telemetry.
 
 NVML is optional: without it the driver version is read from /proc/driver/nvidia/version, and telemetry lines are
 skipped with the reason.
 """
 
-import contextlib
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from ganforge.doctor import report as r
 from ganforge.doctor.environment import DriverInfo
+from ganforge.monitor.nvml import POWER_CAP, THROTTLE_REASONS
 
 SECTION = "gpu"
 PROC_VERSION = Path("/proc/driver/nvidia/version")
 
-# Clock-event reason bits that mean the GPU is slowed down by heat or the board (nvml.h, nvmlClocksEventReason*).
-# Power capping (0x4) and idling (0x1) are normal under load or at rest, so they are not warned about.
-SLOWDOWN_REASONS = {0x8: "hardware slowdown", 0x20: "software thermal slowdown", 0x40: "hardware thermal slowdown"}
-SLOWDOWN_REASONS[0x80] = "power-brake slowdown"
+# Power capping is normal under load, so a health check warns only about the board's and heat's slowdowns.
+SLOWDOWN_REASONS = {bit: name for bit, name in THROTTLE_REASONS.items() if bit != POWER_CAP}
 HOT_MARGIN_C = 5  # warn this close to the driver's slowdown temperature
-
-
-@contextlib.contextmanager
-def session() -> Iterator[tuple[Any, str | None]]:
-    """Yield (pynvml, None) with NVML initialised, or (None, why NVML cannot be used)."""
-    try:
-        import pynvml
-    except ImportError:
-        yield None, "nvidia-ml-py is not installed: pip install 'ganforge[gpu]'"
-        return
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError as error:
-        yield None, f"NVML: {error}"
-        return
-    try:
-        yield pynvml, None
-    finally:
-        pynvml.nvmlShutdown()
 
 
 def parse_proc_version(text: str) -> str | None:
@@ -67,50 +45,6 @@ def read_driver(nvml: Any, problem: str | None) -> DriverInfo:
         if version is not None:
             return DriverInfo(version, None, str(PROC_VERSION), problem)
     return DriverInfo(None, None, "none", problem)
-
-
-def _query(nvml: Any, function: str, *args) -> Any:
-    """One NVML query; None where this GPU or driver does not support it (consumer boards lack ECC, for one)."""
-    try:
-        return getattr(nvml, function)(*args)
-    except nvml.NVMLError:
-        return None
-
-
-def device_count(nvml: Any) -> int:
-    return nvml.nvmlDeviceGetCount()
-
-
-def find_device(nvml: Any, uuid: str) -> Any:
-    """NVML's handle of the GPU with this UUID ('GPU-…'), or None where NVML has no such device (a MIG instance)."""
-    return _query(nvml, "nvmlDeviceGetHandleByUUID", uuid)
-
-
-def read_device(nvml: Any, handle: Any) -> dict[str, Any]:
-    """Telemetry of one GPU; a key is None where NVML does not report it."""
-    ecc = _query(nvml, "nvmlDeviceGetEccMode", handle)
-    power = _query(nvml, "nvmlDeviceGetPowerUsage", handle)
-    limit = _query(nvml, "nvmlDeviceGetEnforcedPowerLimit", handle)
-    return {
-        "ecc_enabled": bool(ecc[0]) if ecc is not None else None,
-        "ecc_uncorrected": _query(
-            nvml,
-            "nvmlDeviceGetTotalEccErrors",
-            handle,
-            nvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
-            nvml.NVML_VOLATILE_ECC,
-        ),
-        "sm_clock_mhz": _query(nvml, "nvmlDeviceGetClockInfo", handle, nvml.NVML_CLOCK_SM),
-        "sm_clock_max_mhz": _query(nvml, "nvmlDeviceGetMaxClockInfo", handle, nvml.NVML_CLOCK_SM),
-        "memory_clock_mhz": _query(nvml, "nvmlDeviceGetClockInfo", handle, nvml.NVML_CLOCK_MEM),
-        "temperature_c": _query(nvml, "nvmlDeviceGetTemperature", handle, nvml.NVML_TEMPERATURE_GPU),
-        "slowdown_temperature_c": _query(
-            nvml, "nvmlDeviceGetTemperatureThreshold", handle, nvml.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN
-        ),
-        "power_w": power / 1000 if power is not None else None,
-        "power_limit_w": limit / 1000 if limit is not None else None,
-        "clock_event_reasons": _query(nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", handle),
-    }
 
 
 def _show(value: Any, unit: str) -> str:

@@ -8,6 +8,7 @@ import json
 import math
 import resource
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,7 @@ import torch
 
 from ganforge import dist
 from ganforge.data.loader import to_float, to_uint8
+from ganforge.monitor.telemetry import status_text
 from ganforge.progress import progress_bar
 
 
@@ -112,8 +114,10 @@ class RunLog:
     def data_wait(self, seconds: float) -> None:
         self._data_seconds += seconds
 
-    def tick(self, cur_nimg: int, cur_tick: int, stats: dict[str, float], device: torch.device) -> None:
-        """Write one tick: timing, memory and the reduced training statistics."""
+    def tick(self, cur_nimg: int, cur_tick: int, stats: dict[str, float], device: torch.device,
+             watch: Callable[[dict], list[str]] | None = None) -> None:  # fmt: skip
+        """Write one tick: timing, memory and the reduced training statistics; `watch(record)` returns the alerts
+        that start at this tick, printed as warnings and kept in the record under `alerts`."""
         now = time.monotonic()
         seconds, images = now - self._tick_time, cur_nimg - self._tick_nimg
         rate = images / max(seconds, 1e-9)
@@ -126,7 +130,8 @@ class RunLog:
             return
         done_rate = (cur_nimg - self._start_nimg) / max(now - self._start_time, 1e-9)
         eta = (self.total_nimg - cur_nimg) / max(done_rate, 1e-9)
-        self._jsonl.write(json.dumps(record) + "\n")
+        alerts = watch(record) if watch is not None else []
+        self._jsonl.write(json.dumps(record | ({"alerts": alerts} if alerts else {})) + "\n")
         self._jsonl.flush()
         for key, value in record.items():
             if key not in ("tick", "kimg") and math.isfinite(value):
@@ -136,6 +141,8 @@ class RunLog:
             self._bar.update(cur_nimg / 1000 - self._bar.n)
             self._bar.set_postfix_str(f"{rate:.1f} img/s")
         self.print(_status_line(record, self.total_nimg, eta))
+        for alert in alerts:
+            self.print(f"warning: {alert}")
 
     def metric(self, record: dict, cur_nimg: int) -> None:
         """One metric result: a log line and TensorBoard scalars under Metrics/."""
@@ -163,7 +170,9 @@ def _status_line(r: dict, total_nimg: int, eta_s: float) -> str:
     for key, label in (("Loss/G/main", "G"), ("Loss/D/main", "D"), ("Scores/real", "D(real)"), ("Aug/p", "p")):
         if key in r:
             parts.append(f"{label} {r[key]:.3f}")
-    parts += [f"mem {r['Memory/peak_gb']:.2f} GB", f"skipped {skipped:g}", f"eta {_hms(eta_s)}"]
+    hardware = status_text(r)
+    parts += [f"mem {r['Memory/peak_gb']:.2f} GB", *([hardware] if hardware else []), f"skipped {skipped:g}",
+              f"eta {_hms(eta_s)}"]  # fmt: skip
     return "  ".join(parts)
 
 

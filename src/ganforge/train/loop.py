@@ -17,6 +17,7 @@ from ganforge.config import Config, describe_derived
 from ganforge.data import make_loader
 from ganforge.errors import UserError
 from ganforge.metrics import append_result, compute_metrics
+from ganforge.monitor.telemetry import Monitor
 from ganforge.nets import summary
 from ganforge.preempt import PreemptionGuard
 from ganforge.report import refresh_report
@@ -44,7 +45,9 @@ def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | N
     retention = checkpoint.Retention(keep_last=cfg.run.keep_last, keep_every_kimg=cfg.run.keep_every,
                                      keep_max_age_days=cfg.run.keep_max_age)  # fmt: skip
     rank, world = dist.rank(), cfg.world_size
-    with contextlib.closing(log), PreemptionGuard() as guard:
+    monitor = Monitor(cfg, device, log.run_dir, cur_nimg, log.print)
+    t.probe = monitor.probe
+    with contextlib.closing(log), PreemptionGuard() as guard, monitor:
         samples = logs.SampleGrid(cfg, dataset, device)
         _start_report(cfg, log, t, samples, run_dir, cur_nimg)
         loader = make_loader(dataset, s.batch // world, s.seed, rank, world, cur_nimg, cfg.data.workers, device)
@@ -59,7 +62,8 @@ def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | N
             # Report: one status line and stats record per tick.
             if at_tick:
                 extra = {"PL/mean": float(t.pl_mean)} | _augment_stats(t)
-                log.tick(cur_nimg, cur_nimg // tick_nimg, tick_stats.reduce(device) | extra, device)
+                stats = monitor.tick(tick_stats.reduce(device) | extra)
+                log.tick(cur_nimg, cur_nimg // tick_nimg, stats, device, monitor.alerts.check)
 
             # Snapshot: replica check, sample grid, EMA generator for sharing.
             if at_snap:
@@ -80,27 +84,31 @@ def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | N
                     log.print(f"done: {cur_nimg / 1000:g} kimg; results in {run_dir}")
                 return 0
 
-            # Fetch data: this rank's share of the global batch.
-            wait_start = time.monotonic()
-            try:
-                images, labels = next(loader)
-            except UserError as error:  # a bad sample mid-run: keep the progress (one process: no peer waits on us)
-                if world == 1 and saved_nimg != cur_nimg:
-                    saved_nimg = _checkpoint(run_dir, log, t, phases, G_ema, cur_nimg, tick_nimg, retention)
-                raise UserError(*error.problems, f"`ganforge dataset verify {cfg.data.path}` lists every bad file; "
-                                "rerun the same command after fixing them to resume") from None  # fmt: skip
-            log.data_wait(time.monotonic() - wait_start)
+            with monitor.step(cur_nimg):  # timed for telemetry, and profiled when its turn comes
+                # Fetch data: this rank's share of the global batch.
+                wait_start = time.monotonic()
+                try:
+                    with monitor.probe.label("data"):
+                        images, labels = next(loader)
+                except UserError as error:  # a bad sample mid-run: keep the progress (one process: no peer waits)
+                    if world == 1 and saved_nimg != cur_nimg:
+                        saved_nimg = _checkpoint(run_dir, log, t, phases, G_ema, cur_nimg, tick_nimg, retention)
+                    raise UserError(*error.problems, f"`ganforge dataset verify {cfg.data.path}` lists every bad "
+                                    "file; rerun the same command after fixing them to resume") from None  # fmt: skip
+                log.data_wait(time.monotonic() - wait_start)
 
-            # Run phases: G main, G path length, D main, D R1, each on its interval (and G after D's warm-up).
-            for index, phase in enumerate(phases):
-                if phase_due(s, phase.network, phase.interval, cur_nimg):
-                    mbs = micro_batches(cfg, index, cur_nimg, images, labels, t.G.num_ws)
-                    tick_stats.add(run_phase(t, phase, index, cur_nimg, mbs))
-            if t.ada is not None:
-                t.ada.update(t.augment, s.batch)
+                # Run phases: G main, G path length, D main, D R1, each on its interval (and G after D's warm-up).
+                for index, phase in enumerate(phases):
+                    if phase_due(s, phase.network, phase.interval, cur_nimg):
+                        with monitor.probe.label(phase.name.replace("_", " ")):
+                            mbs = micro_batches(cfg, index, cur_nimg, images, labels, t.G.num_ws)
+                            tick_stats.add(run_phase(t, phase, index, cur_nimg, mbs))
+                if t.ada is not None:
+                    t.ada.update(t.augment, s.batch)
 
-            # EMA: G_ema follows G with the configured half-life.
-            update_ema(G_ema, t.G, ema_beta(s.batch, cur_nimg, s.ema_kimg, s.ema_rampup))
+                # EMA: G_ema follows G with the configured half-life.
+                with monitor.probe.label("EMA"):
+                    update_ema(G_ema, t.G, ema_beta(s.batch, cur_nimg, s.ema_kimg, s.ema_rampup))
             cur_nimg += s.batch
 
 

@@ -79,6 +79,8 @@ class TrainOptions:
     keep_every: float | None = None
     keep_max_age: float | None = None
     allow_config_change: bool = False
+    monitor_interval: float | None = None
+    profile: int | None = None
 
 
 def shown_default(section, name: str) -> str:
@@ -192,6 +194,12 @@ TRAIN_OPTIONS = [
             help="Also keep checkpoints younger than this many days."),
     _option("Checkpoints", "--allow-config-change", is_flag=True,
             help="Resume even if the training maths changed (the differences are listed)."),
+    _option("Monitoring", "--monitor-interval", type=click.FloatRange(min=0), metavar="SECONDS",
+            help="Seconds between GPU/CPU telemetry samples (per-tick statistics, status line, alerts); 0: off."
+                 + shown_default(RunConfig, "monitor_interval")),
+    _option("Monitoring", "--profile", type=click.IntRange(min=0), metavar="STEPS",
+            help="Profile STEPS training steps once, after the first tick, into RUN/profile/ (trace and summary.txt);"
+                 " 0: none." + shown_default(RunConfig, "profile")),
 ]  # fmt: skip
 
 

@@ -18,6 +18,7 @@ import torch
 from ganforge import dist
 from ganforge.config import Config, lazy_ratio
 from ganforge.errors import UserError
+from ganforge.monitor.probe import Probe
 from ganforge.train import loss as L
 from ganforge.train.blur import blur_images, blur_sigma
 from ganforge.train.lr_schedule import lr_factor
@@ -68,6 +69,7 @@ class Trainer:
     pl_lengths: list = field(default_factory=list)
     magnitude_beta: float | None = None  # StyleGAN3: decay of the layers' magnitude_ema per micro-batch round
     d_blur_sigma: float = 0.0  # blur of every image D sees in the current step (StyleGAN3-R warm-up)
+    probe: Probe = field(default_factory=Probe)  # times the step's sections for telemetry; labels them for profiling
 
     def generate(self, mb: MicroBatch, n: int | None = None, main: bool = True, update_emas: bool = True):
         """Fakes for the first n samples with per-sample style mixing (StyleGAN Sec. 3.1). -> (images, ws).
@@ -240,10 +242,11 @@ def run_phase(t: Trainer, phase: Phase, phase_index: int, cur_nimg: int, mbs: li
     t.d_blur_sigma = blur_sigma(cur_nimg, t.cfg.loss.blur_sigma, t.cfg.loss.blur_fade_kimg)
     for mb in mbs:
         torch.manual_seed(derive_seed(t.cfg.schedule.seed, cur_nimg, phase_index, mb.slot))
-        with t.precision.autocast():
-            per_sample, terms = phase.terms(t, mb)
-        loss = per_sample.float().sum() * gain
-        phase.scaler.scale(loss).backward()
+        with t.probe.section("fwd_bwd"):
+            with t.precision.autocast():
+                per_sample, terms = phase.terms(t, mb)
+            loss = per_sample.float().sum() * gain
+            phase.scaler.scale(loss).backward()
         loss_sum += loss.detach()
         for key, value in terms.items():
             stats.setdefault(key, []).append(value.detach().float().flatten())
@@ -252,24 +255,27 @@ def run_phase(t: Trainer, phase: Phase, phase_index: int, cur_nimg: int, mbs: li
 
 def _finish_step(t: Trainer, phase: Phase, stats: dict, loss_sum: torch.Tensor) -> dict:
     params = list(phase.module.parameters())
-    _sync_gradients(params)
-    phase.scaler.unscale_(phase.opt)
-    grad_norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(p.grad) for p in params]))
-    clip = t.cfg.optim.clip_grad_g if phase.network == "G" else t.cfg.optim.clip_grad_d
-    if clip is not None:  # on the summed, unscaled gradient: every rank clips alike, the threshold is in true units
-        torch.nn.utils.clip_grads_with_norm_(params, clip, grad_norm)
-    finite = all_finite(loss_sum, grad_norm)
-    if finite:
-        phase.scaler.step(phase.opt)
-        if phase.after_step is not None:
-            phase.after_step(t)
-        t.nonfinite_in_a_row = 0
-    else:
-        t.nonfinite_in_a_row += 1
-    phase.scaler.update()
-    phase.opt.zero_grad(set_to_none=True)
+    with t.probe.section("allreduce", "all-reduce"):
+        _sync_gradients(params)
+    with t.probe.section("optimizer"):
+        phase.scaler.unscale_(phase.opt)
+        grad_norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(p.grad) for p in params]))
+        clip = t.cfg.optim.clip_grad_g if phase.network == "G" else t.cfg.optim.clip_grad_d
+        if clip is not None:  # on the summed, unscaled gradient: every rank clips alike, the threshold is in true units
+            torch.nn.utils.clip_grads_with_norm_(params, clip, grad_norm)
+        finite = all_finite(loss_sum, grad_norm)
+        if finite:
+            phase.scaler.step(phase.opt)
+            if phase.after_step is not None:
+                phase.after_step(t)
+            t.nonfinite_in_a_row = 0
+        else:
+            t.nonfinite_in_a_row += 1
+        phase.scaler.update()
+        phase.opt.zero_grad(set_to_none=True)
     if phase.network == "G":
-        _average_buffers(t.G)
+        with t.probe.section("allreduce", "all-reduce"):
+            _average_buffers(t.G)
     if t.nonfinite_in_a_row >= MAX_NONFINITE_IN_A_ROW:
         raise DivergedError(
             f"training diverged: {t.nonfinite_in_a_row} optimizer steps in a row had non-finite losses or gradients "

@@ -133,7 +133,8 @@ def _build(
                                        ada_interval=o.ada_interval, p=o.aug_p, diffaug_policy=o.diffaug_policy)),
         run=RunConfig(outdir=str(o.outdir), allow_config_change=o.allow_config_change, report=not o.no_report,
                       **_given(metrics=None if o.metrics is None else tuple(parse_names(o.metrics)), resume=o.resume,
-                               keep_last=o.keep_last, keep_every=o.keep_every, keep_max_age=o.keep_max_age)),
+                               keep_last=o.keep_last, keep_every=o.keep_every, keep_max_age=o.keep_max_age,
+                               monitor_interval=o.monitor_interval, profile=o.profile)),
     )  # fmt: skip
 
 
@@ -327,6 +328,10 @@ def _problems(cfg: Config, device_type: str) -> list[str]:
     s, p = cfg.schedule, cfg.precision
     problems = []
     problems += _length_problems([("--kimg", s.kimg), ("--tick", s.tick_kimg)], s.batch)
+    if cfg.run.profile and s.kimg <= s.tick_kimg:
+        problems.append(f"--profile {cfg.run.profile}: the profiler starts after the first tick (--tick "
+                        f"{s.tick_kimg:g} kimg of warm-up), but the run ends at --kimg {s.kimg:g}; lower --tick or "
+                        "raise --kimg")  # fmt: skip
     if p.precision == "fp16" and device_type != "cuda":
         problems.append("--precision fp16: needs a CUDA GPU (no fast fp16 on CPU); use bf16 or fp32 on CPU")
     if p.precision == "tf32" and device_type != "cuda":
