@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from ganforge.train.precision import Precision, fp32_math
+from ganforge.train.precision import Precision, fp32_math, kernel_policy
 
 
 def _flags():
@@ -27,3 +27,16 @@ def test_fp32_math_restores_flags_when_the_block_raises():
 def test_only_the_tf32_mode_allows_tf32(mode, expected):
     with Precision(mode, torch.device("cpu")).matmul_policy():
         assert _flags() == (expected, expected)
+
+
+def _kernel_flags():
+    return torch.backends.cudnn.benchmark, torch.are_deterministic_algorithms_enabled()
+
+
+@pytest.mark.parametrize("deterministic, expected", [(False, (True, False)), (True, (False, True))])
+def test_cudnn_autotunes_unless_deterministic_and_the_callers_flags_come_back(deterministic, expected):
+    before = _kernel_flags()
+    with pytest.raises(RuntimeError), kernel_policy(deterministic):
+        assert _kernel_flags() == expected
+        raise RuntimeError("the run failed")
+    assert _kernel_flags() == before

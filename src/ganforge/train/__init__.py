@@ -46,7 +46,7 @@ def run(config) -> int:
     log.txt."""
     from ganforge import dist
     from ganforge.train.loop import training_loop
-    from ganforge.train.precision import deterministic_mode
+    from ganforge.train.precision import kernel_policy
     from ganforge.train.resume import select_run
     from ganforge.train.rundir import record_failure
 
@@ -54,7 +54,7 @@ def run(config) -> int:
     try:
         run_dir, state, weights = select_run(config, device)
         try:
-            with deterministic_mode(config.precision.deterministic), _matmul_policy(config, device):
+            with kernel_policy(config.precision.deterministic), _matmul_policy(config, device):
                 status = training_loop(config, run_dir, device, state, weights)
         except BaseException as error:
             if dist.is_main():

@@ -67,18 +67,19 @@ def all_finite(*tensors: torch.Tensor) -> bool:
 
 
 @contextlib.contextmanager
-def deterministic_mode(enabled: bool):
-    """`--deterministic`: deterministic kernels and no cuDNN autotuning for the run, previous settings restored.
+def kernel_policy(deterministic: bool):
+    """The run's kernel choice, previous settings restored afterwards. By default cuDNN times its algorithms for each
+    new convolution shape and keeps the fastest (the shapes of a training step never change, so the first step pays
+    once); `--deterministic` turns that off and asks for deterministic kernels, since autotuning may pick a
+    different algorithm, with different rounding, in two runs.
 
     CUBLAS_WORKSPACE_CONFIG must be in the environment before CUDA starts; it is set here for child processes and
     the message of torch's error names it if the parent did not set it."""
-    if not enabled:
-        yield
-        return
     saved = torch.are_deterministic_algorithms_enabled(), torch.backends.cudnn.benchmark
-    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-    torch.use_deterministic_algorithms(True)
-    torch.backends.cudnn.benchmark = False
+    if deterministic:
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        torch.use_deterministic_algorithms(True)
+    torch.backends.cudnn.benchmark = not deterministic
     try:
         yield
     finally:
