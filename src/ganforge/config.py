@@ -129,6 +129,9 @@ class PrecisionConfig:
     channels_last: bool = False
     deterministic: bool = False
     device: str = "auto"
+    # Gradients are summed over ranks in buckets of this many MiB, each started as soon as backward has filled it
+    # (overlapping communication with computation); 0 sums them all in one all-reduce after backward.
+    allreduce_bucket_mb: float = 25.0
 
 
 @dataclass(frozen=True)
@@ -196,6 +199,7 @@ class Config:
 NON_MATHS_FIELDS = frozenset({
     "data.path", "data.workers", "schedule.kimg", "schedule.tick_kimg", "schedule.snap", "schedule.batch_gpu",
     "precision.compile", "precision.channels_last", "precision.deterministic", "precision.device", "world_size",
+    "precision.allreduce_bucket_mb",
 })  # fmt: skip
 
 

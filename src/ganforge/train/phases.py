@@ -18,6 +18,7 @@ from ganforge import dist
 from ganforge.config import Config, lazy_ratio
 from ganforge.errors import UserError
 from ganforge.train import loss as L
+from ganforge.train.grad_sync import GradientSync
 from ganforge.train.precision import Precision, all_finite
 
 MAX_NONFINITE_IN_A_ROW = 20
@@ -140,6 +141,7 @@ class Phase:
     interval: int  # runs on steps where step % interval == 0 (lazy regularisation, StyleGAN2 Sec. 3.1)
     terms: Callable  # (Trainer, MicroBatch) -> (per-sample loss [n], stats dict of tensors)
     samples_per_mb: Callable[[int], int]  # micro-batch size -> samples this phase uses of it
+    sync: GradientSync  # sums the network's gradients over ranks (shared by the network's phases)
     after_step: Callable | None = None
 
 
@@ -156,12 +158,13 @@ def build_phases(cfg: Config, G: torch.nn.Module, D: torch.nn.Module, precision:
         ratio = lazy_ratio(interval) if reg_on else 1.0
         opt = torch.optim.Adam(module.parameters(), lr=lr * ratio, betas=(o.beta1**ratio, o.beta2**ratio), eps=o.eps)
         scaler = precision.make_scaler()
-        phases.append(Phase(f"{net}_main", net, module, opt, scaler, 1, main, lambda b: b))
+        sync = GradientSync(list(module.parameters()), cfg.precision.allreduce_bucket_mb)
+        phases.append(Phase(f"{net}_main", net, module, opt, scaler, 1, main, lambda b: b, sync))
         if reg_on:
             shrink = lo.pl_batch_shrink if net == "G" else 1
             after = update_pl_mean if net == "G" else None
             phases.append(
-                Phase(f"{net}_reg", net, module, opt, scaler, interval, reg, lambda b, s=shrink: b // s, after)
+                Phase(f"{net}_reg", net, module, opt, scaler, interval, reg, lambda b, s=shrink: b // s, sync, after)
             )
     return phases
 
@@ -200,17 +203,6 @@ def _set_trainable(phase: Phase, others: list[torch.nn.Module]) -> None:
         module.requires_grad_(module is phase.module)
 
 
-def _sync_gradients(params: list[torch.nn.Parameter]) -> None:
-    """Sum gradients over ranks in one flat all-reduce; a missing grad counts as zeros so the layout is the same."""
-    for p in params:
-        if p.grad is None:
-            p.grad = torch.zeros_like(p)
-    if dist.world_size() > 1:
-        flat = dist.all_reduce_sum_(torch.cat([p.grad.flatten() for p in params]))
-        for p, g in zip(params, flat.split([p.numel() for p in params]), strict=True):
-            p.grad.copy_(g.view_as(p))
-
-
 def run_phase(t: Trainer, phase: Phase, phase_index: int, cur_nimg: int, mbs: list[MicroBatch]) -> dict:
     """Accumulate the phase's loss over `mbs`, sum gradients over ranks, then step — or, if any loss or gradient on
     any rank is non-finite, skip the step with the weights untouched. Returns the tick statistics of this phase."""
@@ -220,11 +212,13 @@ def run_phase(t: Trainer, phase: Phase, phase_index: int, cur_nimg: int, mbs: li
     gain = phase.interval / total  # mean over the global batch; lazy regularisers weigh `interval` times more
     stats, loss_sum = {}, torch.zeros([], device=mbs[0].real.device)
     t.pl_lengths = []
-    for mb in mbs:
+    for count, mb in enumerate(mbs, 1):
         torch.manual_seed(derive_seed(t.cfg.schedule.seed, cur_nimg, phase_index, mb.slot))
         with t.precision.autocast():
             per_sample, terms = phase.terms(t, mb)
         loss = per_sample.float().sum() * gain
+        if count == len(mbs):
+            phase.sync.arm()  # the gradients are final in this backward: sum them over ranks as they land
         phase.scaler.scale(loss).backward()
         loss_sum += loss.detach()
         for key, value in terms.items():
@@ -234,7 +228,7 @@ def run_phase(t: Trainer, phase: Phase, phase_index: int, cur_nimg: int, mbs: li
 
 def _finish_step(t: Trainer, phase: Phase, stats: dict, loss_sum: torch.Tensor) -> dict:
     params = list(phase.module.parameters())
-    _sync_gradients(params)
+    phase.sync.finish()
     phase.scaler.unscale_(phase.opt)
     grad_norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(p.grad) for p in params]))
     finite = all_finite(loss_sum, grad_norm)
