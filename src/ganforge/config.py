@@ -132,6 +132,8 @@ class PrecisionConfig:
     # Gradients are summed over ranks in buckets of this many MiB, each started as soon as backward has filled it
     # (overlapping communication with computation); 0 sums them all in one all-reduce after backward.
     allreduce_bucket_mb: float = 25.0
+    # Why `precision` has its value when it was chosen by "auto" (printed at the start and by --dry-run), else "".
+    auto_reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -199,7 +201,7 @@ class Config:
 NON_MATHS_FIELDS = frozenset({
     "data.path", "data.workers", "schedule.kimg", "schedule.tick_kimg", "schedule.snap", "schedule.batch_gpu",
     "precision.compile", "precision.channels_last", "precision.deterministic", "precision.device", "world_size",
-    "precision.allreduce_bucket_mb",
+    "precision.allreduce_bucket_mb", "precision.auto_reason",
 })  # fmt: skip
 
 
@@ -340,6 +342,10 @@ def resolve(options: dict, dataset, world_size: int, device_type: str, problems:
     batch_gpu = _pick(options, "batch_gpu", max(batch // world_size, 1))
     fp16_res = _pick(options, "fp16_res", 0)
     given = {k: v for k, v in options.items() if v is not None}  # None = "not given": the dataclass default applies
+    if given.get("precision") == "auto":
+        from ganforge.autoprecision import detect
+
+        given["precision"], given["auto_reason"] = detect(device_type)
     flag = lambda key: bool(options.get(key))  # noqa: E731
     cfg = Config(
         cfg=name,
@@ -360,7 +366,8 @@ def resolve(options: dict, dataset, world_size: int, device_type: str, problems:
                                 snap=_pick(options, "snap", preset.snap), ema_kimg=preset.ema_kimg,
                                 ema_rampup=preset.ema_rampup, **_subset(given, "seed")),
         precision=PrecisionConfig(compile=flag("compile"), channels_last=flag("channels_last"),
-                                  deterministic=flag("deterministic"), **_subset(given, "precision", "device")),
+                                  deterministic=flag("deterministic"),
+                                  **_subset(given, "precision", "device", "auto_reason")),
         augment=AugmentConfig(**_subset(given, "target", "ada_kimg"),
                               **({"mode": given["aug"]} if "aug" in given else {})),
         run=RunConfig(outdir=str(options["outdir"]), allow_config_change=flag("allow_config_change"),
@@ -396,4 +403,9 @@ def describe_derived(cfg: Config) -> list[str]:
         f"networks: channel base {cfg.model.channel_base}, max {cfg.model.channel_max}, mapping "
         f"{cfg.model.mapping_layers} layers, minibatch-stddev group {cfg.model.mbstd_group}",
         f"{s.kimg:g} kimg in ticks of {s.tick_kimg:g} kimg; snapshot + checkpoint every {s.snap} ticks",
+        *(
+            [f"precision {cfg.precision.precision} (auto: {cfg.precision.auto_reason})"]
+            if cfg.precision.auto_reason
+            else []
+        ),
     ]
