@@ -11,7 +11,7 @@ SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_suite.py"
 
 def _suite(out: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(SCRIPT), "--dry-run", "--out", str(out), *args], capture_output=True,
-                          text=True, timeout=300)  # fmt: skip
+                          text=True, timeout=900)  # fmt: skip
 
 
 def test_dry_run_plans_every_step_runs_the_cpu_ones_and_writes_json_and_markdown(tmp_path):

@@ -1,6 +1,8 @@
 import pytest
 import torch
+from train_helpers import make_dataset, tiny_options
 
+from ganforge.train import configure, loop, run
 from ganforge.train.precision import Precision, fp32_math, kernel_policy
 
 
@@ -40,3 +42,12 @@ def test_cudnn_autotunes_unless_deterministic_and_the_callers_flags_come_back(de
         assert _kernel_flags() == expected
         raise RuntimeError("the run failed")
     assert _kernel_flags() == before
+
+
+def test_a_training_run_autotunes_unless_deterministic(tmp_path, monkeypatch):
+    seen = []
+    monkeypatch.setattr(loop, "training_loop", lambda *args: seen.append(_kernel_flags()) or 0)
+    data = make_dataset(tmp_path / "squares")
+    for deterministic in (False, True):
+        assert run(configure(tiny_options(data, tmp_path / str(deterministic), deterministic=deterministic))) == 0
+    assert seen == [(True, False), (False, True)]
