@@ -71,6 +71,24 @@ def test_used_only_for_large_float32_convolutions_on_cpu_outside_autocast():
         assert not winograd.pays_off(torch.zeros(1, 256, 16, 16), w)
 
 
+@pytest.mark.filterwarnings("ignore::torch.jit.TracerWarning")  # the traced constant is what is under test
+def test_graphs_being_compiled_or_exported_get_the_plain_convolution():
+    x, w = torch.zeros(1, 256, 16, 16), torch.zeros(256, 256, 3, 3)
+    traced = torch.jit.trace(lambda x: torch.tensor(winograd.pays_off(x, w)), (x,), check_trace=False)
+    assert not traced(x)
+    exported = torch.export.export(_PaysOff(w), (x,)).module()
+    assert not exported(x) and winograd.pays_off(x, w)
+
+
+class _PaysOff(torch.nn.Module):
+    def __init__(self, w):
+        super().__init__()
+        self.w = w
+
+    def forward(self, x):
+        return torch.tensor(winograd.pays_off(x, self.w))
+
+
 def test_discriminator_layer_takes_the_winograd_path_and_keeps_its_values(monkeypatch):
     torch.manual_seed(0)
     layer = Conv2dLayer(8, 8, 3, "lrelu")

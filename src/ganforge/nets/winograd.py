@@ -69,13 +69,18 @@ def _matrices(dtype: torch.dtype, device: torch.device) -> tuple[torch.Tensor, t
 
 
 def pays_off(x: torch.Tensor, weight: torch.Tensor) -> bool:
-    """Use F(4x4, 3x3) for a float32 3x3 convolution on CPU, outside autocast, with enough channels and pixels.
+    """Use F(4x4, 3x3) for a float32 3x3 convolution on CPU, outside autocast, with enough channels and pixels, in
+    eager mode.
 
-    CUDA's cuDNN picks its own algorithms; under CPU autocast the direct bfloat16 convolution is the fast one.
+    CUDA's cuDNN picks its own algorithms; under CPU autocast the direct bfloat16 convolution is the fast one; and a
+    graph being compiled or exported (torch.compile, torch.export, ONNX) gets the plain convolution, which its
+    backend or runtime implements its own way.
     """
     out_ch, in_ch, kh, kw = weight.shape
     return (
-        x.device.type == "cpu"
+        not torch.compiler.is_compiling()
+        and not torch.jit.is_tracing()
+        and x.device.type == "cpu"
         and x.dtype == torch.float32
         and not torch.is_autocast_enabled("cpu")
         and kh == kw == TAPS
