@@ -120,6 +120,10 @@ MUTANTS = (
       ("tests/train/test_train_resume_options.py::test_resume_new_always_starts_a_run_from_scratch",)),
     M("sigint_not_caught", "preempt.py", "_SIGNALS = (signal.SIGTERM, signal.SIGINT)", "_SIGNALS = (signal.SIGTERM,)",
       ("tests/test_resume.py::test_a_signal_saves_a_checkpoint_and_exits_128_plus_its_number",)),
+    M("restart_reads_old_attempt", "dist.py", "{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}", "0",
+      ("tests/test_scaleout.py::test_each_restart_attempt_sees_none_of_the_previous_attempts_keys",)),
+    M("pg_pinned_by_late_import", "dist.py", 'importlib.import_module("torch.distributed.nn")', "pass",
+      ("tests/test_lifecycle.py::test_shutdown_stops_every_gloo_thread",)),
     M("check_replicas_blind", "dist.py", "if not torch.equal(reference, tensor.detach()):", "if False:",
       ("tests/test_dist_replicas.py",)),
     # Metrics.

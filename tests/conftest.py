@@ -1,12 +1,13 @@
 """Suite-wide test plumbing: the `cuda` marker's skip rule and the two-rank gloo launcher."""
 
 import os
-import socket
 import subprocess
 import sys
 
 import pytest
 import torch
+
+from launch_helpers import free_port
 
 NO_GPU_REASON = "needs a CUDA GPU; run `pytest -m cuda` on a machine with one"
 
@@ -21,16 +22,10 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _run_ranks(script: str, *args: str, world_size: int = 2, timeout: float = 120) -> list[str]:
     """Run `script` (Python source) as ranks 0..world_size-1 of a gloo group on this machine, the way torchrun sets
     them up (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR/PORT); every rank must exit 0. -> their outputs, by rank."""
-    env = dict(os.environ, WORLD_SIZE=str(world_size), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()))
+    env = dict(os.environ, WORLD_SIZE=str(world_size), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", script, *args],

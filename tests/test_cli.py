@@ -17,6 +17,12 @@ def test_version_and_help():
     assert "Usage" in result.output
 
 
+def test_bare_ganforge_prints_the_help_and_succeeds():
+    result = CliRunner().invoke(main, [])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("Usage:") and "train" in result.output and "Commands:" in result.output
+
+
 def test_unknown_subcommand_exits_2_without_traceback():
     proc = subprocess.run([sys.executable, "-m", "ganforge", "no-such-command"], capture_output=True, text=True)
     assert proc.returncode == 2
@@ -38,7 +44,9 @@ def test_warnings_are_one_line_without_source_and_user_errors_exit_2():
 
     @group.command()
     def warn_then_fail():
-        warnings.warn("skipping checkpoint ckpt-000000016: manifest.json missing", UserWarning, stacklevel=1)
+        for _ in range(2):  # the same text twice (two metrics about one input, say) is shown once
+            warnings.warn("skipping checkpoint ckpt-000000016: manifest.json missing", UserWarning, stacklevel=1)
+        warnings.warn("skipping checkpoint ckpt-000000008: manifest.json missing", UserWarning, stacklevel=1)
         raise UserError("--data: first problem", "--batch: second problem")
 
     result = CliRunner().invoke(group, ["warn-then-fail"])
@@ -46,6 +54,7 @@ def test_warnings_are_one_line_without_source_and_user_errors_exit_2():
     lines = result.output.splitlines()
     assert lines == [
         "warning: skipping checkpoint ckpt-000000016: manifest.json missing",
+        "warning: skipping checkpoint ckpt-000000008: manifest.json missing",
         "error: --data: first problem",
         "error: --batch: second problem",
     ]

@@ -11,49 +11,40 @@ the checkpoint left half-filled (after steps 3, 7, 11 and 15), and augmentation 
 adjustment moves p by 0.32, and --target 0.2 lies below what D reaches on these reals by step 11.
 """
 
-import contextlib
-import hashlib
-import os
 import random
 import shutil
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
-import PIL.Image
 import pytest
 import torch
 
 from ganforge import checkpoint
-from ganforge.data.build import BuildOptions, build
+from launch_helpers import (
+    TIMEOUT,
+    alive,
+    assert_identical,
+    checkpoints,
+    descendants,
+    kill_all,
+    run_command,
+    run_dir,
+    start,
+    tiny_archive,
+    wait_for_checkpoint,
+)
 
 KIMG, MIDDLE = 0.136, 104  # 17 steps of 8 images; the checkpoint in between, at 104 images
 TRAIN_ARGS = ["--cfg", "tiny", "--batch", "8", "--batch-gpu", "4", "--kimg", str(KIMG), "--tick", "0.104",
               "--snap", "1", "--seed", "3", "--workers", "0", "--device", "cpu", "--ada-kimg", "0.1",
               "--target", "0.2"]  # fmt: skip
-COMPARED = ("G", "D", "G_ema", "opt_G", "opt_D", "scaler_G", "scaler_D", "augment", "loop", "sampler")
-TIMEOUT = 120
 
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory) -> Path:
-    """16 RGB images of 8x8 pixels (smooth random blobs), built into a zip archive by ganforge's dataset tool."""
-    root = tmp_path_factory.mktemp("data")
-    (root / "src").mkdir()
-    rng = np.random.default_rng(0)
-    for i in range(16):
-        coarse = rng.integers(0, 256, size=(2, 2, 3), dtype=np.uint8)
-        PIL.Image.fromarray(coarse).resize((8, 8), PIL.Image.BILINEAR).save(root / "src" / f"{i:02d}.png")
-    build(root / "src", root / "tiny.zip", BuildOptions(resolution=8, workers=0))
-    return root / "tiny.zip"
-
-
-def _env() -> dict:
-    # One thread per process: the test's budget is one core, and thread count must not matter for exactness anyway.
-    return dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    return tiny_archive(tmp_path_factory.mktemp("data"))
 
 
 def _command(data: Path, outdir: Path, nproc: int = 1, extra: tuple = ()) -> list[str]:
@@ -64,104 +55,21 @@ def _command(data: Path, outdir: Path, nproc: int = 1, extra: tuple = ()) -> lis
     return [*launcher, "-m", "ganforge", *args]
 
 
-def _start(command: list[str]) -> subprocess.Popen:
-    return subprocess.Popen(command, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-
-
-def _descendants(pid: int) -> list[int]:
-    """Every process below `pid`, read from /proc (torchrun starts each worker in a session of its own, so killing
-    torchrun's process group would leave the workers training)."""
-    parents = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:  # the process ended while we looked
-            continue
-        parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    found, todo = [], [pid]
-    while todo:
-        children = parents.get(todo.pop(), [])
-        found += children
-        todo += children
-    return found
-
-
-def _alive(pid: int) -> bool:
-    """Running, as opposed to gone or a zombie waiting to be reaped."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def _kill_all(proc: subprocess.Popen) -> None:
-    """SIGKILL `proc` and all its descendants at once, as when the machine dies."""
-    for pid in [proc.pid, *_descendants(proc.pid)]:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-
-
-def _run(command: list[str], expect: int = 0) -> str:
-    proc = subprocess.run(command, env=_env(), capture_output=True, text=True, timeout=TIMEOUT)
-    output = proc.stdout + proc.stderr
-    assert proc.returncode == expect, f"exit {proc.returncode} != {expect}:\n{output[-4000:]}"
-    return output
-
-
-def _checkpoints(outdir: Path) -> list[Path]:
-    return sorted((p.parent for p in outdir.glob("*/checkpoints/ckpt-*/manifest.json")), key=lambda p: p.name)
-
-
-def _wait_for_checkpoint(proc: subprocess.Popen, outdir: Path) -> Path:
-    """Wait for the first checkpoint with training progress in it (a fresh run also checkpoints its start)."""
-    deadline = time.monotonic() + TIMEOUT
-    while not [p for p in _checkpoints(outdir) if p.name != "ckpt-000000000"]:
-        assert proc.poll() is None, f"exited {proc.returncode} before its first checkpoint:\n{proc.stdout.read()}"
-        assert time.monotonic() < deadline, "no checkpoint in time"
-        time.sleep(0.02)
-    return _checkpoints(outdir)[-1]
-
-
-def _run_dir(outdir: Path) -> Path:
-    runs = [p for p in outdir.iterdir() if p.is_dir()]
-    assert len(runs) == 1, f"rerunning the same command must continue the same run, found {runs}"
-    return runs[0]
-
-
 def _final_state(outdir: Path) -> dict:
-    state = checkpoint.load_latest(_run_dir(outdir) / "checkpoints")
+    state = checkpoint.load_latest(run_dir(outdir) / "checkpoints")
     assert state is not None and state["loop"]["cur_nimg"] == round(KIMG * 1000), state and state["loop"]
     return state
 
 
-def _digests(value, prefix: str = "") -> dict[str, str]:
-    """{path: sha256 of the tensor's bytes (with dtype and shape) or repr of the value}, for a readable diff."""
-    if isinstance(value, dict):
-        return {k: v for key, item in value.items() for k, v in _digests(item, f"{prefix}/{key}").items()}
-    if isinstance(value, (list, tuple)):
-        return {k: v for i, item in enumerate(value) for k, v in _digests(item, f"{prefix}/{i}").items()}
-    if isinstance(value, torch.Tensor):
-        raw = value.contiguous().view(-1).view(torch.uint8).numpy().tobytes()
-        return {prefix: f"{value.dtype}{list(value.shape)}:{hashlib.sha256(raw).hexdigest()[:16]}"}
-    return {prefix: repr(value)}
-
-
-def _assert_identical(a: dict, b: dict) -> None:
-    for key in COMPARED:
-        da, db = _digests(a[key], key), _digests(b[key], key)
-        differing = sorted(k for k in da.keys() | db.keys() if da.get(k) != db.get(k))
-        assert not differing, f"{len(differing)} entries differ, first: {differing[:5]}"
-
-
 def _timed_run(command: list[str], outdir: Path) -> float:
     """Run to the end; return the seconds from its first checkpoint to its exit (the window a kill can hit)."""
-    proc = _start(command)
+    proc = start(command)
     try:
-        _wait_for_checkpoint(proc, outdir)
+        wait_for_checkpoint(proc, outdir)
         first = time.monotonic()
         output = proc.communicate(timeout=TIMEOUT)[0]
     finally:
-        _kill_all(proc)
+        kill_all(proc)
     assert proc.returncode == 0, output[-4000:]
     return time.monotonic() - first
 
@@ -171,7 +79,7 @@ def reference_run(data, tmp_path_factory) -> tuple[Path, dict, float]:
     """The uninterrupted single-process run: its OUTDIR, final state and kill window."""
     outdir = tmp_path_factory.mktemp("reference")
     window = _timed_run(_command(data, outdir), outdir)
-    middle = checkpoint.load(_run_dir(outdir) / "checkpoints" / f"ckpt-{MIDDLE:09d}")
+    middle = checkpoint.load(run_dir(outdir) / "checkpoints" / f"ckpt-{MIDDLE:09d}")
     # What a resume from the middle checkpoint must carry on: augmentation at p > 0 and ADA's accumulators mid-way.
     assert middle["augment"]["pipe"]["p"].item() > 0.1 and middle["augment"]["ada"]["updates"] == 1, middle["augment"]
     return outdir, _final_state(outdir), window
@@ -183,26 +91,26 @@ def reference(reference_run) -> dict:
 
 
 def test_two_identical_runs_give_identical_tensors(data, reference, tmp_path):
-    _run(_command(data, tmp_path))
-    _assert_identical(reference, _final_state(tmp_path))
+    run_command(_command(data, tmp_path))
+    assert_identical(reference, _final_state(tmp_path))
 
 
 def _kill_at(command: list[str], outdir: Path, delay: float) -> bool:
     """Start `command`, SIGKILL it (workers included) `delay` seconds after its first checkpoint; False if it
     finished first, or wrote its final checkpoint (a rerun would then have nothing left to do)."""
-    proc = _start(command)
+    proc = start(command)
     try:
-        _wait_for_checkpoint(proc, outdir)
+        wait_for_checkpoint(proc, outdir)
         time.sleep(delay)
-        finished = proc.poll() is not None or _checkpoints(outdir)[-1].name == f"ckpt-{round(KIMG * 1000):09d}"
+        finished = proc.poll() is not None or checkpoints(outdir)[-1].name == f"ckpt-{round(KIMG * 1000):09d}"
     finally:
-        workers = _descendants(proc.pid)
-        _kill_all(proc)
+        workers = descendants(proc.pid)
+        kill_all(proc)
         proc.wait(timeout=TIMEOUT)
     deadline = time.monotonic() + 10
-    while [pid for pid in workers if _alive(pid)] and time.monotonic() < deadline:
+    while [pid for pid in workers if alive(pid)] and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not [pid for pid in workers if _alive(pid)], "workers outlived the kill"
+    assert not [pid for pid in workers if alive(pid)], "workers outlived the kill"
     return not finished
 
 
@@ -214,36 +122,36 @@ def _kill_and_resume(data: Path, outdir: Path, nproc: int, window: float) -> dic
     if not _kill_at(command, outdir, delay):  # a loaded machine ran faster than the reference: kill at once
         shutil.rmtree(outdir)
         assert _kill_at(command, outdir, 0.0), "the run finished before it could be killed"
-    output = _run(command)
+    output = run_command(command)
     assert f"at {MIDDLE / 1000:g} kimg" in output and "resuming" in output, output[-4000:]
     return _final_state(outdir)
 
 
 def test_sigkill_then_rerun_equals_uninterrupted_one_process(data, reference_run, tmp_path):
     _, reference, window = reference_run
-    _assert_identical(reference, _kill_and_resume(data, tmp_path / "killed", 1, window))
+    assert_identical(reference, _kill_and_resume(data, tmp_path / "killed", 1, window))
 
 
 def test_sigkill_then_rerun_equals_uninterrupted_two_processes(data, tmp_path):
     window = _timed_run(_command(data, tmp_path / "uninterrupted", nproc=2), tmp_path / "uninterrupted")
     killed = _kill_and_resume(data, tmp_path / "killed", 2, window)
-    _assert_identical(_final_state(tmp_path / "uninterrupted"), killed)
+    assert_identical(_final_state(tmp_path / "uninterrupted"), killed)
 
 
 @pytest.mark.parametrize("signum, status", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_a_signal_saves_a_checkpoint_and_exits_128_plus_its_number(data, tmp_path, signum, status):
     kimg = 0.4  # longer than the wait for the first checkpoint plus the signal can take
-    proc = _start(_command(data, tmp_path, extra=("--kimg", str(kimg))))
+    proc = start(_command(data, tmp_path, extra=("--kimg", str(kimg))))
     try:
-        _wait_for_checkpoint(proc, tmp_path)
+        wait_for_checkpoint(proc, tmp_path)
         signalled = time.time()
         proc.send_signal(signum)
         output = proc.communicate(timeout=TIMEOUT)[0]
     finally:
-        _kill_all(proc)
+        kill_all(proc)
     assert proc.returncode == status, output[-4000:]
     assert "Traceback" not in output
-    newest = _checkpoints(tmp_path)[-1]
+    newest = checkpoints(tmp_path)[-1]
     written = (newest / "manifest.json").stat().st_mtime
     assert written >= signalled - 0.5, f"no checkpoint was written on signal {signum}"
     assert MIDDLE < checkpoint.load(newest)["loop"]["cur_nimg"] < round(kimg * 1000)
@@ -272,19 +180,19 @@ main(prog_name="ganforge")
 
 def test_full_disk_is_reported_and_rerun_continues_exactly(data, reference, tmp_path):
     command = _command(data, tmp_path)
-    output = _run([sys.executable, "-c", _FULL_DISK, *command[3:]], expect=2)
+    output = run_command([sys.executable, "-c", _FULL_DISK, *command[3:]], expect=2)
     assert "error: checkpoint" in output and "ckpt-000000136: writing failed" in output, output[-4000:]
     assert "No space left on device" in output and "Traceback" not in output
-    run = _run_dir(tmp_path)
+    run = run_dir(tmp_path)
     assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["ckpt-000000000", "ckpt-000000104", "latest"]
     assert checkpoint.load_latest(run / "checkpoints")["loop"]["cur_nimg"] == MIDDLE
-    _run(command)
-    _assert_identical(reference, _final_state(tmp_path))
+    run_command(command)
+    assert_identical(reference, _final_state(tmp_path))
 
 
 def test_changed_training_maths_is_refused_listing_fields(data, reference_run):
     outdir = reference_run[0]
-    output = _run(_command(data, outdir, extra=("--gamma", "0.5", "--glr", "0.001")), expect=2)
+    output = run_command(_command(data, outdir, extra=("--gamma", "0.5", "--glr", "0.001")), expect=2)
     assert "Traceback" not in output
     assert "loss.gamma" in output and "optim.g_lr" in output, output
     assert "--allow-config-change" in output
@@ -293,10 +201,10 @@ def test_changed_training_maths_is_refused_listing_fields(data, reference_run):
 def test_two_processes_continue_a_one_process_checkpoint(data, reference_run, tmp_path):
     """--resume CHECKPOINT with another process count (and so another accumulation): the same maths up to float
     rounding, so the end state is close to the uninterrupted one-process run's, though not bitwise."""
-    source = _run_dir(reference_run[0]) / "checkpoints" / f"ckpt-{MIDDLE:09d}"
-    output = _run(_command(data, tmp_path, nproc=2, extra=("--resume", str(source))))
+    source = run_dir(reference_run[0]) / "checkpoints" / f"ckpt-{MIDDLE:09d}"
+    output = run_command(_command(data, tmp_path, nproc=2, extra=("--resume", str(source))))
     assert f"from {source} at {MIDDLE / 1000:g} kimg" in output, output[-4000:]
-    assert _run_dir(tmp_path).name.endswith("-gpus2-batch8")
+    assert run_dir(tmp_path).name.endswith("-gpus2-batch8")
     state, reference = _final_state(tmp_path), reference_run[1]
     for net in ("G", "D", "G_ema"):
         for name, value in reference[net].items():

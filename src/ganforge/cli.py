@@ -11,7 +11,7 @@ import click
 
 from ganforge import __version__
 from ganforge.config import AUGMENTS, PRECISIONS, PRESETS
-from ganforge.errors import UserError
+from ganforge.errors import UserError, carried_problems
 from ganforge.export.options import (
     DEFAULT_CHECK_FID,
     DEFAULT_MAX_ABS_DIFF,
@@ -26,9 +26,17 @@ from ganforge.generate.options import ANIMATION_FORMATS, INTERP_SPACES, NOISE_MO
 from ganforge.train.options import GroupedCommand, train_options
 
 
-def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    """Warnings meant for the user (a skipped checkpoint, a corrupt cached file) as one line, without source lines."""
-    click.echo(f"warning: {message}", err=True)
+def _one_line_warnings():
+    """A `warnings.showwarning` for warnings meant for the user (a skipped checkpoint, a corrupt cached file): one line
+    without source lines, and each text once per command (several metrics may each warn about the same input)."""
+    shown = set()
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        if str(message) not in shown:
+            shown.add(str(message))
+            click.echo(f"warning: {message}", err=True)
+
+    return show
 
 
 class _Group(click.Group):
@@ -37,11 +45,11 @@ class _Group(click.Group):
 
     def invoke(self, ctx: click.Context):
         with warnings.catch_warnings():
-            warnings.showwarning = _show_warning
+            warnings.showwarning = _one_line_warnings()
             try:
                 return super().invoke(ctx)
             except UserError as error:
-                for problem in error.problems:
+                for problem in carried_problems(error):
                     click.echo(f"error: {problem}", err=True)
                 sys.exit(2)
             except KeyboardInterrupt:  # Ctrl-C outside a training loop (which checkpoints and exits 130 itself)
@@ -49,10 +57,14 @@ class _Group(click.Group):
                 sys.exit(130)
 
 
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
+@click.group(cls=_Group, invoke_without_command=True,
+             context_settings={"help_option_names": ["-h", "--help"], "show_default": True})  # fmt: skip
 @click.version_option(__version__, prog_name="ganforge")
-def main():
+@click.pass_context
+def main(ctx: click.Context):
     """Train, evaluate and export StyleGAN2-family GANs on one GPU, many GPUs, or a CPU."""
+    if ctx.invoked_subcommand is None:  # bare `ganforge` asks what there is: the help, and success
+        click.echo(ctx.get_help())
 
 
 @main.command()
@@ -168,7 +180,8 @@ def dataset_verify(path, workers):
 
 
 @main.command()
-@click.option("--network", type=click.Path(path_type=str), help="Generator snapshot (.safetensors) to evaluate.")
+@click.option("--network", type=click.Path(path_type=str),
+              help="Generator to evaluate: a ganforge snapshot, an NVlabs pickle or a rosinality .pt.")  # fmt: skip
 @click.option("--data", "--real", "data", type=click.Path(path_type=str), help="Real images: dataset, folder or zip.")
 @click.option("--fake", type=click.Path(path_type=str), help="Fake images (folder or zip) instead of --network.")
 @click.option(

@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass
 
 from ganforge.errors import UserError
+from ganforge.limits import RESOLUTIONS, resolution_ok
 
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
 AUGMENTS = ("ada", "noaug")
@@ -273,8 +274,9 @@ def _dataset_problems(preset: Preset, cfg: Config, dataset) -> list[str]:
     """What does not fit the dataset, one message each."""
     problems = []
     res = dataset.resolution
-    if res < 4 or res & (res - 1):
-        problems.append(f"--data: resolution {res} is not a power of two >= 4; rebuild with `ganforge dataset build`")
+    if not resolution_ok(res):
+        problems.append(f"--data: resolution {res} is not {RESOLUTIONS}; rebuild it with `ganforge dataset build "
+                        f"--resolution R`")  # fmt: skip
     if preset.resolution is not None and preset.resolution != res:
         problems.append(
             f"--cfg {cfg.cfg}: made for {preset.resolution}x{preset.resolution}, but --data is "

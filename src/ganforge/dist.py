@@ -13,6 +13,9 @@ import sys
 import torch
 import torch.distributed as tdist
 
+from ganforge.devices import pick_device
+from ganforge.errors import UserError
+
 _TIMEOUT = datetime.timedelta(minutes=30)
 _PR_SET_PDEATHSIG = 1  # from <sys/prctl.h>
 
@@ -26,8 +29,8 @@ def init(device: str = "auto") -> torch.device:
 
     `device` is "auto" (CUDA when available), "cuda" or "cpu".
     """
-    use_cuda = torch.cuda.is_available() if device == "auto" else device == "cuda"
-    dev = torch.device("cuda", local_rank()) if use_cuda else torch.device("cpu")
+    dev = pick_device(device, local_rank())
+    use_cuda = dev.type == "cuda"
     if use_cuda:
         torch.cuda.set_device(dev)
     if launched_by_torchrun() and not tdist.is_initialized():
@@ -39,8 +42,31 @@ def init(device: str = "auto") -> torch.device:
         # ("terminate called without an active exception"). Imported first, the defaults are None.
         importlib.import_module("torch.distributed.nn")
 
-        tdist.init_process_group(backend="nccl" if use_cuda else "gloo", timeout=_TIMEOUT)
+        store, rank_, size = next(tdist.rendezvous("env://", timeout=_TIMEOUT))
+        store.set_timeout(_TIMEOUT)
+        backend = "nccl" if use_cuda else "gloo"
+        tdist.init_process_group(backend, store=_attempt_store(store), rank=rank_, world_size=size, timeout=_TIMEOUT)
     return dev
+
+
+def _attempt_store(store: tdist.Store) -> tdist.Store:
+    """The rendezvous store, seen through a namespace of this launch attempt's own.
+
+    torchrun's c10d rendezvous keeps one store for the launcher's lifetime and hands it to every generation of
+    workers it starts. Each rank publishes its address there under a fixed key, so after an elastic restart
+    (--max-restarts) a new worker can read the address of a dead worker of the previous attempt and fail to connect,
+    or hang, while the group forms (pytorch/pytorch#135712). The restart count names the attempt; it is the same for
+    every worker of one launcher, but launchers on different nodes count restarts apart (a node that restarts for
+    a membership change does not count it), so there the fix is torch's own switch to a fresh store per attempt."""
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
+        return store  # rank 0 hosts a fresh store for every attempt: nothing stale to read
+    if int(os.environ.get("GROUP_WORLD_SIZE", "1")) > 1 and int(os.environ.get("TORCHELASTIC_MAX_RESTARTS", "0")):
+        raise UserError(
+            "torchrun --max-restarts on several nodes needs TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 in every launcher's "
+            "environment (export it before torchrun): with the store shared between attempts, a restarted worker "
+            "can read a dead worker's address and hang"
+        )
+    return tdist.PrefixStore(f"ganforge/attempt-{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}", store)
 
 
 def _stop_with_launcher() -> None:

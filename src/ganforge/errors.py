@@ -11,3 +11,14 @@ class UserError(Exception):
         assert problems, "a UserError needs at least one problem"
         self.problems = list(problems)
         super().__init__("\n".join(self.problems))
+
+
+def carried_problems(error: UserError) -> list[str]:
+    """The problems `error` carries, also when it was raised in a DataLoader worker: DataLoader re-raises it in the
+    main process as UserError("Caught UserError in DataLoader worker ... Original Traceback ... UserError: <problems>"),
+    and the problems are what follows the prefix of the traceback's last line."""
+    text = "\n".join(error.problems)
+    marker = f"{UserError.__module__}.{UserError.__qualname__}: "
+    if not text.startswith("Caught ") or marker not in text:
+        return error.problems
+    return text.rsplit(marker, 1)[1].rstrip("\n").split("\n")

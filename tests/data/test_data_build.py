@@ -130,6 +130,24 @@ def test_argument_problems_are_listed_together(tmp_path):
     assert "--resolution: required" in run_cli("dataset", "build", tmp_path, tmp_path / "n.zip").output
 
 
+@pytest.mark.parametrize("resolution", [4, 2048])
+def test_build_refuses_a_resolution_train_cannot_use(tmp_path, resolution):
+    """One limit for both commands: what `dataset build` writes, `train` (and its --dry-run) accepts."""
+    result = run_cli("dataset", "build", tmp_path, tmp_path / "o.zip", "--resolution", str(resolution))
+    assert result.exit_code == 2 and f"--resolution: {resolution} is not a power of two from 8 to 1024" in result.output
+    assert not (tmp_path / "o.zip").exists()
+
+
+def test_build_without_resolution_refuses_images_train_cannot_use(tmp_path):
+    (tmp_path / "src").mkdir()
+    for i in range(3):
+        Image.new("RGB", (4, 4), (i, 0, 0)).save(tmp_path / "src" / f"{i}.png")
+    result = run_cli("dataset", "build", tmp_path / "src", tmp_path / "o.zip", "--transform", "none", "--workers", "0")
+    assert result.exit_code == 2, result.output
+    assert "SRC: the images are 4x4, and `ganforge train` takes a power of two from 8 to 1024" in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["src"]
+
+
 def test_decompression_bombs_are_bad_files(tmp_path, monkeypatch):
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 100)  # 12x12 is past the warning limit, 16x16 past the error one
     src = write_folder(tmp_path / "src", {"warn.png": png(1, 12), "error.png": png(2, 16)})
@@ -157,6 +175,18 @@ def test_info_and_verify(messy, tmp_path):
     (tmp_path / "x.gfd").write_bytes(bytes(data))
     result = run_cli("dataset", "verify", tmp_path / "x.gfd")
     assert result.exit_code == 2 and "content hash mismatch" in result.output
+
+
+def test_info_flags_what_train_would_refuse_and_says_it_did_not_verify(tmp_path):
+    """An archive from elsewhere (here an NVlabs-layout zip of 4x4 images, which `dataset build` no longer makes)."""
+    with zipfile.ZipFile(tmp_path / "small.zip", "w") as archive:
+        for i in range(2):
+            archive.writestr(f"00000/img{i:08d}.png", png(i, 4))
+    summary = json.loads(run_cli("dataset", "info", tmp_path / "small.zip", "--json").output)
+    assert summary["verified"] is False and len(summary["problems"]) == 1
+    assert summary["problems"][0].startswith("resolution 4 is not one `ganforge train` takes")
+    text = run_cli("dataset", "info", tmp_path / "small.zip").output
+    assert "problem: resolution 4" in text and f"`ganforge dataset verify {tmp_path / 'small.zip'}`" in text
 
 
 def test_verify_names_a_damaged_zip_member(tmp_path):

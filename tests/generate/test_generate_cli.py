@@ -50,4 +50,5 @@ def test_bad_input_exits_2_listing_every_problem(snapshot, tmp_path):
     assert result.exit_code == 2 and "missing.pkl: no such file; supported: a ganforge snapshot" in result.output
     if not torch.cuda.is_available():
         result = run("--network", snapshot, "--outdir", tmp_path, "--seeds", "1", "--device", "cuda")
-        assert result.exit_code == 2 and "--device cuda: no CUDA device is available here" in result.output
+        assert result.exit_code == 2 and "error: --device cuda: " in result.output
+        assert "pass --device cpu" in result.output

@@ -81,3 +81,24 @@ def test_refused_and_unknown_files_exit_2_with_one_message(official, tmp_path):
     assert result.exit_code == 2 and "DEST" in result.output and "NAME.safetensors" in result.output
     result = run("generate", "--network", official[0], "--outdir", tmp_path, "--seeds", "1")
     assert result.exit_code == 2 and "error: --class: " in result.output and "is conditional" in result.output
+
+
+def test_metrics_reads_a_foreign_network_like_its_imported_snapshot(tmp_path):
+    unconditional = {**ARCH, "c_dim": 0}
+    G_ema = random_weights(Generator(**unconditional), seed=9)
+    D = random_weights(Discriminator(**unconditional), seed=10)
+    pickle_path = tmp_path / "network.pkl"
+    trees = {"G_ema": persistent_tree(G_ema, generator_kwargs(G_ema)), "D": persistent_tree(D, discriminator_kwargs(D))}
+    pickle_path.write_bytes(network_pickle(trees))
+    assert run("import", pickle_path, tmp_path / "G.safetensors").exit_code == 0
+    (tmp_path / "reals").mkdir()
+    rng = np.random.default_rng(0)
+    for i in range(8):
+        PIL.Image.fromarray(rng.integers(0, 256, (16, 16, 3), dtype=np.uint8)).save(tmp_path / "reals" / f"{i}.png")
+    values = []
+    for network in (pickle_path, tmp_path / "G.safetensors"):
+        options = ["--metrics", "swd16k", "--num-gen", "8", "--workers", "0", "--device", "cpu"]
+        result = run("metrics", "--network", network, "--data", tmp_path / "reals", *options, "--outdir", tmp_path)
+        assert result.exit_code == 0, result.output
+        values.append([line.split("(")[0] for line in result.output.splitlines() if line.startswith("swd16k")])
+    assert values[0] == values[1] and values[0], values

@@ -24,6 +24,14 @@ from ganforge.report.status import STALE_AFTER_S, Status, run_status
         (["starting at 0 kimg in runs/x"], "running"),
         (["starting at 0 kimg in runs/x", "tick 1 ...", "done: 4 kimg; results in runs/x"], "finished"),
         (["done: 4 kimg; results in runs/x", "resuming at 4 kimg in runs/x"], "running"),  # continued with --kimg
+        (
+            [
+                "done: 4 kimg; results in runs/x",
+                "resuming at 4 kimg in runs/x",
+                "already at 4 kimg; nothing to do (raise --kimg to continue)",
+            ],
+            "finished",
+        ),  # the same command again
         (["starting at 0 kimg", "stopping on signal after 2 kimg; rerun the same command to resume"], "preempted"),
         (["starting at 0 kimg", "error: training diverged: 20 optimizer steps in a row ..."], "diverged"),
         (["starting at 0 kimg", "interrupted"], "stopped"),

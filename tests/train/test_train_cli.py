@@ -60,6 +60,14 @@ def test_train_tiny_end_to_end_writes_every_artifact_and_resumes(data, tmp_path)
     assert [p.name for p in outdir.iterdir()] == [run.name]
     assert "resuming at 0.032 kimg" in (run / "log.txt").read_text()
     assert (run / "checkpoints" / "ckpt-000000048").is_dir()
+    assert "Generator:" not in result.output and "derived:" not in result.output  # tables: log.txt only on resume
+    assert (run / "log.txt").read_text().count("Generator:") == 2
+
+    # The same command once more has nothing left to do, and says how to continue.
+    result = _invoke(tiny_args(data, outdir, kimg=0.048))
+    assert result.exit_code == 0, result.output
+    assert "already at 0.048 kimg; nothing to do (raise --kimg to continue)" in result.output
+    assert "done:" not in result.output and not (run / "checkpoints" / "ckpt-000000064").exists()
 
     # A changed loss weight is refused with the differing field listed.
     result = CliRunner().invoke(main, tiny_args(data, outdir, kimg=0.048, gamma=3))

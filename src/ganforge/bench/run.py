@@ -9,7 +9,6 @@ import os
 import sys
 
 import torch
-from tqdm import tqdm
 
 from ganforge import dist
 from ganforge.bench import render, search
@@ -17,18 +16,17 @@ from ganforge.bench.measure import Measurement, measure
 from ganforge.bench.memory import OutOfMemory, available_gb
 from ganforge.bench.options import BenchOptions, check, training_config
 from ganforge.bench.peak import device_peak
+from ganforge.devices import pick_device
 from ganforge.errors import UserError
+from ganforge.progress import progress_bar
 from ganforge.train.precision import Precision
 
 
 def local_device(name: str) -> torch.device:
     """The device this process would train on (`dist.init`'s choice), without joining any process group."""
-    if name == "cuda" and not torch.cuda.is_available():
-        raise UserError("--device cuda: torch sees no CUDA GPU; run `ganforge doctor`, or use --device cpu")
-    if name == "cpu" or not torch.cuda.is_available():
-        return torch.device("cpu")
-    device = torch.device("cuda", dist.local_rank())
-    torch.cuda.set_device(device)
+    device = pick_device(name, dist.local_rank())
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
     return device
 
 
@@ -49,8 +47,8 @@ class _Measurer:
     def measure(self, cfg, label: str, cap: float | None) -> Measurement:
         o = self.options
         calls = 3 + (cfg.loss.pl_weight > 0) + (cfg.loss.gamma > 0)  # G main, D main, EMA, and the regularisers
-        with tqdm(total=(o.warmup + o.steps) * calls, desc=label, unit="call", leave=False,
-                  disable=not self.bars) as bar:  # fmt: skip
+        with progress_bar(total=(o.warmup + o.steps) * calls, desc=label, unit="call", leave=False,
+                          enabled=self.bars) as bar:  # fmt: skip
             return measure(cfg, self.device, o.steps, o.warmup, cap, on_call=bar.update)
 
     def one_device(self, batch_gpu: int) -> Measurement:

@@ -36,7 +36,7 @@ class _FileSource:
 
     def __init__(self, path: Path, names: list[str], meta: dict | None):
         if not names:
-            raise UserError(f"--data: no images ({', '.join(images.IMAGE_SUFFIXES)}) found in {path}")
+            raise UserError(f"no images ({', '.join(images.IMAGE_SUFFIXES)}) found in {path}")
         self.path, self.names = path, names
         try:
             first_mode = images.decode(self.read(0)).mode
@@ -51,7 +51,7 @@ class _FileSource:
         pixels = self._pixels(index, self.read(index))
         if pixels.shape != (self.channels, self.resolution, self.resolution):
             raise UserError(
-                f"--data: {self.path}/{self.names[index]}: size {pixels.shape[2]}x{pixels.shape[1]}, expected "
+                f"{self.path}/{self.names[index]}: size {pixels.shape[2]}x{pixels.shape[1]}, expected "
                 f"{self.resolution}x{self.resolution} like the first image; `ganforge dataset build` makes an archive"
             )
         return pixels
@@ -64,7 +64,7 @@ class _FileSource:
 
     def _bad(self, index: int, error: images.BadImage) -> UserError:
         return UserError(
-            f"--data: {self.path}/{self.names[index]}: {error}; `ganforge dataset build --on-error skip` "
+            f"{self.path}/{self.names[index]}: {error}; `ganforge dataset build --on-error skip` "
             "makes an archive without the bad files"
         )
 
@@ -124,7 +124,7 @@ class FastSource:
         try:
             header = fastformat.read_header(path)
         except (ValueError, KeyError, OSError) as error:
-            raise UserError(f"--data: {path}: damaged fast dataset ({error}); rebuild it") from None
+            raise UserError(f"{path}: damaged fast dataset ({error}); rebuild it") from None
         self.path, self.header = path, header
         self.channels, self.resolution = header["channels"], header["resolution"]
         self.names = [f"image {i}" for i in range(header["count"])]
@@ -151,7 +151,7 @@ def _parse_labels(path: Path, names: list[str], meta: dict | None) -> tuple[np.n
     table = {str(name).replace("\\", "/"): value for name, value in entries}
     missing = [name for name in names if name not in table]
     if missing:
-        raise UserError(*(f"--data: {path}/dataset.json: no label for {name}" for name in missing[:20]))
+        raise UserError(*(f"{path}/dataset.json: no label for {name}" for name in missing[:20]))
     values = [table[name] for name in names]
     if all(isinstance(value, int) for value in values):
         labels = np.array(values, dtype=np.int64)
@@ -168,8 +168,8 @@ class ImageDataset(torch.utils.data.Dataset):
     A DataLoader over it needs `collate_fn=ganforge.data.loader.collate`: batches come pre-stacked from __getitems__.
     """
 
-    def __init__(self, source, mirror: bool = False):
-        self.source, self.mirror = source, mirror
+    def __init__(self, source, mirror: bool = False, what: str | None = "--data"):
+        self.source, self.mirror, self.what = source, mirror, what
         self.path, self.format = source.path, source.format
         self.name = source.path.stem if source.path.is_file() else source.path.resolve().name
         self.resolution, self.channels = source.resolution, source.channels
@@ -198,7 +198,10 @@ class ImageDataset(torch.utils.data.Dataset):
 
     def _pixels(self, index: int) -> np.ndarray:
         """[C, H, W] uint8, possibly a read-only view; mirrored indices (>= N) flip left-right."""
-        pixels = self.source.load(index % self.num_raw)
+        try:
+            pixels = self.source.load(index % self.num_raw)
+        except UserError as error:
+            raise named(error, self.what) from None
         return pixels[:, :, ::-1] if index >= self.num_raw else pixels
 
     def label(self, raw_index: int) -> np.ndarray:
@@ -236,10 +239,21 @@ def open_source(path: Path):
     if fastformat.is_fast_file(path):
         return FastSource(path)
     if not path.exists():
-        raise UserError(f"--data: {path} does not exist")
-    raise UserError(f"--data: {path} is not a folder, a zip, or a ganforge fast dataset")
+        raise UserError(f"{path} does not exist")
+    raise UserError(f"{path} is not a folder, a zip, or a ganforge fast dataset")
 
 
-def open_dataset(path, mirror: bool = False) -> ImageDataset:
-    """Open a folder of images, a zip (ours or NVlabs'), or a fast dataset; `mirror` adds x-flipped copies."""
-    return ImageDataset(open_source(Path(path)), mirror=mirror)
+def named(error: UserError, what: str | None) -> UserError:
+    """`error` with each problem prefixed by the option its path came from (`--data: ...`); None: a positional."""
+    return UserError(*(f"{what}: {problem}" if what else problem for problem in error.problems))
+
+
+def open_dataset(path, mirror: bool = False, what: str | None = "--data") -> ImageDataset:
+    """Open a folder of images, a zip (ours or NVlabs'), or a fast dataset; `mirror` adds x-flipped copies.
+
+    `what` is the option that named `path` (`--data`, `--real`, ...), which every error about the data starts with,
+    then and when images are read later; None for a command's positional argument (`dataset info PATH`)."""
+    try:
+        return ImageDataset(open_source(Path(path)), mirror=mirror, what=what)
+    except UserError as error:
+        raise named(error, what) from None

@@ -13,17 +13,18 @@ import dataclasses
 import json
 import multiprocessing
 import os
-import sys
 import zipfile
 import zlib
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from ganforge import __version__
 from ganforge.data import fastformat, images
 from ganforge.errors import UserError
+from ganforge.limits import RESOLUTIONS, resolution_ok
+from ganforge.outputs import check_writable_folder
+from ganforge.progress import progress_bar
 
 FORMATS = ("zip", "fast")
 _IN_FLIGHT_PER_WORKER = 4  # enough queued work to keep each worker busy, little enough to bound memory
@@ -169,7 +170,7 @@ def check_options(src: Path, dest: Path, options: BuildOptions) -> str:
         (options.resize_filter in images.RESIZE_FILTERS, f"--resize-filter: {options.resize_filter} is no choice"),
         (options.channels in (1, 3), f"--channels: {options.channels} is not 1 or 3"),
         (options.on_error in ("fail", "skip"), f"--on-error: {options.on_error} is not fail or skip"),
-        (r is None or (r >= 4 and r & (r - 1) == 0), f"--resolution: {r} is not a power of two >= 4"),
+        (r is None or resolution_ok(r), f"--resolution: {r} is not {RESOLUTIONS}, the sizes `ganforge train` takes"),
         (r is not None or options.transform == "none", f"--resolution: required with --transform {options.transform}"),
         (
             options.labels in ("auto", "folders", "source", "none") or Path(options.labels).is_file(),
@@ -179,6 +180,11 @@ def check_options(src: Path, dest: Path, options: BuildOptions) -> str:
         (options.workers is None or options.workers >= 0, "--workers: must be 0 (no pool) or more"),
     ]
     problems = [message for ok, message in checks if not ok]
+    if dest.parent.is_dir():
+        try:
+            check_writable_folder(dest.parent, "DEST")
+        except UserError as error:
+            problems += error.problems
     if problems:
         raise UserError(*problems)
     return fmt
@@ -258,6 +264,9 @@ class _Build:
     def _open(self, shape: tuple) -> None:
         self.shape = shape
         channels, resolution = shape[0], shape[1]
+        if not resolution_ok(resolution):
+            raise UserError(f"SRC: the images are {resolution}x{resolution}, and `ganforge train` takes {RESOLUTIONS}; "
+                            "pass --resolution R to resize them")  # fmt: skip
         if self.fmt == "zip":
             self.writer = ZipWriter(self.partial)
         else:
@@ -321,7 +330,7 @@ def _decode_all(files, names, label_of, state: _Build, options: BuildOptions, fm
     conversion = images.Conversion(options.channels, options.resolution, options.transform, options.resize_filter)
     workers = default_workers() if options.workers is None else options.workers
     items = ((read_or_reason(files.read, name), conversion, fmt) for name in names)
-    progress = tqdm(total=len(names), unit="img", desc="build", file=sys.stderr, mininterval=1.0)
+    progress = progress_bar(total=len(names), unit="img", desc="build", mininterval=1.0)
     with progress:
         for name, result in zip(names, ordered_map(process_file, items, workers), strict=True):
             state.accept(name, result, None if label_of is None else label_of[name])

@@ -1,19 +1,19 @@
 """`ganforge dataset info` (what an archive holds) and `ganforge dataset verify` (decode and re-hash everything)."""
 
-import sys
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from ganforge.data import build, fastformat, images
 from ganforge.data.archive import open_dataset
 from ganforge.errors import UserError
+from ganforge.limits import RESOLUTIONS, resolution_ok
+from ganforge.progress import progress_bar
 
 
 def info(path) -> dict:
     """Count, resolution, channels, label histogram, content hash and format of a dataset."""
-    ds = open_dataset(path)
+    ds = open_dataset(path, what=None)
     labels = ds.raw_labels
     if labels is None:
         histogram = {}
@@ -32,11 +32,22 @@ def info(path) -> dict:
         "label_histogram": histogram,
         "content_hash": ds.content_hash,
         "content_hash_kind": "pixels" if ds.source.stored_hash else "files",
+        "problems": _header_problems(ds),
+        "verified": False,
     }
 
 
+def _header_problems(ds) -> list[str]:
+    """What `info` can tell without decoding every image: the limits `train` applies."""
+    if resolution_ok(ds.resolution):
+        return []
+    return [f"resolution {ds.resolution} is not one `ganforge train` takes ({RESOLUTIONS}); rebuild with "
+            "`ganforge dataset build --resolution R`"]  # fmt: skip
+
+
 def info_text(summary: dict) -> str:
-    lines = [f"{key}: {value}" for key, value in summary.items() if key != "label_histogram"]
+    shown = {key: value for key, value in summary.items() if key not in ("label_histogram", "problems", "verified")}
+    lines = [f"{key}: {value}" for key, value in shown.items()]
     histogram = summary["label_histogram"]
     if histogram is None:
         lines.append("labels: vectors (no classes)")
@@ -44,12 +55,14 @@ def info_text(summary: dict) -> str:
         lines += ["labels:"] + [f"  {name}: {count}" for name, count in histogram.items()]
     else:
         lines.append("labels: none")
+    lines += [f"problem: {problem}" for problem in summary["problems"]]
+    lines.append(f"not verified: `ganforge dataset verify {summary['path']}` decodes every image and checks the hash")
     return "\n".join(lines)
 
 
 def verify(path, workers: int | None = None) -> dict:
     """Decode every image and recompute the content hash; UserError listing every problem found."""
-    ds = open_dataset(path)
+    ds = open_dataset(path, what=None)
     if ds.format == "fast":
         digests, problems = _fast_digests(ds)
     else:
@@ -84,7 +97,7 @@ def _fast_digests(ds) -> tuple[list[bytes], list[str]]:
     pixels = ds.source
     digests = [
         images.digest(np.asarray(pixels.load(i)))
-        for i in tqdm(range(ds.num_raw), unit="img", desc="verify", file=sys.stderr, mininterval=1.0)
+        for i in progress_bar(range(ds.num_raw), unit="img", desc="verify", mininterval=1.0)
     ]
     return digests, problems
 
@@ -95,12 +108,11 @@ def _file_digests(ds, workers: int) -> tuple[list[bytes], list[str]]:
     items = ((build.read_or_reason(source.read, i), conversion, "digest") for i in range(ds.num_raw))
     digests, problems = [], []
     results = build.ordered_map(build.process_file, items, workers)
-    for name, result in tqdm(
+    for name, result in progress_bar(
         zip(source.names, results, strict=True),
         total=ds.num_raw,
         unit="img",
         desc="verify",
-        file=sys.stderr,
         mininterval=1.0,
     ):
         if result[0] == "bad":

@@ -105,7 +105,8 @@ def fit(pixels: np.ndarray, conversion: Conversion) -> np.ndarray:
     if conversion.transform == "none":
         if size is None:
             if height != width or width < 4 or width & (width - 1):
-                raise BadImage(f"size {width}x{height} is not square with a power-of-two side >= 4; pass --resolution")
+                raise BadImage(f"size {width}x{height} is not square with a power-of-two side >= 4 (`ganforge "
+                               "dataset build --resolution R` resizes)")  # fmt: skip
             return pixels
         if (width, height) != (size, size):
             raise BadImage(f"size {width}x{height} is not {size}x{size}; pass --transform center-crop or pad")

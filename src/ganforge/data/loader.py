@@ -10,7 +10,7 @@ import contextlib
 import torch
 
 from ganforge.data.sampler import InfiniteSampler
-from ganforge.errors import UserError
+from ganforge.errors import UserError, carried_problems
 
 # A worker that delivers nothing for this long is stuck (hung network filesystem, deadlock), not slow.
 DEFAULT_TIMEOUT_S = 600.0
@@ -82,6 +82,8 @@ class DeviceLoader:
     def _next_host_batch(self):
         try:
             return next(self._batches)
+        except UserError as error:  # a bad sample; from a worker it arrives wrapped in the worker's traceback
+            raise UserError(*carried_problems(error)) from None
         except RuntimeError as error:
             # DataLoader reports dead and stuck workers only as RuntimeError text; these are its two phrasings.
             message = str(error)

@@ -8,11 +8,11 @@ import contextlib
 import time
 
 import torch
-import tqdm
 
 from ganforge.generate.latents import labels
 from ganforge.nets import Generator
 from ganforge.nets.generator import SynthesisLayer
+from ganforge.progress import progress_bar
 
 
 @torch.no_grad()
@@ -54,7 +54,7 @@ class Renderer:
     def __init__(self, G: Generator, noise_mode: str, batch: int, total: int):
         self.G, self.noise_mode, self.batch = G, noise_mode, batch
         self.images, self.seconds = 0, 0.0
-        self.bar = tqdm.tqdm(total=total, unit="img", desc="generate", disable=None, leave=False)
+        self.bar = progress_bar(total=total, unit="img", desc="generate", leave=False)
 
     @torch.no_grad()
     def __call__(self, ws: torch.Tensor, noise_seeds) -> torch.Tensor:

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import torch
 
-from ganforge.errors import UserError
+from ganforge.devices import pick_device
 from ganforge.generate import writers
 from ganforge.generate.latents import loop_path, mix_styles, z_from_seeds
 from ganforge.generate.options import GenerateOptions
@@ -15,7 +15,7 @@ from ganforge.interop import load_network
 def generate(options: GenerateOptions) -> dict:
     """Everything `ganforge generate` does. Returns {"written": [file names], "images", "images_per_second",
     "device"}; the same options give byte-identical files on the same machine."""
-    device = _device(options.device)
+    device = pick_device(options.device)
     animation = writers.animation_format(options.interp_format) if options.mode == "interp" else None
     G, _meta = load_network(options.network, device=device)
     options.check_network(G)
@@ -34,12 +34,6 @@ def generate(options: GenerateOptions) -> dict:
         renderer.close()
     return {"written": written, "images": renderer.images, "images_per_second": renderer.images_per_second,
             "device": str(device)}  # fmt: skip
-
-
-def _device(name: str) -> torch.device:
-    if name == "cuda" and not torch.cuda.is_available():
-        raise UserError("--device cuda: no CUDA device is available here; use --device auto or cpu")
-    return torch.device("cuda" if name != "cpu" and torch.cuda.is_available() else "cpu")
 
 
 def _image_count(o: GenerateOptions) -> int:

@@ -12,6 +12,7 @@ import torch
 from ganforge import dist
 from ganforge.errors import UserError
 from ganforge.metrics import METRICS, append_result, compute_metrics
+from ganforge.outputs import check_writable_folder
 
 
 def snapshot_run_dir(snapshot: Path) -> Path:
@@ -49,16 +50,18 @@ def run(metrics, network=None, data=None, fake=None, outdir=None, device: str = 
     """
     names = [n.strip() for n in metrics.split(",") if n.strip()] if isinstance(metrics, str) else list(metrics)
     _check_sources(network, data, fake, names)
+    target = Path(outdir) if outdir is not None else snapshot_run_dir(Path(network)) if network else None
+    if target is not None:  # before the hours of computing, not after
+        check_writable_folder(target, "--outdir" if outdir is not None else "--network's run folder (or pass --outdir)")
     owns_process_group = not torch.distributed.is_initialized()
     dev = dist.init(device)
     try:
         G = None
-        if network is not None:
-            from ganforge.snapshot import load_snapshot
+        if network is not None:  # a snapshot, an NVlabs pickle or a rosinality checkpoint
+            from ganforge.interop import load_network
 
-            G, _meta = load_snapshot(network, device=dev)
+            G, _meta = load_network(network, device=dev)
         records = compute_metrics(names, generator=G, real=data, fake=fake, device=dev, **options)
-        target = Path(outdir) if outdir is not None else snapshot_run_dir(Path(network)) if network else None
         for record in records:
             dist.print0(format_result(record))
             if target is not None:

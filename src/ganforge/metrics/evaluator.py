@@ -43,7 +43,7 @@ def open_images(source, flag: str):
 
     if not Path(source).exists():
         raise UserError(f"{flag}: no such file or folder: {source}")
-    return open_dataset(source)
+    return open_dataset(source, what=flag)
 
 
 def _resolve_device(device, generator) -> torch.device:

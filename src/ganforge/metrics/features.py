@@ -14,11 +14,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import tqdm
 
 from ganforge import dist
 from ganforge.data.loader import to_uint8
 from ganforge.durable import replace_file
+from ganforge.progress import progress_bar
 
 
 def position_seed(seed: int, stream: str, position: int) -> int:
@@ -88,7 +88,7 @@ def generator_batches(G, count: int, batch_size: int, device, seed: int, labels=
 
 def progress(batches: Iterator[torch.Tensor], total: int, desc: str, enabled: bool) -> Iterator[torch.Tensor]:
     """Wrap a batch stream in a tqdm bar counting images (rank 0 only, when enabled)."""
-    bar = tqdm.tqdm(total=total, desc=desc, unit="img", disable=not (enabled and dist.is_main()), leave=False)
+    bar = progress_bar(total=total, desc=desc, unit="img", enabled=enabled and dist.is_main(), leave=False)
     with bar:
         for batch in batches:
             yield batch

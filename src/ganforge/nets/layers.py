@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ganforge.errors import UserError
+from ganforge.limits import RESOLUTIONS, resolution_ok
 from ganforge.nets import winograd
 
 FIR_TAPS = (1.0, 3.0, 3.0, 1.0)
@@ -43,8 +44,8 @@ def check_arch(**kwargs) -> None:
     """Raise one UserError listing every invalid architecture argument (positive ints, power-of-two resolution)."""
     problems = []
     res = kwargs.pop("resolution")
-    if not isinstance(res, int) or res < 8 or res > 1024 or res & (res - 1):
-        problems.append(f"resolution: {res!r} is not a power of two from 8 to 1024; resize the dataset")
+    if not resolution_ok(res):
+        problems.append(f"resolution: {res!r} is not {RESOLUTIONS}; resize the dataset")
     minimum = {"c_dim": 0, "num_fp16_res": 0}
     for name, value in kwargs.items():
         if name == "conv_clamp":

@@ -2,7 +2,7 @@
 
 The last of these lines decides (a finished run that is continued with a longer --kimg runs again):
 - "starting at ..." / "resuming at ...": running;
-- "done: ...": finished;
+- "done: ..." / "already at ...; nothing to do": finished;
 - "stopping on signal ...": preempted (SIGTERM/SIGINT, checkpointed; rerun the command to resume);
 - "error: training diverged ...": diverged (too many non-finite steps in a row);
 - "interrupted": stopped by Ctrl-C outside the training loop;
@@ -28,7 +28,7 @@ class Status:
 def _event(line: str) -> str | None:
     if line.startswith(("starting at ", "resuming at ")):
         return "running"
-    if line.startswith("done: "):
+    if line.startswith("done: ") or (line.startswith("already at ") and "nothing to do" in line):
         return "finished"
     if line.startswith("stopping on signal"):
         return "preempted"

@@ -17,12 +17,17 @@ def configure(options: dict):
     from ganforge.config import resolve
     from ganforge.data import open_dataset
     from ganforge.errors import UserError
+    from ganforge.outputs import check_writable_folder
 
     device = dist.init(options.get("device") or "auto")
     options = {**options, "data": str(Path(options["data"]).resolve())}
     problems, dataset = [], None
     try:
         dataset = open_dataset(options["data"], mirror=bool(options.get("mirror")))
+    except UserError as error:
+        problems += error.problems
+    try:
+        check_writable_folder(Path(options["outdir"]), "--outdir")
     except UserError as error:
         problems += error.problems
     if options.get("metrics"):

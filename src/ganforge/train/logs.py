@@ -7,7 +7,6 @@ Only rank 0 writes; every rank takes part in reducing the tick statistics (one a
 import json
 import math
 import resource
-import sys
 import time
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import torch
 
 from ganforge import dist
 from ganforge.data.loader import to_float, to_uint8
+from ganforge.progress import progress_bar
 
 
 class TickStats:
@@ -85,10 +85,8 @@ class RunLog:
             from torch.utils.tensorboard import SummaryWriter  # slow import; rank 0 only
 
             self._tb = SummaryWriter(str(run_dir))
-            if sys.stdout.isatty():
-                from tqdm import tqdm
-
-                self._bar = tqdm(total=total_nimg / 1000, initial=start_nimg / 1000, unit="kimg", dynamic_ncols=True)
+            bar = progress_bar(total=total_nimg / 1000, initial=start_nimg / 1000, unit="kimg", dynamic_ncols=True)
+            self._bar = None if bar.disable else bar  # off a terminal, lines are printed plainly (and flushed)
 
     def print(self, text: str) -> None:
         """A line for the user: terminal (above the bar) and log.txt."""
@@ -100,6 +98,12 @@ class RunLog:
             print(text, flush=True)
         self._text.write(text + "\n")
         self._text.flush()
+
+    def record(self, text: str) -> None:
+        """A line for log.txt only (detail the terminal already showed when the run started)."""
+        if self.run_dir is not None:
+            self._text.write(text + "\n")
+            self._text.flush()
 
     def start_clock(self) -> None:
         """Time the first tick from here, not from before the setup (network build, summaries, loader start)."""

@@ -14,6 +14,7 @@ import torch
 from ganforge import checkpoint, dist
 from ganforge.config import Config
 from ganforge.data import make_loader, open_dataset
+from ganforge.errors import UserError
 from ganforge.preempt import PreemptionGuard
 from ganforge.train import logs, state
 from ganforge.train.ema import ema_beta, update_ema
@@ -58,23 +59,28 @@ def training_loop(cfg: Config, run_dir: Path, device: torch.device, resume: dict
 
             # Checkpoint: with every snapshot, and once when preempted.
             if (at_snap or preempted) and saved_nimg != cur_nimg:
-                loop_state = {"cur_nimg": cur_nimg, "cur_tick": cur_nimg // tick_nimg}
-                path = checkpoint.save(run_dir / "checkpoints", state.capture(t, phases, G_ema, loop_state),
-                                       tag=str(cur_nimg), retention=retention)  # fmt: skip
-                saved_nimg = cur_nimg
-                log.print(f"checkpoint {path}")
+                saved_nimg = _checkpoint(run_dir, log, t, phases, G_ema, cur_nimg, tick_nimg, retention)
 
             # Done? Finished, or preempted (exit with the signal's conventional status).
             if preempted:
                 log.print(f"stopping on signal after {cur_nimg / 1000:g} kimg; rerun the same command to resume")
                 return guard.exit_code
             if cur_nimg >= total_nimg:
-                log.print(f"done: {cur_nimg / 1000:g} kimg; results in {run_dir}")
+                if cur_nimg == loop["cur_nimg"] and resume is not None:
+                    log.print(f"already at {cur_nimg / 1000:g} kimg; nothing to do (raise --kimg to continue)")
+                else:
+                    log.print(f"done: {cur_nimg / 1000:g} kimg; results in {run_dir}")
                 return 0
 
             # Fetch data: this rank's share of the global batch.
             wait_start = time.monotonic()
-            images, labels = next(loader)
+            try:
+                images, labels = next(loader)
+            except UserError as error:  # a bad sample mid-run: keep the progress (one process: no peer waits on us)
+                if world == 1 and saved_nimg != cur_nimg:
+                    saved_nimg = _checkpoint(run_dir, log, t, phases, G_ema, cur_nimg, tick_nimg, retention)
+                raise UserError(*error.problems, f"`ganforge dataset verify {cfg.data.path}` lists every bad file; "
+                                "rerun the same command after fixing them to resume") from None  # fmt: skip
             log.data_wait(time.monotonic() - wait_start)
 
             # Run phases: G main, G path length, D main, D R1, each on its interval.
@@ -98,6 +104,15 @@ def _augment_stats(t) -> dict:
     return {"Aug/p": stats["p"], "Aug/rt": stats["rt"]}
 
 
+def _checkpoint(run_dir: Path, log: logs.RunLog, t, phases, G_ema, cur_nimg: int, tick_nimg: int, retention) -> int:
+    """Save the training state at `cur_nimg` (collective); returns `cur_nimg`, the newest saved position."""
+    loop_state = {"cur_nimg": cur_nimg, "cur_tick": cur_nimg // tick_nimg}
+    path = checkpoint.save(run_dir / "checkpoints", state.capture(t, phases, G_ema, loop_state), tag=str(cur_nimg),
+                           retention=retention)  # fmt: skip
+    log.print(f"checkpoint {path}")
+    return cur_nimg
+
+
 def _start_report(cfg: Config, log: logs.RunLog, t, samples, run_dir: Path, cur_nimg: int) -> None:
     """Per-layer network summaries, derived values, and the grid of training images."""
     from ganforge.config import describe_derived
@@ -107,10 +122,11 @@ def _start_report(cfg: Config, log: logs.RunLog, t, samples, run_dir: Path, cur_
     c = torch.zeros([2, cfg.data.label_dim], device=t.pl_mean.device)
     if dist.is_main():
         img = t.G(z, c)
-        log.print(summary(t.G, z, c))
-        log.print(summary(t.D, img, c))
+        detail = log.print if cur_nimg == 0 else log.record  # a resumed run's terminal showed these when it started
+        detail(summary(t.G, z, c))
+        detail(summary(t.D, img, c))
         for line in describe_derived(cfg):
-            log.print(f"derived: {line}")
+            detail(f"derived: {line}")
         log.print(f"{'resuming at' if cur_nimg else 'starting at'} {cur_nimg / 1000:g} kimg in {run_dir}")
         log.images("reals", samples.save_reals(run_dir / "reals.png"), cur_nimg)
 

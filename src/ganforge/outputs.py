@@ -1,0 +1,28 @@
+"""Where a command will write, checked before it does any work: a folder that can be made and written to.
+
+A command that computes for an hour and then cannot write its result has lost the hour; one that leaves a traceback
+for a read-only folder has not told the user what to change. Both are checked here, without creating anything.
+"""
+
+import tempfile
+from pathlib import Path
+
+from ganforge.errors import UserError
+
+
+def check_writable_folder(folder: Path, what: str) -> None:
+    """Raise UserError (naming `what`, the flag or argument) unless `folder` exists or can be created, and a file can
+    be written in it. Nothing is left behind: the probe file is made in the nearest existing folder and removed."""
+    folder = Path(folder)
+    existing = folder.absolute()
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise UserError(f"{what} {folder}: {existing} is a file, so no folder can be made there; pass another path")
+    try:
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as error:
+        raise UserError(
+            f"{what} {folder}: cannot write in {existing} ({error.strerror or error}); pass a folder you can write to"
+        ) from None

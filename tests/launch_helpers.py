@@ -1,0 +1,124 @@
+"""Running `ganforge train` in other processes, one or several under torchrun: start, wait, kill, compare."""
+
+import contextlib
+import hashlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import PIL.Image
+import torch
+
+from ganforge.data.build import BuildOptions, build
+
+COMPARED = ("G", "D", "G_ema", "opt_G", "opt_D", "scaler_G", "scaler_D", "augment", "loop", "sampler")
+TIMEOUT = 120
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def env() -> dict:
+    # One thread per process: the test's budget is one core, and thread count must not matter for exactness anyway.
+    return dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+
+
+def start(command: list[str]) -> subprocess.Popen:
+    return subprocess.Popen(command, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid`, read from /proc (torchrun starts each worker in a session of its own, so killing
+    torchrun's process group would leave the workers training)."""
+    parents = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the process ended while we looked
+            continue
+        parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        children = parents.get(todo.pop(), [])
+        found += children
+        todo += children
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Running, as opposed to gone or a zombie waiting to be reaped."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def kill_all(proc: subprocess.Popen) -> None:
+    """SIGKILL `proc` and all its descendants at once, as when the machine dies."""
+    for pid in [proc.pid, *descendants(proc.pid)]:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def run_command(command: list[str], expect: int = 0) -> str:
+    proc = subprocess.run(command, env=env(), capture_output=True, text=True, timeout=TIMEOUT)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == expect, f"exit {proc.returncode} != {expect}:\n{output[-4000:]}"
+    return output
+
+
+def checkpoints(outdir: Path) -> list[Path]:
+    return sorted((p.parent for p in outdir.glob("*/checkpoints/ckpt-*/manifest.json")), key=lambda p: p.name)
+
+
+def wait_for_checkpoint(proc: subprocess.Popen, outdir: Path) -> Path:
+    """Wait for the first checkpoint with training progress in it (a fresh run also checkpoints its start)."""
+    deadline = time.monotonic() + TIMEOUT
+    while not [p for p in checkpoints(outdir) if p.name != "ckpt-000000000"]:
+        assert proc.poll() is None, f"exited {proc.returncode} before its first checkpoint:\n{proc.stdout.read()}"
+        assert time.monotonic() < deadline, "no checkpoint in time"
+        time.sleep(0.02)
+    return checkpoints(outdir)[-1]
+
+
+def run_dir(outdir: Path) -> Path:
+    runs = [p for p in outdir.iterdir() if p.is_dir()]
+    assert len(runs) == 1, f"rerunning the same command must continue the same run, found {runs}"
+    return runs[0]
+
+
+def digests(value, prefix: str = "") -> dict[str, str]:
+    """{path: sha256 of the tensor's bytes (with dtype and shape) or repr of the value}, for a readable diff."""
+    if isinstance(value, dict):
+        return {k: v for key, item in value.items() for k, v in digests(item, f"{prefix}/{key}").items()}
+    if isinstance(value, (list, tuple)):
+        return {k: v for i, item in enumerate(value) for k, v in digests(item, f"{prefix}/{i}").items()}
+    if isinstance(value, torch.Tensor):
+        raw = value.contiguous().view(-1).view(torch.uint8).numpy().tobytes()
+        return {prefix: f"{value.dtype}{list(value.shape)}:{hashlib.sha256(raw).hexdigest()[:16]}"}
+    return {prefix: repr(value)}
+
+
+def assert_identical(a: dict, b: dict) -> None:
+    for key in COMPARED:
+        da, db = digests(a[key], key), digests(b[key], key)
+        differing = sorted(k for k in da.keys() | db.keys() if da.get(k) != db.get(k))
+        assert not differing, f"{len(differing)} entries differ, first: {differing[:5]}"
+
+
+def tiny_archive(root: Path) -> Path:
+    """16 RGB images of 8x8 pixels (smooth random blobs), built into ROOT/tiny.zip by ganforge's dataset tool."""
+    (root / "src").mkdir()
+    rng = np.random.default_rng(0)
+    for i in range(16):
+        coarse = rng.integers(0, 256, size=(2, 2, 3), dtype=np.uint8)
+        PIL.Image.fromarray(coarse).resize((8, 8), PIL.Image.BILINEAR).save(root / "src" / f"{i:02d}.png")
+    build(root / "src", root / "tiny.zip", BuildOptions(resolution=8, workers=0))
+    return root / "tiny.zip"
