@@ -72,6 +72,7 @@ def test_used_only_for_large_float32_convolutions_on_cpu_outside_autocast():
 
 
 @pytest.mark.filterwarnings("ignore::torch.jit.TracerWarning")  # the traced constant is what is under test
+@pytest.mark.filterwarnings("ignore:`torch.jit.trace` is deprecated:DeprecationWarning")  # ONNX's legacy path uses it
 def test_graphs_being_compiled_or_exported_get_the_plain_convolution():
     x, w = torch.zeros(1, 256, 16, 16), torch.zeros(256, 256, 3, 3)
     traced = torch.jit.trace(lambda x: torch.tensor(winograd.pays_off(x, w)), (x,), check_trace=False)
