@@ -9,7 +9,6 @@ gradients (GradientSync.finish): the communication that did not overlap computat
 """
 
 import argparse
-import dataclasses
 import json
 import os
 import socket
@@ -21,27 +20,19 @@ import time
 import torch
 
 from ganforge import dist
-from ganforge.config import resolve
-from ganforge.train import state
+from ganforge.train.build import build
+from ganforge.train.options import TrainOptions
 from ganforge.train.phases import micro_batches, run_phase
+from ganforge.train.resolver import DatasetFacts, Facts, resolve
 
 PHASES = ("G_main", "D_main")
 
 
-@dataclasses.dataclass(frozen=True)
-class _Facts:
-    resolution: int
-    channels: int = 3
-    label_dim: int = 0
-    name: str = "bench"
-
-
 def trainer(args, bucket_mb: float):
-    options = {"data": "bench", "outdir": "bench", "cfg": args.cfg, "batch": args.batch, "aug": "noaug",
-               "device": "cpu"}  # fmt: skip
-    cfg = resolve(options, _Facts(args.res), dist.world_size(), "cpu")
-    cfg = dataclasses.replace(cfg, precision=dataclasses.replace(cfg.precision, allreduce_bucket_mb=bucket_mb))
-    t, phases, _ = state.build(cfg, torch.device("cpu"))
+    options = TrainOptions(data="bench", outdir="bench", preset=args.cfg, batch=args.batch, aug="noaug",
+                           device="cpu", allreduce_bucket_mb=bucket_mb)  # fmt: skip
+    cfg = resolve(options, Facts(DatasetFacts(args.res, 3, 0, "bench"), dist.world_size(), "cpu"))
+    t, phases, _ = build(cfg, torch.device("cpu"))
     waits = []
     for sync in {id(p.sync): p.sync for p in phases}.values():  # the phases of one network share theirs
         finish = sync.finish

@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/train_step.py                    # auto and tiny presets at 32 and 64 px, CPU
     .venv/bin/python benchmarks/train_step.py --cfg tiny --res 32 --iters 20
-    .venv/bin/python benchmarks/train_step.py --baseline 9a4686c --res 32 64 --rounds 5
+    .venv/bin/python benchmarks/train_step.py --baseline main --res 32 64 --rounds 5
 
 Wall and CPU seconds are both reported (CPU time moves less with other load on a shared machine). Each (preset,
 resolution) runs in a fresh process so its peak memory (CUDA allocator peak, or peak RSS on CPU) is its
@@ -25,7 +25,6 @@ import statistics
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 
 import torch
 
@@ -34,25 +33,19 @@ from ganforge.train.logs import peak_memory_gb
 PHASES = ("G_main", "D_main", "D_reg")
 
 
-@dataclass(frozen=True)
-class _Facts:
-    resolution: int
-    channels: int = 3
-    label_dim: int = 0
-    name: str = "bench"
-
-
 def build(package: str, cfg_name: str, res: int, batch: int, device: str, mapping_layers: int | None):
-    """(config, trainer, phases by name) of ganforge or of the baseline package, for synthetic data."""
-    config = importlib.import_module(f"{package}.config")
-    state = importlib.import_module(f"{package}.train.state")
+    """(config, trainer, phases by name) of ganforge or of the baseline package, for synthetic data. The baseline
+    commit must have the options structure of today (train/resolver.py, train/build.py)."""
+    options_module = importlib.import_module(f"{package}.train.options")
+    resolver = importlib.import_module(f"{package}.train.resolver")
     one_step = batch / 1000
-    options = {"data": "bench", "outdir": "bench", "cfg": cfg_name, "batch": batch, "aug": "noaug", "kimg": one_step,
-               "tick": one_step, "device": device}  # fmt: skip
-    cfg = config.resolve(options, _Facts(res), 1, torch.device(device).type)
+    options = options_module.TrainOptions(data="bench", outdir="bench", preset=cfg_name, batch=batch, aug="noaug",
+                                          kimg=one_step, tick=one_step, device=device)  # fmt: skip
+    dev = torch.device(device)
+    cfg = resolver.resolve(options, resolver.Facts(resolver.DatasetFacts(res, 3, 0, "bench"), 1, dev.type))
     if mapping_layers is not None:
         cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, mapping_layers=mapping_layers))
-    t, phases, _ = state.build(cfg, torch.device(device))
+    t, phases, _ = importlib.import_module(f"{package}.train.build").build(cfg, dev)
     return cfg, t, {p.name: (i, p) for i, p in enumerate(phases)}
 
 

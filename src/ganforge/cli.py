@@ -23,7 +23,7 @@ from ganforge.export.options import (
     PRECISIONS as EXPORT_PRECISIONS,
 )
 from ganforge.generate.options import ANIMATION_FORMATS, INTERP_SPACES, NOISE_MODES
-from ganforge.train.options import GroupedCommand, train_options
+from ganforge.train.options import GroupedCommand, TrainOptions, train_options
 
 
 def _one_line_warnings():
@@ -90,11 +90,11 @@ def doctor(ctx: click.Context, as_json: bool, data: Path | None, outdir: Path, q
 
 @main.command(cls=GroupedCommand)
 @train_options
-def train(dry_run: bool, **options):
+def train(**options):
     """Train a StyleGAN2 generator; rerunning the same command resumes. Multi-GPU: torchrun -m ganforge train."""
-    from ganforge.train import main as train_main
+    from ganforge.train.command import main as train_main
 
-    sys.exit(train_main(options, dry_run))
+    sys.exit(train_main(TrainOptions(**options)))
 
 
 @main.group()
@@ -122,9 +122,7 @@ def dataset():
 )
 @click.option("--channels", type=click.Choice(["1", "3"]), default="3", help="1: greyscale, 3: RGB.")
 @click.option("--max-images", type=click.IntRange(min=1), help="Use only the first N files (sorted by path).")
-@click.option(
-    "--format", "fmt", type=click.Choice(["zip", "fast"]), help="Default: zip if DEST ends in .zip, else fast."
-)
+@click.option("--format", type=click.Choice(["zip", "fast"]), help="Default: zip if DEST ends in .zip, else fast.")
 @click.option(
     "--on-error",
     type=click.Choice(["fail", "skip"]),
@@ -133,19 +131,14 @@ def dataset():
     "DEST.report.json.",
 )
 @click.option("--workers", type=click.IntRange(min=0), help="Decoding processes (0: none).  [default: all CPUs]")
-def dataset_build(
-    src, dest, resolution, transform, resize_filter, labels, channels, max_images, fmt, on_error, workers
-):
+def dataset_build(src, dest, channels, **options):
     """Validate and convert a folder or zip of images (SRC) into a training archive (DEST).
 
     EXIF orientation is applied; transparency is composited on white; palette, CMYK and 16-bit images are converted.
     """
     from ganforge.data.build import BuildOptions, build
 
-    options = BuildOptions(
-        resolution, transform, resize_filter, labels, int(channels), max_images, fmt, on_error, workers
-    )
-    summary = build(src, dest, options)
+    summary = build(src, dest, BuildOptions(channels=int(channels), **options))
     click.echo(f"wrote {summary['written']} images to {summary['dest']} ({summary['format']})")
     click.echo(f"content hash: {summary['content_hash']}")
     if summary["skipped"]:

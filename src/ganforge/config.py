@@ -1,8 +1,9 @@
-"""Training configuration: a tree of frozen dataclasses, a preset table, derived values and validation (STYLE 6-8).
+"""Training configuration: a tree of frozen dataclasses, the preset table, and what a checkpoint compares.
 
-`resolve(options, dataset, world_size, device_type)` turns CLI-style options (None = "take it from the preset") into
-one `Config`, listing every problem at once in a `UserError`. `Config.to_json()` / `Config.from_json()` round-trip it.
-This module imports neither torch nor click so that it stays cheap to import.
+A `Config` is what `ganforge.train.resolver.resolve` makes of the command-line options; it is written as
+`config.json` into the run directory, and `Config.to_json()` / `Config.from_json()` round-trip it. Every default of a
+configuration field is stated once, here: on the field of its section, or in the preset table when it depends on
+`--cfg`. This module imports neither torch nor click so that it stays cheap to import (`ganforge --help` reads it).
 """
 
 import dataclasses
@@ -10,49 +11,54 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from ganforge.errors import UserError
-from ganforge.limits import RESOLUTIONS, resolution_ok
-
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
+AUTO_PRECISION = "auto"  # --precision auto: one of PRECISIONS chosen for the hardware when the options are resolved
 AUGMENTS = ("ada", "noaug")
+DEFAULT_PRESET = "auto"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Preset:
-    """One row of the preset table; None means "derive it" (see `_derive`)."""
+    """One row of the preset table. None in the first group means "derive it from the resolution" (the `auto` row,
+    see `ganforge.train.resolver.derive`); None for `pl_weight` and `style_mixing` keeps LossConfig's default."""
 
-    batch: int | None
-    mbstd: int | None
-    channel_base: int | None
-    lr: float | None
-    gamma: float | None
-    ema_kimg: float | None
-    ema_rampup: float | None
+    batch: int | None = None
+    mbstd: int | None = None  # minibatch-stddev group size
+    channel_base: int | None = None
+    lr: float | None = None
+    gamma: float | None = None
+    ema_kimg: float | None = None
+    ema_rampup: float | None = None
     mapping_layers: int
     kimg: float
-    resolution: int | None = None
+    resolution: int | None = None  # the only resolution the preset is made for; None: any
     channel_max: int = 512
     z_dim: int = 512
-    pl_weight: float = 2.0
-    style_mixing: float = 0.9
+    pl_weight: float | None = None
+    style_mixing: float | None = None
     tick_kimg: float = 4.0
     snap: int = 50
 
 
-# The official configurations (Karras et al. 2020, "Training GANs with limited data", Table/App. D and its released
+# The official configurations (Karras et al. 2020, "Training GANs with limited data", App. D and its released
 # `cfg_specs`): batch, minibatch-stddev group, channel base (fmaps x 32768), learning rate, R1 gamma, EMA half-life in
-# kimg, EMA ramp-up, mapping depth. `auto` derives them from the resolution; `tiny` is a small, fast CPU setting.
-PRESETS = {  # fmt: skip
-    "auto": Preset(None, None, None, None, None, None, 0.05, 2, kimg=25000),
-    "stylegan2": Preset(32, 4, 32768, 0.002, 10.0, 10.0, None, 8, kimg=25000),
-    "paper256": Preset(64, 8, 16384, 0.0025, 1.0, 20.0, None, 8, kimg=25000, resolution=256),
-    "paper512": Preset(64, 8, 32768, 0.0025, 0.5, 20.0, None, 8, kimg=25000, resolution=512),
-    "paper1024": Preset(32, 4, 32768, 0.002, 2.0, 10.0, None, 8, kimg=25000, resolution=1024),
-    "cifar": Preset(
-        64, 32, 32768, 0.0025, 0.01, 500.0, 0.05, 2, kimg=100000, resolution=32, pl_weight=0.0, style_mixing=0.0
-    ),
-    "tiny": Preset(16, 4, 512, 0.0025, 0.05, 1.0, 0.05, 2, kimg=40, channel_max=64, z_dim=64, tick_kimg=0.8, snap=5),
-}
+# kimg, EMA ramp-up, mapping depth. `auto` derives most of them from the resolution; `tiny` is a small, fast CPU
+# setting.
+PRESETS = {
+    "auto": Preset(ema_rampup=0.05, mapping_layers=2, kimg=25000),
+    "stylegan2": Preset(batch=32, mbstd=4, channel_base=32768, lr=0.002, gamma=10.0, ema_kimg=10.0, mapping_layers=8,
+                        kimg=25000),
+    "paper256": Preset(batch=64, mbstd=8, channel_base=16384, lr=0.0025, gamma=1.0, ema_kimg=20.0, mapping_layers=8,
+                       kimg=25000, resolution=256),
+    "paper512": Preset(batch=64, mbstd=8, channel_base=32768, lr=0.0025, gamma=0.5, ema_kimg=20.0, mapping_layers=8,
+                       kimg=25000, resolution=512),
+    "paper1024": Preset(batch=32, mbstd=4, channel_base=32768, lr=0.002, gamma=2.0, ema_kimg=10.0, mapping_layers=8,
+                        kimg=25000, resolution=1024),
+    "cifar": Preset(batch=64, mbstd=32, channel_base=32768, lr=0.0025, gamma=0.01, ema_kimg=500.0, ema_rampup=0.05,
+                    mapping_layers=2, kimg=100000, resolution=32, pl_weight=0.0, style_mixing=0.0),
+    "tiny": Preset(batch=16, mbstd=4, channel_base=512, lr=0.0025, gamma=0.05, ema_kimg=1.0, ema_rampup=0.05,
+                   mapping_layers=2, kimg=40, channel_max=64, z_dim=64, tick_kimg=0.8, snap=5),
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -125,7 +131,7 @@ class ScheduleConfig:
 class PrecisionConfig:
     """Numeric precision and speed switches; fp32 master weights always."""
 
-    precision: str = "fp32"
+    precision: str = "fp32"  # one of PRECISIONS; `auto` is resolved into one of them before a Config exists
     compile: bool = False
     channels_last: bool = False
     deterministic: bool = False
@@ -133,7 +139,7 @@ class PrecisionConfig:
     # Gradients are summed over ranks in buckets of this many MiB, each started as soon as backward has filled it
     # (overlapping communication with computation); 0 sums them all in one all-reduce after backward.
     allreduce_bucket_mb: float = 25.0
-    # Why `precision` has its value when it was chosen by "auto" (printed at the start and by --dry-run), else "".
+    # Why `precision` has its value when --precision auto chose it (printed at the start and by --dry-run), else "".
     auto_reason: str = ""
 
 
@@ -163,7 +169,7 @@ class RunConfig:
 class Config:
     """The resolved training configuration, written to `config.json` in the run directory."""
 
-    cfg: str
+    preset: str  # the --cfg row the other values started from
     world_size: int
     data: DataConfig
     model: ModelConfig
@@ -187,6 +193,8 @@ class Config:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Config":
+        """From `to_dict`'s layout; also reads config.json files written before the preset field had its name."""
+        d = upgrade(d)
         kinds = {f.name: f.type for f in dataclasses.fields(cls)}
         assert set(d) == set(kinds), f"config keys {sorted(d)} != {sorted(kinds)}"
         kwargs = {name: kinds[name](**value) if isinstance(value, dict) else value for name, value in d.items()}
@@ -196,6 +204,14 @@ class Config:
     @classmethod
     def from_json(cls, text: str) -> "Config":
         return cls.from_dict(json.loads(text))
+
+
+def upgrade(config_dict: dict) -> dict:
+    """A config dict (nested, or flattened as checkpoints store it) in today's layout: files written before the
+    preset field was named `preset` call it `cfg`; run folders and checkpoints from then stay readable."""
+    if "cfg" not in config_dict:
+        return config_dict
+    return {("preset" if key == "cfg" else key): value for key, value in config_dict.items()}
 
 
 # Fields that may change between a checkpoint and its resumed run without changing the training maths.
@@ -219,7 +235,7 @@ def flatten(d: dict, prefix: str = "") -> dict:
 
 def maths_fields(config_dict: dict) -> dict:
     """The flattened fields that define the training maths (everything but output, resume and speed options)."""
-    flat = flatten(config_dict)
+    flat = flatten(upgrade(config_dict))
     return {k: v for k, v in flat.items() if not k.startswith("run.") and k not in NON_MATHS_FIELDS}
 
 
@@ -229,160 +245,28 @@ def config_hash(config: Config) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def field_default(section, name: str):
+    """The default of field `name` of a Config section dataclass (the one place it is written)."""
+    return {field.name: field.default for field in dataclasses.fields(section)}[name]
+
+
+def field_defaults() -> dict:
+    """Flattened `section.field` -> default, for every Config field that has one."""
+    defaults = {}
+    for section in dataclasses.fields(Config):
+        if dataclasses.is_dataclass(section.type):
+            for field in dataclasses.fields(section.type):
+                if field.default is not dataclasses.MISSING:
+                    defaults[f"{section.name}.{field.name}"] = field.default
+    return defaults
+
+
 def maths_differences(old: dict, new: dict) -> list[str]:
-    """Human-readable `field: old -> new` lines for the maths fields that differ."""
+    """Human-readable `field: old -> new` lines for the maths fields that differ. A field the old config does not
+    have (it was added to ganforge later) counts as its default, which is what that older run trained with."""
     a, b = maths_fields(old), maths_fields(new)
+    a = {k: v for k, v in field_defaults().items() if k in b} | a
     return [f"{k}: {a.get(k)!r} -> {b.get(k)!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
-
-
-def _derive(preset: Preset, resolution: int, world_size: int) -> Preset:
-    """ADA's `auto` heuristic (Karras et al. 2020, App. D): batch, group, width, lr, gamma and EMA from resolution."""
-    if preset.batch is not None:
-        return preset
-    batch = max(min(world_size * min(4096 // resolution, 32), 64), world_size)
-    return dataclasses.replace(
-        preset,
-        batch=batch,
-        mbstd=min(batch // world_size, 4),
-        channel_base=32768 if resolution >= 512 else 16384,
-        lr=0.002 if resolution >= 1024 else 0.0025,
-        gamma=0.0002 * resolution**2 / batch,  # R1 weight grows with the pixel count (ADA App. D).
-        ema_kimg=batch * 10 / 32,  # EMA half-life of 10 kimg at batch 32, proportional to batch.
-    )
-
-
-def _pick(options: dict, key: str, default):
-    value = options.get(key)
-    return default if value is None else value
-
-
-def _whole_batches(kimg: float, batch: int) -> float:
-    """A preset length rounded to the nearest whole number of batches (at least one); explicit flags must be exact."""
-    return max(round(kimg * 1000 / batch), 1) * batch / 1000
-
-
-def _subset(given: dict, *keys: str) -> dict:
-    return {k: given[k] for k in keys if k in given}
-
-
-def _is_whole_batches(kimg: float, batch: int) -> bool:
-    nimg = kimg * 1000
-    return abs(nimg - round(nimg)) < 1e-6 and round(nimg) % batch == 0
-
-
-def _dataset_problems(preset: Preset, cfg: Config, dataset) -> list[str]:
-    """What does not fit the dataset, one message each."""
-    problems = []
-    res = dataset.resolution
-    if not resolution_ok(res):
-        problems.append(f"--data: resolution {res} is not {RESOLUTIONS}; rebuild it with `ganforge dataset build "
-                        f"--resolution R`")  # fmt: skip
-    if preset.resolution is not None and preset.resolution != res:
-        problems.append(
-            f"--cfg {cfg.cfg}: made for {preset.resolution}x{preset.resolution}, but --data is "
-            f"{res}x{res}; pick --cfg auto or stylegan2, or rebuild the dataset at {preset.resolution}"
-        )
-    if cfg.data.cond and dataset.label_dim == 0:
-        problems.append("--cond: the dataset has no labels; build it with labels or drop --cond")
-    return problems
-
-
-def _problems(cfg: Config, device_type: str) -> list[str]:
-    """Every invalid combination of options, one message each."""
-    s, p = cfg.schedule, cfg.precision
-    problems = []
-    if s.batch % (s.batch_gpu * cfg.world_size):
-        problems.append(
-            f"--batch {s.batch}: not divisible by --batch-gpu {s.batch_gpu} x {cfg.world_size} "
-            f"process(es); choose a batch that is a multiple of {s.batch_gpu * cfg.world_size}"
-        )
-    if s.batch_gpu % cfg.model.mbstd_group:
-        problems.append(
-            f"--batch-gpu {s.batch_gpu}: not a multiple of the minibatch-stddev group "
-            f"{cfg.model.mbstd_group}; use a multiple of it"
-        )
-    if cfg.loss.pl_weight > 0 and s.batch_gpu % cfg.loss.pl_batch_shrink:
-        problems.append(f"--batch-gpu {s.batch_gpu}: must be even (path-length batches are half a micro-batch)")
-    for flag, kimg in (("--kimg", s.kimg), ("--tick", s.tick_kimg)):
-        if not _is_whole_batches(kimg, s.batch):
-            problems.append(
-                f"{flag} {kimg:g}: {kimg * 1000:g} images is not a whole number of batches of "
-                f"{s.batch}; use a multiple of {s.batch / 1000:g} kimg"
-            )
-    if p.precision == "fp16" and device_type != "cuda":
-        problems.append("--precision fp16: needs a CUDA GPU (no fast fp16 on CPU); use bf16 or fp32 on CPU")
-    if p.precision == "tf32" and device_type != "cuda":
-        problems.append("--precision tf32: TF32 exists only on NVIDIA GPUs; use fp32 or bf16 on CPU")
-    if cfg.model.num_fp16_res and p.precision != "fp16":
-        problems.append("--fp16-res: the per-resolution fp16 recipe needs --precision fp16")
-    if p.compile and p.precision == "fp16" and cfg.model.num_fp16_res:
-        problems.append("--compile: not supported together with --fp16-res; drop one of them")
-    return problems
-
-
-@dataclass(frozen=True)
-class _UnknownDataset:
-    """Stand-in facts when --data could not be opened, so the other options are still checked."""
-
-    resolution: int = 32
-    channels: int = 3
-    label_dim: int = 0
-    name: str = "dataset"
-
-
-def resolve(options: dict, dataset, world_size: int, device_type: str, problems: list[str] = ()) -> Config:
-    """CLI-style options (None = preset value) + dataset facts -> validated `Config`, or UserError listing all problems.
-
-    `dataset` needs `.resolution`, `.channels`, `.label_dim`, `.name` (None when it could not be opened; its problem
-    is then in `problems`); `device_type` is "cpu" or "cuda".
-    """
-    name = _pick(options, "cfg", "auto")
-    if dataset is None:
-        dataset = _UnknownDataset(resolution=PRESETS[name].resolution or 32)
-    preset = _derive(PRESETS[name], dataset.resolution, world_size)
-    batch = _pick(options, "batch", preset.batch)
-    batch_gpu = _pick(options, "batch_gpu", max(batch // world_size, 1))
-    fp16_res = _pick(options, "fp16_res", 0)
-    given = {k: v for k, v in options.items() if v is not None}  # None = "not given": the dataclass default applies
-    if given.get("precision") == "auto":
-        from ganforge.autoprecision import detect
-
-        given["precision"], given["auto_reason"] = detect(device_type)
-    flag = lambda key: bool(options.get(key))  # noqa: E731
-    cfg = Config(
-        cfg=name,
-        world_size=world_size,
-        data=DataConfig(path=str(options["data"]), name=dataset.name, resolution=dataset.resolution,
-                        channels=dataset.channels, label_dim=dataset.label_dim if flag("cond") else 0,
-                        cond=flag("cond"), mirror=flag("mirror"), **_subset(given, "workers")),
-        model=ModelConfig(z_dim=preset.z_dim, w_dim=preset.z_dim, mapping_layers=preset.mapping_layers,
-                          channel_base=preset.channel_base, channel_max=preset.channel_max,
-                          mbstd_group=min(preset.mbstd, batch_gpu), num_fp16_res=fp16_res,
-                          conv_clamp=256 if fp16_res else None),
-        loss=LossConfig(gamma=_pick(options, "gamma", preset.gamma), pl_weight=preset.pl_weight,
-                        style_mixing=preset.style_mixing),
-        optim=OptimConfig(g_lr=_pick(options, "glr", preset.lr), d_lr=_pick(options, "dlr", preset.lr)),
-        schedule=ScheduleConfig(batch=batch, batch_gpu=batch_gpu,
-                                kimg=_pick(options, "kimg", _whole_batches(preset.kimg, batch)),
-                                tick_kimg=_pick(options, "tick", _whole_batches(preset.tick_kimg, batch)),
-                                snap=_pick(options, "snap", preset.snap), ema_kimg=preset.ema_kimg,
-                                ema_rampup=preset.ema_rampup, **_subset(given, "seed")),
-        precision=PrecisionConfig(compile=flag("compile"), channels_last=flag("channels_last"),
-                                  deterministic=flag("deterministic"),
-                                  **_subset(given, "precision", "device", "auto_reason")),
-        augment=AugmentConfig(**_subset(given, "target", "ada_kimg"),
-                              **({"mode": given["aug"]} if "aug" in given else {})),
-        run=RunConfig(outdir=str(options["outdir"]), allow_config_change=flag("allow_config_change"),
-                      metrics=tuple(m for m in (options.get("metrics") or "").split(",") if m),
-                      **_subset(given, "resume", "keep_last", "keep_every", "keep_max_age")),
-    )  # fmt: skip
-    problems = list(problems)
-    if not isinstance(dataset, _UnknownDataset):
-        problems += _dataset_problems(preset, cfg, dataset)
-    problems += _problems(cfg, device_type)
-    if problems:
-        raise UserError(*problems)
-    return cfg
 
 
 def lazy_ratio(interval: int) -> float:
@@ -392,7 +276,8 @@ def lazy_ratio(interval: int) -> float:
 
 
 def describe_derived(cfg: Config) -> list[str]:
-    """The values the preset and the flags implied, one line each, for the start-of-run printout (STYLE 7)."""
+    """The values the preset and the flags implied, one line each, for the start-of-run printout: few dials are
+    exposed and the rest is derived, so the user sees what was derived."""
     s, lo = cfg.schedule, cfg.loss
     return [
         f"batch {s.batch} = {s.batch_gpu} per micro-batch x {cfg.world_size} process(es) x {cfg.accumulation} "

@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import PIL.Image
 
+from ganforge.errors import UserError
+
 RESOLUTION = 32
 
 
@@ -22,14 +24,25 @@ def write_digit_pngs(folder: Path) -> int:
     The scans hold 17 grey levels (0-16) with ink high; they are scaled to 0-255 and upscaled with a bicubic filter,
     which smooths the 8x8 blocks into strokes.
     """
-    from sklearn.datasets import load_digits  # dev dependency, needed only here
-
-    digits = load_digits()
+    digits = _load_digits()
     for i, (scan, label) in enumerate(zip(digits.images, digits.target, strict=True)):
         pixels = np.clip(scan * (255 / 16), 0, 255).astype(np.uint8)
         image = PIL.Image.fromarray(pixels, mode="L").resize((RESOLUTION, RESOLUTION), PIL.Image.Resampling.BICUBIC)
         image.save(folder / f"{i:04d}-{label}.png")
     return len(digits.images)
+
+
+def _load_digits():
+    """scikit-learn's bundled scans. scikit-learn is not a ganforge dependency (the dev extra, which `make demo`
+    installs, brings it), so it is imported only here, and its absence is a user error with the fix."""
+    try:
+        from sklearn.datasets import load_digits
+    except ImportError:
+        raise UserError(
+            "the digits demo needs scikit-learn: pip install scikit-learn, or pip install -e '.[dev]' (what `make "
+            "demo` installs)"
+        ) from None
+    return load_digits()
 
 
 def build_digits(dest: Path) -> None:
@@ -65,10 +78,15 @@ def main(argv: list[str]) -> int:
     if len(argv) != 2 or argv[0] not in ("digits", "where"):
         print(__doc__, file=sys.stderr)
         return 2
-    if argv[0] == "digits":
-        build_digits(Path(argv[1]))
-    else:
-        where(Path(argv[1]))
+    try:
+        if argv[0] == "digits":
+            build_digits(Path(argv[1]))
+        else:
+            where(Path(argv[1]))
+    except UserError as error:
+        for problem in error.problems:
+            print(f"error: {problem}", file=sys.stderr)
+        return 2
     return 0
 
 

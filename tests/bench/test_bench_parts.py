@@ -15,7 +15,7 @@ from ganforge.bench.memory import OutOfMemory, SavedActivations, training_state_
 from ganforge.bench.options import BenchOptions, training_config
 from ganforge.bench.search import Candidate, summarize, try_sizes
 from ganforge.errors import UserError
-from ganforge.train import state
+from ganforge.train.build import build
 from ganforge.train.phases import micro_batches, run_phase
 
 
@@ -28,7 +28,7 @@ def test_flop_count_of_a_convolution_and_a_matmul_is_the_textbook_figure():
 
 def test_flop_count_equals_flop_counter_mode_on_training_phases_and_runs_r1():
     cfg = training_config(BenchOptions(cfg="tiny", resolution=8, aug="noaug"), 1, "cpu", 4)
-    t, phases, _ = state.build(cfg, torch.device("cpu"))
+    t, phases, _ = build(cfg, torch.device("cpu"))
     images, labels = torch.rand([4, 3, 8, 8]) * 2 - 1, torch.zeros([4, 0])
     counts = {}
     for index, phase in enumerate(phases):

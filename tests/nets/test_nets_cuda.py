@@ -7,7 +7,7 @@ import torch
 
 from ganforge.nets import Discriminator, Generator
 from ganforge.nets.layers import fir_kernel, modulated_conv2d, use_fused_modconv
-from ganforge.train.precision import fp32_math
+from ganforge.numerics import fp32_math
 
 pytestmark = pytest.mark.cuda
 CUDA = torch.device("cuda")

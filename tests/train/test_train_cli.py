@@ -28,7 +28,7 @@ def test_train_tiny_end_to_end_writes_every_artifact_and_resumes(data, tmp_path)
     (run,) = outdir.iterdir()
     assert run.name == "00000-squares-tiny-gpus1-batch8"
     config = json.loads((run / "config.json").read_text())
-    assert config["cfg"] == "tiny" and config["schedule"]["batch"] == 8 and config["data"]["resolution"] == 8
+    assert config["preset"] == "tiny" and config["schedule"]["batch"] == 8 and config["data"]["resolution"] == 8
     env = json.loads((run / "env.json").read_text())
     assert env["torch"] and env["device"] == "cpu"
     records = [json.loads(line) for line in (run / "stats.jsonl").read_text().splitlines()]
@@ -154,10 +154,10 @@ def test_train_resume_from_snapshot_initialises_generator_weights_only(data, tmp
 
 
 def test_train_starts_from_a_snapshot_and_a_discriminator_file(data, tmp_path):
-    from ganforge.train import configure
-    from ganforge.train.state import build_networks
+    from ganforge.train import resolve
+    from ganforge.train.build import build_networks
 
-    G, D = build_networks(configure(tiny_options(data, tmp_path / "x", seed=5)), torch.device("cpu"))
+    G, D = build_networks(resolve(tiny_options(data, tmp_path / "x", seed=5)), torch.device("cpu"))
     save_snapshot(tmp_path / "G.safetensors", G, {})
     save_discriminator(tmp_path / "D.safetensors", D, {})
     files = f"{tmp_path / 'G.safetensors'},{tmp_path / 'D.safetensors'}"

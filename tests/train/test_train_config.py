@@ -2,13 +2,13 @@ import torch
 from train_helpers import make_dataset, tiny_options
 
 from ganforge.config import Config
-from ganforge.train import configure
-from ganforge.train.state import build
+from ganforge.train import resolve
+from ganforge.train.build import build
 
 
 def test_config_json_round_trip_is_exact(tmp_path):
     data = make_dataset(tmp_path / "data")
-    cfg = configure(tiny_options(data, tmp_path / "runs", metrics="swd16k", channels_last=True, gamma=0.5))
+    cfg = resolve(tiny_options(data, tmp_path / "runs", metrics="swd16k", channels_last=True, gamma=0.5))
     again = Config.from_json(cfg.to_json())
     assert again == cfg
     assert again.run.metrics == ("swd16k",) and again.loss.gamma == 0.5 and again.precision.channels_last
@@ -16,8 +16,8 @@ def test_config_json_round_trip_is_exact(tmp_path):
 
 def test_ada_speed_and_target_reach_the_controller(tmp_path):
     data = make_dataset(tmp_path / "data")
-    default = configure(tiny_options(data, tmp_path / "runs", aug="ada"))
+    default = resolve(tiny_options(data, tmp_path / "runs", aug="ada"))
     assert (default.augment.ada_kimg, default.augment.target) == (500, 0.6)  # the paper's speed and target
-    cfg = configure(tiny_options(data, tmp_path / "runs", aug="ada", ada_kimg=0.1, target=0.3))
+    cfg = resolve(tiny_options(data, tmp_path / "runs", aug="ada", ada_kimg=0.1, target=0.3))
     t, _, _ = build(cfg, torch.device("cpu"))
     assert (t.ada.speed_kimg, t.ada.target) == (0.1, 0.3)

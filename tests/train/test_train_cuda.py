@@ -14,9 +14,9 @@ from train_helpers import make_dataset, tiny_args, tiny_options
 
 from ganforge import checkpoint
 from ganforge.checkpoint.serialize import flatten
-from ganforge.train import configure, loop, run
+from ganforge.train import loop, resolve, run
+from ganforge.train.build import build
 from ganforge.train.phases import micro_batches, run_phase
-from ganforge.train.state import build
 
 pytestmark = pytest.mark.cuda
 CUDA = torch.device("cuda")
@@ -52,8 +52,8 @@ def _one_phase(cfg, phase_name: str, scale: float | None = None) -> tuple[dict, 
 def test_every_precision_takes_a_finite_step_close_to_fp32(data, tmp_path, precision, rtol, cosine, phase_name, stat):
     """Fresh networks, one main step: the losses agree with fp32 within the precision's rounding, and each layer's
     gradient (Adam's first moment, beta1 = 0) points the same way."""
-    low, low_moments = _one_phase(configure(_options(data, tmp_path, precision=precision)), phase_name)
-    fp32, fp32_moments = _one_phase(configure(_options(data, tmp_path / "fp32")), phase_name)
+    low, low_moments = _one_phase(resolve(_options(data, tmp_path, precision=precision)), phase_name)
+    fp32, fp32_moments = _one_phase(resolve(_options(data, tmp_path / "fp32")), phase_name)
     assert low[f"Skipped/{phase_name}"].item() == 0 and torch.isfinite(low[stat]).all()
     torch.testing.assert_close(low[stat], fp32[stat], rtol=rtol, atol=1e-3)
     for name, moment in fp32_moments.items():
@@ -66,19 +66,19 @@ def test_every_precision_takes_a_finite_step_close_to_fp32(data, tmp_path, preci
 def test_fp16_regularisers_take_unscaled_gradients(data, tmp_path, phase_name, stat):
     """R1 and path length differentiate D's and G's outputs themselves, not the scaled loss: their values do not
     change with the GradScaler's scale, and the unscaled parameter gradients agree up to fp16 rounding."""
-    cfg = configure(_options(data, tmp_path, precision="fp16"))
+    cfg = resolve(_options(data, tmp_path, precision="fp16"))
     assert cfg.precision.precision == "fp16"
     low, high = (_one_phase(cfg, phase_name, scale) for scale in (2.0**2, 2.0**10))
     assert low[0][f"Skipped/{phase_name}"].item() == high[0][f"Skipped/{phase_name}"].item() == 0
     torch.testing.assert_close(low[0][stat], high[0][stat], rtol=1e-3, atol=1e-6)
-    fp32 = _one_phase(configure(_options(data, tmp_path / "fp32")), phase_name)
+    fp32 = _one_phase(resolve(_options(data, tmp_path / "fp32")), phase_name)
     torch.testing.assert_close(high[0][stat], fp32[0][stat], rtol=5e-2, atol=1e-4)  # not multiplied by a scale
     a, b = (torch.cat([g.flatten() for g in moments.values()]) for moments in (low[1], high[1]))
     assert ((a - b).norm() / b.norm()).item() < 5e-2
 
 
 def test_fp16_res_runs_the_top_resolution_in_float16_with_fp32_master_weights(data, tmp_path):
-    cfg = configure(_options(data, tmp_path, precision="fp16", fp16_res=1))
+    cfg = resolve(_options(data, tmp_path, precision="fp16", fp16_res=1))
     assert cfg.model.num_fp16_res == 1 and cfg.model.conv_clamp == 256
     t, phases, _ = build(cfg, CUDA)
     dtypes = {}
@@ -91,7 +91,7 @@ def test_fp16_res_runs_the_top_resolution_in_float16_with_fp32_master_weights(da
     assert dtypes == {"G b4": torch.float32, "G b8": torch.float16, "D b8": torch.float16}
     for module in (t.G, t.D):
         assert all(p.dtype == torch.float32 and torch.isfinite(p).all() for p in module.parameters())
-    assert run(configure(_options(data, tmp_path / "run", precision="fp16", fp16_res=1, kimg=0.032))) == 0
+    assert run(resolve(_options(data, tmp_path / "run", precision="fp16", fp16_res=1, kimg=0.032))) == 0
 
 
 def _tf32_flags() -> tuple[str, str]:
@@ -108,14 +108,14 @@ def test_tf32_only_while_training_with_precision_tf32(data, tmp_path, monkeypatc
 
     monkeypatch.setattr(loop, "run_phase", spy)
     before = _tf32_flags()
-    assert run(configure(_options(data, tmp_path, precision=precision))) == 0
+    assert run(resolve(_options(data, tmp_path, precision=precision))) == 0
     assert seen == {(expected, expected)} and _tf32_flags() == before
 
 
 @pytest.mark.skipif(torch.cuda.is_available() and torch.cuda.get_device_capability() < (8, 0),
                     reason="TF32 needs an Ampere or newer GPU")  # fmt: skip
 def test_tf32_really_rounds_matmul_inputs_and_fp32_does_not():
-    from ganforge.train.precision import fp32_math
+    from ganforge.numerics import fp32_math
 
     gen = torch.Generator().manual_seed(0)
     a, b = (torch.randn(512, 512, generator=gen) for _ in range(2))
@@ -162,7 +162,7 @@ def _first_tick(outdir: Path) -> dict:
 def test_compile_gives_the_eager_losses(data, tmp_path):
     """The first step's losses come from identical weights, so compiled and eager forwards must agree closely."""
     for mode in ("eager", "compiled"):
-        assert run(configure(_options(data, tmp_path / mode, compile=mode == "compiled"))) == 0
+        assert run(resolve(_options(data, tmp_path / mode, compile=mode == "compiled"))) == 0
     eager, compiled = _first_tick(tmp_path / "eager"), _first_tick(tmp_path / "compiled")
     for key in ("Loss/G/main", "Loss/D/main", "Scores/real", "Scores/fake"):
         assert compiled[key] == pytest.approx(eager[key], rel=1e-3, abs=1e-5), key

@@ -6,7 +6,7 @@ from train_helpers import make_dataset, tiny_options
 
 from ganforge import checkpoint
 from ganforge.errors import UserError, carried_problems
-from ganforge.train import configure, logs, run
+from ganforge.train import logs, resolve, run
 
 
 def test_a_bad_sample_mid_run_is_checkpointed_then_reported(tmp_path, monkeypatch):
@@ -22,7 +22,7 @@ def test_a_bad_sample_mid_run_is_checkpointed_then_reported(tmp_path, monkeypatc
 
     monkeypatch.setattr(logs.RunLog, "tick", tick_then_damage_the_data)
     with pytest.raises(UserError) as caught:
-        run(configure(options))
+        run(resolve(options))
     first, *_, advice = caught.value.problems
     assert first.startswith(f"--data: {data}/") and ".png" in first, caught.value.problems
     assert f"ganforge dataset verify {data}" in advice and "rerun the same command" in advice

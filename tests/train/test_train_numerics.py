@@ -8,10 +8,10 @@ import torch
 from train_helpers import make_dataset, tiny_options
 
 from ganforge import checkpoint
-from ganforge.train import configure, run
 from ganforge.train import loss as L
+from ganforge.train import resolve, run
+from ganforge.train.build import build
 from ganforge.train.phases import MAX_NONFINITE_IN_A_ROW, DivergedError, micro_batches, run_phase
-from ganforge.train.state import build
 
 
 @pytest.fixture(scope="module")
@@ -21,15 +21,15 @@ def data(tmp_path_factory):
 
 def _train(options) -> dict:
     """Run to the end in a fresh OUTDIR and return the newest checkpoint's state."""
-    assert run(configure(options)) == 0
-    (run_dir,) = Path(options["outdir"]).iterdir()
+    assert run(resolve(options)) == 0
+    (run_dir,) = Path(options.outdir).iterdir()
     return checkpoint.load_latest(run_dir / "checkpoints")
 
 
 def _phase_gradients(data, tmp_path, phase_name: str, **extra) -> dict:
     """Fresh tiny networks (seed 0), one step of one phase on fixed images; the summed gradient of every parameter
     (Adam's first moment after one step with beta1 = 0 is exactly the gradient)."""
-    cfg = configure(tiny_options(data, tmp_path, kimg=0.008, tick=0.008, **extra))
+    cfg = resolve(tiny_options(data, tmp_path, kimg=0.008, tick=0.008, **extra))
     t, phases, _ = build(cfg, torch.device("cpu"))
     index = [p.name for p in phases].index(phase_name)
     phase = phases[index]
@@ -66,7 +66,7 @@ def test_train_bf16_runs_and_learns_finite_weights(data, tmp_path):
 
 
 def _trainer(data, tmp_path):
-    cfg = configure(tiny_options(data, tmp_path, kimg=0.008, tick=0.008))
+    cfg = resolve(tiny_options(data, tmp_path, kimg=0.008, tick=0.008))
     t, phases, _ = build(cfg, torch.device("cpu"))
     images = torch.rand([8, 1, 8, 8]) * 2 - 1
     return cfg, t, phases, images
@@ -116,9 +116,9 @@ def test_train_learning_moves_generated_brightness_toward_the_data(tmp_path):
 
     def mean_pixel(G_state):
         from ganforge.nets import Generator
-        from ganforge.train.state import build_networks
+        from ganforge.train.build import build_networks
 
-        G, _ = build_networks(configure(options), torch.device("cpu"))
+        G, _ = build_networks(resolve(options), torch.device("cpu"))
         assert isinstance(G, Generator)
         G.load_state_dict(G_state)
         with torch.no_grad():

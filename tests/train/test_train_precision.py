@@ -1,9 +1,13 @@
+import contextlib
+
 import pytest
 import torch
 from train_helpers import make_dataset, tiny_options
 
-from ganforge.train import configure, loop, run
-from ganforge.train.precision import Precision, fp32_math, kernel_policy
+from ganforge.numerics import fp32_math
+from ganforge.train import command, resolve, run
+from ganforge.train import precision as precision_module
+from ganforge.train.precision import Precision, kernel_policy
 
 
 def _flags():
@@ -46,8 +50,31 @@ def test_cudnn_autotunes_unless_deterministic_and_the_callers_flags_come_back(de
 
 def test_a_training_run_autotunes_unless_deterministic(tmp_path, monkeypatch):
     seen = []
-    monkeypatch.setattr(loop, "training_loop", lambda *args: seen.append(_kernel_flags()) or 0)
+    monkeypatch.setattr(command, "training_loop", lambda *args: seen.append(_kernel_flags()) or 0)
     data = make_dataset(tmp_path / "squares")
     for deterministic in (False, True):
-        assert run(configure(tiny_options(data, tmp_path / str(deterministic), deterministic=deterministic))) == 0
+        assert run(resolve(tiny_options(data, tmp_path / str(deterministic), deterministic=deterministic))) == 0
     assert seen == [(True, False), (False, True)]
+
+
+def test_one_precision_object_owns_the_runs_numeric_switches(monkeypatch):
+    """Its policy() holds the matmul policy and the kernel policy for the whole run; it also gives the memory format
+    and compiles the main-phase forwards. torch's deterministic switch and torch.compile take seconds the first time,
+    so both are stood in for here (their own behaviour is torch's)."""
+    entered = []
+
+    @contextlib.contextmanager
+    def deterministic(enabled):
+        entered.append(enabled)
+        yield
+
+    monkeypatch.setattr(precision_module, "kernel_policy", deterministic)
+    monkeypatch.setattr(torch, "compile", lambda forward: ("compiled", forward))
+    cpu, before = torch.device("cpu"), _flags()
+    plain, tuned = Precision("fp32", cpu), Precision("tf32", cpu, deterministic=True, channels_last=True, compile=True)
+    with tuned.policy():
+        assert _flags() == ("tf32", "tf32") and entered == [True]
+    assert _flags() == before
+    assert plain.memory_format == torch.contiguous_format and tuned.memory_format == torch.channels_last
+    forward = torch.nn.Linear(2, 2)
+    assert plain.compiled(forward) is forward and tuned.compiled(forward) == ("compiled", forward)

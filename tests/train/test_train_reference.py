@@ -14,10 +14,10 @@ import torch
 import torch.nn.functional as F
 from train_helpers import make_dataset, tiny_options
 
-from ganforge.train import configure
 from ganforge.train import loss as L
+from ganforge.train import resolve
+from ganforge.train.build import build
 from ganforge.train.phases import micro_batches, run_phase
-from ganforge.train.state import build
 
 GAMMA = 0.5
 PL_WEIGHT, PL_DECAY = 2.0, 0.01  # StyleGAN2 App. B: path-length weight 2, running mean decay 0.01
@@ -33,7 +33,7 @@ def data(tmp_path_factory):
 def _setup(data, tmp_path, **extra):
     """Narrow networks (4-8 channels, w_dim 8) so that finite differences over every w coordinate stay cheap, and
     conditional on 2 classes, so that the labels' way through every phase is checked too."""
-    cfg = configure(tiny_options(data, tmp_path, kimg=0.008, tick=0.008, gamma=GAMMA, **extra))
+    cfg = resolve(tiny_options(data, tmp_path, kimg=0.008, tick=0.008, gamma=GAMMA, **extra))
     cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, z_dim=8, w_dim=8, channel_base=32,
                                                              channel_max=8),
                               data=dataclasses.replace(cfg.data, cond=True, label_dim=CLASSES))  # fmt: skip

@@ -3,6 +3,7 @@
 A module-level run of 3 steps (checkpoints at 0, 16 and 24 images) is copied for each test that continues it.
 """
 
+import dataclasses
 import json
 import shutil
 
@@ -11,7 +12,8 @@ import torch
 from train_helpers import make_dataset, tiny_options
 
 from ganforge import checkpoint
-from ganforge.train import configure, run
+from ganforge.train import resolve, run
+from ganforge.train.options import TrainOptions
 
 STEP = 0.008  # one batch of 8 images
 
@@ -21,12 +23,12 @@ def data(tmp_path_factory):
     return make_dataset(tmp_path_factory.mktemp("resume_options") / "squares")
 
 
-def _options(data, outdir, steps: int, **extra) -> dict:
+def _options(data, outdir, steps: int, **extra) -> TrainOptions:
     return tiny_options(data, outdir, kimg=steps * STEP, tick=2 * STEP, batch_gpu=8, **extra)
 
 
 def _train(options) -> None:
-    assert run(configure(options)) == 0
+    assert run(resolve(options)) == 0
 
 
 def _runs(outdir):
@@ -93,7 +95,7 @@ def test_a_changed_batch_gpu_is_accepted_and_continues_the_run(data, three_steps
     is drawn per micro-batch), so the run continues: same folder, one more Adam step on the checkpoint's, the new
     value recorded."""
     outdir = _continue(three_steps, tmp_path)
-    _train(_options(data, outdir, 4) | {"batch_gpu": 4})
+    _train(dataclasses.replace(_options(data, outdir, 4), batch_gpu=4))
     (run_dir,) = _runs(outdir)
     assert "resuming at 0.024 kimg" in (run_dir / "log.txt").read_text()
     state, before = checkpoint.load_latest(run_dir / "checkpoints"), three_steps[1]

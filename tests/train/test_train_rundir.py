@@ -2,7 +2,7 @@
 
 from train_helpers import make_dataset, tiny_options
 
-from ganforge.train import configure, rundir
+from ganforge.train import resolve, rundir
 
 
 def _start(cfg, checkpointed: bool):
@@ -16,7 +16,7 @@ def _start(cfg, checkpointed: bool):
 
 def test_a_run_that_never_reached_a_checkpoint_is_reused_by_the_same_command(tmp_path):
     data = make_dataset(tmp_path / "data")
-    cfg = configure(tiny_options(data, tmp_path / "runs"))
+    cfg = resolve(tiny_options(data, tmp_path / "runs"))
     first = _start(cfg, checkpointed=False)
     assert rundir.find_run(cfg) is None
     assert rundir.create_run(cfg) == first
@@ -25,11 +25,11 @@ def test_a_run_that_never_reached_a_checkpoint_is_reused_by_the_same_command(tmp
 
 def test_a_different_command_or_a_started_run_gets_a_new_folder(tmp_path):
     data = make_dataset(tmp_path / "data")
-    cfg = configure(tiny_options(data, tmp_path / "runs"))
+    cfg = resolve(tiny_options(data, tmp_path / "runs"))
     first = _start(cfg, checkpointed=False)
-    other = configure(tiny_options(data, tmp_path / "runs", gamma=0.5))
+    other = resolve(tiny_options(data, tmp_path / "runs", gamma=0.5))
     second = _start(other, checkpointed=True)
     assert second != first and second.name.startswith("00001-")
     assert rundir.find_run(other) == second  # rerunning `other` continues it
-    fresh = configure(tiny_options(data, tmp_path / "runs", gamma=0.5, resume="new"))
+    fresh = resolve(tiny_options(data, tmp_path / "runs", gamma=0.5, resume="new"))
     assert rundir.create_run(fresh).name.startswith("00002-")  # the newest holds a checkpoint: never reused

@@ -2,16 +2,16 @@
 `auto` preset (ADA App. D), the EMA generator (ProGAN Sec. 4.1; ADA App. D) and --mirror, each against values
 written out by hand from the papers."""
 
-import types
-
 import pytest
 import torch
 from train_helpers import make_dataset, tiny_options
 
-from ganforge.config import PRESETS, resolve
-from ganforge.train import configure, loop, run
+from ganforge.config import PRESETS
+from ganforge.train import loop, resolve, run
+from ganforge.train.build import build
 from ganforge.train.ema import ema_beta, update_ema
-from ganforge.train.state import build
+from ganforge.train.options import TrainOptions
+from ganforge.train.resolver import DatasetFacts, Facts
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,7 @@ def test_loop_runs_r1_every_16_and_path_length_every_4_steps_and_ramps_the_ema_u
     monkeypatch.setattr(loop, "run_phase", record)
     monkeypatch.setattr(loop, "update_ema", record_ema)
     steps = 17
-    assert run(configure(tiny_options(data, tmp_path, kimg=steps * 0.008, tick=steps * 0.008))) == 0
+    assert run(resolve(tiny_options(data, tmp_path, kimg=steps * 0.008, tick=steps * 0.008))) == 0
     by_phase = {name: [nimg // 8 for n, nimg in ran if n == name] for name in ("G_main", "G_reg", "D_main", "D_reg")}
     assert by_phase == {"G_main": list(range(steps)), "G_reg": [0, 4, 8, 12, 16],
                         "D_main": list(range(steps)), "D_reg": [0, 16]}  # fmt: skip
@@ -51,7 +51,7 @@ def _adam(phases, name):
 def test_lazy_regularisation_corrects_adam_lr_and_betas(data, tmp_path):
     """c = k / (k + 1) for a regulariser every k steps (StyleGAN2 App. C): lr * c, betas ** c, shared by the phases
     of one network; without its regulariser a network keeps the plain values."""
-    cfg = configure(tiny_options(data, tmp_path, glr=0.003, dlr=0.002))
+    cfg = resolve(tiny_options(data, tmp_path, glr=0.003, dlr=0.002))
     _, phases, _ = build(cfg, torch.device("cpu"))
     g_lr, (g_beta1, g_beta2) = _adam(phases, "G_main")
     assert g_lr == pytest.approx(0.003 * 4 / 5) and g_beta1 == 0 and g_beta2 == pytest.approx(0.99 ** (4 / 5))
@@ -59,7 +59,7 @@ def test_lazy_regularisation_corrects_adam_lr_and_betas(data, tmp_path):
     assert d_lr == pytest.approx(0.002 * 16 / 17) and d_beta1 == 0 and d_beta2 == pytest.approx(0.99 ** (16 / 17))
     assert _adam(phases, "G_reg") == _adam(phases, "G_main") and _adam(phases, "D_reg") == _adam(phases, "D_main")
 
-    _, phases, _ = build(configure(tiny_options(data, tmp_path, gamma=0, dlr=0.002)), torch.device("cpu"))
+    _, phases, _ = build(resolve(tiny_options(data, tmp_path, gamma=0, dlr=0.002)), torch.device("cpu"))
     assert [p.name for p in phases] == ["G_main", "G_reg", "D_main"]
     assert _adam(phases, "D_main") == (0.002, (0.0, 0.99))
 
@@ -73,8 +73,8 @@ def test_lazy_regularisation_corrects_adam_lr_and_betas(data, tmp_path):
 def test_auto_preset_derives_the_ada_heuristic(tmp_path, resolution, gpus, batch, gamma, ema_kimg, channel_base, lr):
     """ADA App. D: batch max(min(gpus * min(4096 / res, 32), 64), gpus), gamma 0.0002 res^2 / batch, EMA half-life
     batch * 10 / 32 kimg with ramp-up 0.05, minibatch-stddev group min(batch / gpus, 4); values worked out by hand."""
-    dataset = types.SimpleNamespace(resolution=resolution, channels=3, label_dim=0, name="faces")
-    cfg = resolve({"data": tmp_path, "outdir": tmp_path}, dataset, gpus, "cuda")
+    dataset = DatasetFacts(resolution=resolution, channels=3, label_dim=0, name="faces")
+    cfg = resolve(TrainOptions(data=str(tmp_path), outdir=str(tmp_path)), Facts(dataset, gpus, "cuda"))
     s = cfg.schedule
     assert (s.batch, s.batch_gpu, cfg.model.mbstd_group) == (batch, batch // gpus, 4)
     assert cfg.loss.gamma == pytest.approx(gamma) and s.ema_kimg == pytest.approx(ema_kimg) and s.ema_rampup == 0.05
@@ -116,7 +116,7 @@ def test_mirror_trains_on_the_flipped_copies_too(data, tmp_path, monkeypatch):
 
     monkeypatch.setattr(loop, "make_loader", make_loader)
     with pytest.raises(_LoaderReached):
-        run(configure(tiny_options(data, tmp_path, mirror=True)))
+        run(resolve(tiny_options(data, tmp_path, mirror=True)))
     (dataset,) = datasets
     assert len(dataset) == 2 * 32
     assert torch.equal(dataset[32 + 5][0], dataset[5][0].flip(-1))

@@ -5,6 +5,8 @@ from pathlib import Path
 import numpy as np
 import PIL.Image
 
+from ganforge.train.options import TrainOptions
+
 
 def make_dataset(folder: Path, count: int = 32, res: int = 8, channels: int = 1, brightness: float = 0.5) -> Path:
     """`count` PNGs of a bright square on a darker background at random places (deterministic)."""
@@ -29,8 +31,8 @@ def tiny_args(data: Path, outdir: Path, kimg: float = 0.032, batch: int = 8, **e
     return args
 
 
-def tiny_options(data: Path, outdir: Path, kimg: float = 0.032, batch: int = 8, **extra) -> dict:
-    """The same run as `tiny_args`, as the option dict `ganforge.train.configure` takes."""
-    base = {"data": str(data), "outdir": str(outdir), "cfg": "tiny", "kimg": kimg, "batch": batch,
+def tiny_options(data: Path, outdir: Path, kimg: float = 0.032, batch: int = 8, **extra) -> TrainOptions:
+    """The same run as `tiny_args`, as the TrainOptions `ganforge.train.resolve` takes."""
+    base = {"data": str(data), "outdir": str(outdir), "preset": "tiny", "kimg": kimg, "batch": batch,
             "tick": batch * 2 / 1000, "snap": 1, "workers": 0, "device": "cpu", "aug": "noaug"}  # fmt: skip
-    return base | extra
+    return TrainOptions(**(base | extra))

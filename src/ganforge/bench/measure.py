@@ -16,7 +16,7 @@ import torch
 from ganforge.bench.flops import count_flops
 from ganforge.bench.memory import GIB, OutOfMemory, SavedActivations, training_state_bytes
 from ganforge.config import Config
-from ganforge.train import state
+from ganforge.train.build import build
 from ganforge.train.ema import ema_beta, update_ema
 from ganforge.train.phases import Trainer, micro_batches, run_phase
 
@@ -110,7 +110,7 @@ def measure(cfg: Config, device: torch.device, steps: int, warmup: int, memory_c
 
     Raises OutOfMemory when the peak memory (measured on CUDA, estimated elsewhere) exceeds `memory_cap_gb`; on CPU
     this is decided from the estimate before any timing."""
-    t, phases, G_ema = state.build(cfg, device)
+    t, phases, G_ema = build(cfg, device)
     calls = _phase_calls(cfg, phases, G_ema, device)
     flops, saved = _count(t, calls)
     if device.type == "cuda":  # the peak of the timed calls: compiled forwards may need less than the eager count

@@ -1,14 +1,17 @@
 """What `ganforge bench` measures, and the one place where its options become a training `Config`.
 
 The bench times exactly what `ganforge train --cfg CFG` would run on a RESxRES dataset, so the Config comes from
-`ganforge.config.resolve` with a stand-in for the dataset facts; only the channel widths can be overridden on top.
+`ganforge.train.resolver.resolve` with the facts of a synthetic dataset; only the channel widths can be overridden on
+top.
 """
 
 import dataclasses
 from dataclasses import dataclass
 
-from ganforge.config import AUGMENTS, PRECISIONS, PRESETS, Config, resolve
+from ganforge.config import AUGMENTS, PRECISIONS, PRESETS, Config
 from ganforge.errors import UserError
+from ganforge.train.options import TrainOptions
+from ganforge.train.resolver import DatasetFacts, Facts, resolve
 
 DEFAULT_RESOLUTION = 256  # for presets made for any resolution (auto, stylegan2, tiny)
 
@@ -57,16 +60,6 @@ class BenchOptions:
         return self.resolution or PRESETS[self.cfg].resolution or DEFAULT_RESOLUTION
 
 
-@dataclass(frozen=True)
-class _SyntheticDataset:
-    """The dataset facts `resolve` needs, for images that exist only on the device."""
-
-    resolution: int
-    channels: int
-    label_dim: int = 0
-    name: str = "synthetic"
-
-
 def check(options: BenchOptions) -> None:
     """The problems `resolve` would phrase in terms of --data, phrased for the bench's own flags."""
     res, made_for = options.image_resolution, PRESETS[options.cfg].resolution
@@ -83,12 +76,12 @@ def check(options: BenchOptions) -> None:
 def training_config(options: BenchOptions, world_size: int, device_type: str, batch_gpu: int | None = None) -> Config:
     """The Config of `ganforge train` for these options with `batch_gpu` images per device and no gradient
     accumulation (batch = batch_gpu x world_size); `batch_gpu` None keeps the preset's batch."""
-    flags = {"data": "synthetic", "outdir": "bench", "cfg": options.cfg, "precision": options.precision,
-             "compile": options.compile, "channels_last": options.channels_last, "aug": options.aug,
-             "device": device_type}  # fmt: skip
-    if batch_gpu is not None:
-        flags |= {"batch": batch_gpu * world_size, "batch_gpu": batch_gpu}
-    cfg = resolve(flags, _SyntheticDataset(options.image_resolution, options.channels), world_size, device_type)
+    batches = {} if batch_gpu is None else {"batch": batch_gpu * world_size, "batch_gpu": batch_gpu}
+    train_options = TrainOptions(data="synthetic", outdir="bench", preset=options.cfg, precision=options.precision,
+                                 compile=options.compile, channels_last=options.channels_last, aug=options.aug,
+                                 device=device_type, **batches)  # fmt: skip
+    synthetic = DatasetFacts(options.image_resolution, options.channels, label_dim=0, name="synthetic")
+    cfg = resolve(train_options, Facts(synthetic, world_size, device_type))
     widths = {"channel_base": options.cbase, "channel_max": options.cmax}
     model = dataclasses.replace(cfg.model, **{key: value for key, value in widths.items() if value is not None})
     return dataclasses.replace(cfg, model=model)

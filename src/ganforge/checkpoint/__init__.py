@@ -1,4 +1,5 @@
-"""Training checkpoints that never lose work: atomic, verified, retained, never executed (DESIGN "Checkpoints").
+"""Training checkpoints that never lose work: atomic, verified, retained, never executed
+(docs/architecture.md lists what a checkpoint holds).
 
     state = {"G": G.state_dict(), "opt_G": opt_G.state_dict(), "rng": capture_rng(), "loop": {...}, ...}
     save(run_dir / "checkpoints", state, tag=str(cur_nimg), retention=Retention(keep_last=3))

@@ -165,16 +165,17 @@ class ImageDataset(torch.utils.data.Dataset):
     """Images as uint8 tensors [C, H, W] and labels as float32 vectors [label_dim] (one-hot for class labels).
 
     With `mirror=True` the dataset has twice the images: index i >= N is image i - N flipped left-right.
+    With `labels=False` the labels are left out (label vectors of length 0), as an unconditional network takes them.
     A DataLoader over it needs `collate_fn=ganforge.data.loader.collate`: batches come pre-stacked from __getitems__.
     """
 
-    def __init__(self, source, mirror: bool = False, what: str | None = "--data"):
+    def __init__(self, source, mirror: bool = False, labels: bool = True, what: str | None = "--data"):
         self.source, self.mirror, self.what = source, mirror, what
         self.path, self.format = source.path, source.format
         self.name = source.path.stem if source.path.is_file() else source.path.resolve().name
         self.resolution, self.channels = source.resolution, source.channels
         self.label_names = list(source.label_names)
-        self.label_dim = len(self.label_names)
+        self.label_dim = len(self.label_names) if labels else 0
         self.raw_labels = source.labels  # class indices [N] or label vectors [N, D]; None without labels
         self.num_raw = len(source.names)
 
@@ -206,7 +207,7 @@ class ImageDataset(torch.utils.data.Dataset):
 
     def label(self, raw_index: int) -> np.ndarray:
         vector = np.zeros(self.label_dim, dtype=np.float32)
-        if self.raw_labels is None:
+        if self.raw_labels is None or self.label_dim == 0:
             return vector
         if self.raw_labels.ndim == 2:
             return self.raw_labels[raw_index].copy()
@@ -248,12 +249,13 @@ def named(error: UserError, what: str | None) -> UserError:
     return UserError(*(f"{what}: {problem}" if what else problem for problem in error.problems))
 
 
-def open_dataset(path, mirror: bool = False, what: str | None = "--data") -> ImageDataset:
-    """Open a folder of images, a zip (ours or NVlabs'), or a fast dataset; `mirror` adds x-flipped copies.
+def open_dataset(path, mirror: bool = False, labels: bool = True, what: str | None = "--data") -> ImageDataset:
+    """Open a folder of images, a zip (ours or NVlabs'), or a fast dataset; `mirror` adds x-flipped copies, `labels`
+    False leaves the labels out.
 
     `what` is the option that named `path` (`--data`, `--real`, ...), which every error about the data starts with,
     then and when images are read later; None for a command's positional argument (`dataset info PATH`)."""
     try:
-        return ImageDataset(open_source(Path(path)), mirror=mirror, what=what)
+        return ImageDataset(open_source(Path(path)), mirror=mirror, labels=labels, what=what)
     except UserError as error:
         raise named(error, what) from None

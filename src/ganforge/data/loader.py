@@ -96,7 +96,7 @@ class DeviceLoader:
 
 def host_loader(
     dataset,
-    batch_gpu: int,
+    batch_per_rank: int,
     seed: int = 0,
     rank: int = 0,
     world_size: int = 1,
@@ -109,7 +109,7 @@ def host_loader(
     sampler = InfiniteSampler(len(dataset), seed=seed, rank=rank, world_size=world_size, start=start)
     return torch.utils.data.DataLoader(
         dataset,
-        batch_size=batch_gpu,
+        batch_size=batch_per_rank,
         sampler=sampler,
         collate_fn=collate,
         num_workers=workers,
@@ -122,7 +122,7 @@ def host_loader(
 
 def make_loader(
     dataset,
-    batch_gpu: int,
+    batch_per_rank: int,
     seed: int = 0,
     rank: int = 0,
     world_size: int = 1,
@@ -131,12 +131,13 @@ def make_loader(
     device: torch.device | str = "cpu",
     timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> DeviceLoader:
-    """An endless iterator of this rank's micro-batches, beginning at global image position `start`.
+    """An endless iterator of this rank's batches of `batch_per_rank` images (its share of a global batch, all of its
+    micro-batches together), beginning at global image position `start`.
 
     Workers are persistent and batches land in pinned memory when the device is CUDA. The batch order depends only on
-    (seed, start, rank, world_size, batch_gpu), never on `workers`.
+    (seed, start, rank, world_size, batch_per_rank), never on `workers`.
     """
     device = torch.device(device)
     pin = device.type == "cuda"
-    loader = host_loader(dataset, batch_gpu, seed, rank, world_size, start, workers, pin, timeout_s)
+    loader = host_loader(dataset, batch_per_rank, seed, rank, world_size, start, workers, pin, timeout_s)
     return DeviceLoader(loader, device, timeout_s)

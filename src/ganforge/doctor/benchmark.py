@@ -11,7 +11,7 @@ import torch
 from ganforge.doctor import peaks as pk
 from ganforge.doctor import report as r
 from ganforge.doctor.gpu import GpuProps, tensor_core_support
-from ganforge.train.precision import fp32_math
+from ganforge.numerics import fp32_math
 
 SECTION = "gpu"
 # Below this fraction of the datasheet peak a GPU is probably throttled, capped, shared or on a slow link; well-run

@@ -11,7 +11,7 @@ import torch.distributed as tdist
 
 from ganforge.doctor import report as r
 from ganforge.doctor.gpu import GpuProps, precision_check
-from ganforge.train.precision import fp32_math
+from ganforge.numerics import fp32_math
 
 SECTION = "functional"
 HOST = "127.0.0.1"

@@ -20,7 +20,7 @@ from ganforge.metrics import inception
 from ganforge.metrics.features import FeatureStats
 from ganforge.metrics.fid import frechet_distance
 from ganforge.metrics.kid import kernel_inception_distance
-from ganforge.train.precision import fp32_math
+from ganforge.numerics import fp32_math
 
 CHECK_BATCH = 16
 KID_SUBSETS = 100

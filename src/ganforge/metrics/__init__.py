@@ -14,7 +14,14 @@ from pathlib import Path
 
 from ganforge import dist
 from ganforge.metrics.evaluator import MetricOptions
-from ganforge.metrics.registry import METRICS, MetricSpec, check_names, compute_metric, compute_metrics
+from ganforge.metrics.registry import (
+    METRICS,
+    MetricSpec,
+    check_names,
+    compute_metric,
+    compute_metrics,
+    parse_names,
+)
 
 __all__ = [
     "METRICS",
@@ -24,6 +31,7 @@ __all__ = [
     "check_names",
     "compute_metric",
     "compute_metrics",
+    "parse_names",
 ]
 
 

@@ -11,7 +11,8 @@ import torch
 
 from ganforge import dist
 from ganforge.errors import UserError
-from ganforge.metrics import METRICS, append_result, compute_metrics
+from ganforge.metrics import METRICS, append_result, compute_metrics, parse_names
+from ganforge.metrics.registry import name_problems
 from ganforge.outputs import check_writable_folder
 
 
@@ -29,10 +30,7 @@ def _check_sources(network, data, fake, names: list[str]) -> None:
         problems.append("--network and --fake: give one source of fake images, not both")
     if data is None and any(METRICS[n].needs_real for n in names if n in METRICS):
         problems.append("--data/--real: the real images to compare with are required")
-    known = ", ".join(METRICS)
-    problems += [f"--metrics: unknown metric {n!r}; choose from {known}" for n in names if n not in METRICS]
-    if not names:
-        problems.append(f"--metrics: no metric named; choose from {known}")
+    problems += name_problems(names)
     if problems:
         raise UserError(*problems)
 
@@ -48,7 +46,7 @@ def run(metrics, network=None, data=None, fake=None, outdir=None, device: str = 
 
     `metrics` is a comma-separated string or a list of names; `options` are MetricOptions fields. Works under torchrun.
     """
-    names = [n.strip() for n in metrics.split(",") if n.strip()] if isinstance(metrics, str) else list(metrics)
+    names = parse_names(metrics)
     _check_sources(network, data, fake, names)
     target = Path(outdir) if outdir is not None else snapshot_run_dir(Path(network)) if network else None
     if target is not None:  # before the hours of computing, not after

@@ -1,4 +1,5 @@
-"""Image streams and feature statistics, sharded across ranks and accumulated in float64 (STYLE 17).
+"""Image streams and feature statistics, sharded across ranks and accumulated in float64 (sums of
+many float32 features lose precision that FID's covariances need).
 
 Every image has a global position p in [0, n). Rank r handles the positions p with p % world_size == r, and what
 an image is depends only on (seed, p): a dataset subset is fixed by the seed, a generated image's latent and label come

@@ -23,7 +23,7 @@ import torch
 
 from ganforge.durable import replace_file
 from ganforge.errors import UserError
-from ganforge.train.precision import fp32_math
+from ganforge.numerics import fp32_math
 
 INCEPTION_SHA256 = "7ff4a85c3a6378f0dfc8433ffd789663b01176bec0a683a435651739c091fa34"
 INCEPTION_FILENAME = "inception-2015-12-05-fid-helper-default_1.pt"

@@ -1,4 +1,5 @@
-"""The metrics by name, and computing them into result records (STYLE 17: small functions in a registry)."""
+"""The metrics by name (a registry of small functions over streamed statistics), and computing them into result
+records."""
 
 import dataclasses
 import time
@@ -58,12 +59,25 @@ METRICS = types.MappingProxyType(
 )
 
 
+def parse_names(names: str | list[str] | tuple[str, ...]) -> list[str]:
+    """--metrics as a list of names: a comma-separated string (spaces around names allowed) or names already."""
+    if isinstance(names, str):
+        return [name.strip() for name in names.split(",") if name.strip()]
+    return list(names)
+
+
+def name_problems(names: list[str]) -> list[str]:
+    """One message per unknown metric, or one when no metric is named; each lists the known ones."""
+    known = ", ".join(METRICS)
+    problems = [f"--metrics: unknown metric {n!r}; choose from {known}" for n in names if n not in METRICS]
+    return problems if names else [f"--metrics: no metric named; choose from {known}"]
+
+
 def check_names(names: list[str]) -> None:
     """One UserError naming every unknown metric and the known ones."""
-    unknown = [n for n in names if n not in METRICS]
-    if unknown or not names:
-        known = ", ".join(METRICS)
-        raise UserError(*[f"--metrics: unknown metric {n!r}; choose from {known}" for n in unknown or ["(none)"]])
+    problems = name_problems(names)
+    if problems:
+        raise UserError(*problems)
 
 
 def _record(spec: MetricSpec, out: dict, ev: Evaluator, seconds: float) -> dict:
@@ -90,7 +104,7 @@ def compute_metrics(names, generator=None, real=None, fake=None, **options) -> l
     Metrics share one Inception network and the features already computed. Every rank must call this (collective);
     every rank gets the same records.
     """
-    names = [n.strip() for n in names.split(",") if n.strip()] if isinstance(names, str) else list(names)
+    names = parse_names(names)
     check_names(names)
     if real is None and any(METRICS[name].needs_real for name in names):
         raise UserError("--data/--real: the real images to compare with are required")

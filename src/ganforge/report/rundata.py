@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ganforge.config import upgrade
 from ganforge.errors import UserError
 from ganforge.report.status import Status, run_status
 
@@ -131,7 +132,8 @@ def read_run(path: Path) -> Run:
     log = log_path.read_text(encoding="utf-8", errors="replace").splitlines() if log_path.is_file() else []
     stats, bad = _jsonl(path / "stats.jsonl")
     reals = path / "reals.png"
-    return Run(path=path, config=_json(path / "config.json"), env=_json(path / "env.json"), stats=stats,
+    config = _json(path / "config.json")
+    return Run(path=path, config=None if config is None else upgrade(config), env=_json(path / "env.json"), stats=stats,
                unreadable_stats=bad, metrics=_metrics(path), log=log, fakes=_fakes(path),
                reals=reals if reals.is_file() else None, checkpoints=_checkpoints(path), snapshots=_snapshots(path),
                status=run_status(log, stats, path))  # fmt: skip

@@ -44,7 +44,7 @@ def summary(run: Run) -> dict[str, str]:
     return {
         "status": run.status.state,
         "dataset": f"{data.get('name', '?')} ({data.get('resolution', '?')} px, {data.get('channels', '?')} ch)",
-        "preset": str(cfg.get("cfg", "?")),
+        "preset": str(cfg.get("preset", "?")),
         "kimg": f"{done:g} / {'?' if total is None else f'{total:g}'}",
         "img/s": "-" if rate is None else f"{rate:.1f}",
         "ETA": eta,

@@ -191,7 +191,7 @@ class SampleGrid:
         order = torch.randperm(len(dataset), generator=gen).repeat(count // len(dataset) + 1)[:count]
         items = [dataset[int(i)] for i in order]
         self.reals = to_float(torch.stack([img for img, _ in items]))
-        self.labels = torch.stack([label for _, label in items])[:, : cfg.data.label_dim].to(device)
+        self.labels = torch.stack([label for _, label in items]).to(device)
         self.z = torch.randn([count, cfg.model.z_dim], generator=gen).to(device)
         self.batch = cfg.schedule.batch_gpu
 

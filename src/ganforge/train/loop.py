@@ -1,4 +1,5 @@
-"""The training loop (STYLE 2): one function that reads top to bottom; the I/O lives in the helpers it calls.
+"""The training loop: one function that reads top to bottom, in a fixed order of blocks (report, snapshot,
+checkpoint, done?, fetch data, phases, EMA); the I/O lives in the helpers it calls.
 
 Progress is counted in images (`cur_nimg`). Ticks, snapshots and checkpoints fall on multiples of the global batch,
 and every random draw of a step is seeded from (seed, cur_nimg, phase, micro-batch), so a run resumed from any
@@ -12,23 +13,28 @@ from pathlib import Path
 import torch
 
 from ganforge import checkpoint, dist
-from ganforge.config import Config
-from ganforge.data import make_loader, open_dataset
+from ganforge.config import Config, describe_derived
+from ganforge.data import make_loader
 from ganforge.errors import UserError
+from ganforge.metrics import append_result, compute_metrics
+from ganforge.nets import summary
 from ganforge.preempt import PreemptionGuard
-from ganforge.train import logs, state
+from ganforge.snapshot import save_snapshot
+from ganforge.train import checkpointing, logs
+from ganforge.train.build import Runtime, build
 from ganforge.train.ema import ema_beta, update_ema
 from ganforge.train.phases import micro_batches, run_phase
 
 
-def training_loop(cfg: Config, run_dir: Path, device: torch.device, resume: dict | None, weights: list[Path]) -> int:
-    """Train until `cfg.schedule.kimg`; returns the exit status (0, or 143/130 after a preemption checkpoint)."""
-    s = cfg.schedule
+def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | None, weights: list[Path]) -> int:
+    """Train until `cfg.schedule.kimg` with the runtime `run` built; `resume` is the checkpoint state to continue
+    from, `weights` the snapshot / discriminator files to start from. Returns the exit status (0, or 143/130 after a
+    preemption checkpoint)."""
+    s, device, dataset = cfg.schedule, runtime.device, runtime.dataset
     total_nimg, tick_nimg = round(s.kimg * 1000), round(s.tick_kimg * 1000)
-    dataset = open_dataset(cfg.data.path, mirror=cfg.data.mirror)
-    t, phases, G_ema = state.build(cfg, device)
-    loop = state.restore(resume, t, phases, G_ema) if resume else {"cur_nimg": 0}
-    state.load_weights(weights, t, G_ema)
+    t, phases, G_ema = build(cfg, device, runtime.precision)
+    loop = checkpointing.restore(resume, t, phases, G_ema) if resume else {"cur_nimg": 0}
+    checkpointing.load_weights(weights, t, G_ema)
     cur_nimg = handled_nimg = saved_nimg = loop["cur_nimg"]
     if resume is None:
         handled_nimg = saved_nimg = -1  # a fresh run reports, samples and checkpoints its starting point
@@ -55,7 +61,7 @@ def training_loop(cfg: Config, run_dir: Path, device: torch.device, resume: dict
 
             # Snapshot: replica check, sample grid, EMA generator for sharing.
             if at_snap:
-                _snapshot(cfg, run_dir, log, t, G_ema, samples, cur_nimg)
+                _snapshot(cfg, runtime, run_dir, log, t, G_ema, samples, cur_nimg)
 
             # Checkpoint: with every snapshot, and once when preempted.
             if (at_snap or preempted) and saved_nimg != cur_nimg:
@@ -87,7 +93,7 @@ def training_loop(cfg: Config, run_dir: Path, device: torch.device, resume: dict
             step = cur_nimg // s.batch
             for index, phase in enumerate(phases):
                 if step % phase.interval == 0:
-                    mbs = micro_batches(cfg, index, cur_nimg, images, labels[:, : cfg.data.label_dim], t.G.num_ws)
+                    mbs = micro_batches(cfg, index, cur_nimg, images, labels, t.G.num_ws)
                     tick_stats.add(run_phase(t, phase, index, cur_nimg, mbs))
             if t.ada is not None:
                 t.ada.update(t.augment, s.batch)
@@ -107,17 +113,14 @@ def _augment_stats(t) -> dict:
 def _checkpoint(run_dir: Path, log: logs.RunLog, t, phases, G_ema, cur_nimg: int, tick_nimg: int, retention) -> int:
     """Save the training state at `cur_nimg` (collective); returns `cur_nimg`, the newest saved position."""
     loop_state = {"cur_nimg": cur_nimg, "cur_tick": cur_nimg // tick_nimg}
-    path = checkpoint.save(run_dir / "checkpoints", state.capture(t, phases, G_ema, loop_state), tag=str(cur_nimg),
-                           retention=retention)  # fmt: skip
+    state = checkpointing.capture(t, phases, G_ema, loop_state)
+    path = checkpoint.save(run_dir / "checkpoints", state, tag=str(cur_nimg), retention=retention)
     log.print(f"checkpoint {path}")
     return cur_nimg
 
 
 def _start_report(cfg: Config, log: logs.RunLog, t, samples, run_dir: Path, cur_nimg: int) -> None:
     """Per-layer network summaries, derived values, and the grid of training images."""
-    from ganforge.config import describe_derived
-    from ganforge.nets import summary
-
     z = torch.zeros([2, cfg.model.z_dim], device=t.pl_mean.device)
     c = torch.zeros([2, cfg.data.label_dim], device=t.pl_mean.device)
     if dist.is_main():
@@ -131,7 +134,7 @@ def _start_report(cfg: Config, log: logs.RunLog, t, samples, run_dir: Path, cur_
         log.images("reals", samples.save_reals(run_dir / "reals.png"), cur_nimg)
 
 
-def _snapshot(cfg: Config, run_dir: Path, log: logs.RunLog, t, G_ema, samples, cur_nimg: int) -> None:
+def _snapshot(cfg: Config, runtime: Runtime, run_dir: Path, log: logs.RunLog, t, G_ema, samples, cur_nimg: int) -> None:
     """Check that every rank holds the same weights; rank 0 writes the fakes grid and the EMA snapshot; all ranks
     compute the --metrics of G_ema (collective) and rank 0 appends them to metric-<name>.jsonl."""
     mismatched = dist.check_replicas({f"{name}.{k}": v for name, module in (("G", t.G), ("D", t.D), ("G_ema", G_ema))
@@ -140,17 +143,15 @@ def _snapshot(cfg: Config, run_dir: Path, log: logs.RunLog, t, G_ema, samples, c
     kimg = logs.kimg_name(cur_nimg, cfg.schedule)
     path = run_dir / "snapshots" / f"network-snapshot-{kimg}.safetensors"
     if dist.is_main():
-        from ganforge.snapshot import save_snapshot
-
         log.images("fakes", samples.save_fakes(G_ema, run_dir / f"fakes{kimg}.png"), cur_nimg)
         path.parent.mkdir(exist_ok=True)
-        save_snapshot(path, G_ema, {"kimg": cur_nimg / 1000, "dataset": cfg.data.name, "cfg": cfg.cfg})
+        save_snapshot(path, G_ema, {"kimg": cur_nimg / 1000, "dataset": cfg.data.name, "cfg": cfg.preset})
         log.print(f"snapshot {path}")
     if cfg.run.metrics:
-        from ganforge.metrics import append_result, compute_metrics
-
-        options = {"device": t.pl_mean.device, "batch_size": cfg.schedule.batch_gpu, "seed": cfg.schedule.seed}
-        records = compute_metrics(cfg.run.metrics, generator=G_ema, real=cfg.data.path, progress=False, **options)
+        options = {"device": runtime.device, "batch_size": cfg.schedule.batch_gpu, "seed": cfg.schedule.seed}
+        records = compute_metrics(
+            cfg.run.metrics, generator=G_ema, real=runtime.metric_reals, progress=False, **options
+        )
         for record in records:
             append_result(run_dir / f"metric-{record['metric']}.jsonl", record, snapshot=path)
             log.metric(record, cur_nimg)

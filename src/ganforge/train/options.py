@@ -1,13 +1,79 @@
-"""The options of `ganforge train`, grouped by purpose (STYLE 18). Imports only click, so `ganforge --help` stays fast.
+"""The options of `ganforge train`: the typed `TrainOptions` the command builds, and its click options grouped by
+purpose. Imports only click and ganforge.config, so `ganforge --help` stays fast.
 
-Options left at None take the preset's value (`--dry-run` shows what they resolved to).
+An option left out is None (False for a switch): `ganforge.train.resolver.resolve` then takes the value from the
+preset, from the default of its `Config` field, or derives it. No default is written here; the help texts name the
+one place each comes from (`--dry-run` prints what every option resolved to).
 """
+
+from dataclasses import dataclass
 
 import click
 
-from ganforge.config import AUGMENTS, PRECISIONS, PRESETS
+from ganforge.config import (
+    AUGMENTS,
+    AUTO_PRECISION,
+    DEFAULT_PRESET,
+    PRECISIONS,
+    PRESETS,
+    AugmentConfig,
+    DataConfig,
+    ModelConfig,
+    PrecisionConfig,
+    RunConfig,
+    ScheduleConfig,
+    field_default,
+)
 
-_PRESET = "[default: from --cfg]"
+
+@dataclass(frozen=True)
+class TrainOptions:
+    """What the user asked `ganforge train` for, one field per option (the flag is the field name with dashes;
+    `--cfg` is `preset`). None means "not given"."""
+
+    data: str
+    outdir: str
+    cond: bool = False
+    mirror: bool = False
+    workers: int | None = None
+    preset: str | None = None
+    kimg: float | None = None
+    batch: int | None = None
+    batch_gpu: int | None = None
+    gamma: float | None = None
+    glr: float | None = None
+    dlr: float | None = None
+    seed: int | None = None
+    aug: str | None = None
+    target: float | None = None
+    ada_kimg: float | None = None
+    precision: str | None = None
+    fp16_res: int | None = None
+    compile: bool = False
+    channels_last: bool = False
+    deterministic: bool = False
+    device: str | None = None
+    allreduce_bucket_mb: float | None = None
+    tick: float | None = None
+    snap: int | None = None
+    metrics: str | None = None
+    dry_run: bool = False
+    resume: str | None = None
+    keep_last: int | None = None
+    keep_every: float | None = None
+    keep_max_age: float | None = None
+    allow_config_change: bool = False
+
+
+def shown_default(section, name: str) -> str:
+    """The help suffix naming the default of Config field `section.name`, read from the field itself."""
+    value = field_default(section, name)
+    if isinstance(value, tuple):
+        value = ", ".join(value) or "none"
+    return f"  [default: {value}]"
+
+
+_PRESET = "  [default: from --cfg]"
 _GROUPS: dict[str, list] = {}
 
 
@@ -21,42 +87,56 @@ TRAIN_OPTIONS = [
     _option("Data", "--data", type=click.Path(exists=False), required=True, help="Dataset: folder, zip or archive."),
     _option("Data", "--cond", is_flag=True, help="Condition on the dataset's class labels."),
     _option("Data", "--mirror", is_flag=True, help="Add x-flipped copies of the images."),
-    _option("Data", "--workers", type=click.IntRange(min=0), default=2, help="DataLoader processes per GPU."),
-    _option("Configuration", "--cfg", type=click.Choice(list(PRESETS)), default="auto",
-            help="Preset: auto derives batch, gamma and EMA from the resolution; tiny is a small CPU setting."),
-    _option("Configuration", "--kimg", type=click.FloatRange(min=0, min_open=True), help=f"Train this long. {_PRESET}"),
-    _option("Configuration", "--batch", type=click.IntRange(min=1), help=f"Global batch size. {_PRESET}"),
+    _option("Data", "--workers", type=click.IntRange(min=0),
+            help="DataLoader processes per GPU." + shown_default(DataConfig, "workers")),
+    _option("Configuration", "--cfg", "preset", type=click.Choice(list(PRESETS)),
+            help="Preset: auto derives batch, gamma and EMA from the resolution; tiny is a small CPU setting."
+                 f"  [default: {DEFAULT_PRESET}]"),
+    _option("Configuration", "--kimg", type=click.FloatRange(min=0, min_open=True), help="Train this long." + _PRESET),
+    _option("Configuration", "--batch", type=click.IntRange(min=1), help="Global batch size." + _PRESET),
     _option("Configuration", "--batch-gpu", type=click.IntRange(min=1),
             help="Micro-batch per device; smaller than batch/GPUs means accumulation.  [default: batch/GPUs]"),
-    _option("Configuration", "--gamma", type=click.FloatRange(min=0), help=f"R1 weight. {_PRESET}"),
-    _option("Configuration", "--glr", type=click.FloatRange(min=0, min_open=True), help=f"G learning rate. {_PRESET}"),
-    _option("Configuration", "--dlr", type=click.FloatRange(min=0, min_open=True), help=f"D learning rate. {_PRESET}"),
-    _option("Configuration", "--seed", type=click.IntRange(min=0), default=0, help="Weights, data order, latents."),
-    _option("Augmentation", "--aug", type=click.Choice(AUGMENTS), default="ada", help="Adaptive augmentation or none."),
-    _option("Augmentation", "--target", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.6,
-            help="ADA target for E[sign(D(real))]."),
-    _option("Augmentation", "--ada-kimg", type=click.FloatRange(min=0, min_open=True), default=500,
-            help="ADA speed: p can go from 0 to 1 in this many kimg."),
-    _option("Precision and speed", "--precision", type=click.Choice(PRECISIONS), default="fp32",
-            help="fp16 needs CUDA; bf16 is the simple fast choice on recent GPUs."),
-    _option("Precision and speed", "--fp16-res", type=click.IntRange(min=0), default=0,
-            help="Official recipe: run the N highest resolutions in fp16 with clamping (needs --precision fp16)."),
+    _option("Configuration", "--gamma", type=click.FloatRange(min=0), help="R1 weight." + _PRESET),
+    _option("Configuration", "--glr", type=click.FloatRange(min=0, min_open=True), help="G learning rate." + _PRESET),
+    _option("Configuration", "--dlr", type=click.FloatRange(min=0, min_open=True), help="D learning rate." + _PRESET),
+    _option("Configuration", "--seed", type=click.IntRange(min=0),
+            help="Weights, data order, latents." + shown_default(ScheduleConfig, "seed")),
+    _option("Augmentation", "--aug", type=click.Choice(AUGMENTS),
+            help="Adaptive augmentation or none." + shown_default(AugmentConfig, "mode")),
+    _option("Augmentation", "--target", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+            help="ADA target for E[sign(D(real))]." + shown_default(AugmentConfig, "target")),
+    _option("Augmentation", "--ada-kimg", type=click.FloatRange(min=0, min_open=True),
+            help="ADA speed: p can go from 0 to 1 in this many kimg." + shown_default(AugmentConfig, "ada_kimg")),
+    _option("Precision and speed", "--precision", type=click.Choice([AUTO_PRECISION, *PRECISIONS]),
+            help="fp16 needs CUDA; bf16 is the simple fast choice on recent GPUs; auto: bf16 on Ampere+ GPUs and "
+                 "CPUs with AMX/AVX512-BF16, else fp32 (a continued run keeps its mode)."
+                 + shown_default(PrecisionConfig, "precision")),
+    _option("Precision and speed", "--fp16-res", type=click.IntRange(min=0),
+            help="Official recipe: run the N highest resolutions in fp16 with clamping (needs --precision fp16)."
+                 + shown_default(ModelConfig, "num_fp16_res")),
     _option("Precision and speed", "--compile", is_flag=True, help="torch.compile the main-phase forwards."),
     _option("Precision and speed", "--channels-last", is_flag=True, help="channels_last memory format."),
     _option("Precision and speed", "--deterministic", is_flag=True,
             help="Deterministic GPU kernels (bitwise-reproducible on GPU; CPU always is)."),
-    _option("Precision and speed", "--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto"),
+    _option("Precision and speed", "--device", type=click.Choice(["auto", "cuda", "cpu"]),
+            help="Where to train." + shown_default(PrecisionConfig, "device")),
+    _option("Precision and speed", "--allreduce-bucket-mb", type=click.FloatRange(min=0),
+            help="With several processes, sum gradients in buckets of this many MiB started during backward; 0: one "
+                 "all-reduce after backward." + shown_default(PrecisionConfig, "allreduce_bucket_mb")),
     _option("Output", "--outdir", type=click.Path(file_okay=False), required=True, help="Where run folders go."),
-    _option("Output", "--tick", type=click.FloatRange(min=0, min_open=True), help=f"kimg per status line. {_PRESET}"),
-    _option("Output", "--snap", type=click.IntRange(min=1), help=f"Ticks per snapshot and checkpoint. {_PRESET}"),
-    _option("Output", "--metrics", default="",
-            help="Comma-separated metrics of G_ema at each snapshot, e.g. fid50k_full (see `ganforge metrics`)."),
+    _option("Output", "--tick", type=click.FloatRange(min=0, min_open=True), help="kimg per status line." + _PRESET),
+    _option("Output", "--snap", type=click.IntRange(min=1), help="Ticks per snapshot and checkpoint." + _PRESET),
+    _option("Output", "--metrics",
+            help="Comma-separated metrics of G_ema at each snapshot, e.g. fid50k_full (see `ganforge metrics`)."
+                 + shown_default(RunConfig, "metrics")),
     _option("Output", "--dry-run", is_flag=True, help="Print the resolved configuration and exit."),
-    _option("Checkpoints", "--resume", default="auto",
+    _option("Checkpoints", "--resume",
             help="auto: continue the newest matching run in OUTDIR; new: start a new run; PATH: a checkpoint "
                  "folder, or a snapshot (.safetensors, weights only: D, optimisers and progress start fresh), or "
-                 "G.safetensors,D.safetensors (a snapshot and a discriminator file from `ganforge import`)."),
-    _option("Checkpoints", "--keep-last", type=click.IntRange(min=1), default=3, help="Checkpoints to keep."),
+                 "G.safetensors,D.safetensors (a snapshot and a discriminator file from `ganforge import`)."
+                 + shown_default(RunConfig, "resume")),
+    _option("Checkpoints", "--keep-last", type=click.IntRange(min=1),
+            help="Checkpoints to keep." + shown_default(RunConfig, "keep_last")),
     _option("Checkpoints", "--keep-every", type=click.FloatRange(min=0, min_open=True),
             help="Also keep one checkpoint per this many kimg, for good."),
     _option("Checkpoints", "--keep-max-age", type=click.FloatRange(min=0, min_open=True),
@@ -71,11 +151,11 @@ class GroupedCommand(click.Command):
 
     def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         records = {p.name: p.get_help_record(ctx) for p in self.get_params(ctx)}
-        for group, names in _GROUPS.items():
-            keys = [n.lstrip("-").replace("-", "_") for n in names]
+        names_of = {p.opts[0]: p.name for p in self.get_params(ctx)}
+        for group, flags in _GROUPS.items():
             with formatter.section(group):
-                formatter.write_dl([records[k] for k in keys if records.get(k)])
-        grouped = {n.lstrip("-").replace("-", "_") for names in _GROUPS.values() for n in names}
+                formatter.write_dl([records[names_of[f]] for f in flags if records.get(names_of[f])])
+        grouped = {names_of[f] for flags in _GROUPS.values() for f in flags}
         rest = [rec for name, rec in records.items() if name not in grouped and rec]
         if rest:
             with formatter.section("Other"):

@@ -1,6 +1,7 @@
-"""GAN phases as data (STYLE 3): each phase names its network, optimiser, scaler, interval and loss terms, and
-`run_phase` does the rest the same way for all of them — accumulate over micro-batches, all-reduce gradients, check
-for non-finite values on every rank, step or skip.
+"""GAN phases as data, so that G/D alternation and lazy regularisation are a table rather than a nest of step
+tests: each phase names its network, optimiser, scaler, interval and loss terms, and `run_phase` does the rest the
+same way for all of them — accumulate over micro-batches, all-reduce gradients, check for non-finite values on every
+rank, step or skip.
 
 Randomness is a pure function of (seed, image position, phase): latents and style-mixing draws come from a generator
 seeded per phase and step and are indexed by global image position; the noise inside the networks and the

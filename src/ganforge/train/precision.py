@@ -1,4 +1,4 @@
-"""One explicit precision policy (STYLE 13): fp32 master weights always; what changes is how the forward runs.
+"""One explicit precision policy: fp32 master weights always; what changes is how the forward runs.
 
 - fp32: plain float32 (on CUDA with TF32 matmuls off, so "fp32" means fp32).
 - tf32: float32 tensors, TF32 tensor-core matmuls and convolutions (CUDA only).
@@ -7,25 +7,49 @@
   their highest-resolution blocks in float16 with activations clamped to +-256; both use one GradScaler per network.
   Regularisers (R1, path length) take gradients of unscaled outputs, so the scale never enters their maths; the
   non-finite check (which covers the scaler's overflow) is summed over ranks so every rank skips the same steps.
+
+The same object also owns the run's other numeric switches: the kernel policy (cuDNN autotuning, or deterministic
+kernels), torch.compile of the main-phase forwards and the channels_last memory format. A run builds it once
+(`Precision.from_config`).
+
+`auto` is not a mode the networks run in: `choose_auto` turns it into one of the four when the options are resolved,
+so the Config (and every checkpoint) records what was chosen and why. bf16 needs no loss scaling (float32's exponent
+range), so it is the safe fast mode wherever it is native: NVIDIA GPUs from Ampere on (compute capability 8.0, bf16
+tensor cores) and CPUs with AMX or AVX512-BF16 (bf16 dot-product instructions; elsewhere oneDNN emulates bf16, slower
+than fp32). Older GPUs get fp32: they have no bf16 or TF32 tensor cores, and their fp16 needs the scaled recipe that
+a user should choose knowingly.
 """
 
 import contextlib
 import os
+from pathlib import Path
 
 import torch
 
 from ganforge import dist
+from ganforge.config import Config
+from ganforge.numerics import fp32_math
 
 _AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
+AMPERE = (8, 0)
+CPU_BF16_FLAGS = ("amx_bf16", "avx512_bf16")  # /proc/cpuinfo names of the native bf16 instructions
+CPUINFO = Path("/proc/cpuinfo")
 
 
 class Precision:
-    """Autocast contexts, GradScalers and the finite check for one run."""
+    """Autocast contexts, GradScalers, the finite check, and the process-wide numeric settings of one run."""
 
-    def __init__(self, mode: str, device: torch.device, num_fp16_res: int = 0):
-        self.mode, self.device = mode, device
+    def __init__(self, mode: str, device: torch.device, num_fp16_res: int = 0, deterministic: bool = False,
+                 compile: bool = False, channels_last: bool = False):  # fmt: skip
+        self.mode, self.device, self.num_fp16_res = mode, device, num_fp16_res
+        self.deterministic, self.compile, self.channels_last = deterministic, compile, channels_last
         # With the per-resolution recipe the networks cast per layer themselves; autocast would fight them.
         self.dtype = None if num_fp16_res else _AUTOCAST.get(mode)
+
+    @classmethod
+    def from_config(cls, cfg: Config, device: torch.device) -> "Precision":
+        p = cfg.precision
+        return cls(p.precision, device, cfg.model.num_fp16_res, p.deterministic, p.compile, p.channels_last)
 
     def autocast(self):
         """Context for forward passes of the networks."""
@@ -41,21 +65,20 @@ class Precision:
         """TF32 on only for `tf32`, restored afterwards so the process keeps its previous settings."""
         return fp32_math(tf32=self.mode == "tf32")
 
+    @contextlib.contextmanager
+    def policy(self):
+        """The whole run inside: the matmul policy and the kernel policy (cuDNN autotuning or deterministic kernels)."""
+        with kernel_policy(self.deterministic), self.matmul_policy():
+            yield
 
-@contextlib.contextmanager
-def fp32_math(tf32: bool):
-    """Let float32 matmuls and convolutions use TF32 tensor cores (`tf32=True`) or forbid it (IEEE fp32) inside the
-    block, restoring the caller's settings afterwards. cuDNN allows TF32 convolutions by default, so code that
-    promises fp32 (metrics, doctor's reference checks, `--precision fp32`) must say so explicitly."""
-    backends = torch.backends.cuda.matmul, torch.backends.cudnn.conv
-    saved = [backend.fp32_precision for backend in backends]
-    for backend in backends:
-        backend.fp32_precision = "tf32" if tf32 else "ieee"
-    try:
-        yield
-    finally:
-        for backend, value in zip(backends, saved, strict=True):
-            backend.fp32_precision = value
+    @property
+    def memory_format(self) -> torch.memory_format:
+        return torch.channels_last if self.channels_last else torch.contiguous_format
+
+    def compiled(self, forward):
+        """`forward` through torch.compile when compiling, else as it is. Only the main phases' forwards go through
+        here: R1 and path length differentiate their gradients again, which compiled graphs do not support."""
+        return torch.compile(forward) if self.compile else forward
 
 
 def all_finite(*tensors: torch.Tensor) -> bool:
@@ -85,3 +108,32 @@ def kernel_policy(deterministic: bool):
     finally:
         torch.use_deterministic_algorithms(saved[0])
         torch.backends.cudnn.benchmark = saved[1]
+
+
+def choose_auto(device_type: str) -> tuple[str, str]:
+    """`--precision auto` on this process's device: (mode, why)."""
+    capability = torch.cuda.get_device_capability() if device_type == "cuda" else None
+    return pick_precision(device_type, capability, cpu_flags() if device_type == "cpu" else frozenset())
+
+
+def pick_precision(device_type: str, capability: tuple[int, int] | None, cpu_flags: frozenset[str]) -> tuple[str, str]:
+    """(mode, why) for a device: "cuda" with its compute capability, or "cpu" with its instruction-set flags."""
+    if device_type == "cuda":
+        version = f"{capability[0]}.{capability[1]}"
+        if capability >= AMPERE:
+            return "bf16", f"CUDA compute capability {version} has bf16 tensor cores"
+        return "fp32", f"CUDA compute capability {version} < 8.0 has no bf16 tensor cores"
+    native = [flag for flag in CPU_BF16_FLAGS if flag in cpu_flags]
+    if native:
+        return "bf16", f"the CPU has native bf16 instructions ({', '.join(native)})"
+    return "fp32", "the CPU has no native bf16 instructions (AMX or AVX512-BF16); bf16 would be emulated"
+
+
+def cpu_flags() -> frozenset[str]:
+    """The instruction-set flags of the first CPU in /proc/cpuinfo (empty where there is none)."""
+    if not CPUINFO.exists():
+        return frozenset()
+    for line in CPUINFO.read_text().splitlines():
+        if line.startswith("flags"):
+            return frozenset(line.split(":", 1)[1].split())
+    return frozenset()

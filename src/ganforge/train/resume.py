@@ -11,7 +11,9 @@ import torch
 from ganforge import checkpoint, dist
 from ganforge.config import Config
 from ganforge.errors import UserError
+from ganforge.snapshot import DISCRIMINATOR_FORMAT, file_format
 from ganforge.train import rundir
+from ganforge.train.checkpointing import check_config
 
 
 def _source(cfg: Config) -> tuple[str, str | None]:
@@ -57,8 +59,6 @@ def select_run(cfg: Config, device: torch.device) -> tuple[Path, dict | None, li
     source, state = _load(kind, path)
     notes = []
     if state is not None:
-        from ganforge.train.state import check_config
-
         notes = check_config(state, cfg, source)
     run_dir = None
     if dist.is_main():
@@ -81,8 +81,6 @@ def _explain(kind: str, path, state: dict | None, notes: list[str], run_dir: Pat
 
 
 def _explain_weights(paths: list[str]) -> None:
-    from ganforge.snapshot import DISCRIMINATOR_FORMAT, file_format
-
     fresh = ["G", "D", "optimisers and progress"]
     for path in paths:
         is_d = file_format(path) == DISCRIMINATOR_FORMAT

@@ -21,14 +21,14 @@ from pathlib import Path
 import torch
 
 from ganforge import __version__
-from ganforge.config import Config
+from ganforge.config import Config, upgrade
 from ganforge.errors import UserError
 
 _RUN_NAME = re.compile(r"^(\d{5})-")
 
 
 def describe(cfg: Config) -> str:
-    return f"{cfg.data.name}-{cfg.cfg}-gpus{cfg.world_size}-batch{cfg.schedule.batch}"
+    return f"{cfg.data.name}-{cfg.preset}-gpus{cfg.world_size}-batch{cfg.schedule.batch}"
 
 
 def _runs(outdir: Path) -> list[Path]:
@@ -40,8 +40,9 @@ def _runs(outdir: Path) -> list[Path]:
 
 
 def _read_config(run: Path) -> dict | None:
+    """A run's config.json in today's layout (older runs stay resumable), or None when it cannot be read."""
     try:
-        return json.loads((run / "config.json").read_text())
+        return upgrade(json.loads((run / "config.json").read_text()))
     except (OSError, json.JSONDecodeError):
         return None
 
@@ -59,11 +60,17 @@ def find_run(cfg: Config) -> Path | None:
         old = _read_config(run)
         if old is None or not _has_checkpoint(run):
             continue
-        if old["data"]["path"] != cfg.data.path or old["cfg"] != cfg.cfg:
+        if old["data"]["path"] != cfg.data.path or old["preset"] != cfg.preset:
             continue
         if cfg.run.resume == "auto" or old["run"]["resume"] == cfg.run.resume:
             return run
     return None
+
+
+def continued_config(cfg: Config) -> tuple[Path, dict] | None:
+    """(folder, config.json) of the run `find_run` continues, or None."""
+    run = find_run(cfg)
+    return None if run is None else (run, _read_config(run))
 
 
 def find_unstarted_run(cfg: Config) -> Path | None:

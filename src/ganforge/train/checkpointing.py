@@ -1,11 +1,11 @@
-"""Building the training objects from a Config, and moving all of their state into and out of a checkpoint.
+"""Moving all training state into and out of a checkpoint, checking that a checkpoint fits this configuration, and
+starting from a snapshot's weights.
 
-A checkpoint holds everything that influences later steps (DESIGN "Checkpoints"): G, D, G_ema, both optimisers and
-scalers, the augmentation probability and ADA's accumulators, the path-length mean, counters, RNG states. The loop's
-per-step seeding makes the RNG states redundant for exactness, but they are restored too.
+A checkpoint holds everything that influences later steps: G, D, G_ema, both optimisers and scalers, the
+augmentation probability and ADA's accumulators, the path-length mean, counters, RNG states (docs/architecture.md
+lists its files). The loop's per-step seeding makes the RNG states redundant for exactness, but they are restored too.
 """
 
-import copy
 from pathlib import Path
 
 import torch
@@ -13,41 +13,9 @@ import torch
 from ganforge import checkpoint
 from ganforge.config import Config, config_hash, maths_differences, maths_fields
 from ganforge.errors import UserError
-from ganforge.nets import Discriminator, Generator
-from ganforge.train.phases import Phase, Trainer, build_phases
-from ganforge.train.precision import Precision
-
-
-def build_networks(cfg: Config, device: torch.device) -> tuple[Generator, Discriminator]:
-    """G and D initialised from the seed alone, so every rank starts from the same weights."""
-    m, d = cfg.model, cfg.data
-    common = dict(resolution=d.resolution, img_channels=d.channels, c_dim=d.label_dim, channel_base=m.channel_base,
-                  channel_max=m.channel_max, num_fp16_res=m.num_fp16_res, conv_clamp=m.conv_clamp)  # fmt: skip
-    checkpoint.seed_all(cfg.schedule.seed)
-    G = Generator(z_dim=m.z_dim, w_dim=m.w_dim, mapping_layers=m.mapping_layers, **common)
-    D = Discriminator(mbstd_group_size=m.mbstd_group, **common)
-    memory_format = torch.channels_last if cfg.precision.channels_last else torch.contiguous_format
-    return G.to(device, memory_format=memory_format).train(), D.to(device, memory_format=memory_format).train()
-
-
-def build(cfg: Config, device: torch.device) -> tuple[Trainer, list[Phase], Generator]:
-    """The Trainer (networks, augmentation, precision), the phase list, and the EMA generator."""
-    G, D = build_networks(cfg, device)
-    G_ema = copy.deepcopy(G).eval().requires_grad_(False)
-    augment = ada = None
-    if cfg.augment.mode == "ada":
-        from ganforge.train.augment import AdaptiveAugment, AugmentPipe
-
-        augment = AugmentPipe("bgc").to(device)
-        ada = AdaptiveAugment(target=cfg.augment.target, speed_kimg=cfg.augment.ada_kimg)
-    precision = Precision(cfg.precision.precision, device, cfg.model.num_fp16_res)
-    # Only the main phases' forwards are compiled: the regularisers' double backward stays eager (issue 4, Sec. 3).
-    synthesis_main, D_main = G.synthesis, D
-    if cfg.precision.compile:
-        synthesis_main, D_main = torch.compile(G.synthesis), torch.compile(D)
-    t = Trainer(cfg=cfg, G=G, D=D, precision=precision, augment=augment, ada=ada,
-                pl_mean=torch.zeros([], device=device), synthesis_main=synthesis_main, D_main=D_main)  # fmt: skip
-    return t, build_phases(cfg, G, D, precision), G_ema
+from ganforge.nets import Generator
+from ganforge.snapshot import DISCRIMINATOR_FORMAT, file_format, load_discriminator, load_snapshot
+from ganforge.train.phases import Phase, Trainer
 
 
 def _first(phases: list[Phase], network: str) -> Phase:
@@ -123,8 +91,6 @@ def check_config(state: dict, cfg: Config, source: Path) -> list[str]:
 def load_weights(paths: list[Path], t: Trainer, G_ema: Generator) -> None:
     """Initialise G and G_ema from a snapshot and/or D from a discriminator file (weights only: optimisers and
     progress start fresh), each checked to have this configuration's architecture."""
-    from ganforge.snapshot import DISCRIMINATOR_FORMAT, file_format, load_discriminator, load_snapshot
-
     kinds = [file_format(path) == DISCRIMINATOR_FORMAT for path in paths]
     if len(kinds) == 2 and kinds[0] == kinds[1]:
         raise UserError(f"--resume {','.join(map(str, paths))}: give one snapshot and one discriminator file")

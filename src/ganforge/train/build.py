@@ -1,0 +1,70 @@
+"""Building what a run trains with from its Config: the runtime (device, precision policy, datasets), the networks,
+the Trainer and its phases.
+
+`build_runtime` runs once per run (`ganforge.train.command.run`); the loop and the sample grids share what it opened.
+"""
+
+import copy
+from dataclasses import dataclass
+
+import torch
+
+from ganforge import checkpoint
+from ganforge.config import Config
+from ganforge.data import ImageDataset, open_dataset
+from ganforge.nets import Discriminator, Generator
+from ganforge.train.augment import AdaptiveAugment, AugmentPipe
+from ganforge.train.phases import Phase, Trainer, build_phases
+from ganforge.train.precision import Precision
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """What a run builds once from its Config and hands to the training loop."""
+
+    device: torch.device
+    precision: Precision
+    dataset: ImageDataset  # the training images: with --mirror's flipped copies, labels only with --cond
+    metric_reals: ImageDataset | None  # what --metrics compares with: the images as stored; None without --metrics
+
+
+def build_runtime(cfg: Config, device: torch.device) -> Runtime:
+    """The precision policy and the datasets, each made once for the whole run."""
+    dataset = open_dataset(cfg.data.path, mirror=cfg.data.mirror, labels=cfg.data.cond)
+    assert dataset.label_dim == cfg.data.label_dim, (dataset.label_dim, cfg.data.label_dim)
+    metric_reals = open_dataset(cfg.data.path) if cfg.run.metrics else None
+    return Runtime(device, Precision.from_config(cfg, device), dataset, metric_reals)
+
+
+def build_networks(
+    cfg: Config, device: torch.device, precision: Precision | None = None
+) -> tuple[Generator, Discriminator]:
+    """G and D initialised from the seed alone, so every rank starts from the same weights; `precision` (the run's,
+    else one made from `cfg`) gives their memory format."""
+    precision = Precision.from_config(cfg, device) if precision is None else precision
+    m, d = cfg.model, cfg.data
+    common = dict(resolution=d.resolution, img_channels=d.channels, c_dim=d.label_dim, channel_base=m.channel_base,
+                  channel_max=m.channel_max, num_fp16_res=m.num_fp16_res, conv_clamp=m.conv_clamp)  # fmt: skip
+    checkpoint.seed_all(cfg.schedule.seed)
+    G = Generator(z_dim=m.z_dim, w_dim=m.w_dim, mapping_layers=m.mapping_layers, **common)
+    D = Discriminator(mbstd_group_size=m.mbstd_group, **common)
+    memory_format = precision.memory_format
+    return G.to(device, memory_format=memory_format).train(), D.to(device, memory_format=memory_format).train()
+
+
+def build(
+    cfg: Config, device: torch.device, precision: Precision | None = None
+) -> tuple[Trainer, list[Phase], Generator]:
+    """The Trainer (networks, augmentation, precision), the phase list, and the EMA generator. `precision` is the
+    run's policy; None makes one from `cfg` (for callers outside a run: tests, the bench)."""
+    precision = Precision.from_config(cfg, device) if precision is None else precision
+    G, D = build_networks(cfg, device, precision)
+    G_ema = copy.deepcopy(G).eval().requires_grad_(False)
+    augment = ada = None
+    if cfg.augment.mode == "ada":
+        augment = AugmentPipe("bgc").to(device)
+        ada = AdaptiveAugment(target=cfg.augment.target, speed_kimg=cfg.augment.ada_kimg)
+    t = Trainer(cfg=cfg, G=G, D=D, precision=precision, augment=augment, ada=ada,
+                pl_mean=torch.zeros([], device=device), synthesis_main=precision.compiled(G.synthesis),
+                D_main=precision.compiled(D))  # fmt: skip
+    return t, build_phases(cfg, G, D, precision), G_ema

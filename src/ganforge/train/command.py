@@ -1,0 +1,47 @@
+"""`ganforge train` as importable functions: `run(config)` trains with a resolved Config, `main(options)` is the
+whole command (resolve, then print the configuration or train)."""
+
+from ganforge import dist
+from ganforge.config import Config
+from ganforge.train.build import build_runtime
+from ganforge.train.loop import training_loop
+from ganforge.train.options import TrainOptions
+from ganforge.train.resolver import resolve
+from ganforge.train.resume import select_run
+from ganforge.train.rundir import record_failure
+
+
+def run(config: Config) -> int:
+    """Train with a resolved Config; returns the process exit status (0 done, 143/130 stopped by a signal).
+
+    The runtime (precision policy, datasets) is built once here and handed to the loop. The process group is left
+    on return and on error; an error after the run folder exists is also written to its log.txt."""
+    device = dist.init(config.precision.device)
+    try:
+        runtime = build_runtime(config, device)
+        run_dir, state, weights = select_run(config, device)
+        try:
+            with runtime.precision.policy():
+                status = training_loop(config, runtime, run_dir, state, weights)
+        except BaseException as error:
+            if dist.is_main():
+                record_failure(run_dir, error)
+            raise
+        dist.barrier()  # every rank has finished its last collective before any rank leaves the group
+        return status
+    finally:
+        dist.shutdown()
+
+
+def main(options: TrainOptions) -> int:
+    """`ganforge train`: resolve, then print the configuration (`--dry-run`) or train; returns the exit status.
+
+    Every way out, a user error included, leaves the process group that `resolve` joined."""
+    try:
+        config = resolve(options)
+        if options.dry_run:
+            dist.print0(config.to_json())
+            return 0
+        return run(config)
+    finally:
+        dist.shutdown()
