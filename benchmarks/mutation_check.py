@@ -44,8 +44,13 @@ PL = REFERENCE + "test_g_reg_path_length_matches_finite_differences_and_pl_mean_
 LOOP_SCHEDULE = SCHEDULE + "test_loop_runs_r1_every_16_and_path_length_every_4_steps_and_ramps_the_ema_up"
 NETS = "tests/nets/test_nets_reference.py::"
 KID_PR = "tests/metrics/test_metrics_kid_pr.py::"
+SG3 = "tests/train/test_train_stylegan3.py::"
 IMAGES = "tests/data/test_data_images.py::"
 KID_SUBSETS = KID_PR + "test_kid_subsets_are_seeded_random_and_no_larger_than_either_set"
+CONTROLS = "tests/train/test_train_controls.py::"
+CONTROLS_RUN = CONTROLS + "test_tick_stats_report_scheduled_rates_and_clipping"
+CLIPPING = "tests/train/test_train_clipping.py::test_clipping_caps_the_unscaled_norm_and_reports_the_norm_before"
+DIFFAUG = "tests/train/test_diffaugment.py::"
 M = Mutant
 
 MUTANTS = (
@@ -78,18 +83,45 @@ MUTANTS = (
       "cut = 1 + (u_cut * (num_ws + 1)).long()",
       (REFERENCE + "test_style_mixing_cutoffs_are_uniform_over_the_layers_with_probability_p",)),
     # Lazy regularisation (StyleGAN2 Sec. 3.1, App. C).
-    M("lazy_every_step", "train/loop.py", "if step % phase.interval == 0:", "if True:",
+    M("lazy_every_step", "train/loop.py", "if phase_due(s, phase.network, phase.interval, cur_nimg):", "if True:",
       (LOOP_SCHEDULE,)),
     M("lazy_ratio_one", "train/phases.py", "ratio = lazy_ratio(interval) if reg_on else 1.0", "ratio = 1.0",
       (SCHEDULE + "test_lazy_regularisation_corrects_adam_lr_and_betas",)),
     M("lazy_ratio_formula", "config.py", "return interval / (interval + 1)", "return (interval - 1) / interval",
       (SCHEDULE + "test_lazy_regularisation_corrects_adam_lr_and_betas",)),
+    # Training controls: learning-rate schedules, two-phase training, clipping, DiffAugment, ADA's filter.
+    M("lr_no_warmup", "train/lr_schedule.py", "return min(cur_nimg / warmup, 1.0) if warmup > 0 else 1.0",
+      "return 1.0", (CONTROLS + "test_warmup_is_linear_from_zero_then_flat",)),
+    M("lr_cosine_half_period", "train/lr_schedule.py", "math.cos(math.pi * progress)",
+      "math.cos(math.pi * progress / 2)", (CONTROLS + "test_cosine_end_points_and_midpoint_after_warmup",)),
+    M("lr_step_one_image_late", "train/lr_schedule.py", "cur_nimg >= _nimg(kimg)", "cur_nimg > _nimg(kimg)",
+      (CONTROLS + "test_step_schedule_multiplies_at_each_boundary",)),
+    M("lr_schedule_unused", "train/phases.py", 'group["lr"] = phase.lr * lr_factor(t.cfg.optim, cur_nimg)',
+      'group["lr"] = phase.lr', (CONTROLS_RUN,)),
+    M("d_warmup_ignored", "train/cadence.py", "since_warmup = cur_nimg - round(schedule.d_warmup_kimg * 1000)",
+      "since_warmup = cur_nimg", (CONTROLS + "test_g_is_bitwise_untouched_during_d_warmup_and_trains_after",)),
+    M("d_steps_ignored", "train/cadence.py", "period = schedule.batch * schedule.d_steps", "period = schedule.batch",
+      (CONTROLS + "test_d_warmup_and_d_steps_choose_the_phases_by_image_count",)),
+    M("clip_before_unscale", "train/phases.py", "    phase.scaler.unscale_(phase.opt)\n", "",
+      (CLIPPING,)),
+    M("clip_ignored", "train/phases.py", "torch.nn.utils.clip_grads_with_norm_(params, clip, grad_norm)", "pass",
+      (CLIPPING,)),
+    M("diffaug_translation_sign", "train/diffaugment.py", "- shifts[1]  # [N, W]", "+ shifts[1] * 3  # [N, W]",
+      (DIFFAUG + "test_translation_is_a_zero_padded_shift_of_at_most_an_eighth",)),
+    M("diffaug_cutout_quarter", "train/diffaugment.py", "side = int(size * CUTOUT_RATIO + 0.5)",
+      "side = int(size * CUTOUT_RATIO / 2 + 0.5)", (DIFFAUG + "test_cutout_zeroes_one_half_size_square_per_image",)),
+    M("ada_filter_bands_reversed", "train/augment_corrupt.py", "* gains[:, band][:, None]",
+      "* gains[:, 3 - band][:, None]", (DIFFAUG + "test_filter_amplifies_a_sinusoid_by_its_band_gain",)),
+    M("clip_grad_for_both_ignored", "train/resolver.py", "clip_grad_g=_pick(o.clip_grad_g, o.clip_grad)",
+      "clip_grad_g=o.clip_grad_g", (CONTROLS + "test_each_control_is_a_maths_field_and_changes_the_hash[clip_grad]",)),
+    M("fixed_p_dropped", "train/build.py", "return AugmentPipe(a.pipe, p=a.p).to(device), None",
+      "return AugmentPipe(a.pipe).to(device), None", (CONTROLS + "test_each_augment_mode_builds_what_d_sees_through",)),
     # Presets and the EMA generator.
-    M("auto_gamma_without_batch", "train/resolver.py", "gamma=0.0002 * resolution**2 / batch,",
-      "gamma=0.0002 * resolution**2,", (SCHEDULE + "test_auto_preset_derives_the_ada_heuristic",)),
+    M("auto_gamma_without_batch", "train/resolver.py", "return per_pixel * resolution**2 / batch",
+      "return per_pixel * resolution**2", (SCHEDULE + "test_auto_preset_derives_the_ada_heuristic",)),
     M("auto_ema_fixed", "train/resolver.py", "ema_kimg=batch * 10 / 32,", "ema_kimg=10,",
       (SCHEDULE + "test_auto_preset_derives_the_ada_heuristic",)),
-    M("auto_no_rampup", "config.py", '"auto": Preset(ema_rampup=0.05,', '"auto": Preset(ema_rampup=None,',
+    M("auto_no_rampup", "presets.py", '"auto": Preset(ema_rampup=0.05,', '"auto": Preset(ema_rampup=None,',
       (SCHEDULE + "test_auto_preset_derives_the_ada_heuristic",)),
     M("ema_rampup_max", "train/ema.py", "ema_nimg = min(ema_nimg, cur_nimg * rampup)",
       "ema_nimg = max(ema_nimg, cur_nimg * rampup)",
@@ -114,9 +146,26 @@ MUTANTS = (
       ("tests/test_resume.py::test_two_identical_runs_give_identical_tensors",)),
     M("ada_per_rank_signs", "train/augment.py", "dist.all_reduce_sum_(step_totals)", "step_totals.mul_(1)",
       ("tests/train/test_augment_dist.py",)),
+    # StyleGAN3 training.
+    M("sg3_d_unblurred", "train/phases.py", "images = blur_images(images, self.d_blur_sigma)", "images = images",
+      (SG3 + "test_d_sees_every_image_blurred_during_the_warm_up",)),
+    M("sg3_blur_fade_in_images", "train/blur.py", "cur_nimg / (fade_kimg * 1000)", "cur_nimg / fade_kimg",
+      (SG3 + "test_blur_sigma_fades_linearly_to_zero",)),
+    M("sg3_blur_gaussian_std", "train/blur.py", "torch.exp2(-(torch.arange(", "torch.exp(-0.5 * (torch.arange(",
+      (SG3 + "test_blur_kernel_taps_by_hand",)),
+    M("sg3_magnitude_beta_per_micro_batch", "train/ema.py", "batch / accumulation / (MAGNITUDE", "batch / (MAGNITUDE",
+      (SG3 + "test_magnitude_ema_decays_by_half_every_20_kimg_per_step_whatever_the_accumulation",)),
+    M("sg3_gamma_as_ada", "train/resolver.py", "per_pixel = 0.001 if stylegan3 else 0.0002", "per_pixel = 0.0002",
+      (SG3 + "test_presets_follow_the_released_stylegan3_setup_at_256",)),
+    M("sg3_fp16_res_from_the_field_only", "train/resolver.py", "return _pick(preset.fp16_res, default) if",
+      "return default if",
+      (SG3 + "test_stylegan3_schedules_follow_the_batch_actually_used_and_fp16_uses_the_per_layer_recipe",)),
+    M("sg3_magnitude_in_d_main", "train/phases.py", "and main and update_emas and", "and main and",
+      (SG3 + "test_magnitude_ema_is_updated_in_g_main_only_with_the_input_mean_square",)),
     # Resume.
     M("resume_keeps_checkpoint_lr", "train/checkpointing.py", "group.update(settings)", "group.update({})",
-      ("tests/train/test_train_resume_options.py::test_allow_config_change_continues_with_the_new_values",)),
+      ("tests/train/test_train_resume_options.py::test_allow_config_change_continues_with_the_new_values",
+       CONTROLS + "test_a_resume_that_turns_r1_off_takes_this_runs_adam_betas")),
     M("resume_new_continues", "train/rundir.py", 'if cfg.run.resume == "new":', "if False:",
       ("tests/train/test_train_resume_options.py::test_resume_new_always_starts_a_run_from_scratch",)),
     M("sigint_not_caught", "preempt.py", "_SIGNALS = (signal.SIGTERM, signal.SIGINT)", "_SIGNALS = (signal.SIGTERM,)",

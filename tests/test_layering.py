@@ -14,7 +14,8 @@ PACKAGE = Path(ganforge.__file__).parent
 
 # Lowest first. A name is a top-level module or subpackage of ganforge; "" is the package root (its __version__).
 LAYERS = (
-    ("", "errors", "numerics", "durable", "tensorfile", "config"),
+    ("", "errors", "numerics", "durable", "tensorfile", "config", "presets", "limits", "outputs", "devices",
+     "progress"),
     ("dist", "preempt"),
     ("nets", "data", "checkpoint"),
     ("snapshot",),
@@ -23,7 +24,7 @@ LAYERS = (
     ("doctor", "generate", "export", "report"),
     ("bench",),
     ("cli", "demo", "__main__"),
-)
+)  # fmt: skip
 LAYER_OF = {part: level for level, parts in enumerate(LAYERS) for part in parts}
 
 

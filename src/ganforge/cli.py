@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from ganforge import __version__
-from ganforge.config import AUGMENTS, PRECISIONS, PRESETS
+from ganforge.config import AUGMENTS, PRECISIONS
 from ganforge.errors import UserError, carried_problems
 from ganforge.export.options import (
     DEFAULT_CHECK_FID,
@@ -23,6 +23,7 @@ from ganforge.export.options import (
     PRECISIONS as EXPORT_PRECISIONS,
 )
 from ganforge.generate.options import ANIMATION_FORMATS, INTERP_SPACES, NOISE_MODES
+from ganforge.presets import DEFAULT_PRESET, PRESETS
 from ganforge.train.options import GroupedCommand, TrainOptions, train_options
 
 
@@ -278,6 +279,12 @@ def checkpoint_diff(ctx: click.Context, first: Path, second: Path, limit: int):
 @click.option("--style-mix", nargs=2, metavar="ROWSEEDS COLSEEDS",
               help="stylemix.png: each row seed's image with the --mix-layers ws of each column seed.")  # fmt: skip
 @click.option("--mix-layers", metavar="LAYERS", help="ws taken from the column seeds, e.g. 0-3.  [default: 0-6]")
+@click.option(
+    "--translate",
+    metavar="X,Y",
+    help="StyleGAN3: move the images by X,Y image widths (x right, y down) through the input transform.",
+)
+@click.option("--rotate", type=float, metavar="DEG", help="StyleGAN3: rotate the images counter-clockwise by DEG.")
 def generate(**options):
     """Images, a grid, a looping interpolation or a style-mixing table; the same seeds give the same files."""
     from ganforge.generate import GenerateOptions
@@ -344,7 +351,9 @@ def export(format_, **options):
 
 
 @main.command()
-@click.option("--cfg", type=click.Choice(list(PRESETS)), default="auto", help="Preset to time, as `train --cfg`.")
+@click.option(
+    "--cfg", type=click.Choice(list(PRESETS)), default=DEFAULT_PRESET, help="Preset to time, as `train --cfg`."
+)
 @click.option("--resolution", type=click.IntRange(min=4), help="Image side.  [default: the preset's, else 256]")
 @click.option("--channels", type=click.IntRange(min=1), default=3, help="Image channels.")
 @click.option("--cbase", type=click.IntRange(min=1), help="Channel base.  [default: from --cfg]")
@@ -359,7 +368,12 @@ def export(format_, **options):
               "[default: the GPU's memory; on CPU the available RAM]")  # fmt: skip
 @click.option("--compile", is_flag=True, help="torch.compile the main-phase forwards.")
 @click.option("--channels-last", is_flag=True, help="channels_last memory format.")
-@click.option("--aug", type=click.Choice(AUGMENTS), default="ada", help="Time with or without ADA's augmentations.")
+@click.option("--aug", type=click.Choice(AUGMENTS), default="ada",
+              help="Augmentation to time, as `train --aug`. ada times p = 0, where a run starts (nothing is augmented "
+              "yet); fixed times the pipe at --aug-p.")  # fmt: skip
+@click.option("--aug-p", type=click.FloatRange(0, 1),
+              help="With --aug fixed: each transform's probability (1: every transform on every image, the most the "
+              "pipe can cost).  [default: 1 with --aug fixed]")  # fmt: skip
 @click.option("--steps", type=click.IntRange(min=1), default=10, help="Timed calls of each phase (median).")
 @click.option("--warmup", type=click.IntRange(min=0), default=2, help="Untimed calls of each phase first.")
 @click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto")

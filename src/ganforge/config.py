@@ -1,9 +1,10 @@
-"""Training configuration: a tree of frozen dataclasses, the preset table, and what a checkpoint compares.
+"""Training configuration: a tree of frozen dataclasses, and what a checkpoint compares.
 
 A `Config` is what `ganforge.train.resolver.resolve` makes of the command-line options; it is written as
 `config.json` into the run directory, and `Config.to_json()` / `Config.from_json()` round-trip it. Every default of a
-configuration field is stated once, here: on the field of its section, or in the preset table when it depends on
-`--cfg`. This module imports neither torch nor click so that it stays cheap to import (`ganforge --help` reads it).
+configuration field is stated once: here, on the field of its section, or in the preset table (`ganforge.presets`)
+when it depends on `--cfg`. This module imports neither torch nor click so that it stays cheap to import
+(`ganforge --help` reads it).
 """
 
 import dataclasses
@@ -13,52 +14,10 @@ from dataclasses import dataclass
 
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
 AUTO_PRECISION = "auto"  # --precision auto: one of PRECISIONS chosen for the hardware when the options are resolved
-AUGMENTS = ("ada", "noaug")
-DEFAULT_PRESET = "auto"
-
-
-@dataclass(frozen=True, kw_only=True)
-class Preset:
-    """One row of the preset table. None in the first group means "derive it from the resolution" (the `auto` row,
-    see `ganforge.train.resolver.derive`); None for `pl_weight` and `style_mixing` keeps LossConfig's default."""
-
-    batch: int | None = None
-    mbstd: int | None = None  # minibatch-stddev group size
-    channel_base: int | None = None
-    lr: float | None = None
-    gamma: float | None = None
-    ema_kimg: float | None = None
-    ema_rampup: float | None = None
-    mapping_layers: int
-    kimg: float
-    resolution: int | None = None  # the only resolution the preset is made for; None: any
-    channel_max: int = 512
-    z_dim: int = 512
-    pl_weight: float | None = None
-    style_mixing: float | None = None
-    tick_kimg: float = 4.0
-    snap: int = 50
-
-
-# The official configurations (Karras et al. 2020, "Training GANs with limited data", App. D and its released
-# `cfg_specs`): batch, minibatch-stddev group, channel base (fmaps x 32768), learning rate, R1 gamma, EMA half-life in
-# kimg, EMA ramp-up, mapping depth. `auto` derives most of them from the resolution; `tiny` is a small, fast CPU
-# setting.
-PRESETS = {
-    "auto": Preset(ema_rampup=0.05, mapping_layers=2, kimg=25000),
-    "stylegan2": Preset(batch=32, mbstd=4, channel_base=32768, lr=0.002, gamma=10.0, ema_kimg=10.0, mapping_layers=8,
-                        kimg=25000),
-    "paper256": Preset(batch=64, mbstd=8, channel_base=16384, lr=0.0025, gamma=1.0, ema_kimg=20.0, mapping_layers=8,
-                       kimg=25000, resolution=256),
-    "paper512": Preset(batch=64, mbstd=8, channel_base=32768, lr=0.0025, gamma=0.5, ema_kimg=20.0, mapping_layers=8,
-                       kimg=25000, resolution=512),
-    "paper1024": Preset(batch=32, mbstd=4, channel_base=32768, lr=0.002, gamma=2.0, ema_kimg=10.0, mapping_layers=8,
-                        kimg=25000, resolution=1024),
-    "cifar": Preset(batch=64, mbstd=32, channel_base=32768, lr=0.0025, gamma=0.01, ema_kimg=500.0, ema_rampup=0.05,
-                    mapping_layers=2, kimg=100000, resolution=32, pl_weight=0.0, style_mixing=0.0),
-    "tiny": Preset(batch=16, mbstd=4, channel_base=512, lr=0.0025, gamma=0.05, ema_kimg=1.0, ema_rampup=0.05,
-                   mapping_layers=2, kimg=40, channel_max=64, z_dim=64, tick_kimg=0.8, snap=5),
-}  # fmt: skip
+AUGMENTS = ("ada", "diffaug", "fixed", "noaug")
+AUGMENT_PIPES = ("bgc", "bgcfnc")  # ADA's transform groups (ganforge.train.augment.PRESETS)
+DIFFAUG_OPS = ("color", "translation", "cutout")
+LR_SCHEDULES = ("constant", "cosine", "step")
 
 
 @dataclass(frozen=True)
@@ -87,6 +46,8 @@ class ModelConfig:
     mbstd_group: int
     num_fp16_res: int = 0
     conv_clamp: int | None = None
+    generator: str = "stylegan2"  # "stylegan2", "stylegan3-t" or "stylegan3-r"
+    synthesis_layers: int | None = None  # StyleGAN3's layers between the Fourier input and toRGB (14 in the paper)
 
 
 @dataclass(frozen=True)
@@ -100,17 +61,28 @@ class LossConfig:
     pl_decay: float = 0.01
     pl_batch_shrink: int = 2
     style_mixing: float = 0.9
+    blur_sigma: float = 0.0  # discriminator blur at the start, fading linearly to 0 (StyleGAN3 App. D)
+    blur_fade_kimg: float = 0.0
 
 
 @dataclass(frozen=True)
 class OptimConfig:
-    """Adam for both networks (betas 0 and 0.99, StyleGAN2 App. B)."""
+    """Adam for both networks (betas 0 and 0.99, StyleGAN2 App. B). `g_lr`/`d_lr` are the base rates that the
+    learning-rate schedule scales (train/lr_schedule.py); gradient clipping is off, as in the official recipe."""
 
     g_lr: float
     d_lr: float
     beta1: float = 0.0
     beta2: float = 0.99
     eps: float = 1e-8
+    lr_schedule: str = "constant"  # constant | cosine | step
+    lr_warmup_kimg: float = 0.0  # linear ramp from 0 to the base rate over this many kimg
+    lr_min_ratio: float = 0.0  # cosine: the rate ends at base x this
+    lr_horizon_kimg: float | None = None  # cosine: where it reaches the end (the run's --kimg when resolved)
+    lr_steps: tuple[float, ...] = ()  # step: kimg at which the rate is multiplied by lr_gamma
+    lr_gamma: float = 0.1
+    clip_grad_g: float | None = None  # largest global gradient norm of G per step; None = no clipping
+    clip_grad_d: float | None = None
 
 
 @dataclass(frozen=True)
@@ -125,6 +97,8 @@ class ScheduleConfig:
     ema_kimg: float
     ema_rampup: float | None
     seed: int = 0
+    d_warmup_kimg: float = 0.0  # train only D for this many kimg before G starts
+    d_steps: int = 1  # D updates (steps) per G update
 
 
 @dataclass(frozen=True)
@@ -145,11 +119,16 @@ class PrecisionConfig:
 
 @dataclass(frozen=True)
 class AugmentConfig:
-    """Adaptive discriminator augmentation (Karras et al. 2020, Sec. 3): `ada` adjusts p toward `target`."""
+    """Augmentation of every image D sees. `ada` (Karras et al. 2020, Sec. 3) adjusts p toward `target`; `fixed`
+    uses the same pipeline at p = `p`; `diffaug` is DiffAugment (Zhao et al. 2020) with `diffaug_policy`."""
 
     mode: str = "ada"
     target: float = 0.6
     ada_kimg: float = 500.0  # p can go from 0 to 1 in this many kimg (the paper's adjustment speed, Sec. 2.4)
+    pipe: str = "bgc"  # ADA transform groups: bgc, or bgcfnc with filter, noise and cutout (App. B)
+    ada_interval: int = 4  # D steps between adjustments of p (the paper's N = 4, Sec. 2.4)
+    p: float = 0.0  # `fixed`: the probability of each transform
+    diffaug_policy: str = "color,translation,cutout"
 
 
 @dataclass(frozen=True)
@@ -199,6 +178,7 @@ class Config:
         assert set(d) == set(kinds), f"config keys {sorted(d)} != {sorted(kinds)}"
         kwargs = {name: kinds[name](**value) if isinstance(value, dict) else value for name, value in d.items()}
         kwargs["run"] = dataclasses.replace(kwargs["run"], metrics=tuple(kwargs["run"].metrics))
+        kwargs["optim"] = dataclasses.replace(kwargs["optim"], lr_steps=tuple(kwargs["optim"].lr_steps))
         return cls(**kwargs)
 
     @classmethod
@@ -223,13 +203,13 @@ NON_MATHS_FIELDS = frozenset({
 
 
 def flatten(d: dict, prefix: str = "") -> dict:
-    """{"a": {"b": 1}} -> {"a.b": 1}."""
+    """{"a": {"b": 1}} -> {"a.b": 1}; tuples become lists, as they come back from JSON (a checkpoint's record)."""
     out = {}
     for key, value in d.items():
         if isinstance(value, dict):
             out.update(flatten(value, f"{prefix}{key}."))
         else:
-            out[f"{prefix}{key}"] = value
+            out[f"{prefix}{key}"] = list(value) if isinstance(value, tuple) else value
     return out
 
 
@@ -265,7 +245,7 @@ def maths_differences(old: dict, new: dict) -> list[str]:
     """Human-readable `field: old -> new` lines for the maths fields that differ. A field the old config does not
     have (it was added to ganforge later) counts as its default, which is what that older run trained with."""
     a, b = maths_fields(old), maths_fields(new)
-    a = {k: v for k, v in field_defaults().items() if k in b} | a
+    a = {k: v for k, v in flatten(field_defaults()).items() if k in b} | a
     return [f"{k}: {a.get(k)!r} -> {b.get(k)!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
 
 
@@ -287,12 +267,67 @@ def describe_derived(cfg: Config) -> list[str]:
         f"lazy regularisation: G lr x {lazy_ratio(lo.pl_interval):.4f}, D lr x {lazy_ratio(lo.r1_interval):.4f} "
         f"(betas raised to the same power)",
         f"EMA half-life {s.ema_kimg:g} kimg, ramp-up {s.ema_rampup}",
-        f"networks: channel base {cfg.model.channel_base}, max {cfg.model.channel_max}, mapping "
+        f"networks: {cfg.model.generator}, channel base {cfg.model.channel_base}, max {cfg.model.channel_max}, mapping "
         f"{cfg.model.mapping_layers} layers, minibatch-stddev group {cfg.model.mbstd_group}",
         f"{s.kimg:g} kimg in ticks of {s.tick_kimg:g} kimg; snapshot + checkpoint every {s.snap} ticks",
-        *(
-            [f"precision {cfg.precision.precision} (auto: {cfg.precision.auto_reason})"]
-            if cfg.precision.auto_reason
-            else []
-        ),
-    ]
+        *_describe_controls(cfg),
+        _describe_augment(cfg.augment),
+        *_preset_notes(cfg),
+        *_describe_auto(cfg.precision),
+    ] + ([f"D blur sigma {lo.blur_sigma:g} fading to 0 over {lo.blur_fade_kimg:g} kimg"] if lo.blur_sigma else [])
+
+
+def _describe_controls(cfg: Config) -> list[str]:
+    """The learning-rate schedule, clipping and two-phase training, only where they are on."""
+    o, s = cfg.optim, cfg.schedule
+    lines = []
+    warmup = f" after a linear warm-up of {o.lr_warmup_kimg:g} kimg" if o.lr_warmup_kimg else ""
+    if o.lr_schedule == "cosine":
+        lines.append(f"learning rate: cosine from the base rate to x{o.lr_min_ratio:g} at {o.lr_horizon_kimg:g} "
+                     f"kimg{warmup}")  # fmt: skip
+    elif o.lr_schedule == "step":
+        lines.append(f"learning rate: x{o.lr_gamma:g} at each of {', '.join(f'{k:g}' for k in o.lr_steps)} kimg"
+                     f"{warmup}")  # fmt: skip
+    elif warmup:
+        lines.append(f"learning rate: constant{warmup}")
+    for net, norm in (("G", o.clip_grad_g), ("D", o.clip_grad_d)):
+        if norm is not None:
+            lines.append(f"gradient clipping: {net}'s global gradient norm capped at {norm:g}")
+    if s.d_warmup_kimg or s.d_steps > 1:
+        lines.append(f"phases: D alone for {s.d_warmup_kimg:g} kimg, then {s.d_steps} D step(s) per G step")
+    return lines
+
+
+def _describe_auto(p: PrecisionConfig) -> list[str]:
+    return [f"precision {p.precision} (auto: {p.auto_reason})"] if p.auto_reason else []
+
+
+def _describe_augment(a: AugmentConfig) -> str:
+    if a.mode == "ada":
+        return (f"augmentation: ADA pipe {a.pipe}, target {a.target:g}, p adjusted every {a.ada_interval} D steps, "
+                f"0 to 1 in {a.ada_kimg:g} kimg")  # fmt: skip
+    if a.mode == "fixed":
+        return f"augmentation: pipe {a.pipe} at fixed p {a.p:g}"
+    if a.mode == "diffaug":
+        return f"augmentation: DiffAugment {a.diffaug_policy} on every image D sees"
+    return "augmentation: none"
+
+
+def auto_batch(resolution: int, world_size: int) -> int:
+    """The `auto` preset's global batch (Karras et al. 2020, App. D): 4096 / resolution images per process, at most
+    32 per process and 64 in all, at least one per process."""
+    return max(min(world_size * min(4096 // resolution, 32), 64), world_size)
+
+
+def _preset_notes(cfg: Config) -> list[str]:
+    """Where a preset knowingly departs from what a reader of the official code might expect."""
+    notes = []
+    derived_batch = auto_batch(cfg.data.resolution, cfg.world_size)
+    if cfg.preset == "auto" and cfg.schedule.batch != derived_batch:
+        notes.append(f"--cfg auto with --batch {cfg.schedule.batch}: gamma and the EMA half-life are those derived "
+                     f"for the auto batch {derived_batch}, as in the official train.py, which derives them before "
+                     "--batch replaces the batch; pass --gamma to change gamma")  # fmt: skip
+    if cfg.preset == "cifar":
+        notes.append("--cfg cifar: D is the residual discriminator; the official cifar configuration uses the plain "
+                     "('orig') one, which ganforge does not build (see README, Presets)")  # fmt: skip
+    return notes

@@ -26,6 +26,17 @@ def test_flop_count_of_a_convolution_and_a_matmul_is_the_textbook_figure():
     assert count_flops(lambda: a @ b) == 2 * 4 * 6 * 7
 
 
+def test_bench_aug_fixed_times_the_pipe_at_aug_p_else_every_transform_on_every_image():
+    def timed(**aug):
+        cfg = training_config(BenchOptions(cfg="tiny", resolution=8, **aug), 1, "cpu", 4)
+        return cfg.augment.mode, cfg.augment.p
+
+    assert timed(aug="fixed") == ("fixed", 1.0) and timed(aug="fixed", aug_p=0.25) == ("fixed", 0.25)
+    assert timed(aug="ada") == ("ada", 0.0)
+    with pytest.raises(UserError, match="--aug-p 0.5: only used by --aug fixed"):
+        BenchOptions(aug="ada", aug_p=0.5)
+
+
 def test_flop_count_equals_flop_counter_mode_on_training_phases_and_runs_r1():
     cfg = training_config(BenchOptions(cfg="tiny", resolution=8, aug="noaug"), 1, "cpu", 4)
     t, phases, _ = build(cfg, torch.device("cpu"))

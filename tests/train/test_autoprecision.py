@@ -61,8 +61,9 @@ def test_dry_run_prints_what_auto_chose_and_why(tmp_path, monkeypatch):
     data = make_dataset(tmp_path / "squares")
     result = CliRunner().invoke(cli, [*tiny_args(data, tmp_path / "runs", precision="auto"), "--dry-run"])
     assert result.exit_code == 0, result.output
-    chosen = json.loads(result.output)["precision"]
+    chosen = json.loads(result.stdout)["precision"]
     assert chosen["precision"] == "bf16" and "avx512_bf16" in chosen["auto_reason"]
+    assert "derived: precision bf16 (auto: the CPU has native bf16 instructions (avx512_bf16))" in result.stderr
 
 
 def test_a_continued_run_keeps_its_mode_on_other_hardware(tmp_path, monkeypatch):

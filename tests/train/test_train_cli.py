@@ -80,7 +80,7 @@ def test_train_invalid_combinations_are_all_listed_exit_2(data, tmp_path):
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2
     out = result.output
-    assert "--batch 6: not divisible by --batch-gpu 4" in out
+    assert "--batch 6: not a whole number of --batch-gpu 4 x 1 process(es); pass --batch 4" in out
     assert "--precision fp16: needs a CUDA GPU" in out
     assert "--cond: the dataset has no labels" in out
     assert "--kimg 0.01: 10 images is not a whole number of batches of 6" in out
@@ -108,9 +108,54 @@ def test_train_missing_data_and_bad_preset_resolution_listed_together(data, tmp_
 def test_train_dry_run_prints_resolved_config_and_writes_nothing(data, tmp_path):
     result = _invoke(tiny_args(data, tmp_path / "runs", dry_run=True))
     assert result.exit_code == 0
-    config = json.loads(result.output)
+    config = json.loads(result.stdout)
     assert config["loss"]["r1_interval"] == 16 and config["model"]["mbstd_group"] == 4
+    assert "derived: lazy regularisation: G lr x 0.8000" in result.stderr
+    assert "derived: augmentation: none" in result.stderr
     assert not (tmp_path / "runs").exists()
+
+
+def test_dry_run_says_what_the_presets_do_not_derive(data, tmp_path):
+    """auto keeps the gamma and EMA of its own batch when --batch replaces it (as the official code does); cifar's
+    discriminator is not the official one."""
+    args = tiny_args(data, tmp_path / "runs", dry_run=True)
+    auto = _invoke([*args, "--cfg", "auto", "--batch", "16"])  # auto's batch at 8x8 is 32
+    assert json.loads(auto.stdout)["loss"]["gamma"] == 0.0002 * 8**2 / 32
+    assert "--cfg auto with --batch 16: gamma and the EMA half-life are those derived for the auto batch 32" in (
+        auto.stderr
+    )
+    assert "--cfg" not in _invoke(args).stderr
+
+
+def test_training_control_flags_reach_the_config_and_the_dry_run(data, tmp_path):
+    flags = {"aug": "fixed", "aug_pipe": "bgcfnc", "ada_interval": 2, "aug_p": 0.3, "diffaug_policy": "cutout",
+             "lr_schedule": "step", "lr_warmup_kimg": 0.016, "lr_steps": "0.016,0.024", "lr_gamma": 0.5,
+             "d_warmup_kimg": 0.008, "d_steps": 2, "clip_grad": 1.0, "clip_grad_d": 0.5}  # fmt: skip
+    result = _invoke(tiny_args(data, tmp_path / "runs", dry_run=True, **flags))
+    assert result.exit_code == 0, result.output
+    c = json.loads(result.stdout)
+    assert c["augment"] == {"mode": "fixed", "target": 0.6, "ada_kimg": 500.0, "pipe": "bgcfnc", "ada_interval": 2,
+                            "p": 0.3, "diffaug_policy": "cutout"}  # fmt: skip
+    o, s = c["optim"], c["schedule"]
+    assert (o["lr_schedule"], o["lr_warmup_kimg"], o["lr_steps"], o["lr_gamma"]) == ("step", 0.016, [0.016, 0.024], 0.5)
+    assert (o["clip_grad_g"], o["clip_grad_d"], s["d_warmup_kimg"], s["d_steps"]) == (1.0, 0.5, 0.008, 2)
+    for line in ("derived: augmentation: pipe bgcfnc at fixed p 0.3",
+                 "derived: learning rate: x0.5 at each of 0.016, 0.024 kimg after a linear warm-up of 0.016",
+                 "derived: phases: D alone for 0.008 kimg, then 2 D step(s) per G step"):  # fmt: skip
+        assert line in result.stderr, line
+
+
+def test_bad_training_control_values_name_the_flag_and_the_fix_exit_2(data, tmp_path):
+    flags = {"ada_interval": 0, "aug_p": 1.5, "lr_min_ratio": 2, "lr_warmup_kimg": -0.008, "clip_grad": 0,
+             "d_warmup_kimg": -0.008, "lr_steps": "0.016,x"}  # fmt: skip
+    result = CliRunner().invoke(main, tiny_args(data, tmp_path, **flags))
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    for text in ("--ada-interval 0: must be a positive number of D steps", "--aug-p 1.5: must be a probability",
+                 "--aug-p: only used by --aug fixed; add --aug fixed", "--lr-min-ratio 2: must be in [0, 1]",
+                 "--lr-warmup-kimg -0.008: must be >= 0", "--clip-grad-g (or --clip-grad) 0: must be a positive",
+                 "--d-warmup-kimg -0.008: must be >= 0", "--lr-steps 0.016,x: not a comma-separated list"):  # fmt: skip
+        assert text in result.output, text
+    assert "--augpipe" not in CliRunner().invoke(main, ["train", "--help"]).output
 
 
 def test_train_metrics_at_each_snapshot_are_appended_to_jsonl(data, tmp_path):

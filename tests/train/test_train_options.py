@@ -54,7 +54,7 @@ def test_train_accepts_metric_names_with_spaces(data, tmp_path):
     args = tiny_args(data, tmp_path / "runs", dry_run=True) + ["--metrics", "fid50k_full, kid50k_full"]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output)["run"]["metrics"] == ["fid50k_full", "kid50k_full"]
+    assert json.loads(result.stdout)["run"]["metrics"] == ["fid50k_full", "kid50k_full"]
 
 
 def test_metrics_command_reads_names_with_spaces_the_same_way():

@@ -6,7 +6,7 @@ import pytest
 import torch
 from train_helpers import make_dataset, tiny_options
 
-from ganforge.config import PRESETS
+from ganforge.presets import PRESETS
 from ganforge.train import loop, resolve, run
 from ganforge.train.build import build
 from ganforge.train.ema import ema_beta, update_ema

@@ -8,8 +8,9 @@ top.
 import dataclasses
 from dataclasses import dataclass
 
-from ganforge.config import AUGMENTS, PRECISIONS, PRESETS, Config
+from ganforge.config import AUGMENTS, PRECISIONS, Config
 from ganforge.errors import UserError
+from ganforge.presets import DEFAULT_PRESET, PRESETS
 from ganforge.train.options import TrainOptions
 from ganforge.train.resolver import DatasetFacts, Facts, resolve
 
@@ -25,7 +26,7 @@ class BenchOptions:
     count as out of memory; on CPU without a cap, the available system memory is the cap.
     """
 
-    cfg: str = "auto"
+    cfg: str = DEFAULT_PRESET
     resolution: int | None = None
     channels: int = 3
     cbase: int | None = None
@@ -38,6 +39,7 @@ class BenchOptions:
     compile: bool = False
     channels_last: bool = False
     aug: str = "ada"
+    aug_p: float | None = None  # --aug fixed: the pipe's p; None: 1, every transform on every image
     steps: int = 10
     warmup: int = 2
     device: str = "auto"
@@ -45,6 +47,15 @@ class BenchOptions:
     def __post_init__(self):
         assert self.cfg in PRESETS and self.precision in PRECISIONS and self.aug in AUGMENTS, self
         assert self.steps >= 1 and self.warmup >= 0 and self.max_batch_gpu >= 2, self
+        if self.aug_p is not None and self.aug != "fixed":
+            raise UserError(f"--aug-p {self.aug_p:g}: only used by --aug fixed; add --aug fixed or drop --aug-p")
+
+    @property
+    def fixed_p(self) -> float | None:
+        """The p that `--aug fixed` times; None for the other modes."""
+        if self.aug != "fixed":
+            return None
+        return 1.0 if self.aug_p is None else self.aug_p
 
     @classmethod
     def from_flags(cls, batch_gpu: str | None, **flags) -> "BenchOptions":
@@ -79,6 +90,7 @@ def training_config(options: BenchOptions, world_size: int, device_type: str, ba
     batches = {} if batch_gpu is None else {"batch": batch_gpu * world_size, "batch_gpu": batch_gpu}
     train_options = TrainOptions(data="synthetic", outdir="bench", preset=options.cfg, precision=options.precision,
                                  compile=options.compile, channels_last=options.channels_last, aug=options.aug,
+                                 aug_p=options.fixed_p,
                                  device=device_type, **batches)  # fmt: skip
     synthetic = DatasetFacts(options.image_resolution, options.channels, label_dim=0, name="synthetic")
     cfg = resolve(train_options, Facts(synthetic, world_size, device_type))

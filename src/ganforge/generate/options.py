@@ -3,6 +3,7 @@ into it and lists every problem at once; `check_network` adds the problems that 
 nothing heavy, so the CLI can take its choices from here."""
 
 import dataclasses
+import math
 import re
 from pathlib import Path
 
@@ -36,6 +37,13 @@ class GenerateOptions:
     interp_format: str = "auto"  # auto | mp4 | webp | gif
     style_mix: tuple[tuple[int, ...], tuple[int, ...]] | None = None
     mix_layers: tuple[int, ...] | None = None  # None: the coarse styles 0-6 the network has
+    translate: tuple[float, float] = (0.0, 0.0)  # StyleGAN3: image motion in image widths (x right, y down)
+    rotate: float = 0.0  # StyleGAN3: degrees counter-clockwise about the image centre
+
+    @property
+    def moves(self) -> bool:
+        """Does the image move through the StyleGAN3 input transform?"""
+        return self.translate != (0.0, 0.0) or self.rotate != 0.0
 
     def __post_init__(self):
         assert self.noise_mode in NOISE_MODES and self.interp_space in INTERP_SPACES, self
@@ -46,8 +54,10 @@ class GenerateOptions:
         return "grid" if self.grid else "interp" if self.interp else "style_mix" if self.style_mix else "images"
 
     @classmethod
-    def parse(cls, *, seeds=None, grid=None, style_mix=None, mix_layers=None, **fields) -> "GenerateOptions":
-        """From the CLI's values (seeds, grid, style_mix and mix_layers as typed); UserError listing every problem."""
+    def parse(cls, *, seeds=None, grid=None, style_mix=None, mix_layers=None, translate=None, rotate=None,
+              **fields) -> "GenerateOptions":  # fmt: skip
+        """From the CLI's values (seeds, grid, style_mix, mix_layers and translate as typed); UserError listing every
+        problem."""
         modes = [flag for flag, value in (("--grid", grid), ("--interp", fields.get("interp")),
                                           ("--style-mix", style_mix)) if value]  # fmt: skip
         problems = [f"{' and '.join(modes)}: choose one output mode"] if len(modes) > 1 else []
@@ -63,6 +73,8 @@ class GenerateOptions:
             grid=_parse_grid(grid, problems) if grid else None,
             style_mix=tuple(parse_ranges("--style-mix", s, problems) for s in style_mix) if style_mix else None,
             mix_layers=parse_ranges("--mix-layers", mix_layers, problems) if mix_layers else None,
+            translate=_parse_translate(translate, problems) if translate else (0.0, 0.0),
+            rotate=rotate or 0.0,
         )
         problems = problems or options._count_problems()  # counts mean something only when all else is right
         if problems:
@@ -91,6 +103,9 @@ class GenerateOptions:
             problems.append(
                 f"--trunc-cutoff {self.trunc_cutoff}: {self.network} has {G.num_ws} ws; use 1 to {G.num_ws}"
             )
+        if self.moves and not hasattr(G.synthesis, "input"):
+            problems.append(f"--translate/--rotate: {self.network} is a StyleGAN2 generator; only StyleGAN3 moves its "
+                            "image through the input transform")  # fmt: skip
         too_deep = [layer for layer in self.mix_layers or () if layer >= G.num_ws]
         if too_deep:
             problems.append(f"--mix-layers: {self.network} has layers 0 to {G.num_ws - 1}, not {too_deep}")
@@ -128,3 +143,15 @@ def _parse_grid(text: str, problems: list) -> tuple[int, int] | None:
         problems.append(f"--grid {text}: write ROWSxCOLUMNS with both at least 1, e.g. 4x8")
         return None
     return int(match[1]), int(match[2])
+
+
+def _parse_translate(text: str, problems: list) -> tuple[float, float]:
+    parts = text.split(",")
+    try:
+        x, y = (float(part) for part in parts)
+        if all(math.isfinite(v) for v in (x, y)):
+            return x, y
+    except ValueError:
+        pass  # reported below, with the other malformed forms
+    problems.append(f"--translate {text}: write X,Y in image widths, e.g. 0.25,-0.1")
+    return (0.0, 0.0)

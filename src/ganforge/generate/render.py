@@ -51,8 +51,9 @@ def seeded_noise(G: Generator, seeds):
 class Renderer:
     """Synthesizes ws in batches on G's device, counting images and seconds for the closing img/s note."""
 
-    def __init__(self, G: Generator, noise_mode: str, batch: int, total: int):
-        self.G, self.noise_mode, self.batch = G, noise_mode, batch
+    def __init__(self, G: Generator, noise_mode: str, batch: int, total: int, transform: torch.Tensor | None = None):
+        """transform: StyleGAN3's input transform [3, 3] (see nets.input_transform), or None for the network's."""
+        self.G, self.noise_mode, self.batch, self.transform = G, noise_mode, batch, transform
         self.images, self.seconds = 0, 0.0
         self.bar = progress_bar(total=total, unit="img", desc="generate", leave=False)
 
@@ -73,6 +74,8 @@ class Renderer:
         return torch.cat(out)
 
     def _synthesize(self, ws: torch.Tensor, seeds) -> torch.Tensor:
+        if self.transform is not None:  # StyleGAN3: no noise inputs; the image moves through the Fourier input
+            return self.G.synthesis(ws, noise_mode=self.noise_mode, transform=self.transform)
         if self.noise_mode != "random":
             return self.G.synthesis(ws, noise_mode=self.noise_mode)
         with seeded_noise(self.G, seeds):

@@ -1,5 +1,6 @@
 """`ganforge generate`: images, a grid, a looping interpolation or a style-mixing table from any generator file."""
 
+import math
 from pathlib import Path
 
 import torch
@@ -20,7 +21,7 @@ def generate(options: GenerateOptions) -> dict:
     G, _meta = load_network(options.network, device=device)
     options.check_network(G)
     options.outdir.mkdir(parents=True, exist_ok=True)
-    renderer = Renderer(G, options.noise_mode, options.batch, _image_count(options))
+    renderer = Renderer(G, options.noise_mode, options.batch, _image_count(options), _transform(options))
     try:
         if options.mode == "images":
             written = _images(G, options, renderer)
@@ -34,6 +35,15 @@ def generate(options: GenerateOptions) -> dict:
         renderer.close()
     return {"written": written, "images": renderer.images, "images_per_second": renderer.images_per_second,
             "device": str(device)}  # fmt: skip
+
+
+def _transform(o: GenerateOptions) -> torch.Tensor | None:
+    """The StyleGAN3 input transform that moves every image by --translate and --rotate, or None."""
+    if not o.moves:
+        return None
+    from ganforge.nets import input_transform
+
+    return input_transform(o.translate, math.radians(o.rotate))
 
 
 def _image_count(o: GenerateOptions) -> int:

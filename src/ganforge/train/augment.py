@@ -9,9 +9,12 @@ Pipeline (appendix B, figure 24), in this order:
   blit      xflip, rotate90, xint           exact pixel moves (one gather), mirrored at the border
   geom      scale, rotate, aniso, xfrac     one matrix per image, one band-limited resampling
   color     brightness, contrast, lumaflip, hue, saturation     one 4x4 colour matrix per image
+  filter    four frequency bands amplified at random                (augment_corrupt.py)
+  noise     additive Gaussian noise
+  cutout    a square of half the image size set to mid-grey
 The paper composes blit and geom into one matrix; we apply blit separately because its moves are whole pixels, and
-a permutation of pixels is lossless, so there is still exactly one resampling. The paper's filter, noise and cutout
-groups are not offered.
+a permutation of pixels is lossless, so there is still exactly one resampling. `bgc` is the paper's default pipeline;
+`bgcfnc` adds filter, noise and cutout.
 """
 
 import torch
@@ -19,12 +22,15 @@ from torch import nn
 
 from ganforge import dist
 from ganforge.errors import UserError
+from ganforge.train import augment_corrupt as corrupt
 from ganforge.train import augment_ops as ops
 
 BLIT = ("xflip", "rotate90", "xint")
 GEOM = ("scale", "rotate", "aniso", "xfrac")
 COLOR = ("brightness", "contrast", "lumaflip", "hue", "saturation")
-PRESETS = {"blit": BLIT, "geom": GEOM, "color": COLOR, "bg": BLIT + GEOM, "bgc": BLIT + GEOM + COLOR}
+CORRUPT = ("filter", "noise", "cutout")
+ALL = BLIT + GEOM + COLOR + CORRUPT
+PRESETS = {"blit": BLIT, "geom": GEOM, "color": COLOR, "bg": BLIT + GEOM, "bgc": BLIT + GEOM + COLOR, "bgcfnc": ALL}
 
 
 def parse_ops(preset: str) -> tuple[str, ...]:
@@ -32,11 +38,11 @@ def parse_ops(preset: str) -> tuple[str, ...]:
     if preset in PRESETS:
         return PRESETS[preset]
     names = tuple(name.strip() for name in preset.split(",") if name.strip())
-    unknown = [name for name in names if name not in BLIT + GEOM + COLOR]
+    unknown = [name for name in names if name not in ALL]
     if unknown or not names:
         raise UserError(
-            f"--augpipe: unknown augmentation {', '.join(unknown) or repr(preset)}; use a preset "
-            f"({', '.join(PRESETS)}) or a comma-separated list of {', '.join(BLIT + GEOM + COLOR)}"
+            f"--aug-pipe: unknown augmentation {', '.join(unknown) or repr(preset)}; use a preset "
+            f"({', '.join(PRESETS)}) or a comma-separated list of {', '.join(ALL)}"
         )
     return names
 
@@ -80,11 +86,18 @@ class AugmentPipe(nn.Module):
         if any(op in self.ops for op in COLOR):
             if c not in (1, 3):
                 raise UserError(
-                    f"--augpipe: colour augmentation needs 1- or 3-channel images, got {c}; use one without it (bg)"
+                    f"--aug-pipe: colour augmentation needs 1- or 3-channel images, got {c}; use --aug diffaug or "
+                    "--aug noaug"
                 )
             color = ops.color_matrices(self.ops, n, c, p, generator)
             changed = (color != torch.eye(4, device=color.device)).flatten(1).any(dim=1)
             images = torch.where(changed[:, None, None, None], ops.apply_color(images, color), images)
+        if "filter" in self.ops:
+            images = corrupt.apply_filter(images, corrupt.filter_gains(n, p, generator))
+        if "noise" in self.ops:
+            images = corrupt.add_noise(images, p, generator)
+        if "cutout" in self.ops:
+            images = images * corrupt.cutout_mask(n, h, w, p, generator).to(images.dtype)
         return images
 
     def _geometric(self, images: torch.Tensor, inverse: torch.Tensor) -> torch.Tensor:

@@ -12,8 +12,10 @@ import torch
 from ganforge import checkpoint
 from ganforge.config import Config
 from ganforge.data import ImageDataset, open_dataset
-from ganforge.nets import Discriminator, Generator
+from ganforge.nets import Discriminator, Generator, StyleGAN3Generator
 from ganforge.train.augment import AdaptiveAugment, AugmentPipe
+from ganforge.train.diffaugment import DiffAugment
+from ganforge.train.ema import magnitude_ema_beta
 from ganforge.train.phases import Phase, Trainer, build_phases
 from ganforge.train.precision import Precision
 
@@ -38,18 +40,36 @@ def build_runtime(cfg: Config, device: torch.device) -> Runtime:
 
 def build_networks(
     cfg: Config, device: torch.device, precision: Precision | None = None
-) -> tuple[Generator, Discriminator]:
-    """G and D initialised from the seed alone, so every rank starts from the same weights; `precision` (the run's,
-    else one made from `cfg`) gives their memory format."""
+) -> tuple[Generator | StyleGAN3Generator, Discriminator]:
+    """G (StyleGAN2 or the alias-free StyleGAN3) and D initialised from the seed alone, so every rank starts from the
+    same weights; `precision` (the run's, else one made from `cfg`) gives their memory format."""
     precision = Precision.from_config(cfg, device) if precision is None else precision
     m, d = cfg.model, cfg.data
     common = dict(resolution=d.resolution, img_channels=d.channels, c_dim=d.label_dim, channel_base=m.channel_base,
                   channel_max=m.channel_max, num_fp16_res=m.num_fp16_res, conv_clamp=m.conv_clamp)  # fmt: skip
     checkpoint.seed_all(cfg.schedule.seed)
-    G = Generator(z_dim=m.z_dim, w_dim=m.w_dim, mapping_layers=m.mapping_layers, **common)
+    mapping = dict(z_dim=m.z_dim, w_dim=m.w_dim, mapping_layers=m.mapping_layers)
+    if m.generator == "stylegan2":
+        G = Generator(**mapping, **common)
+    else:
+        G = StyleGAN3Generator(**mapping, **common, config=m.generator.removeprefix("stylegan3-"),
+                               num_layers=m.synthesis_layers)  # fmt: skip
     D = Discriminator(mbstd_group_size=m.mbstd_group, **common)
     memory_format = precision.memory_format
     return G.to(device, memory_format=memory_format).train(), D.to(device, memory_format=memory_format).train()
+
+
+def build_augment(cfg: Config, device: torch.device) -> tuple[torch.nn.Module | None, AdaptiveAugment | None]:
+    """(what augments every image D sees, the ADA controller that tunes its p), each None when not used."""
+    a = cfg.augment
+    if a.mode == "ada":
+        pipe = AugmentPipe(a.pipe).to(device)
+        return pipe, AdaptiveAugment(target=a.target, speed_kimg=a.ada_kimg, interval=a.ada_interval)
+    if a.mode == "fixed":
+        return AugmentPipe(a.pipe, p=a.p).to(device), None
+    if a.mode == "diffaug":
+        return DiffAugment(a.diffaug_policy), None
+    return None, None
 
 
 def build(
@@ -60,11 +80,11 @@ def build(
     precision = Precision.from_config(cfg, device) if precision is None else precision
     G, D = build_networks(cfg, device, precision)
     G_ema = copy.deepcopy(G).eval().requires_grad_(False)
-    augment = ada = None
-    if cfg.augment.mode == "ada":
-        augment = AugmentPipe("bgc").to(device)
-        ada = AdaptiveAugment(target=cfg.augment.target, speed_kimg=cfg.augment.ada_kimg)
+    augment, ada = build_augment(cfg, device)
+    magnitude_beta = (
+        magnitude_ema_beta(cfg.schedule.batch, cfg.accumulation) if cfg.model.generator != "stylegan2" else None
+    )
     t = Trainer(cfg=cfg, G=G, D=D, precision=precision, augment=augment, ada=ada,
                 pl_mean=torch.zeros([], device=device), synthesis_main=precision.compiled(G.synthesis),
-                D_main=precision.compiled(D))  # fmt: skip
+                D_main=precision.compiled(D), magnitude_beta=magnitude_beta)  # fmt: skip
     return t, build_phases(cfg, G, D, precision), G_ema

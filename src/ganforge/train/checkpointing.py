@@ -75,10 +75,28 @@ def _load_optimizer(opt: torch.optim.Optimizer, saved: dict) -> None:
         group.update(settings)
 
 
+# Fields that set the networks' tensor shapes, with the option that sets each: a checkpoint trained with other values
+# cannot be loaded at all, not even under --allow-config-change.
+SHAPE_FIELDS = {
+    "data.resolution": "--data (its resolution)", "data.channels": "--data (its channels)",
+    "data.label_dim": "--cond / --data (its labels)", "model.z_dim": "--cfg", "model.w_dim": "--cfg",
+    "model.mapping_layers": "--cfg", "model.channel_base": "--cfg", "model.channel_max": "--cfg",
+}  # fmt: skip
+
+
 def check_config(state: dict, cfg: Config, source: Path) -> list[str]:
-    """Refuse a checkpoint whose training maths differ from `cfg`, unless --allow-config-change; returns the
-    differences (to be logged when allowed)."""
+    """Refuse a checkpoint whose training maths differ from `cfg`, unless --allow-config-change (never when the
+    networks' shapes differ); returns the differences (to be logged when allowed)."""
     differences = maths_differences(state["config"], cfg.to_dict())
+    shapes = [f"{line} (set by {SHAPE_FIELDS[line.split(':')[0]]})" for line in differences
+              if line.split(":")[0] in SHAPE_FIELDS]  # fmt: skip
+    if shapes:
+        raise UserError(
+            f"--resume: {source} holds networks of another shape than these options make (checkpoint -> now):",
+            *shapes,
+            "no option can load them: pass the --data and --cfg that run was trained with, or --resume new to start "
+            "a new run",
+        )
     if differences and not cfg.run.allow_config_change:
         raise UserError(
             f"--resume: {source} was trained with a different configuration; these fields differ (checkpoint -> now):",
@@ -86,6 +104,38 @@ def check_config(state: dict, cfg: Config, source: Path) -> list[str]:
             "pass --allow-config-change to continue it with the new values, or --resume new to start a new run",
         )
     return differences
+
+
+# Settings that change how a network computes (fp16 layers, activation clamping) but not which weights it has: an
+# imported official network (fp16 in its top 4 resolutions, clamp 256) still fits a run that trains in fp32.
+_PRECISION_ONLY = ("num_fp16_res", "conv_clamp")
+
+
+def _same_weights(a: dict, b: dict) -> bool:
+    """Do two network configs describe the same set of weights?"""
+    return {k: v for k, v in a.items() if k not in _PRECISION_ONLY} == {
+        k: v for k, v in b.items() if k not in _PRECISION_ONLY
+    }
+
+
+def _weights_mismatch(path: Path, saved: dict, built: dict) -> str:
+    """Which of the file's architecture values differ from what these options build, and the option that sets each."""
+    differing = [
+        k for k in sorted(set(saved) | set(built)) if k not in _PRECISION_ONLY and saved.get(k) != built.get(k)
+    ]
+    details = ", ".join(f"{k} {saved.get(k)} (these options: {built.get(k)})" for k in differing)
+    fixes = []
+    if "resolution" in differing or "img_channels" in differing:
+        res, channels = saved.get("resolution"), saved.get("img_channels")
+        fixes.append(f"--data with {res}x{res} images of {channels} channel(s) (`ganforge dataset build --resolution "
+                     f"{res}`)")  # fmt: skip
+    if "c_dim" in differing:
+        fixes.append("--cond with a dataset of the same labels" if saved.get("c_dim") else "no --cond")
+    if set(differing) - {"resolution", "img_channels", "c_dim"}:
+        fixes.append("the --cfg it was trained with")
+    return (
+        f"--resume {path}: its network differs from the one these options build: {details}; pass {' and '.join(fixes)}"
+    )
 
 
 def load_weights(paths: list[Path], t: Trainer, G_ema: Generator) -> None:
@@ -97,9 +147,8 @@ def load_weights(paths: list[Path], t: Trainer, G_ema: Generator) -> None:
     for path, is_discriminator in zip(paths, kinds, strict=True):
         net, _ = (load_discriminator if is_discriminator else load_snapshot)(path)
         targets = [t.D] if is_discriminator else [t.G, G_ema]
-        if net.config != targets[0].config:
-            raise UserError(f"--resume {path}: its network ({net.config}) differs from this configuration's "
-                            f"({targets[0].config}); pick the matching --cfg and options")  # fmt: skip
+        if not _same_weights(net.config, targets[0].config):
+            raise UserError(_weights_mismatch(path, net.config, targets[0].config))
         with torch.no_grad():
             for module in targets:
                 module.load_state_dict(net.state_dict())

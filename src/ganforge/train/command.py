@@ -1,8 +1,10 @@
 """`ganforge train` as importable functions: `run(config)` trains with a resolved Config, `main(options)` is the
 whole command (resolve, then print the configuration or train)."""
 
+import sys
+
 from ganforge import dist
-from ganforge.config import Config
+from ganforge.config import Config, describe_derived
 from ganforge.train.build import build_runtime
 from ganforge.train.loop import training_loop
 from ganforge.train.options import TrainOptions
@@ -34,13 +36,16 @@ def run(config: Config) -> int:
 
 
 def main(options: TrainOptions) -> int:
-    """`ganforge train`: resolve, then print the configuration (`--dry-run`) or train; returns the exit status.
+    """`ganforge train`: resolve, then print the configuration and what it implied (`--dry-run`) or train; returns
+    the exit status.
 
     Every way out, a user error included, leaves the process group that `resolve` joined."""
     try:
         config = resolve(options)
         if options.dry_run:
             dist.print0(config.to_json())
+            for line in describe_derived(config):  # on stderr, so that stdout stays one JSON document
+                dist.print0(f"derived: {line}", file=sys.stderr)
             return 0
         return run(config)
     finally:

@@ -20,3 +20,13 @@ def update_ema(ema: torch.nn.Module, model: torch.nn.Module, beta: float) -> Non
         p_ema.copy_(p.detach().lerp(p_ema, beta))
     for b_ema, b in zip(ema.buffers(), model.buffers(), strict=True):
         b_ema.copy_(b)
+
+
+MAGNITUDE_EMA_KIMG = 20  # half-life of StyleGAN3's magnitude_ema in thousands of images (its released training setup)
+
+
+def magnitude_ema_beta(batch: int, accumulation: int) -> float:
+    """Decay of StyleGAN3's per-layer magnitude_ema for one update. Each rank updates once per micro-batch round and
+    the ranks' values are then averaged, so a step applies `accumulation` updates that together cover `batch` images:
+    0.5 ** (batch / 20 kimg) per step, whatever the split (the released setup's value, which updates once per step)."""
+    return 0.5 ** (batch / accumulation / (MAGNITUDE_EMA_KIMG * 1000))

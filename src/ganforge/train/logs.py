@@ -179,6 +179,9 @@ def kimg_name(cur_nimg: int, schedule) -> str:
     return f"{cur_nimg / 1000:010.3f}"
 
 
+GRID_CHUNK_PIXELS = 2**16  # pixels per channel generated in one call for the fakes grid (256 images of 16x16)
+
+
 class SampleGrid:
     """The fixed images of `reals.png` and the fixed latents of `fakes<kimg>.png` (seeded once per run; the fakes use
     constant noise, so successive grids differ only because the generator changed)."""
@@ -193,7 +196,8 @@ class SampleGrid:
         self.reals = to_float(torch.stack([img for img, _ in items]))
         self.labels = torch.stack([label for _, label in items]).to(device)
         self.z = torch.randn([count, cfg.model.z_dim], generator=gen).to(device)
-        self.batch = cfg.schedule.batch_gpu
+        # no gradients are kept, so small images go in larger chunks than a training micro-batch: fewer calls
+        self.batch = max(cfg.schedule.batch_gpu, GRID_CHUNK_PIXELS // res**2)
 
     def save_reals(self, path: Path) -> np.ndarray:
         return save_grid(self.reals, path, self.columns)

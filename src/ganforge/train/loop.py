@@ -22,6 +22,7 @@ from ganforge.preempt import PreemptionGuard
 from ganforge.snapshot import save_snapshot
 from ganforge.train import checkpointing, logs
 from ganforge.train.build import Runtime, build
+from ganforge.train.cadence import phase_due
 from ganforge.train.ema import ema_beta, update_ema
 from ganforge.train.phases import micro_batches, run_phase
 
@@ -89,10 +90,9 @@ def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | N
                                 "rerun the same command after fixing them to resume") from None  # fmt: skip
             log.data_wait(time.monotonic() - wait_start)
 
-            # Run phases: G main, G path length, D main, D R1, each on its interval.
-            step = cur_nimg // s.batch
+            # Run phases: G main, G path length, D main, D R1, each on its interval (and G after D's warm-up).
             for index, phase in enumerate(phases):
-                if step % phase.interval == 0:
+                if phase_due(s, phase.network, phase.interval, cur_nimg):
                     mbs = micro_batches(cfg, index, cur_nimg, images, labels, t.G.num_ws)
                     tick_stats.add(run_phase(t, phase, index, cur_nimg, mbs))
             if t.ada is not None:

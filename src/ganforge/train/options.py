@@ -1,5 +1,5 @@
 """The options of `ganforge train`: the typed `TrainOptions` the command builds, and its click options grouped by
-purpose. Imports only click and ganforge.config, so `ganforge --help` stays fast.
+purpose. Imports only click, ganforge.config and ganforge.presets, so `ganforge --help` stays fast.
 
 An option left out is None (False for a switch): `ganforge.train.resolver.resolve` then takes the value from the
 preset, from the default of its `Config` field, or derives it. No default is written here; the help texts name the
@@ -11,19 +11,22 @@ from dataclasses import dataclass
 import click
 
 from ganforge.config import (
+    AUGMENT_PIPES,
     AUGMENTS,
     AUTO_PRECISION,
-    DEFAULT_PRESET,
+    DIFFAUG_OPS,
+    LR_SCHEDULES,
     PRECISIONS,
-    PRESETS,
     AugmentConfig,
     DataConfig,
     ModelConfig,
+    OptimConfig,
     PrecisionConfig,
     RunConfig,
     ScheduleConfig,
     field_default,
 )
+from ganforge.presets import DEFAULT_PRESET, PRESETS
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,20 @@ class TrainOptions:
     aug: str | None = None
     target: float | None = None
     ada_kimg: float | None = None
+    aug_pipe: str | None = None
+    ada_interval: int | None = None
+    aug_p: float | None = None
+    diffaug_policy: str | None = None
+    lr_schedule: str | None = None
+    lr_warmup_kimg: float | None = None
+    lr_min_ratio: float | None = None
+    lr_steps: str | None = None
+    lr_gamma: float | None = None
+    d_warmup_kimg: float | None = None
+    d_steps: int | None = None
+    clip_grad: float | None = None
+    clip_grad_g: float | None = None
+    clip_grad_d: float | None = None
     precision: str | None = None
     fp16_res: int | None = None
     compile: bool = False
@@ -90,7 +107,8 @@ TRAIN_OPTIONS = [
     _option("Data", "--workers", type=click.IntRange(min=0),
             help="DataLoader processes per GPU." + shown_default(DataConfig, "workers")),
     _option("Configuration", "--cfg", "preset", type=click.Choice(list(PRESETS)),
-            help="Preset: auto derives batch, gamma and EMA from the resolution; tiny is a small CPU setting."
+            help="Preset: auto derives batch, gamma and EMA from the resolution; stylegan3-t/-r train the alias-free "
+                 "generator the same way; tiny and tiny3 are small CPU settings."
                  f"  [default: {DEFAULT_PRESET}]"),
     _option("Configuration", "--kimg", type=click.FloatRange(min=0, min_open=True), help="Train this long." + _PRESET),
     _option("Configuration", "--batch", type=click.IntRange(min=1), help="Global batch size." + _PRESET),
@@ -102,18 +120,52 @@ TRAIN_OPTIONS = [
     _option("Configuration", "--seed", type=click.IntRange(min=0),
             help="Weights, data order, latents." + shown_default(ScheduleConfig, "seed")),
     _option("Augmentation", "--aug", type=click.Choice(AUGMENTS),
-            help="Adaptive augmentation or none." + shown_default(AugmentConfig, "mode")),
+            help="What augments every image D sees: ada adapts p to D's overfitting, fixed keeps p at --aug-p, "
+                 "diffaug is DiffAugment (--diffaug-policy), noaug is none." + shown_default(AugmentConfig, "mode")),
+    _option("Augmentation", "--aug-pipe", type=click.Choice(AUGMENT_PIPES),
+            help="ADA's transforms for ada and fixed: bgc (blit, geometric, colour) or bgcfnc (also filter, noise, "
+                 "cutout)." + shown_default(AugmentConfig, "pipe")),
     _option("Augmentation", "--target", type=click.FloatRange(0, 1, min_open=True, max_open=True),
             help="ADA target for E[sign(D(real))]." + shown_default(AugmentConfig, "target")),
     _option("Augmentation", "--ada-kimg", type=click.FloatRange(min=0, min_open=True),
             help="ADA speed: p can go from 0 to 1 in this many kimg." + shown_default(AugmentConfig, "ada_kimg")),
+    _option("Augmentation", "--ada-interval", type=int,
+            help="ADA adjusts p every this many D steps (>= 1)." + shown_default(AugmentConfig, "ada_interval")),
+    _option("Augmentation", "--aug-p", type=float,
+            help="--aug fixed: the probability of each transform, in [0, 1]." + shown_default(AugmentConfig, "p")),
+    _option("Augmentation", "--diffaug-policy",
+            help=f"--aug diffaug: comma-separated subset of {','.join(DIFFAUG_OPS)}."
+                 + shown_default(AugmentConfig, "diffaug_policy")),
+    _option("Training controls", "--lr-schedule", type=click.Choice(LR_SCHEDULES),
+            help="Learning rate over the run, a factor on --glr/--dlr: constant, cosine (down to --lr-min-ratio at "
+                 "--kimg) or step (x --lr-gamma at each of --lr-steps)." + shown_default(OptimConfig, "lr_schedule")),
+    _option("Training controls", "--lr-warmup-kimg", type=float,
+            help="Ramp the learning rate linearly from 0 over this many kimg (>= 0)."
+                 + shown_default(OptimConfig, "lr_warmup_kimg")),
+    _option("Training controls", "--lr-min-ratio", type=float,
+            help="--lr-schedule cosine: the final rate as a fraction of the base rate, in [0, 1]."
+                 + shown_default(OptimConfig, "lr_min_ratio")),
+    _option("Training controls", "--lr-steps", metavar="KIMG,KIMG",
+            help="--lr-schedule step: increasing kimg at which the rate is multiplied by --lr-gamma."),
+    _option("Training controls", "--lr-gamma", type=float,
+            help="--lr-schedule step: the factor at each step, in (0, 1]." + shown_default(OptimConfig, "lr_gamma")),
+    _option("Training controls", "--d-warmup-kimg", type=float,
+            help="Train only D for this many kimg before G starts (>= 0)."
+                 + shown_default(ScheduleConfig, "d_warmup_kimg")),
+    _option("Training controls", "--d-steps", type=int,
+            help="D steps per G step (>= 1)." + shown_default(ScheduleConfig, "d_steps")),
+    _option("Training controls", "--clip-grad", type=float,
+            help="Cap the global gradient norm of G and D at this value (> 0; 0.5 to 1 is usual).  [default: off]"),
+    _option("Training controls", "--clip-grad-g", type=float, help="As --clip-grad, for G only (overrides it)."),
+    _option("Training controls", "--clip-grad-d", type=float, help="As --clip-grad, for D only (overrides it)."),
     _option("Precision and speed", "--precision", type=click.Choice([AUTO_PRECISION, *PRECISIONS]),
             help="fp16 needs CUDA; bf16 is the simple fast choice on recent GPUs; auto: bf16 on Ampere+ GPUs and "
                  "CPUs with AMX/AVX512-BF16, else fp32 (a continued run keeps its mode)."
                  + shown_default(PrecisionConfig, "precision")),
     _option("Precision and speed", "--fp16-res", type=click.IntRange(min=0),
-            help="Official recipe: run the N highest resolutions in fp16 with clamping (needs --precision fp16)."
-                 + shown_default(ModelConfig, "num_fp16_res")),
+            help="Official recipe: run the N highest resolutions in fp16 with clamping (needs --precision fp16). "
+                 f"Under --precision fp16 the stylegan3 presets run {PRESETS['stylegan3-t'].fp16_res}, the others "
+                 f"{field_default(ModelConfig, 'num_fp16_res')} (autocast)." + _PRESET),
     _option("Precision and speed", "--compile", is_flag=True, help="torch.compile the main-phase forwards."),
     _option("Precision and speed", "--channels-last", is_flag=True, help="channels_last memory format."),
     _option("Precision and speed", "--deterministic", is_flag=True,

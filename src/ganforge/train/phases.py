@@ -1,7 +1,7 @@
 """GAN phases as data, so that G/D alternation and lazy regularisation are a table rather than a nest of step
 tests: each phase names its network, optimiser, scaler, interval and loss terms, and `run_phase` does the rest the
-same way for all of them — accumulate over micro-batches, all-reduce gradients, check for non-finite values on every
-rank, step or skip.
+same way for all of them — set the scheduled learning rate, accumulate over micro-batches, all-reduce gradients,
+unscale (fp16), clip (if asked), check for non-finite values on every rank, step or skip.
 
 Randomness is a pure function of (seed, image position, phase): latents and style-mixing draws come from a generator
 seeded per phase and step and are indexed by global image position; the noise inside the networks and the
@@ -19,10 +19,13 @@ from ganforge import dist
 from ganforge.config import Config, lazy_ratio
 from ganforge.errors import UserError
 from ganforge.train import loss as L
+from ganforge.train.blur import blur_images, blur_sigma
 from ganforge.train.grad_sync import GradientSync
+from ganforge.train.lr_schedule import lr_factor
 from ganforge.train.precision import Precision, all_finite
 
 MAX_NONFINITE_IN_A_ROW = 20
+RUNNING_AVERAGES = ("w_avg", "magnitude_ema")  # buffer names the generator's forward pass updates in training
 _PL_PROBE_STREAM = -1  # seeds path-length probes apart from the per-step streams, which use phase indices >= 0
 
 
@@ -64,19 +67,27 @@ class Trainer:
     D_main: Callable
     nonfinite_in_a_row: int = 0
     pl_lengths: list = field(default_factory=list)
+    magnitude_beta: float | None = None  # StyleGAN3: decay of the layers' magnitude_ema per micro-batch round
+    d_blur_sigma: float = 0.0  # blur of every image D sees in the current step (StyleGAN3-R warm-up)
 
-    def generate(self, mb: MicroBatch, n: int | None = None, main: bool = True, update_w_avg: bool = True):
-        """Fakes for the first n samples with per-sample style mixing (StyleGAN Sec. 3.1). -> (images, ws)."""
+    def generate(self, mb: MicroBatch, n: int | None = None, main: bool = True, update_emas: bool = True):
+        """Fakes for the first n samples with per-sample style mixing (StyleGAN Sec. 3.1). -> (images, ws).
+
+        update_emas: track w_avg, and in a main phase StyleGAN3's magnitude_ema (so once per micro-batch round)."""
         n = len(mb.z) if n is None else n
-        ws = self.G.mapping(mb.z[:n], mb.c[:n], update_w_avg=update_w_avg)
+        ws = self.G.mapping(mb.z[:n], mb.c[:n], update_w_avg=update_emas)
         if self.cfg.loss.style_mixing > 0:
             ws2 = self.G.mapping(mb.z2[:n], mb.c[:n])
             ws = L.mix_styles(ws, ws2, mb.cutoffs[:n])
         synthesis = self.synthesis_main if main else self.G.synthesis
+        if self.magnitude_beta is not None and main and update_emas and self.G.training:
+            return synthesis(ws, magnitude_ema_beta=self.magnitude_beta), ws
         return synthesis(ws), ws
 
     def discriminate(self, images: torch.Tensor, c: torch.Tensor, main: bool = True) -> torch.Tensor:
-        """D on augmented images (ADA applies the same augmentation to every image D sees, reals and fakes)."""
+        """D on blurred (StyleGAN3-R warm-up) then augmented images: ADA and DiffAugment augment every image D sees,
+        reals and fakes, the same way, and R1 differentiates through both."""
+        images = blur_images(images, self.d_blur_sigma)
         if self.augment is not None:
             images = self.augment(images)
         return (self.D_main if main else self.D)(images, c)
@@ -100,7 +111,7 @@ def g_reg(t: Trainer, mb: MicroBatch):
 
 def d_main(t: Trainer, mb: MicroBatch):
     with torch.no_grad():
-        img, _ = t.generate(mb, update_w_avg=False)
+        img, _ = t.generate(mb, update_emas=False)
     fake_logits = t.discriminate(img, mb.c)
     real_logits = t.discriminate(mb.real, mb.c)
     if t.ada is not None:
@@ -139,7 +150,8 @@ class Phase:
     module: torch.nn.Module
     opt: torch.optim.Optimizer
     scaler: torch.amp.GradScaler
-    interval: int  # runs on steps where step % interval == 0 (lazy regularisation, StyleGAN2 Sec. 3.1)
+    lr: float  # base learning rate with the lazy-regularisation correction; the schedule scales it per step
+    interval: int  # runs on every interval-th step of its network (lazy regularisation, StyleGAN2 Sec. 3.1; cadence.py)
     terms: Callable  # (Trainer, MicroBatch) -> (per-sample loss [n], stats dict of tensors)
     samples_per_mb: Callable[[int], int]  # micro-batch size -> samples this phase uses of it
     sync: GradientSync  # sums the network's gradients over ranks (shared by the network's phases)
@@ -160,12 +172,24 @@ def build_phases(cfg: Config, G: torch.nn.Module, D: torch.nn.Module, precision:
         opt = torch.optim.Adam(module.parameters(), lr=lr * ratio, betas=(o.beta1**ratio, o.beta2**ratio), eps=o.eps)
         scaler = precision.make_scaler()
         sync = GradientSync(list(module.parameters()), cfg.precision.allreduce_bucket_mb)
-        phases.append(Phase(f"{net}_main", net, module, opt, scaler, 1, main, lambda b: b, sync))
+        phases.append(Phase(f"{net}_main", net, module, opt, scaler, lr * ratio, 1, main, lambda b: b, sync))
         if reg_on:
             shrink = lo.pl_batch_shrink if net == "G" else 1
             after = update_pl_mean if net == "G" else None
             phases.append(
-                Phase(f"{net}_reg", net, module, opt, scaler, interval, reg, lambda b, s=shrink: b // s, sync, after)
+                Phase(
+                    f"{net}_reg",
+                    net,
+                    module,
+                    opt,
+                    scaler,
+                    lr * ratio,
+                    interval,
+                    reg,
+                    lambda b, s=shrink: b // s,
+                    sync,
+                    after,
+                )
             )
     return phases
 
@@ -208,11 +232,14 @@ def run_phase(t: Trainer, phase: Phase, phase_index: int, cur_nimg: int, mbs: li
     """Accumulate the phase's loss over `mbs`, sum gradients over ranks, then step — or, if any loss or gradient on
     any rank is non-finite, skip the step with the weights untouched. Returns the tick statistics of this phase."""
     _set_trainable(phase, [t.G, t.D])
+    for group in phase.opt.param_groups:
+        group["lr"] = phase.lr * lr_factor(t.cfg.optim, cur_nimg)
     phase.opt.zero_grad(set_to_none=True)
     total = sum(phase.samples_per_mb(len(mb.z)) for mb in mbs) * t.cfg.world_size
     gain = phase.interval / total  # mean over the global batch; lazy regularisers weigh `interval` times more
     stats, loss_sum = {}, torch.zeros([], device=mbs[0].real.device)
     t.pl_lengths = []
+    t.d_blur_sigma = blur_sigma(cur_nimg, t.cfg.loss.blur_sigma, t.cfg.loss.blur_fade_kimg)
     for count, mb in enumerate(mbs, 1):
         torch.manual_seed(derive_seed(t.cfg.schedule.seed, cur_nimg, phase_index, mb.slot))
         with t.precision.autocast():
@@ -232,6 +259,9 @@ def _finish_step(t: Trainer, phase: Phase, stats: dict, loss_sum: torch.Tensor) 
     phase.sync.finish()
     phase.scaler.unscale_(phase.opt)
     grad_norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(p.grad) for p in params]))
+    clip = t.cfg.optim.clip_grad_g if phase.network == "G" else t.cfg.optim.clip_grad_d
+    if clip is not None:  # on the summed, unscaled gradient: every rank clips alike, the threshold is in true units
+        torch.nn.utils.clip_grads_with_norm_(params, clip, grad_norm)
     finite = all_finite(loss_sum, grad_norm)
     if finite:
         phase.scaler.step(phase.opt)
@@ -251,7 +281,9 @@ def _finish_step(t: Trainer, phase: Phase, stats: dict, loss_sum: torch.Tensor) 
             "a larger --gamma, or --precision fp32; resume from the last checkpoint with --allow-config-change"
         )
     out = {key: torch.cat(values) for key, values in stats.items()}
-    out[f"GradNorm/{phase.name}"] = grad_norm.reshape(1)
+    out[f"GradNorm/{phase.name}"] = grad_norm.reshape(1)  # before clipping
+    if clip is not None:
+        out[f"Clipped/{phase.name}"] = (grad_norm > clip).float().reshape(1)  # its tick mean: the share clipped
     out[f"Skipped/{phase.name}"] = torch.tensor([0.0 if finite else 1.0], device=grad_norm.device)
     out[f"LR/{phase.name}"] = torch.tensor([phase.opt.param_groups[0]["lr"]], device=grad_norm.device)
     return out
@@ -259,10 +291,12 @@ def _finish_step(t: Trainer, phase: Phase, stats: dict, loss_sum: torch.Tensor) 
 
 @torch.no_grad()
 def _average_buffers(module: torch.nn.Module) -> None:
-    """Running averages updated per micro-batch (the mapping network's w_avg) are averaged over ranks, so replicas
-    stay identical."""
-    world = dist.world_size()
-    if world > 1:
-        for buf in module.buffers():
-            if buf.is_floating_point():
-                buf.copy_(dist.all_reduce_sum_(buf.clone()) / world)
+    """Running averages that the forward pass updates per micro-batch (the mapping network's w_avg, StyleGAN3's
+    magnitude_ema) are averaged over ranks in one all-reduce, so replicas stay identical; constant buffers (filters,
+    fixed noise) are left alone, bit for bit."""
+    if dist.world_size() == 1:
+        return
+    buffers = [b for name, b in module.named_buffers() if name.rsplit(".", 1)[-1] in RUNNING_AVERAGES]
+    flat = dist.all_reduce_sum_(torch.cat([b.flatten() for b in buffers])) / dist.world_size()
+    for buf, value in zip(buffers, flat.split([b.numel() for b in buffers]), strict=True):
+        buf.copy_(value.view_as(buf))

@@ -12,7 +12,7 @@ The same object also owns the run's other numeric switches: the kernel policy (c
 kernels), torch.compile of the main-phase forwards and the channels_last memory format. A run builds it once
 (`Precision.from_config`).
 
-`auto` is not a mode the networks run in: `choose_auto` turns it into one of the four when the options are resolved,
+`auto` is not a mode the networks run in: `resolve_auto` turns it into one of the four when the options are resolved,
 so the Config (and every checkpoint) records what was chosen and why. bf16 needs no loss scaling (float32's exponent
 range), so it is the safe fast mode wherever it is native: NVIDIA GPUs from Ampere on (compute capability 8.0, bf16
 tensor cores) and CPUs with AMX or AVX512-BF16 (bf16 dot-product instructions; elsewhere oneDNN emulates bf16, slower
@@ -21,14 +21,16 @@ a user should choose knowingly.
 """
 
 import contextlib
+import dataclasses
 import os
 from pathlib import Path
 
 import torch
 
 from ganforge import dist
-from ganforge.config import Config
+from ganforge.config import AUTO_PRECISION, Config
 from ganforge.numerics import fp32_math
+from ganforge.train import rundir
 
 _AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
 AMPERE = (8, 0)
@@ -108,6 +110,23 @@ def kernel_policy(deterministic: bool):
     finally:
         torch.use_deterministic_algorithms(saved[0])
         torch.backends.cudnn.benchmark = saved[1]
+
+
+def resolve_auto(cfg: Config, device_type: str) -> Config:
+    """`cfg` with --precision auto made concrete: the mode of the run this command continues (a rerun on other
+    hardware continues the same maths), else the hardware's choice. Rank 0 decides for every rank."""
+    if cfg.precision.precision != AUTO_PRECISION:
+        return cfg
+    mode, why = dist.broadcast_object(_auto_choice(cfg, device_type) if dist.is_main() else None)
+    return dataclasses.replace(cfg, precision=dataclasses.replace(cfg.precision, precision=mode, auto_reason=why))
+
+
+def _auto_choice(cfg: Config, device_type: str) -> tuple[str, str]:
+    continued = rundir.continued_config(cfg)
+    if continued is not None and continued[1] is not None:
+        run, old = continued
+        return old["precision"]["precision"], f"kept from {run.name}, the run this command continues"
+    return choose_auto(device_type)
 
 
 def choose_auto(device_type: str) -> tuple[str, str]:

@@ -12,9 +12,9 @@ from pathlib import Path
 from ganforge import dist
 from ganforge.checkpoint import Retention
 from ganforge.config import (
-    AUTO_PRECISION,
-    DEFAULT_PRESET,
-    PRESETS,
+    AUGMENT_PIPES,
+    DIFFAUG_OPS,
+    LR_SCHEDULES,
     AugmentConfig,
     Config,
     DataConfig,
@@ -22,9 +22,9 @@ from ganforge.config import (
     ModelConfig,
     OptimConfig,
     PrecisionConfig,
-    Preset,
     RunConfig,
     ScheduleConfig,
+    auto_batch,
     field_default,
 )
 from ganforge.data import open_dataset
@@ -32,9 +32,9 @@ from ganforge.errors import UserError
 from ganforge.limits import RESOLUTIONS, resolution_ok
 from ganforge.metrics import check_names, parse_names
 from ganforge.outputs import check_writable_folder
-from ganforge.train import rundir
+from ganforge.presets import DEFAULT_PRESET, PRESETS, Preset
 from ganforge.train.options import TrainOptions
-from ganforge.train.precision import choose_auto
+from ganforge.train.precision import resolve_auto
 
 
 @dataclass(frozen=True)
@@ -83,22 +83,30 @@ def resolve(options: TrainOptions, facts: Facts | None = None) -> Config:
     dataset = facts.dataset or DatasetFacts(resolution=PRESETS[name].resolution or 32, channels=3, label_dim=0,
                                             name="dataset")  # fmt: skip
     preset = derive(PRESETS[name], dataset.resolution, facts.world_size)
-    cfg = _auto_precision(_build(options, name, preset, dataset, facts.world_size), facts.device_type)
-    problems = list(facts.problems) + _output_problems(cfg) + _metric_problems(cfg) + _retention_problems(cfg)
+    lr_steps = parse_kimg_list(options.lr_steps)
+    cfg = _build(options, name, preset, dataset, facts.world_size, () if isinstance(lr_steps, str) else lr_steps)
+    cfg = resolve_auto(cfg, facts.device_type)
+    problems = [lr_steps] if isinstance(lr_steps, str) else []
+    problems += list(facts.problems) + _output_problems(cfg) + _metric_problems(cfg) + _retention_problems(cfg)
     if facts.dataset is not None:
         problems += _dataset_problems(preset, cfg, facts.dataset)
-    problems += _problems(cfg, facts.device_type)
+    problems += _batch_problems(options, preset, cfg) + _problems(cfg, facts.device_type) + _control_problems(cfg)
+    problems += _augment_problems(cfg)
     if problems:
         raise UserError(*problems)
     return cfg
 
 
-def _build(options: TrainOptions, name: str, preset: Preset, dataset, world_size: int) -> Config:
+def _build(
+    options: TrainOptions, name: str, preset: Preset, dataset, world_size: int, lr_steps: tuple[float, ...]
+) -> Config:
     """The Config itself: the option where given, else the preset's value, else the field's default."""
     o = options
     batch = _pick(o.batch, preset.batch)
     batch_gpu = _pick(o.batch_gpu, max(batch // world_size, 1))
-    fp16_res = _pick(o.fp16_res, field_default(ModelConfig, "num_fp16_res"))
+    fp16_res = _pick(o.fp16_res, _fp16_res_default(preset, o.precision))
+    blur = _blur_sigma(preset, o.resume)
+    kimg = _pick(o.kimg, _whole_batches(preset.kimg, batch))
     return Config(
         preset=name,
         world_size=world_size,
@@ -108,40 +116,45 @@ def _build(options: TrainOptions, name: str, preset: Preset, dataset, world_size
         model=ModelConfig(z_dim=preset.z_dim, w_dim=preset.z_dim, mapping_layers=preset.mapping_layers,
                           channel_base=preset.channel_base, channel_max=preset.channel_max,
                           mbstd_group=min(preset.mbstd, batch_gpu), num_fp16_res=fp16_res,
-                          conv_clamp=256 if fp16_res else None),
+                          conv_clamp=256 if fp16_res else None,
+                          **_given(generator=preset.generator, synthesis_layers=preset.synthesis_layers)),
         loss=LossConfig(gamma=_pick(o.gamma, preset.gamma),
-                        **_given(pl_weight=preset.pl_weight, style_mixing=preset.style_mixing)),
-        optim=OptimConfig(g_lr=_pick(o.glr, preset.lr), d_lr=_pick(o.dlr, preset.lr)),
-        schedule=ScheduleConfig(batch=batch, batch_gpu=batch_gpu,
-                                kimg=_pick(o.kimg, _whole_batches(preset.kimg, batch)),
+                        **_given(pl_weight=preset.pl_weight, style_mixing=preset.style_mixing, blur_sigma=blur,
+                                 blur_fade_kimg=_blur_fade_kimg(preset, batch) if blur else None)),
+        optim=OptimConfig(g_lr=_pick(o.glr, preset.lr), d_lr=_pick(o.dlr, _pick(preset.d_lr, preset.lr)),
+                          **_optim_controls(o, kimg, lr_steps)),
+        schedule=ScheduleConfig(batch=batch, batch_gpu=batch_gpu, kimg=kimg,
                                 tick_kimg=_pick(o.tick, _whole_batches(preset.tick_kimg, batch)),
-                                snap=_pick(o.snap, preset.snap), ema_kimg=preset.ema_kimg,
-                                ema_rampup=preset.ema_rampup, **_given(seed=o.seed)),
+                                snap=_pick(o.snap, preset.snap), ema_kimg=_ema_kimg(PRESETS[name], preset, batch),
+                                ema_rampup=preset.ema_rampup,
+                                **_given(seed=o.seed, d_warmup_kimg=o.d_warmup_kimg, d_steps=o.d_steps)),
         precision=PrecisionConfig(compile=o.compile, channels_last=o.channels_last, deterministic=o.deterministic,
                                   **_given(precision=o.precision, device=o.device,
                                            allreduce_bucket_mb=o.allreduce_bucket_mb)),
-        augment=AugmentConfig(**_given(mode=o.aug, target=o.target, ada_kimg=o.ada_kimg)),
+        augment=AugmentConfig(**_given(mode=o.aug, target=o.target, ada_kimg=o.ada_kimg, pipe=o.aug_pipe,
+                                       ada_interval=o.ada_interval, p=o.aug_p, diffaug_policy=o.diffaug_policy)),
         run=RunConfig(outdir=str(o.outdir), allow_config_change=o.allow_config_change,
                       **_given(metrics=None if o.metrics is None else tuple(parse_names(o.metrics)), resume=o.resume,
                                keep_last=o.keep_last, keep_every=o.keep_every, keep_max_age=o.keep_max_age)),
     )  # fmt: skip
 
 
-def _auto_precision(cfg: Config, device_type: str) -> Config:
-    """--precision auto made concrete: the mode of the run this command continues (a rerun on other hardware
-    continues the same maths), else the hardware's choice. Rank 0 decides for every rank."""
-    if cfg.precision.precision != AUTO_PRECISION:
-        return cfg
-    mode, why = dist.broadcast_object(_auto_choice(cfg, device_type) if dist.is_main() else None)
-    return dataclasses.replace(cfg, precision=dataclasses.replace(cfg.precision, precision=mode, auto_reason=why))
+def _optim_controls(o: TrainOptions, kimg: float, lr_steps: tuple[float, ...]) -> dict:
+    """The schedule and clipping fields given. Cosine decay ends at the run's length, stored as `lr_horizon_kimg` so
+    that a resumed run with a longer --kimg stays on the curve it started on (unless --allow-config-change)."""
+    horizon = kimg if o.lr_schedule == "cosine" else None
+    return _given(lr_schedule=o.lr_schedule, lr_warmup_kimg=o.lr_warmup_kimg, lr_min_ratio=o.lr_min_ratio,
+                  lr_gamma=o.lr_gamma, lr_steps=None if o.lr_steps is None else lr_steps, lr_horizon_kimg=horizon,
+                  clip_grad_g=_pick(o.clip_grad_g, o.clip_grad),
+                  clip_grad_d=_pick(o.clip_grad_d, o.clip_grad))  # fmt: skip
 
 
-def _auto_choice(cfg: Config, device_type: str) -> tuple[str, str]:
-    continued = rundir.continued_config(cfg)
-    if continued is not None and continued[1] is not None:
-        run, old = continued
-        return old["precision"]["precision"], f"kept from {run.name}, the run this command continues"
-    return choose_auto(device_type)
+def parse_kimg_list(text: str | None) -> tuple[float, ...] | str:
+    """--lr-steps '100,250' -> (100.0, 250.0); () when not given; the problem's message when it is not numbers."""
+    try:
+        return tuple(float(part) for part in (text or "").split(",") if part.strip())
+    except ValueError:
+        return f"--lr-steps {text}: not a comma-separated list of kimg values; write e.g. --lr-steps 100,250"
 
 
 def _pick(value, default):
@@ -154,19 +167,57 @@ def _given(**values) -> dict:
 
 
 def derive(preset: Preset, resolution: int, world_size: int) -> Preset:
-    """ADA's `auto` heuristic (Karras et al. 2020, App. D): batch, group, width, lr, gamma and EMA from resolution."""
-    if preset.batch is not None:
-        return preset
-    batch = max(min(world_size * min(4096 // resolution, 32), 64), world_size)
-    return dataclasses.replace(
-        preset,
+    """The row with its None values derived from the resolution by ADA's `auto` heuristic (Karras et al. 2020,
+    App. D): batch, group, width, lr, R1 gamma and EMA. Values the row states are kept."""
+    batch = preset.batch or auto_batch(resolution, world_size)
+    derived = dict(
         batch=batch,
         mbstd=min(batch // world_size, 4),
         channel_base=32768 if resolution >= 512 else 16384,
         lr=0.002 if resolution >= 1024 else 0.0025,
-        gamma=0.0002 * resolution**2 / batch,  # R1 weight grows with the pixel count (ADA App. D).
+        gamma=r1_gamma(resolution, batch, _is_stylegan3(preset)),
         ema_kimg=batch * 10 / 32,  # EMA half-life of 10 kimg at batch 32, proportional to batch.
     )
+    return dataclasses.replace(preset, **{key: value for key, value in derived.items() if getattr(preset, key) is None})
+
+
+def r1_gamma(resolution: int, batch: int, stylegan3: bool) -> float:
+    """A heuristic R1 weight that grows with the pixel count and falls with the batch. ADA's (Karras et al. 2020,
+    App. D) is 0.0002 x res^2 / batch. StyleGAN3 (Karras et al. 2021, App. D) chooses gamma per dataset instead;
+    5x ADA's, 0.001 x res^2 / batch, gives at batch 32 the values its released setup recommends (2 at 256x256,
+    8.2 at 512x512, 32.8 at 1024x1024, the paper's FFHQ value). Either is a starting point: --gamma sets it."""
+    per_pixel = 0.001 if stylegan3 else 0.0002
+    return per_pixel * resolution**2 / batch
+
+
+def _is_stylegan3(preset: Preset) -> bool:
+    return _pick(preset.generator, field_default(ModelConfig, "generator")).startswith("stylegan3")
+
+
+def _ema_kimg(row: Preset, preset: Preset, batch: int) -> float:
+    """EMA half-life. StyleGAN3's released setup derives it from the batch actually trained with (10 kimg at batch 32,
+    --batch included); ADA's `auto` from the batch it derived, whatever --batch says."""
+    if row.ema_kimg is None and _is_stylegan3(preset):
+        return batch * 10 / 32
+    return preset.ema_kimg
+
+
+def _fp16_res_default(preset: Preset, precision: str | None) -> int:
+    """Layers in fp16 without --fp16-res: the row's recipe under --precision fp16 (StyleGAN3: the top 4 octaves, as
+    released), else the field's default (fp16 by autocast)."""
+    default = field_default(ModelConfig, "num_fp16_res")
+    return _pick(preset.fp16_res, default) if precision == "fp16" else default
+
+
+def _blur_sigma(preset: Preset, resume: str | None) -> float | None:
+    """The row's blurred-D warm-up (StyleGAN3-R, App. D), except when fine-tuning from a snapshot: such a network is
+    past the warm-up, and the released setup disables the blur when it resumes from a network."""
+    fine_tuning = resume is not None and ".safetensors" in resume
+    return None if fine_tuning else preset.blur_sigma
+
+
+def _blur_fade_kimg(preset: Preset, batch: int) -> float:
+    return _pick(preset.blur_fade_kimg, 200 * batch / 32)  # the blur fades out over 200 kimg at batch 32 (App. D)
 
 
 def _whole_batches(kimg: float, batch: int) -> float:
@@ -177,6 +228,13 @@ def _whole_batches(kimg: float, batch: int) -> float:
 def _is_whole_batches(kimg: float, batch: int) -> bool:
     nimg = kimg * 1000
     return abs(nimg - round(nimg)) < 1e-6 and round(nimg) % batch == 0
+
+
+def _length_problems(lengths: list[tuple[str, float]], batch: int) -> list[str]:
+    """Lengths (flag, kimg) that are not a whole number of global batches, so that a schedule never changes with the
+    number of GPUs."""
+    return [f"{flag} {kimg:g}: {kimg * 1000:g} images is not a whole number of batches of {batch}; use a multiple "
+            f"of {batch / 1000:g} kimg" for flag, kimg in lengths if not _is_whole_batches(kimg, batch)]  # fmt: skip
 
 
 def _output_problems(cfg: Config) -> list[str]:
@@ -222,28 +280,53 @@ def _dataset_problems(preset: Preset, cfg: Config, dataset) -> list[str]:
     return problems
 
 
+def _batch_problems(options: TrainOptions, preset: Preset, cfg: Config) -> list[str]:
+    """The batch sizes, each problem told in terms of what the user passed: --batch-gpu when given, else --batch (or
+    the preset's batch when neither was), with a value that works."""
+    s, world = cfg.schedule, cfg.world_size
+    pl_even = cfg.loss.pl_batch_shrink if cfg.loss.pl_weight > 0 else 1  # path-length batches are a part of a batch
+    batch = f"--batch {s.batch}" if options.batch is not None else f"--cfg {cfg.preset}'s batch {s.batch}"
+    if options.batch_gpu is not None:
+        if not _micro_batch_ok(s.batch_gpu, preset.mbstd, pl_even):
+            fits = [g for g in range(1, s.batch // world + 1) if s.batch % (g * world) == 0]
+            good = _nearest_micro_batch(s.batch_gpu, preset.mbstd, pl_even, among=fits)
+            fix = f"--batch-gpu {good}" if good in fits else f"--batch-gpu {good} --batch {good * world}"
+            return [f"--batch-gpu {s.batch_gpu}: {_why_not(s.batch_gpu, preset.mbstd, pl_even)}; pass {fix}"]
+        if s.batch % (s.batch_gpu * world):
+            return [f"{batch}: not a whole number of --batch-gpu {s.batch_gpu} x {world} process(es); pass --batch "
+                    f"{max(s.batch // (s.batch_gpu * world), 1) * s.batch_gpu * world}"]  # fmt: skip
+        return []
+    if s.batch % world or not _micro_batch_ok(s.batch_gpu, preset.mbstd, pl_even):
+        good = _nearest_micro_batch(max(s.batch // world, 1), preset.mbstd, pl_even) * world
+        why = (f"not divisible by the {world} processes" if s.batch % world else f"each of the {world} process(es) "
+               f"would take {s.batch_gpu} images, which {_why_not(s.batch_gpu, preset.mbstd, pl_even)}")  # fmt: skip
+        return [f"{batch}: {why}; pass --batch {good}"]
+    return []
+
+
+def _why_not(batch_gpu: int, mbstd: int, pl_even: int) -> str:
+    if batch_gpu % pl_even:
+        return "must be even (path-length batches are half a micro-batch)"
+    return f"must be a multiple of the minibatch-stddev group {min(mbstd, batch_gpu)}"
+
+
+def _micro_batch_ok(batch_gpu: int, mbstd: int, pl_even: int) -> bool:
+    """Does a micro-batch split into minibatch-stddev groups (of min(mbstd, batch_gpu)) and path-length halves?"""
+    return batch_gpu % min(mbstd, batch_gpu) == 0 and batch_gpu % pl_even == 0
+
+
+def _nearest_micro_batch(batch_gpu: int, mbstd: int, pl_even: int, among: list[int] | None = None) -> int:
+    """The valid micro-batch nearest `batch_gpu` (below first), taken from `among` when one of those is valid."""
+    candidates = sorted(range(1, 4 * batch_gpu + 8), key=lambda g: (abs(g - batch_gpu), g > batch_gpu))
+    valid = [g for g in candidates if _micro_batch_ok(g, mbstd, pl_even)]
+    return next((g for g in valid if among is None or g in among), valid[0])
+
+
 def _problems(cfg: Config, device_type: str) -> list[str]:
     """Every invalid combination of options, one message each."""
     s, p = cfg.schedule, cfg.precision
     problems = []
-    if s.batch % (s.batch_gpu * cfg.world_size):
-        problems.append(
-            f"--batch {s.batch}: not divisible by --batch-gpu {s.batch_gpu} x {cfg.world_size} "
-            f"process(es); choose a batch that is a multiple of {s.batch_gpu * cfg.world_size}"
-        )
-    if s.batch_gpu % cfg.model.mbstd_group:
-        problems.append(
-            f"--batch-gpu {s.batch_gpu}: not a multiple of the minibatch-stddev group "
-            f"{cfg.model.mbstd_group}; use a multiple of it"
-        )
-    if cfg.loss.pl_weight > 0 and s.batch_gpu % cfg.loss.pl_batch_shrink:
-        problems.append(f"--batch-gpu {s.batch_gpu}: must be even (path-length batches are half a micro-batch)")
-    for flag, kimg in (("--kimg", s.kimg), ("--tick", s.tick_kimg)):
-        if not _is_whole_batches(kimg, s.batch):
-            problems.append(
-                f"{flag} {kimg:g}: {kimg * 1000:g} images is not a whole number of batches of "
-                f"{s.batch}; use a multiple of {s.batch / 1000:g} kimg"
-            )
+    problems += _length_problems([("--kimg", s.kimg), ("--tick", s.tick_kimg)], s.batch)
     if p.precision == "fp16" and device_type != "cuda":
         problems.append("--precision fp16: needs a CUDA GPU (no fast fp16 on CPU); use bf16 or fp32 on CPU")
     if p.precision == "tf32" and device_type != "cuda":
@@ -253,3 +336,54 @@ def _problems(cfg: Config, device_type: str) -> list[str]:
     if p.compile and p.precision == "fp16" and cfg.model.num_fp16_res:
         problems.append("--compile: not supported together with --fp16-res; drop one of them")
     return problems
+
+
+def _control_problems(cfg: Config) -> list[str]:
+    """Bad values and combinations of the learning-rate schedule, clipping and two-phase options, one message each."""
+    o, s = cfg.optim, cfg.schedule
+    out = []
+    if o.lr_schedule not in LR_SCHEDULES:
+        out.append(f"--lr-schedule {o.lr_schedule}: unknown; use one of {', '.join(LR_SCHEDULES)}")
+    if o.lr_steps and o.lr_schedule != "step":
+        out.append("--lr-steps: only used by --lr-schedule step; add it or drop --lr-steps")
+    if o.lr_schedule == "step" and not o.lr_steps:
+        out.append("--lr-schedule step: needs --lr-steps KIMG,KIMG (where the rate is multiplied by --lr-gamma)")
+    if list(o.lr_steps) != sorted(set(o.lr_steps)) or any(k <= 0 for k in o.lr_steps):
+        out.append(f"--lr-steps {','.join(f'{k:g}' for k in o.lr_steps)}: must be positive and increasing kimg")
+    if o.lr_warmup_kimg < 0:
+        out.append(f"--lr-warmup-kimg {o.lr_warmup_kimg:g}: must be >= 0 kimg; use 0 for no warm-up")
+    if not 0 <= o.lr_min_ratio <= 1:
+        out.append(f"--lr-min-ratio {o.lr_min_ratio:g}: must be in [0, 1] (a fraction of the base rate)")
+    if not 0 < o.lr_gamma <= 1:
+        out.append(f"--lr-gamma {o.lr_gamma:g}: must be in (0, 1] (the factor at each of --lr-steps), e.g. 0.1")
+    if o.lr_horizon_kimg is not None and o.lr_warmup_kimg >= o.lr_horizon_kimg:
+        out.append(f"--lr-warmup-kimg {o.lr_warmup_kimg:g}: must be shorter than the cosine decay (--kimg)")
+    for flag, norm in (("--clip-grad-g", o.clip_grad_g), ("--clip-grad-d", o.clip_grad_d)):
+        if norm is not None and not norm > 0:
+            out.append(f"{flag} (or --clip-grad) {norm:g}: must be a positive gradient norm; try 0.5 to 1")
+    if s.d_steps < 1:
+        out.append(f"--d-steps {s.d_steps}: must be at least 1 D step per G step")
+    if s.d_warmup_kimg < 0:
+        out.append(f"--d-warmup-kimg {s.d_warmup_kimg:g}: must be >= 0 kimg; use 0 for no D-only warm-up")
+    if s.d_warmup_kimg >= s.kimg:
+        out.append(f"--d-warmup-kimg {s.d_warmup_kimg:g}: must be shorter than --kimg {s.kimg:g}, or G never trains")
+    lengths = [("--d-warmup-kimg", s.d_warmup_kimg), ("--lr-warmup-kimg", o.lr_warmup_kimg)]
+    return out + _length_problems(lengths + [("--lr-steps", k) for k in o.lr_steps if k > 0], s.batch)
+
+
+def _augment_problems(cfg: Config) -> list[str]:
+    """Bad values and combinations of the augmentation options, one message each."""
+    a = cfg.augment
+    out = []
+    if a.pipe not in AUGMENT_PIPES:
+        out.append(f"--aug-pipe {a.pipe}: unknown; use one of {', '.join(AUGMENT_PIPES)}")
+    if a.ada_interval < 1:
+        out.append(f"--ada-interval {a.ada_interval}: must be a positive number of D steps; the paper uses 4")
+    if not 0 <= a.p <= 1:
+        out.append(f"--aug-p {a.p:g}: must be a probability in [0, 1]")
+    if a.mode != "fixed" and a.p > 0:
+        out.append("--aug-p: only used by --aug fixed; add --aug fixed or drop --aug-p")
+    ops = [op.strip() for op in a.diffaug_policy.split(",") if op.strip()]
+    if not ops or any(op not in DIFFAUG_OPS for op in ops):
+        out.append(f"--diffaug-policy {a.diffaug_policy}: use a comma-separated subset of {','.join(DIFFAUG_OPS)}")
+    return out

@@ -1,0 +1,126 @@
+"""Quality per compute on the demo's digits (1,797 scans at 32x32, `python -m ganforge.demo digits`): the `tiny` preset
+as it is, and with each training control, trained for fixed wall-clock budgets and measured with KID (the standard
+Inception features) and SWD after each budget, by default on every real and 2,000 fakes.
+
+Each variant trains in a child process (`ganforge.train.main` with TrainOptions: the flags' names, `preset` for --cfg)
+that is stopped with SIGTERM when its budget is spent: the run writes a checkpoint and exits, the budget's G_ema is
+read from that checkpoint and measured, and the next budget continues the run (rerunning the same options resumes
+it bitwise). Budgets are cumulative training wall time, process start-up included; measuring is not counted.
+Wall-clock numbers depend on the machine's load: run it alone, and report the load next to the table; the CPU
+seconds the training processes used are printed too. On a CPU the generator and the Inception network are the slow
+part (a few images per second on 2 busy cores): `--reals`/`--fakes` measure on fewer images for a quick look.
+
+    .venv/bin/python benchmarks/quality_digits.py --out /tmp/quality [--budgets 1,2,4] [--variants tiny,diffaug,...]
+"""
+
+import argparse
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from ganforge import checkpoint
+from ganforge.demo import build_digits
+from ganforge.metrics import compute_metrics
+from ganforge.train import TrainOptions, resolve
+from ganforge.train.build import build_networks
+
+CHILD = (
+    "import json, sys; from ganforge.train import TrainOptions, main; "
+    "sys.exit(main(TrainOptions(**json.loads(sys.argv[1]))))"
+)
+# What each variant adds to the tiny preset. `cosine` decays to a tenth over the kimg the baseline reached.
+VARIANTS = {
+    "tiny": {},
+    "diffaug": {"aug": "diffaug"},
+    "clip": {"clip_grad": 1.0},
+    "cosine": {"lr_schedule": "cosine", "lr_min_ratio": 0.1},
+    "dwarmup": {"d_warmup_kimg": 0.4},
+    "noaug": {"aug": "noaug"},
+}
+
+
+def _children_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def train_for(options: dict, seconds: float) -> tuple[float, float]:
+    """Run (or resume) training for `seconds` of wall time, then stop it with SIGTERM; -> (wall seconds it really
+    ran, CPU seconds it used)."""
+    start, cpu_start = time.monotonic(), _children_cpu_seconds()
+    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2")}
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, json.dumps(options)], env=env, stdout=subprocess.DEVNULL)
+    try:
+        proc.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait()
+    assert proc.returncode in (0, 143), f"training exited with {proc.returncode}"
+    return time.monotonic() - start, _children_cpu_seconds() - cpu_start
+
+
+def measure(options: dict, data: Path, reals: int | None, fakes: int) -> dict:
+    """KID and SWD of the newest checkpoint's G_ema, and the kimg it reached."""
+    cfg = resolve(TrainOptions(**options))
+    (run_dir,) = Path(options["outdir"]).iterdir()
+    state = checkpoint.load_latest(run_dir / "checkpoints")
+    G, _ = build_networks(cfg, torch.device("cpu"))
+    G.load_state_dict(state["G_ema"])
+    G.eval().requires_grad_(False)
+    records = compute_metrics(["kid50k_full", "swd16k"], generator=G, real=str(data), progress=False, seed=0,
+                              device=torch.device("cpu"), num_gen=fakes, num_real=reals, batch_size=50)  # fmt: skip
+    results = {k: v for record in records for k, v in record["results"].items()}
+    return {"kimg": state["loop"]["cur_nimg"] / 1000, "kid": results["kid50k_full"], "swd": results["swd16k_avg"]}
+
+
+def run_variant(name: str, extra: dict, data: Path, args, kimg: float) -> list[dict]:
+    options = {"data": str(data), "outdir": str(args.out / name), "preset": "tiny", "kimg": kimg, "workers": 0,
+               "device": "cpu", "snap": 1000, **extra}  # fmt: skip
+    rows, trained, cpu = [], 0.0, 0.0
+    for budget in args.budgets:
+        wall, used = train_for(options, budget * 60 - trained)
+        trained, cpu = trained + wall, cpu + used
+        row = {"variant": name, "budget_min": budget, "trained_s": round(trained, 1), "cpu_s": round(cpu, 1),
+               **measure(options, data, args.reals, args.fakes)}  # fmt: skip
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--budgets", default="1,2,4", help="cumulative minutes of training")
+    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--kimg", type=float, default=40.0, help="run length (longer than the budgets reach)")
+    parser.add_argument("--reals", type=int, default=None, help="reals to compare with (default: all 1,797)")
+    parser.add_argument("--fakes", type=int, default=2000, help="fakes per measurement")
+    args = parser.parse_args()
+    args.budgets = [float(b) for b in args.budgets.split(",")]
+    data = args.out / "digits.zip"
+    build_digits(data)
+    rows, reached = [], None
+    for name in args.variants.split(","):
+        extra, kimg = VARIANTS[name], args.kimg
+        if name == "cosine":
+            assert reached is not None, "run the tiny variant first: cosine decays over the kimg it reached"
+            kimg = max(round(reached * 1000 / 16), 1) * 16 / 1000  # whole batches of tiny's 16
+        rows += run_variant(name, extra, data, args, kimg)
+        if name == "tiny":
+            reached = rows[-1]["kimg"]
+    print(f"\n{'variant':<10}{'budget':>8}{'wall s':>8}{'CPU s':>8}{'kimg':>7}{'KID x1e3':>10}{'SWD':>8}")
+    for r in rows:
+        print(f"{r['variant']:<10}{r['budget_min']:>7g}m{r['trained_s']:>8.0f}{r['cpu_s']:>8.0f}{r['kimg']:>7.2f}"
+              f"{r['kid'] * 1e3:>10.1f}{r['swd']:>8.2f}")  # fmt: skip
+    print(f"load average at the end: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()

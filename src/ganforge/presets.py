@@ -1,0 +1,69 @@
+"""The preset table of `ganforge train --cfg`: one keyword row per named configuration.
+
+A row states the values that depend on `--cfg`; `ganforge.train.resolver` fills in what a row leaves to be derived
+and is the only reader. Like `ganforge.config`, this module imports neither torch nor click (`ganforge --help` reads
+the preset names).
+"""
+
+from dataclasses import dataclass
+
+DEFAULT_PRESET = "auto"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Preset:
+    """One row of the preset table. None in the first group means "derive it from the resolution" (the `auto` row,
+    see `ganforge.train.resolver.derive`); None for `d_lr` means "lr" and for `blur_fade_kimg` "200 x batch / 32 kimg"
+    (StyleGAN3 App. D); None in the others keeps the default of the Config field they set."""
+
+    batch: int | None = None
+    mbstd: int | None = None  # minibatch-stddev group size
+    channel_base: int | None = None
+    lr: float | None = None
+    gamma: float | None = None
+    ema_kimg: float | None = None
+    ema_rampup: float | None = None
+    mapping_layers: int
+    kimg: float
+    resolution: int | None = None  # the only resolution the preset is made for; None: any
+    channel_max: int = 512
+    z_dim: int = 512
+    pl_weight: float | None = None
+    style_mixing: float | None = None
+    tick_kimg: float = 4.0
+    snap: int = 50
+    d_lr: float | None = None
+    generator: str | None = None  # ModelConfig.generator: "stylegan3-t" / "stylegan3-r" for Karras et al. 2021
+    synthesis_layers: int | None = None  # StyleGAN3 only
+    fp16_res: int | None = None  # layers in fp16 when --precision fp16 is asked for without --fp16-res
+    blur_sigma: float | None = None  # D blur at the start, fading to 0 over blur_fade_kimg
+    blur_fade_kimg: float | None = None
+
+
+# The official configurations (Karras et al. 2020, "Training GANs with limited data", App. D and its released
+# `cfg_specs`): batch, minibatch-stddev group, channel base (fmaps x 32768), learning rate, R1 gamma, EMA half-life in
+# kimg, EMA ramp-up, mapping depth. `auto` derives most of them from the resolution; `tiny` is a small, fast CPU
+# setting. StyleGAN3 (Karras et al. 2021, App. D and its released training setup): the `auto` derivations with G lr
+# 0.0025, D lr 0.002, no path length or style mixing, fp16 in the top 4 octaves under --precision fp16; R adds the
+# blurred-discriminator warm-up (sigma 10). `tiny3` is `tiny` with a StyleGAN3-T generator.
+_SG3 = dict(lr=0.0025, d_lr=0.002, ema_rampup=0.05, mapping_layers=2, pl_weight=0.0, style_mixing=0.0, fp16_res=4,
+            synthesis_layers=14)  # fmt: skip
+PRESETS = {
+    "auto": Preset(ema_rampup=0.05, mapping_layers=2, kimg=25000),
+    "stylegan2": Preset(batch=32, mbstd=4, channel_base=32768, lr=0.002, gamma=10.0, ema_kimg=10.0, mapping_layers=8,
+                        kimg=25000),
+    "paper256": Preset(batch=64, mbstd=8, channel_base=16384, lr=0.0025, gamma=1.0, ema_kimg=20.0, mapping_layers=8,
+                       kimg=25000, resolution=256),
+    "paper512": Preset(batch=64, mbstd=8, channel_base=32768, lr=0.0025, gamma=0.5, ema_kimg=20.0, mapping_layers=8,
+                       kimg=25000, resolution=512),
+    "paper1024": Preset(batch=32, mbstd=4, channel_base=32768, lr=0.002, gamma=2.0, ema_kimg=10.0, mapping_layers=8,
+                        kimg=25000, resolution=1024),
+    "cifar": Preset(batch=64, mbstd=32, channel_base=32768, lr=0.0025, gamma=0.01, ema_kimg=500.0, ema_rampup=0.05,
+                    mapping_layers=2, kimg=100000, resolution=32, pl_weight=0.0, style_mixing=0.0),
+    "tiny": Preset(batch=16, mbstd=4, channel_base=512, lr=0.0025, gamma=0.05, ema_kimg=1.0, ema_rampup=0.05,
+                   mapping_layers=2, kimg=40, channel_max=64, z_dim=64, tick_kimg=0.8, snap=5),
+    "stylegan3-t": Preset(**_SG3, kimg=25000, generator="stylegan3-t"),
+    "stylegan3-r": Preset(**_SG3, kimg=25000, generator="stylegan3-r", blur_sigma=10.0),
+    "tiny3": Preset(**_SG3 | dict(synthesis_layers=4), batch=16, mbstd=4, channel_base=512, gamma=0.05, ema_kimg=1.0,
+                    kimg=40, channel_max=16, z_dim=64, tick_kimg=0.8, snap=5, generator="stylegan3-t"),
+}  # fmt: skip
