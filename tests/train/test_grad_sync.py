@@ -2,8 +2,13 @@
 gradients, starts buckets during backward, and waits for a parameter that got no gradient in the last backward."""
 
 import torch
+from train_helpers import tiny_options
 
+from ganforge.config import maths_differences
+from ganforge.train import resolve
+from ganforge.train.build import build
 from ganforge.train.grad_sync import buckets_of
+from ganforge.train.resolver import DatasetFacts, Facts
 
 # Each rank: a small net; two micro-batches (the second leaves `late` without a gradient, `unused` never gets one);
 # gradients summed over ranks by GradientSync with the given bucket size, compared with the sum of every rank's own
@@ -60,3 +65,13 @@ def test_buckets_run_backwards_from_the_last_parameter_and_reach_the_size():
     params = [torch.nn.Parameter(torch.zeros(n)) for n in (4, 1, 2, 8)]  # float32: 16, 4, 8, 32 bytes
     assert buckets_of(params, 12) == [[3], [2, 1], [0]]
     assert buckets_of(params, 0) == [[3, 2, 1, 0]]
+
+
+def test_the_bucket_flag_reaches_the_phases_and_is_no_change_of_the_maths(tmp_path):
+    facts = Facts(DatasetFacts(8, 1, 0, "squares"), 1, "cpu")
+    default = resolve(tiny_options(tmp_path / "d", tmp_path / "o"), facts)
+    small = resolve(tiny_options(tmp_path / "d", tmp_path / "o", allreduce_bucket_mb=0.001), facts)
+    assert small.precision.allreduce_bucket_mb == 0.001 and default.precision.allreduce_bucket_mb == 25
+    assert maths_differences(default.to_dict(), small.to_dict()) == []  # so a resume may change it
+    buckets = [[len(p.sync.buckets) for p in build(c, torch.device("cpu"))[1]] for c in (default, small)]
+    assert buckets[0] == [1] * len(buckets[0]) and min(buckets[1]) > 1  # 1 KiB buckets: the tiny nets need several
