@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 
 from ganforge import dist
-from ganforge.config import AUTO_PRECISION, Config
+from ganforge.config import AUTO_PRECISION, PRECISIONS, Config
 from ganforge.numerics import fp32_math
 from ganforge.train import rundir
 
@@ -43,6 +43,7 @@ class Precision:
 
     def __init__(self, mode: str, device: torch.device, num_fp16_res: int = 0, deterministic: bool = False,
                  compile: bool = False, channels_last: bool = False):  # fmt: skip
+        assert mode in PRECISIONS, f"{mode!r}: `auto` is made concrete by resolve_auto before a Precision is built"
         self.mode, self.device, self.num_fp16_res = mode, device, num_fp16_res
         self.deterministic, self.compile, self.channels_last = deterministic, compile, channels_last
         # With the per-resolution recipe the networks cast per layer themselves; autocast would fight them.
