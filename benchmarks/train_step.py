@@ -2,14 +2,22 @@
 
     .venv/bin/python benchmarks/train_step.py                    # auto and tiny presets at 32 and 64 px, CPU
     .venv/bin/python benchmarks/train_step.py --cfg tiny --res 32 --iters 20
+    .venv/bin/python benchmarks/train_step.py --baseline main --res 32 64 --rounds 5
 
 Wall and CPU seconds are both reported (CPU time moves less with other load on a shared machine). Each (preset,
 resolution) runs in a fresh process so its peak memory (CUDA allocator peak, or peak RSS on CPU) is its
 own. The baseline is the plain iteration; "+R1" adds the lazy R1 phase every step (the worst case; in training it runs
 every 16th step).
+
+With --baseline COMMIT, each resolution's process also builds the trainer of ganforge as it was at COMMIT (imported
+as ganforge_baseline, see baseline.py) with the same configuration and initial weights, and times each phase (G
+main, D main, D R1) of both in interleaved rounds (A B B A ...), so both see the same machine load. The figures are
+medians over the rounds; "iteration" is G main + D main of the same round.
 """
 
 import argparse
+import dataclasses
+import importlib
 import json
 import os
 import resource
@@ -20,30 +28,52 @@ import time
 
 import torch
 
-from ganforge.train.build import build
 from ganforge.train.logs import peak_memory_gb
-from ganforge.train.options import TrainOptions
-from ganforge.train.phases import micro_batches, run_phase
-from ganforge.train.resolver import DatasetFacts, Facts, resolve
+
+PHASES = ("G_main", "D_main", "D_reg")
+
+
+def build(package: str, cfg_name: str, res: int, batch: int, device: str, mapping_layers: int | None):
+    """(config, trainer, phases by name) of ganforge or of the baseline package, for synthetic data. The baseline
+    commit must have the options structure of today (train/resolver.py, train/build.py)."""
+    options_module = importlib.import_module(f"{package}.train.options")
+    resolver = importlib.import_module(f"{package}.train.resolver")
+    one_step = batch / 1000
+    options = options_module.TrainOptions(data="bench", outdir="bench", preset=cfg_name, batch=batch, aug="noaug",
+                                          kimg=one_step, tick=one_step, device=device)  # fmt: skip
+    dev = torch.device(device)
+    cfg = resolver.resolve(options, resolver.Facts(resolver.DatasetFacts(res, 3, 0, "bench"), 1, dev.type))
+    if mapping_layers is not None:
+        cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, mapping_layers=mapping_layers))
+    t, phases, _ = importlib.import_module(f"{package}.train.build").build(cfg, dev)
+    return cfg, t, {p.name: (i, p) for i, p in enumerate(phases)}
+
+
+def phase_runner(package: str, built, images, labels):
+    """name -> a function running that phase once on the given images."""
+    run_phase = importlib.import_module(f"{package}.train.phases").run_phase
+    micro_batches = importlib.import_module(f"{package}.train.phases").micro_batches
+    cfg, t, by_name = built
+
+    def run(name):
+        index, phase = by_name[name]
+        run_phase(t, phase, index, 0, micro_batches(cfg, index, 0, images, labels, t.G.num_ws))
+        if images.device.type == "cuda":
+            torch.cuda.synchronize(images.device)
+
+    return run
 
 
 def measure(cfg_name: str, res: int, iters: int, batch: int, device: str) -> dict:
-    one_step = batch / 1000
-    options = TrainOptions(data="bench", outdir="bench", preset=cfg_name, batch=batch, aug="noaug", kimg=one_step,
-                           tick=one_step, device=device)  # fmt: skip
     dev = torch.device(device)
-    cfg = resolve(options, Facts(DatasetFacts(res, 3, 0, "bench"), 1, dev.type))
-    t, phases, _ = build(cfg, dev)
-    by_name = {p.name: (i, p) for i, p in enumerate(phases)}
+    built = build("ganforge", cfg_name, res, batch, device, None)
+    _, t, _ = built
     images = torch.rand([batch, 3, res, res], device=dev) * 2 - 1
-    labels = torch.zeros([batch, 0], device=dev)
+    run = phase_runner("ganforge", built, images, torch.zeros([batch, 0], device=dev))
 
     def iteration(names):
         for name in names:
-            index, phase = by_name[name]
-            run_phase(t, phase, index, 0, micro_batches(cfg, index, 0, images, labels, t.G.num_ws))
-        if dev.type == "cuda":
-            torch.cuda.synchronize(dev)
+            run(name)
 
     result = {"cfg": cfg_name, "res": res, "batch": batch, "device": device,
               "G_params": sum(p.numel() for p in t.G.parameters()),
@@ -62,10 +92,51 @@ def measure(cfg_name: str, res: int, iters: int, batch: int, device: str) -> dic
     return result
 
 
+def compare(commit: str, cfg_name: str, res: int, rounds: int, batch: int, device: str, mapping_layers) -> dict:
+    """Per phase, {"baseline"|"current": {"wall"|"cpu": [seconds per round]}}, interleaved A B B A ..."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from baseline import import_baseline
+
+    import_baseline(commit)
+    dev = torch.device(device)
+    images = torch.rand([batch, 3, res, res], device=dev) * 2 - 1
+    labels = torch.zeros([batch, 0], device=dev)
+    runners = {}
+    for label, package in (("baseline", "ganforge_baseline"), ("current", "ganforge")):
+        built = build(package, cfg_name, res, batch, device, mapping_layers)
+        runners[label] = phase_runner(package, built, images, labels)
+    times = {name: {label: {"wall": [], "cpu": []} for label in runners} for name in PHASES}
+    for run in runners.values():  # warm-up
+        for name in PHASES:
+            run(name)
+    for r in range(rounds):
+        for label in list(runners)[:: 1 if r % 2 == 0 else -1]:
+            for name in PHASES:
+                start, cpu_start = time.perf_counter(), _cpu_seconds()
+                runners[label](name)
+                times[name][label]["wall"].append(time.perf_counter() - start)
+                times[name][label]["cpu"].append(_cpu_seconds() - cpu_start)
+    return times
+
+
 def _cpu_seconds() -> float:
     """CPU time of this process (all threads): on a shared machine it moves less with the load than wall time."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
+
+
+def print_comparison(res: int, times: dict) -> None:
+    iteration = {label: {kind: [g + d for g, d in zip(times["G_main"][label][kind], times["D_main"][label][kind],
+                                                      strict=True)] for kind in ("wall", "cpu")}
+                 for label in ("baseline", "current")}  # fmt: skip
+    for name, per_label in [*times.items(), ("iteration", iteration)]:
+        b, c = per_label["baseline"], per_label["current"]
+        row = [f"{res:>4} {name:<10}"]
+        for kind in ("wall", "cpu"):
+            mb, mc = statistics.median(b[kind]), statistics.median(c[kind])
+            row.append(f"{kind} {mb:7.3f} -> {mc:7.3f} s ({mc / mb:4.2f}x, range {min(c[kind]):.2f}-"
+                       f"{max(c[kind]):.2f} vs {min(b[kind]):.2f}-{max(b[kind]):.2f})")  # fmt: skip
+        print("   ".join(row), flush=True)
 
 
 def main() -> None:
@@ -75,23 +146,49 @@ def main() -> None:
     parser.add_argument("--iters", type=int, default=5)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--baseline", metavar="COMMIT", help="time every phase against ganforge at this commit")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds, with --baseline")
+    parser.add_argument("--mapping-layers", type=int, default=8, help="with --baseline (8: the official config)")
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # internal: one config, JSON out
     args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    if args.one and args.baseline:
+        times = compare(args.baseline, args.cfg[0], args.res[0], args.rounds, args.batch, args.device,
+                        args.mapping_layers)  # fmt: skip
+        print(json.dumps(times))
+        return
     if args.one:
         print(json.dumps(measure(args.cfg[0], args.res[0], args.iters, args.batch, args.device)))
         return
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, device {args.device}, batch {args.batch}, "
+    print(f"torch {torch.__version__}, {args.threads} threads, device {args.device}, batch {args.batch}, "
           f"load average {os.getloadavg()[0]:.1f}")  # fmt: skip
+    if args.baseline:
+        print(f"baseline {args.baseline} -> working tree, cfg {args.cfg[0]}, mapping {args.mapping_layers} layers, "
+              f"medians of {args.rounds} interleaved rounds")  # fmt: skip
+        for res in args.res:
+            out = _child(args, args.cfg[0], res)
+            print_comparison(res, json.loads(out))
+        print(f"load average {os.getloadavg()[0]:.1f} at the end")
+        return
     print(f"{'cfg':<6} {'res':>4} {'G params':>10} {'D params':>10} {'s/iter':>8} {'+R1':>8} {'cpu s/iter':>10} "
           f"{'+R1':>8} {'peak GB':>8}")  # fmt: skip
     for cfg_name in args.cfg:
         for res in args.res:
-            command = [sys.executable, __file__, "--one", "--cfg", cfg_name, "--res", str(res), "--iters",
-                       str(args.iters), "--batch", str(args.batch), "--device", args.device]  # fmt: skip
-            r = json.loads(subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True).stdout)
+            r = json.loads(_child(args, cfg_name, res))
             print(f"{cfg_name:<6} {res:>4} {r['G_params']:>10,} {r['D_params']:>10,} {r['s_per_iter_main']:>8.3f} "
                   f"{r['s_per_iter_main+R1']:>8.3f} {r['cpu_s_per_iter_main']:>10.3f} "
                   f"{r['cpu_s_per_iter_main+R1']:>8.3f} {r['peak_memory_gb']:>8.2f}")  # fmt: skip
+
+
+def _child(args, cfg_name: str, res: int) -> str:
+    """Run one (preset, resolution) in a fresh process; its JSON output."""
+    command = [sys.executable, __file__, "--one", "--cfg", cfg_name, "--res", str(res), "--iters", str(args.iters),
+               "--batch", str(args.batch), "--device", args.device, "--threads", str(args.threads), "--rounds",
+               str(args.rounds), "--mapping-layers", str(args.mapping_layers)]  # fmt: skip
+    if args.baseline:
+        command += ["--baseline", args.baseline]
+    return subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True).stdout
 
 
 if __name__ == "__main__":

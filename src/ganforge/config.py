@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass
 
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
+AUTO_PRECISION = "auto"  # --precision auto: one of PRECISIONS chosen for the hardware when the options are resolved
 AUGMENTS = ("ada", "diffaug", "fixed", "noaug")
 AUGMENT_PIPES = ("bgc", "bgcfnc")  # ADA's transform groups (ganforge.train.augment.PRESETS)
 DIFFAUG_OPS = ("color", "translation", "cutout")
@@ -104,11 +105,16 @@ class ScheduleConfig:
 class PrecisionConfig:
     """Numeric precision and speed switches; fp32 master weights always."""
 
-    precision: str = "fp32"
+    precision: str = "fp32"  # one of PRECISIONS; `auto` is resolved into one of them before a Config exists
     compile: bool = False
     channels_last: bool = False
     deterministic: bool = False
     device: str = "auto"
+    # Gradients are summed over ranks in buckets of this many MiB, each started as soon as backward has filled it
+    # (overlapping communication with computation); 0 sums them all in one all-reduce after backward.
+    allreduce_bucket_mb: float = 25.0
+    # Why `precision` has its value when --precision auto chose it (printed at the start and by --dry-run), else "".
+    auto_reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -195,6 +201,7 @@ def upgrade(config_dict: dict) -> dict:
 NON_MATHS_FIELDS = frozenset({
     "data.path", "data.workers", "schedule.kimg", "schedule.tick_kimg", "schedule.snap", "schedule.batch_gpu",
     "precision.compile", "precision.channels_last", "precision.deterministic", "precision.device", "world_size",
+    "precision.allreduce_bucket_mb", "precision.auto_reason",
 })  # fmt: skip
 
 
@@ -269,6 +276,7 @@ def describe_derived(cfg: Config) -> list[str]:
         *_describe_controls(cfg),
         _describe_augment(cfg.augment),
         *_preset_notes(cfg),
+        *_describe_auto(cfg.precision),
     ] + ([f"D blur sigma {lo.blur_sigma:g} fading to 0 over {lo.blur_fade_kimg:g} kimg"] if lo.blur_sigma else [])
 
 
@@ -291,6 +299,10 @@ def _describe_controls(cfg: Config) -> list[str]:
     if s.d_warmup_kimg or s.d_steps > 1:
         lines.append(f"phases: D alone for {s.d_warmup_kimg:g} kimg, then {s.d_steps} D step(s) per G step")
     return lines
+
+
+def _describe_auto(p: PrecisionConfig) -> list[str]:
+    return [f"precision {p.precision} (auto: {p.auto_reason})"] if p.auto_reason else []
 
 
 def _describe_augment(a: AugmentConfig) -> str:

@@ -47,6 +47,21 @@ def _one_phase(cfg, phase_name: str, scale: float | None = None) -> tuple[dict, 
     return stats, moments
 
 
+@pytest.mark.parametrize("precision, rtol, cosine", [("tf32", 1e-2, 0.999), ("bf16", 5e-2, 0.99), ("fp16", 5e-2, 0.99)])
+@pytest.mark.parametrize("phase_name, stat", [("G_main", "Loss/G/main"), ("D_main", "Loss/D/main")])
+def test_every_precision_takes_a_finite_step_close_to_fp32(data, tmp_path, precision, rtol, cosine, phase_name, stat):
+    """Fresh networks, one main step: the losses agree with fp32 within the precision's rounding, and each layer's
+    gradient (Adam's first moment, beta1 = 0) points the same way."""
+    low, low_moments = _one_phase(resolve(_options(data, tmp_path, precision=precision)), phase_name)
+    fp32, fp32_moments = _one_phase(resolve(_options(data, tmp_path / "fp32")), phase_name)
+    assert low[f"Skipped/{phase_name}"].item() == 0 and torch.isfinite(low[stat]).all()
+    torch.testing.assert_close(low[stat], fp32[stat], rtol=rtol, atol=1e-3)
+    for name, moment in fp32_moments.items():
+        if moment.norm() > 0:
+            similarity = torch.nn.functional.cosine_similarity(low_moments[name].flatten(), moment.flatten(), dim=0)
+            assert similarity > cosine, (name, similarity.item())
+
+
 @pytest.mark.parametrize("phase_name, stat", [("D_reg", "Loss/D/r1"), ("G_reg", "PL/length")])
 def test_fp16_regularisers_take_unscaled_gradients(data, tmp_path, phase_name, stat):
     """R1 and path length differentiate D's and G's outputs themselves, not the scaled loss: their values do not

@@ -15,6 +15,7 @@ from torch import nn
 
 from ganforge.errors import UserError
 from ganforge.limits import RESOLUTIONS, resolution_ok
+from ganforge.nets import winograd
 
 FIR_TAPS = (1.0, 3.0, 3.0, 1.0)
 LRELU_SLOPE = 0.2
@@ -94,18 +95,37 @@ def fir_kernel() -> torch.Tensor:
     return f / f.sum()
 
 
-def _depthwise(x: torch.Tensor, f: torch.Tensor, **conv_kwargs) -> torch.Tensor:
-    """Apply the same 2D kernel to every channel as one grouped convolution (groups = channels).
+class _DepthwiseFIR(torch.autograd.Function):
+    """A fixed filter applied to every channel: a grouped convolution (groups = channels) or its transpose.
 
+    The derivative of this linear map is its adjoint, which is the same Function with `transpose` flipped, so every
+    order of derivative (R1 and path length need the second) costs one depthwise convolution. Autograd's generic
+    double backward of a grouped convolution computes the filter's gradient too, one group at a time, even for a
+    constant filter: that alone was about 40% of an R1 step.
     Folding channels into the batch and running a 1->1 convolution gives the same numbers but is ~20x slower on CPU.
     """
-    c = x.shape[1]
-    return F.conv2d(x, f.to(x.dtype)[None, None].expand(c, 1, *f.shape), groups=c, **conv_kwargs)
+
+    @staticmethod
+    def forward(ctx, x, f, transpose: bool, stride: int, padding: int, out_size):
+        ctx.f, ctx.transpose, ctx.stride, ctx.padding, ctx.in_size = f, transpose, stride, padding, x.shape[2:]
+        c = x.shape[1]
+        weight = f.to(x.dtype)[None, None].expand(c, 1, *f.shape)  # [C, 1, k, k] for conv and its transpose
+        if not transpose:
+            return F.conv2d(x, weight, stride=stride, padding=padding, groups=c)
+        # output_padding picks, among the sizes a strided convolution maps to the same size, the one asked for
+        sizes = zip(x.shape[2:], out_size, f.shape, strict=True)
+        extra = [o - ((i - 1) * stride - 2 * padding + k) for i, o, k in sizes]
+        return F.conv_transpose2d(x, weight, stride=stride, padding=padding, output_padding=extra, groups=c)
+
+    @staticmethod
+    def backward(ctx, grad):
+        adjoint = _DepthwiseFIR.apply(grad, ctx.f, not ctx.transpose, ctx.stride, ctx.padding, ctx.in_size)
+        return adjoint, None, None, None, None, None
 
 
 def fir_filter(x: torch.Tensor, f: torch.Tensor, pad: int, gain: float = 1.0) -> torch.Tensor:
     """Pad by `pad` on every side and convolve with f * gain (f is symmetric, so correlation == convolution)."""
-    return _depthwise(x, f * gain, padding=pad)
+    return _DepthwiseFIR.apply(x, f * gain, False, 1, pad, None)
 
 
 def upsample2d(x: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
@@ -114,14 +134,20 @@ def upsample2d(x: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
     A transposed convolution with stride 2 is exactly zero insertion followed by full convolution; cropping one
     sample on each side (padding=1) aligns the result with upfirdn2d(up=2, pad=[2, 1]) of the reference.
     """
-    c = x.shape[1]
-    weight = (f * 4).to(x.dtype)[None, None].expand(c, 1, *f.shape)  # [in = c, out / groups = 1, k, k]
-    return F.conv_transpose2d(x, weight, stride=2, padding=1, groups=c)
+    return _DepthwiseFIR.apply(x, f * 4, True, 2, 1, [2 * s for s in x.shape[2:]])
 
 
 def downsample2d(x: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
     """2x FIR downsampling: pad 1 on each side, filter, keep every second sample (upfirdn2d(down=2, pad=[1, 1]))."""
-    return _depthwise(x, f, stride=2, padding=1)
+    return _DepthwiseFIR.apply(x, f, False, 2, 1, None)
+
+
+def conv2d_same(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:
+    """Stride-1 convolution that keeps the size (odd kernel, zero padding k // 2); Winograd where it is faster."""
+    if not winograd.pays_off(x, w):
+        return F.conv2d(x, w, b, padding=w.shape[-1] // 2)
+    y = winograd.conv3x3(x, w)
+    return y if b is None else y + b.reshape(1, -1, 1, 1)
 
 
 # --- equalized-lr layers --------------------------------------------------------------------------------------------
@@ -163,6 +189,7 @@ class Conv2dLayer(nn.Module):
     def __init__(self, in_channels, out_channels, kernel_size, activation="linear", bias=True, down=False,
                  conv_clamp=None):  # fmt: skip
         super().__init__()
+        assert activation in ("lrelu", "linear"), activation
         self.activation, self.down, self.conv_clamp = activation, down, conv_clamp
         self.weight = nn.Parameter(torch.randn([out_channels, in_channels, kernel_size, kernel_size]))
         self.bias = nn.Parameter(torch.zeros([out_channels])) if bias else None
@@ -171,17 +198,24 @@ class Conv2dLayer(nn.Module):
         self.register_buffer("resample_filter", fir_kernel(), persistent=False)
 
     def forward(self, x: torch.Tensor, gain: float = 1.0) -> torch.Tensor:
-        w = (self.weight * self.weight_gain).to(x.dtype)
+        # lrelu(z) * g == lrelu(z * g) for g > 0, so the output gain folds into the weight and the bias, and the bias
+        # into the convolution: one pass over the output instead of three (bias, activation, gain)
+        g = self.act_gain * gain
+        w = (self.weight * (self.weight_gain * g)).to(x.dtype)
+        b = None if self.bias is None else (self.bias * g).to(x.dtype)
         k = w.shape[-1]
         if self.down and k == 1:
-            x = F.conv2d(downsample2d(x, self.resample_filter), w)
+            x = F.conv2d(downsample2d(x, self.resample_filter), w, b)
         elif self.down:
             # blur with the padding of a same-size conv (k // 2) plus the filter's (1), then a strided valid conv
-            x = F.conv2d(fir_filter(x, self.resample_filter, pad=k // 2 + 1), w, stride=2)
+            x = F.conv2d(fir_filter(x, self.resample_filter, pad=k // 2 + 1), w, b, stride=2)
         else:
-            x = F.conv2d(x, w, padding=k // 2)
-        clamp = self.conv_clamp * gain if self.conv_clamp is not None else None
-        return bias_act(x, self.bias, self.activation, self.act_gain * gain, clamp)
+            x = conv2d_same(x, w, b)
+        if self.activation == "lrelu":
+            x = F.leaky_relu(x, LRELU_SLOPE, inplace=True)  # the convolution's output is not kept for its backward
+        if self.conv_clamp is not None:
+            x = x.clamp(-self.conv_clamp * gain, self.conv_clamp * gain)
+        return x
 
     def extra_repr(self) -> str:
         out_c, in_c, k, _ = self.weight.shape
@@ -233,7 +267,7 @@ def _conv_resample(x, w, up, groups, resample_filter):
     """Plain (padding k//2) or 2x-upsampling grouped convolution; w is [groups * O, I, k, k]."""
     w = w.to(x.dtype)
     if not up:
-        return F.conv2d(x, w, padding=w.shape[-1] // 2, groups=groups)
+        return conv2d_same(x, w) if groups == 1 else F.conv2d(x, w, padding=w.shape[-1] // 2, groups=groups)
     go, i, kh, kw = w.shape
     # conv_transpose2d wants [groups * I, O, k, k]
     wt = w.reshape(groups, go // groups, i, kh, kw).transpose(1, 2).reshape(groups * i, go // groups, kh, kw)

@@ -13,6 +13,7 @@ import click
 from ganforge.config import (
     AUGMENT_PIPES,
     AUGMENTS,
+    AUTO_PRECISION,
     DIFFAUG_OPS,
     LR_SCHEDULES,
     PRECISIONS,
@@ -69,6 +70,7 @@ class TrainOptions:
     channels_last: bool = False
     deterministic: bool = False
     device: str | None = None
+    allreduce_bucket_mb: float | None = None
     tick: float | None = None
     snap: int | None = None
     metrics: str | None = None
@@ -159,8 +161,9 @@ TRAIN_OPTIONS = [
             help="Cap the global gradient norm of G and D at this value (> 0; 0.5 to 1 is usual).  [default: off]"),
     _option("Training controls", "--clip-grad-g", type=float, help="As --clip-grad, for G only (overrides it)."),
     _option("Training controls", "--clip-grad-d", type=float, help="As --clip-grad, for D only (overrides it)."),
-    _option("Precision and speed", "--precision", type=click.Choice(PRECISIONS),
-            help="fp16 needs CUDA; bf16 is the simple fast choice on recent GPUs."
+    _option("Precision and speed", "--precision", type=click.Choice([AUTO_PRECISION, *PRECISIONS]),
+            help="fp16 needs CUDA; bf16 is the simple fast choice on recent GPUs; auto: bf16 on Ampere+ GPUs and "
+                 "CPUs with AMX/AVX512-BF16, else fp32 (a continued run keeps its mode)."
                  + shown_default(PrecisionConfig, "precision")),
     _option("Precision and speed", "--fp16-res", type=click.IntRange(min=0),
             help="Official recipe: run the N highest resolutions in fp16 with clamping (needs --precision fp16). "
@@ -172,6 +175,9 @@ TRAIN_OPTIONS = [
             help="Deterministic GPU kernels (bitwise-reproducible on GPU; CPU always is)."),
     _option("Precision and speed", "--device", type=click.Choice(["auto", "cuda", "cpu"]),
             help="Where to train." + shown_default(PrecisionConfig, "device")),
+    _option("Precision and speed", "--allreduce-bucket-mb", type=click.FloatRange(min=0),
+            help="With several processes, sum gradients in buckets of this many MiB started during backward; 0: one "
+                 "all-reduce after backward." + shown_default(PrecisionConfig, "allreduce_bucket_mb")),
     _option("Output", "--outdir", type=click.Path(file_okay=False), required=True, help="Where run folders go."),
     _option("Output", "--tick", type=click.FloatRange(min=0, min_open=True), help="kimg per status line." + _PRESET),
     _option("Output", "--snap", type=click.IntRange(min=1), help="Ticks per snapshot and checkpoint." + _PRESET),

@@ -21,6 +21,7 @@ from ganforge.errors import UserError
 from ganforge.monitor.probe import Probe
 from ganforge.train import loss as L
 from ganforge.train.blur import blur_images, blur_sigma
+from ganforge.train.grad_sync import GradientSync
 from ganforge.train.lr_schedule import lr_factor
 from ganforge.train.precision import Precision, all_finite
 
@@ -155,6 +156,7 @@ class Phase:
     interval: int  # runs on every interval-th step of its network (lazy regularisation, StyleGAN2 Sec. 3.1; cadence.py)
     terms: Callable  # (Trainer, MicroBatch) -> (per-sample loss [n], stats dict of tensors)
     samples_per_mb: Callable[[int], int]  # micro-batch size -> samples this phase uses of it
+    sync: GradientSync  # sums the network's gradients over ranks (shared by the network's phases)
     after_step: Callable | None = None
 
 
@@ -171,13 +173,24 @@ def build_phases(cfg: Config, G: torch.nn.Module, D: torch.nn.Module, precision:
         ratio = lazy_ratio(interval) if reg_on else 1.0
         opt = torch.optim.Adam(module.parameters(), lr=lr * ratio, betas=(o.beta1**ratio, o.beta2**ratio), eps=o.eps)
         scaler = precision.make_scaler()
-        phases.append(Phase(f"{net}_main", net, module, opt, scaler, lr * ratio, 1, main, lambda b: b))
+        sync = GradientSync(list(module.parameters()), cfg.precision.allreduce_bucket_mb)
+        phases.append(Phase(f"{net}_main", net, module, opt, scaler, lr * ratio, 1, main, lambda b: b, sync))
         if reg_on:
             shrink = lo.pl_batch_shrink if net == "G" else 1
             after = update_pl_mean if net == "G" else None
             phases.append(
                 Phase(
-                    f"{net}_reg", net, module, opt, scaler, lr * ratio, interval, reg, lambda b, s=shrink: b // s, after
+                    f"{net}_reg",
+                    net,
+                    module,
+                    opt,
+                    scaler,
+                    lr * ratio,
+                    interval,
+                    reg,
+                    lambda b, s=shrink: b // s,
+                    sync,
+                    after,
                 )
             )
     return phases
@@ -217,17 +230,6 @@ def _set_trainable(phase: Phase, others: list[torch.nn.Module]) -> None:
         module.requires_grad_(module is phase.module)
 
 
-def _sync_gradients(params: list[torch.nn.Parameter]) -> None:
-    """Sum gradients over ranks in one flat all-reduce; a missing grad counts as zeros so the layout is the same."""
-    for p in params:
-        if p.grad is None:
-            p.grad = torch.zeros_like(p)
-    if dist.world_size() > 1:
-        flat = dist.all_reduce_sum_(torch.cat([p.grad.flatten() for p in params]))
-        for p, g in zip(params, flat.split([p.numel() for p in params]), strict=True):
-            p.grad.copy_(g.view_as(p))
-
-
 def run_phase(t: Trainer, phase: Phase, phase_index: int, cur_nimg: int, mbs: list[MicroBatch]) -> dict:
     """Accumulate the phase's loss over `mbs`, sum gradients over ranks, then step — or, if any loss or gradient on
     any rank is non-finite, skip the step with the weights untouched. Returns the tick statistics of this phase."""
@@ -240,12 +242,14 @@ def run_phase(t: Trainer, phase: Phase, phase_index: int, cur_nimg: int, mbs: li
     stats, loss_sum = {}, torch.zeros([], device=mbs[0].real.device)
     t.pl_lengths = []
     t.d_blur_sigma = blur_sigma(cur_nimg, t.cfg.loss.blur_sigma, t.cfg.loss.blur_fade_kimg)
-    for mb in mbs:
+    for count, mb in enumerate(mbs, 1):
         torch.manual_seed(derive_seed(t.cfg.schedule.seed, cur_nimg, phase_index, mb.slot))
         with t.probe.section("fwd_bwd"):
             with t.precision.autocast():
                 per_sample, terms = phase.terms(t, mb)
             loss = per_sample.float().sum() * gain
+            if count == len(mbs):
+                phase.sync.arm()  # the gradients are final in this backward: sum them over ranks as they land
             phase.scaler.scale(loss).backward()
         loss_sum += loss.detach()
         for key, value in terms.items():
@@ -256,7 +260,7 @@ def run_phase(t: Trainer, phase: Phase, phase_index: int, cur_nimg: int, mbs: li
 def _finish_step(t: Trainer, phase: Phase, stats: dict, loss_sum: torch.Tensor) -> dict:
     params = list(phase.module.parameters())
     with t.probe.section("allreduce", "all-reduce"):
-        _sync_gradients(params)
+        phase.sync.finish()
     with t.probe.section("optimizer"):
         phase.scaler.unscale_(phase.opt)
         grad_norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(p.grad) for p in params]))

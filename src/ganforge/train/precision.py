@@ -8,20 +8,34 @@
   Regularisers (R1, path length) take gradients of unscaled outputs, so the scale never enters their maths; the
   non-finite check (which covers the scaler's overflow) is summed over ranks so every rank skips the same steps.
 
-The same object also owns the run's other numeric switches: deterministic kernels, torch.compile of the main-phase
-forwards and the channels_last memory format. A run builds it once (`Precision.from_config`).
+The same object also owns the run's other numeric switches: the kernel policy (cuDNN autotuning, or deterministic
+kernels), torch.compile of the main-phase forwards and the channels_last memory format. A run builds it once
+(`Precision.from_config`).
+
+`auto` is not a mode the networks run in: `resolve_auto` turns it into one of the four when the options are resolved,
+so the Config (and every checkpoint) records what was chosen and why. bf16 needs no loss scaling (float32's exponent
+range), so it is the safe fast mode wherever it is native: NVIDIA GPUs from Ampere on (compute capability 8.0, bf16
+tensor cores) and CPUs with AMX or AVX512-BF16 (bf16 dot-product instructions; elsewhere oneDNN emulates bf16, slower
+than fp32). Older GPUs get fp32: they have no bf16 or TF32 tensor cores, and their fp16 needs the scaled recipe that
+a user should choose knowingly.
 """
 
 import contextlib
+import dataclasses
 import os
+from pathlib import Path
 
 import torch
 
 from ganforge import dist
-from ganforge.config import Config
+from ganforge.config import AUTO_PRECISION, PRECISIONS, Config
 from ganforge.numerics import fp32_math
+from ganforge.train import rundir
 
 _AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
+AMPERE = (8, 0)
+CPU_BF16_FLAGS = ("amx_bf16", "avx512_bf16")  # /proc/cpuinfo names of the native bf16 instructions
+CPUINFO = Path("/proc/cpuinfo")
 
 
 class Precision:
@@ -29,6 +43,7 @@ class Precision:
 
     def __init__(self, mode: str, device: torch.device, num_fp16_res: int = 0, deterministic: bool = False,
                  compile: bool = False, channels_last: bool = False):  # fmt: skip
+        assert mode in PRECISIONS, f"{mode!r}: `auto` is made concrete by resolve_auto before a Precision is built"
         self.mode, self.device, self.num_fp16_res = mode, device, num_fp16_res
         self.deterministic, self.compile, self.channels_last = deterministic, compile, channels_last
         # With the per-resolution recipe the networks cast per layer themselves; autocast would fight them.
@@ -55,8 +70,8 @@ class Precision:
 
     @contextlib.contextmanager
     def policy(self):
-        """The whole run inside: the matmul policy and, with `deterministic`, deterministic kernels."""
-        with deterministic_mode(self.deterministic), self.matmul_policy():
+        """The whole run inside: the matmul policy and the kernel policy (cuDNN autotuning or deterministic kernels)."""
+        with kernel_policy(self.deterministic), self.matmul_policy():
             yield
 
     @property
@@ -78,20 +93,67 @@ def all_finite(*tensors: torch.Tensor) -> bool:
 
 
 @contextlib.contextmanager
-def deterministic_mode(enabled: bool):
-    """`--deterministic`: deterministic kernels and no cuDNN autotuning for the run, previous settings restored.
+def kernel_policy(deterministic: bool):
+    """The run's kernel choice, previous settings restored afterwards. By default cuDNN times its algorithms for each
+    new convolution shape and keeps the fastest (the shapes of a training step never change, so the first step pays
+    once); `--deterministic` turns that off and asks for deterministic kernels, since autotuning may pick a
+    different algorithm, with different rounding, in two runs.
 
     CUBLAS_WORKSPACE_CONFIG must be in the environment before CUDA starts; it is set here for child processes and
     the message of torch's error names it if the parent did not set it."""
-    if not enabled:
-        yield
-        return
     saved = torch.are_deterministic_algorithms_enabled(), torch.backends.cudnn.benchmark
-    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-    torch.use_deterministic_algorithms(True)
-    torch.backends.cudnn.benchmark = False
+    if deterministic:
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        torch.use_deterministic_algorithms(True)
+    torch.backends.cudnn.benchmark = not deterministic
     try:
         yield
     finally:
         torch.use_deterministic_algorithms(saved[0])
         torch.backends.cudnn.benchmark = saved[1]
+
+
+def resolve_auto(cfg: Config, device_type: str) -> Config:
+    """`cfg` with --precision auto made concrete: the mode of the run this command continues (a rerun on other
+    hardware continues the same maths), else the hardware's choice. Rank 0 decides for every rank."""
+    if cfg.precision.precision != AUTO_PRECISION:
+        return cfg
+    mode, why = dist.broadcast_object(_auto_choice(cfg, device_type) if dist.is_main() else None)
+    return dataclasses.replace(cfg, precision=dataclasses.replace(cfg.precision, precision=mode, auto_reason=why))
+
+
+def _auto_choice(cfg: Config, device_type: str) -> tuple[str, str]:
+    continued = rundir.continued_config(cfg)
+    if continued is not None and continued[1] is not None:
+        run, old = continued
+        return old["precision"]["precision"], f"kept from {run.name}, the run this command continues"
+    return choose_auto(device_type)
+
+
+def choose_auto(device_type: str) -> tuple[str, str]:
+    """`--precision auto` on this process's device: (mode, why)."""
+    capability = torch.cuda.get_device_capability() if device_type == "cuda" else None
+    return pick_precision(device_type, capability, cpu_flags() if device_type == "cpu" else frozenset())
+
+
+def pick_precision(device_type: str, capability: tuple[int, int] | None, cpu_flags: frozenset[str]) -> tuple[str, str]:
+    """(mode, why) for a device: "cuda" with its compute capability, or "cpu" with its instruction-set flags."""
+    if device_type == "cuda":
+        version = f"{capability[0]}.{capability[1]}"
+        if capability >= AMPERE:
+            return "bf16", f"CUDA compute capability {version} has bf16 tensor cores"
+        return "fp32", f"CUDA compute capability {version} < 8.0 has no bf16 tensor cores"
+    native = [flag for flag in CPU_BF16_FLAGS if flag in cpu_flags]
+    if native:
+        return "bf16", f"the CPU has native bf16 instructions ({', '.join(native)})"
+    return "fp32", "the CPU has no native bf16 instructions (AMX or AVX512-BF16); bf16 would be emulated"
+
+
+def cpu_flags() -> frozenset[str]:
+    """The instruction-set flags of the first CPU in /proc/cpuinfo (empty where there is none)."""
+    if not CPUINFO.exists():
+        return frozenset()
+    for line in CPUINFO.read_text().splitlines():
+        if line.startswith("flags"):
+            return frozenset(line.split(":", 1)[1].split())
+    return frozenset()

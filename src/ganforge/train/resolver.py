@@ -35,6 +35,7 @@ from ganforge.outputs import check_free_space, check_writable_folder
 from ganforge.presets import DEFAULT_PRESET, PRESETS, Preset
 from ganforge.train.build import first_save_bytes
 from ganforge.train.options import TrainOptions
+from ganforge.train.precision import resolve_auto
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,7 @@ def resolve(options: TrainOptions, facts: Facts | None = None) -> Config:
     preset = derive(PRESETS[name], dataset.resolution, facts.world_size)
     lr_steps = parse_kimg_list(options.lr_steps)
     cfg = _build(options, name, preset, dataset, facts.world_size, () if isinstance(lr_steps, str) else lr_steps)
+    cfg = resolve_auto(cfg, facts.device_type)
     problems = [lr_steps] if isinstance(lr_steps, str) else []
     problems += list(facts.problems) + _output_problems(cfg) + _metric_problems(cfg) + _retention_problems(cfg)
     if facts.dataset is not None:
@@ -128,7 +130,8 @@ def _build(
                                 ema_rampup=preset.ema_rampup,
                                 **_given(seed=o.seed, d_warmup_kimg=o.d_warmup_kimg, d_steps=o.d_steps)),
         precision=PrecisionConfig(compile=o.compile, channels_last=o.channels_last, deterministic=o.deterministic,
-                                  **_given(precision=o.precision, device=o.device)),
+                                  **_given(precision=o.precision, device=o.device,
+                                           allreduce_bucket_mb=o.allreduce_bucket_mb)),
         augment=AugmentConfig(**_given(mode=o.aug, target=o.target, ada_kimg=o.ada_kimg, pipe=o.aug_pipe,
                                        ada_interval=o.ada_interval, p=o.aug_p, diffaug_policy=o.diffaug_policy)),
         run=RunConfig(outdir=str(o.outdir), allow_config_change=o.allow_config_change, report=not o.no_report,

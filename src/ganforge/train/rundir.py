@@ -67,6 +67,12 @@ def find_run(cfg: Config) -> Path | None:
     return None
 
 
+def continued_config(cfg: Config) -> tuple[Path, dict] | None:
+    """(folder, config.json) of the run `find_run` continues, or None."""
+    run = find_run(cfg)
+    return None if run is None else (run, _read_config(run))
+
+
 def find_unstarted_run(cfg: Config) -> Path | None:
     """The newest run folder in OUTDIR if the same command made it and it never reached a checkpoint, else None."""
     runs = _runs(Path(cfg.run.outdir))
