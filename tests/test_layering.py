@@ -23,7 +23,7 @@ LAYERS = (
     ("train",),
     ("doctor", "generate", "export"),
     ("bench",),
-    ("cli", "demo", "__main__"),
+    ("cli", "cli_checkpoint", "demo", "__main__"),
 )  # fmt: skip
 LAYER_OF = {part: level for level, parts in enumerate(LAYERS) for part in parts}
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from ganforge import __version__
+from ganforge.cli_checkpoint import checkpoint_group
 from ganforge.config import AUGMENTS, PRECISIONS
 from ganforge.errors import UserError, carried_problems
 from ganforge.export.options import (
@@ -66,6 +67,9 @@ def main(ctx: click.Context):
     """Train, evaluate and export StyleGAN2-family GANs on one GPU, many GPUs, or a CPU."""
     if ctx.invoked_subcommand is None:  # bare `ganforge` asks what there is: the help, and success
         click.echo(ctx.get_help())
+
+
+main.add_command(checkpoint_group)
 
 
 @main.command()
@@ -209,50 +213,6 @@ def metrics(network, data, fake, metrics, outdir, num_gen, num_real, batch, seed
 
     options = {"batch_size": batch, "seed": seed, "workers": workers, "num_gen": num_gen, "num_real": num_real}
     run(metrics, network, data, fake, outdir, device, inception=inception, cache_dir=cache, **options)
-
-
-@main.group("checkpoint")
-def checkpoint_group():
-    """Inspect training checkpoints: is one intact, and what differs between two."""
-
-
-@checkpoint_group.command("verify")
-@click.argument("path", type=click.Path(path_type=Path))
-def checkpoint_verify(path: Path):
-    """Check the manifest, the SHA-256 of every file and that the state loads, for a checkpoint folder (ckpt-*) or
-    every checkpoint of a run; exit 0 when all verify, 2 otherwise (what fails here, --resume skips)."""
-    from ganforge.checkpoint.inspect import verify
-
-    verdicts = verify(path)
-    for verdict in verdicts:
-        if verdict.problem is None:
-            progress = "" if verdict.nimg is None else f" ({verdict.nimg / 1000:g} kimg)"
-            click.echo(f"ok: {verdict.path}{progress}")
-    bad = [f"checkpoint {v.path}: {v.problem}" for v in verdicts if v.problem is not None]
-    if bad:
-        raise UserError(*bad, f"{len(bad)} of {len(verdicts)} checkpoint(s) do not verify; resuming skips them")
-
-
-@checkpoint_group.command("diff")
-@click.argument("first", type=click.Path(path_type=Path))
-@click.argument("second", type=click.Path(path_type=Path))
-@click.option("--limit", type=click.IntRange(min=1), default=50, help="Print at most this many differences.")
-@click.pass_context
-def checkpoint_diff(ctx: click.Context, first: Path, second: Path, limit: int):
-    """List the tensors (with their max abs difference) and state fields that differ between two checkpoints, each a
-    checkpoint folder or a run (its newest checkpoint); exit 0 when identical, 1 when they differ (as diff does)."""
-    from ganforge.checkpoint.inspect import diff, newest_state
-
-    (path_a, state_a), (path_b, state_b) = newest_state(first), newest_state(second)
-    differences = diff(state_a, state_b)
-    if not differences:
-        click.echo(f"identical: {path_a} and {path_b}")
-        ctx.exit(0)
-    for difference in differences[:limit]:
-        click.echo(f"{difference.where}: {difference.description}")
-    more = f" (first {limit} shown)" if len(differences) > limit else ""
-    click.echo(f"{len(differences)} entries differ between {path_a} and {path_b}{more}")
-    ctx.exit(1)
 
 
 @main.command()

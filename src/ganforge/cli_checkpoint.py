@@ -1,0 +1,54 @@
+"""`ganforge checkpoint verify` and `ganforge checkpoint diff`: is a checkpoint intact, and what differs between two.
+
+Heavy modules are imported inside each command so that `ganforge --help` stays instant.
+"""
+
+from pathlib import Path
+
+import click
+
+from ganforge.errors import UserError
+
+
+@click.group("checkpoint")
+def checkpoint_group():
+    """Inspect training checkpoints: is one intact, and what differs between two."""
+
+
+@checkpoint_group.command("verify")
+@click.argument("path", type=click.Path(path_type=Path))
+def checkpoint_verify(path: Path):
+    """Check the manifest, the SHA-256 of every file and that the state loads, for a checkpoint folder (ckpt-*) or
+    every checkpoint of a run; exit 0 when all verify, 2 otherwise (what fails here, --resume skips)."""
+    from ganforge.checkpoint.inspect import verify
+
+    verdicts = verify(path)
+    for verdict in verdicts:
+        if verdict.problem is None:
+            progress = "" if verdict.nimg is None else f" ({verdict.nimg / 1000:g} kimg)"
+            click.echo(f"ok: {verdict.path}{progress}")
+    bad = [f"checkpoint {v.path}: {v.problem}" for v in verdicts if v.problem is not None]
+    if bad:
+        raise UserError(*bad, f"{len(bad)} of {len(verdicts)} checkpoint(s) do not verify; resuming skips them")
+
+
+@checkpoint_group.command("diff")
+@click.argument("first", type=click.Path(path_type=Path))
+@click.argument("second", type=click.Path(path_type=Path))
+@click.option("--limit", type=click.IntRange(min=1), default=50, help="Print at most this many differences.")
+@click.pass_context
+def checkpoint_diff(ctx: click.Context, first: Path, second: Path, limit: int):
+    """List the tensors (with their max abs difference) and state fields that differ between two checkpoints, each a
+    checkpoint folder or a run (its newest checkpoint); exit 0 when identical, 1 when they differ (as diff does)."""
+    from ganforge.checkpoint.inspect import diff, newest_state
+
+    (path_a, state_a), (path_b, state_b) = newest_state(first), newest_state(second)
+    differences = diff(state_a, state_b)
+    if not differences:
+        click.echo(f"identical: {path_a} and {path_b}")
+        ctx.exit(0)
+    for difference in differences[:limit]:
+        click.echo(f"{difference.where}: {difference.description}")
+    more = f" (first {limit} shown)" if len(differences) > limit else ""
+    click.echo(f"{len(differences)} entries differ between {path_a} and {path_b}{more}")
+    ctx.exit(1)
