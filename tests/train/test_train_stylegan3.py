@@ -196,7 +196,7 @@ def test_a_snapshot_with_other_precision_settings_starts_a_run(data, tmp_path):
     assert torch.equal(t.G.synthesis.L0_28_16.weight, source.synthesis.L0_28_16.weight)
     assert t.G.config["num_fp16_res"] == 0  # the run keeps its own precision
     save_snapshot(tmp_path / "other.safetensors", StyleGAN3Generator(**{**arch, "num_layers": 3}), {})
-    with pytest.raises(UserError, match="differs from this configuration"):
+    with pytest.raises(UserError, match="differs from the one these options build: num_layers 3 .*--cfg it was"):
         load_weights([tmp_path / "other.safetensors"], t, G_ema)
 
 
