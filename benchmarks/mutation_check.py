@@ -102,7 +102,7 @@ MUTANTS = (
       "since_warmup = cur_nimg", (CONTROLS + "test_g_is_bitwise_untouched_during_d_warmup_and_trains_after",)),
     M("d_steps_ignored", "train/cadence.py", "period = schedule.batch * schedule.d_steps", "period = schedule.batch",
       (CONTROLS + "test_d_warmup_and_d_steps_choose_the_phases_by_image_count",)),
-    M("clip_before_unscale", "train/phases.py", "    phase.scaler.unscale_(phase.opt)\n", "",
+    M("clip_before_unscale", "train/phases.py", "        phase.scaler.unscale_(phase.opt)\n", "",
       (CLIPPING,)),
     M("clip_ignored", "train/phases.py", "torch.nn.utils.clip_grads_with_norm_(params, clip, grad_norm)", "pass",
       (CLIPPING,)),
@@ -254,11 +254,17 @@ def apply(dest: Path, mutant: Mutant) -> None:
     count = text.count(mutant.old)
     if count != 1:
         raise SystemExit(f"{mutant.name}: {mutant.old!r} occurs {count} times in src/ganforge/{mutant.path}")
-    path.write_text(text.replace(mutant.old, mutant.new))
+    mutated = text.replace(mutant.old, mutant.new)
+    try:  # a mutant that breaks the syntax would only be "killed" by an import error, which proves nothing
+        compile(mutated, str(path), "exec")
+    except SyntaxError as error:
+        raise SystemExit(f"{mutant.name}: the mutated src/ganforge/{mutant.path} does not compile ({error})") from None
+    path.write_text(mutated)
 
 
 def check_applies(mutants: list[Mutant]) -> None:
-    """Apply each mutant to a copy of src/ alone (no tests run); exits naming the first whose text is not found once."""
+    """Apply each mutant to a copy of src/ alone (no tests run); exits naming the first whose text is not found once
+    or whose mutated file does not compile."""
     with tempfile.TemporaryDirectory(prefix="ganforge-applies-") as tmp:
         for mutant in mutants:
             dest = Path(tmp) / mutant.name
