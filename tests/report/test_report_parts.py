@@ -93,11 +93,14 @@ def test_runs_are_named_by_number_in_legends_and_by_folder_where_names_collide()
 
 
 def test_plots_group_telemetry_by_signal_and_overlay_runs():
-    a = _run([{"kimg": 1.0, "GPU0/util": 90.0, "GPU1/util": 80.0, "CPU/rss": 3.0, "Loss/G/main": 1.0}])
+    a = _run([{"kimg": 1.0, "GPU0/util": 90.0, "GPU1/util": 80.0, "CPU/rss": 3.0, "CPU/rss/max": 3.5,
+               "node1/GPU0/util": 70.0, "Loss/G/main": 1.0}])  # fmt: skip
     b = _run([{"kimg": 1.0, "Loss/G/main": 2.0}], name="00001-y")
     found = {p.title: p for p in plots(name_runs([a, b]))}
-    assert [(run, c.label) for run, c in found["Telemetry: util"].curves] == [("00000", "GPU0"), ("00000", "GPU1")]
-    assert [c.label for _, c in found["Telemetry: rss"].curves] == ["CPU"]
+    assert [(run, c.label) for run, c in found["Telemetry: util"].curves] == [("00000", "GPU0"), ("00000", "GPU1"),
+                                                                               ("00000", "node1/GPU0")]  # fmt: skip
+    assert [c.label for _, c in found["Telemetry: rss"].curves] == ["CPU", "CPU max"]  # a signal's range beside it
+    assert not any(title.endswith(("/max", "/min")) for title in found)
     assert [(run, c.values) for run, c in found["Losses"].curves] == [("00000", [1.0]), ("00001", [2.0])]
     assert "Adaptive augmentation" not in found  # no data, no figure
 

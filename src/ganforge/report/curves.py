@@ -25,7 +25,8 @@ _LATER = (
     ("Peak memory (GB)", {"Memory/peak_gb": "peak memory"}, False),
     ("Adaptive augmentation", {"Aug/p": "p", "Aug/rt": "r_t (target line)"}, False),
 )
-_TELEMETRY = re.compile(r"^(GPU\d+|CPU)/(.+)$")
+# node<n>/ on several nodes; a signal's tick mean, or its /min and /max drawn beside it in the same figure
+_TELEMETRY = re.compile(r"^((?:node\d+/)?(?:GPU\d+|CPU))/(.+?)(?:/(min|max))?$")
 
 
 @dataclass(frozen=True)
@@ -81,11 +82,13 @@ def _keyed(stats: list[dict], prefix: str) -> dict[str, str]:
 
 
 def _telemetry(stats: list[dict]) -> dict[str, dict[str, str]]:
-    """Telemetry signals grouped by what they measure: {"util": {"GPU0/util": "GPU0", ...}, ...}."""
+    """Telemetry signals grouped by what they measure, each with its range:
+    {"util": {"GPU0/util": "GPU0", "GPU0/util/max": "GPU0 max", ...}, ...}."""
     groups: dict[str, dict[str, str]] = {}
     for key in sorted({k for r in stats for k in r}):
         if match := _TELEMETRY.match(key):
-            groups.setdefault(match.group(2), {})[key] = match.group(1)
+            device, signal, bound = match.groups()
+            groups.setdefault(signal, {})[key] = f"{device} {bound}" if bound else device
     return groups
 
 
