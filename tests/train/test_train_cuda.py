@@ -16,6 +16,7 @@ from ganforge import checkpoint
 from ganforge.checkpoint.serialize import flatten
 from ganforge.train import loop, resolve, run
 from ganforge.train.build import build
+from ganforge.train.options import TrainOptions
 from ganforge.train.phases import micro_batches, run_phase
 
 pytestmark = pytest.mark.cuda
@@ -27,7 +28,7 @@ def data(tmp_path_factory):
     return make_dataset(tmp_path_factory.mktemp("train_cuda") / "squares")
 
 
-def _options(data, outdir, **extra) -> dict:
+def _options(data, outdir, **extra) -> TrainOptions:
     return tiny_options(data, outdir, **{"device": "cuda", "kimg": 0.008, "tick": 0.008, **extra})
 
 
