@@ -11,7 +11,7 @@ import click
 
 from ganforge import __version__
 from ganforge.cli_checkpoint import checkpoint_group
-from ganforge.config import AUGMENTS, PRECISIONS
+from ganforge.config import AUGMENTS, AUTO_PRECISION, PRECISIONS
 from ganforge.errors import UserError, carried_problems
 from ganforge.export.options import (
     DEFAULT_CHECK_FID,
@@ -318,7 +318,12 @@ def export(format_, **options):
 @click.option("--channels", type=click.IntRange(min=1), default=3, help="Image channels.")
 @click.option("--cbase", type=click.IntRange(min=1), help="Channel base.  [default: from --cfg]")
 @click.option("--cmax", type=click.IntRange(min=1), help="Channel maximum.  [default: from --cfg]")
-@click.option("--precision", type=click.Choice(PRECISIONS), default="fp32", help="As `train --precision`.")
+@click.option(
+    "--precision",
+    type=click.Choice([*PRECISIONS, AUTO_PRECISION]),
+    default="fp32",
+    help="As `train --precision` (auto: what train would pick on this device).",
+)
 @click.option("--batch-gpu", metavar="N|auto",
               help="Images per device; auto finds the largest that fits and the fastest.  [default: preset batch / "
               "devices]")  # fmt: skip

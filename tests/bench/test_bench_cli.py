@@ -9,6 +9,7 @@ from click.testing import CliRunner
 
 from ganforge.cli import main
 from ganforge.nets import Discriminator, Generator
+from ganforge.train.precision import choose_auto
 
 TINY = ["bench", "--cfg", "tiny", "--resolution", "8", "--channels", "1", "--steps", "2", "--warmup", "1",
         "--device", "cpu", "--aug", "noaug", "--json"]  # fmt: skip
@@ -47,6 +48,11 @@ def test_bench_tiny_json_schema_and_figures_that_add_up():
     assert r["memory"]["peak_gb"] is None and r["memory"]["source"] == "estimate"
     assert r["memory"]["gb"] == r["memory"]["estimate_gb"] > 0
     assert r["batch_search"] is None and r["scaling"] is None
+
+
+def test_bench_precision_auto_times_what_train_would_pick_here():
+    c = _bench("--precision", "auto")["config"]
+    assert c["precision"] == choose_auto("cpu")[0] and c["precision"] in ("fp32", "bf16")
 
 
 def test_bench_auto_finds_the_batch_under_a_memory_cap():

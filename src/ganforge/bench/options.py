@@ -8,7 +8,7 @@ top.
 import dataclasses
 from dataclasses import dataclass
 
-from ganforge.config import AUGMENTS, PRECISIONS, Config
+from ganforge.config import AUGMENTS, AUTO_PRECISION, PRECISIONS, Config
 from ganforge.errors import UserError
 from ganforge.presets import DEFAULT_PRESET, PRESETS
 from ganforge.train.options import TrainOptions
@@ -45,7 +45,7 @@ class BenchOptions:
     device: str = "auto"
 
     def __post_init__(self):
-        assert self.cfg in PRESETS and self.precision in PRECISIONS and self.aug in AUGMENTS, self
+        assert self.cfg in PRESETS and self.precision in (*PRECISIONS, AUTO_PRECISION) and self.aug in AUGMENTS, self
         assert self.steps >= 1 and self.warmup >= 0 and self.max_batch_gpu >= 2, self
         if self.aug_p is not None and self.aug != "fixed":
             raise UserError(f"--aug-p {self.aug_p:g}: only used by --aug fixed; add --aug fixed or drop --aug-p")

@@ -5,6 +5,7 @@ figure that scaling efficiency compares with. Then the ranks join the group, agr
 measure the real distributed step.
 """
 
+import dataclasses
 import os
 import sys
 
@@ -16,10 +17,11 @@ from ganforge.bench.measure import Measurement, measure
 from ganforge.bench.memory import OutOfMemory, available_gb
 from ganforge.bench.options import BenchOptions, check, training_config
 from ganforge.bench.peak import device_peak
+from ganforge.config import AUTO_PRECISION
 from ganforge.devices import pick_device
 from ganforge.errors import UserError
 from ganforge.progress import progress_bar
-from ganforge.train.precision import Precision
+from ganforge.train.precision import Precision, choose_auto
 
 
 def local_device(name: str) -> torch.device:
@@ -59,10 +61,12 @@ class _Measurer:
 def run(options: BenchOptions, progress: bool | None = None) -> dict | None:
     """Measure and return the result dict (schema in docs/bench.md) on rank 0, None on other ranks. `progress`
     None shows bars when stderr is a terminal."""
+    device = local_device(options.device)
+    if options.precision == AUTO_PRECISION:  # what `train --precision auto` picks on this device
+        options = dataclasses.replace(options, precision=choose_auto(device.type)[0])
     check(options)
     world = int(os.environ["WORLD_SIZE"]) if dist.launched_by_torchrun() else 1
     rank0 = int(os.environ.get("RANK", "0")) == 0
-    device = local_device(options.device)
     preset = training_config(options, world, device.type)  # validates the options before any work
     cap = _memory_cap(options, device)
     measurer = _Measurer(options, device, cap, rank0 and (sys.stderr.isatty() if progress is None else progress))
