@@ -229,6 +229,9 @@ MUTANTS = (
       "torch.backends.cudnn.benchmark = False", ("tests/train/test_train_precision.py",)),
     M("auto_bf16_on_volta", "train/precision.py", "if capability >= AMPERE:", "if capability >= (7, 0):",
       ("tests/train/test_autoprecision.py",)),
+    # Import.
+    M("sg3_import_r_widths_not_halved", "interop/official_stylegan3.py", "widen = 2 if radial else 1", "widen = 1",
+      ("tests/interop/test_interop_stylegan3.py",)),
     # Data.
     M("exif_wrong_direction", "data/images.py", "image = ImageOps.exif_transpose(image)",
       "image = ImageOps.exif_transpose(image).transpose(Image.Transpose.ROTATE_180)",

@@ -69,23 +69,27 @@ def official_names():
         yield
 
 
-def persistent_tree(module: torch.nn.Module, init_kwargs: dict, source: str = "") -> Persistent:
+def persistent_tree(module: torch.nn.Module, init_kwargs: dict, source: str = "", class_name: str | None = None,
+                    resample_filters: bool = True) -> Persistent:  # fmt: skip
     """The official object graph of a ganforge module tree (same module names and class names as the official
-    networks), with the official extras: persistent resample filters, numpy gains, init kwargs, hook dicts."""
-    class_name = type(module).__name__
+    networks, or `class_name` for the top one), with the official extras: persistent StyleGAN2 resample filters
+    (`resample_filters` False for StyleGAN3, whose filters are the modules' own buffers), numpy gains, init kwargs,
+    hook dicts."""
+    class_name = class_name or type(module).__name__
     params = collections.OrderedDict(
         (name, torch.nn.Parameter(p.detach().clone(), requires_grad=False))
         for name, p in module._parameters.items()
         if p is not None
     )
     buffers = collections.OrderedDict(
-        (name, b.detach().clone())
+        (name, None if b is None else b.detach().clone())  # StyleGAN3 keeps None for filters a layer lacks
         for name, b in module._buffers.items()
         if name not in module._non_persistent_buffers_set
     )
-    if class_name in RESAMPLE_FILTER_OWNERS:
+    if resample_filters and class_name in RESAMPLE_FILTER_OWNERS:
         buffers["resample_filter"] = fir_kernel()
-    children = collections.OrderedDict((n, persistent_tree(c, {}, source)) for n, c in module._modules.items())
+    children = collections.OrderedDict((n, persistent_tree(c, {}, source, resample_filters=resample_filters))
+                                       for n, c in module._modules.items())  # fmt: skip
     state = {"training": False, "_parameters": params, "_buffers": buffers, "_non_persistent_buffers_set": set(),
              "_modules": children, "_init_args": (), "_init_kwargs": init_kwargs,
              **{hooks: collections.OrderedDict() for hooks in HOOK_DICTS}}  # fmt: skip

@@ -124,11 +124,11 @@ def test_unsupported_discriminator_settings_are_listed_together(nets, tmp_path):
     assert "architecture='orig'" in text and "mbstd_num_channels=2" in text and "mbstd_group_size=None" in text
 
 
-def test_stylegan3_alias_free_generator_is_refused(tmp_path):
+def test_a_generator_neither_stylegan2_nor_stylegan3_is_refused(tmp_path):
     empty = {"_parameters": {}, "_buffers": {}, "_modules": {}}
-    synthesis = Persistent("SynthesisNetwork", {**empty, "_modules": {"input": Persistent("SynthesisInput", empty)}})
+    synthesis = Persistent("SynthesisNetwork", {**empty, "_modules": {"head": Persistent("Conv2dLayer", empty)}})
     record = Persistent("Generator", {**empty, "_modules": {"synthesis": synthesis}, "_init_kwargs": {}})
-    with pytest.raises(UserError, match="StyleGAN3 alias-free generators are not supported"):
+    with pytest.raises(UserError, match="neither StyleGAN2's .* nor StyleGAN3's"):
         load_network(write(tmp_path, {"G_ema": record}))
 
 

@@ -1,7 +1,8 @@
 """One entry for every network file ganforge reads, told apart by their first bytes (never by their names):
 
 - a ganforge snapshot (`.safetensors`, `ganforge.snapshot`),
-- an NVlabs network pickle (stylegan2-ada-pytorch, or stylegan3 with StyleGAN2 networks), read as data,
+- an NVlabs network pickle (stylegan2-ada-pytorch, or stylegan3: StyleGAN2 networks and alias-free T and R
+  generators), read as data,
 - a rosinality stylegan2-pytorch checkpoint (`.pt`), read with `torch.load(weights_only=True)`.
 
 Nothing from any of them is executed.
@@ -13,7 +14,7 @@ from pathlib import Path
 import torch
 
 from ganforge.errors import UserError
-from ganforge.interop import official, rosinality
+from ganforge.interop import official, official_stylegan3, rosinality
 from ganforge.interop.official_pickle import read_pickle
 from ganforge.nets import Generator
 from ganforge.snapshot import load_snapshot, save_discriminator, save_snapshot
@@ -55,8 +56,12 @@ def read_network(path, which: str = "G_ema") -> tuple[torch.nn.Module, dict]:
         raise UserError(f"{path}: already a ganforge snapshot; use it as it is")
     if kind == NVLABS:
         record = official.network_record(path, read_pickle(path), which)
-        read = official.read_discriminator if which == "D" else official.read_generator
-        net, details = read(path, record)
+        if which == "D":
+            net, details = official.read_discriminator(path, record)
+        elif official_stylegan3.is_stylegan3(record):
+            net, details = official_stylegan3.read_stylegan3(path, record, official.generator_kwargs(path, record))
+        else:
+            net, details = official.read_generator(path, record)
     else:
         checkpoint = rosinality.read_checkpoint(path)
         if which == "D":

@@ -102,7 +102,7 @@ def _init_kwargs(path: Path, record: PersistentRecord, class_name: str) -> dict:
     return dict(kwargs)
 
 
-def _settings(where: str, given, rules: dict, problems: list) -> dict:
+def settings(where: str, given, rules: dict, problems: list) -> dict:
     """`rules` maps a name to IGNORE, or to (default, allowed values or ANY); returns the values used.
     `where` ("FILE: mapping_kwargs.") prefixes each problem."""
     values = {name: rule[0] for name, rule in rules.items() if rule != IGNORE}
@@ -122,7 +122,7 @@ def _settings(where: str, given, rules: dict, problems: list) -> dict:
     return values
 
 
-def _required(path: Path, kwargs: dict, names: tuple, problems: list) -> dict:
+def required_kwargs(path: Path, kwargs: dict, names: tuple, problems: list) -> dict:
     problems += [f"{path}: constructor argument {n} is missing" for n in names if n not in kwargs]
     return {n: kwargs.pop(n, None) for n in names}
 
@@ -130,13 +130,13 @@ def _required(path: Path, kwargs: dict, names: tuple, problems: list) -> dict:
 def generator_arch(path: Path, kwargs: dict) -> dict:
     """ganforge Generator kwargs from an official Generator's; UserError listing every unsupported setting."""
     problems = []
-    top = _required(path, kwargs, G_REQUIRED, problems)
+    top = required_kwargs(path, kwargs, G_REQUIRED, problems)
     mapping_given = kwargs.pop("mapping_kwargs", {})
     nested = kwargs.pop("synthesis_kwargs", {})
     synthesis_given = {**nested, **kwargs} if isinstance(nested, dict) else nested  # stylegan3: at the top level
     w_dim = top["w_dim"]
-    mapping = _settings(f"{path}: mapping_kwargs.", mapping_given, _mapping_rules(w_dim, (8, ANY)), problems)
-    synthesis = _settings(f"{path}: synthesis_kwargs.", synthesis_given, SYNTHESIS_RULES, problems)
+    mapping = settings(f"{path}: mapping_kwargs.", mapping_given, _mapping_rules(w_dim, (8, ANY)), problems)
+    synthesis = settings(f"{path}: synthesis_kwargs.", synthesis_given, SYNTHESIS_RULES, problems)
     if problems:
         raise UserError(*problems)
     return dict(resolution=top["img_resolution"], img_channels=top["img_channels"], c_dim=top["c_dim"],
@@ -148,16 +148,16 @@ def generator_arch(path: Path, kwargs: dict) -> dict:
 def discriminator_arch(path: Path, kwargs: dict) -> dict:
     """ganforge Discriminator kwargs from an official Discriminator's; UserError listing every unsupported setting."""
     problems = []
-    top = _required(path, kwargs, D_REQUIRED, problems)
+    top = required_kwargs(path, kwargs, D_REQUIRED, problems)
     base, cmax = kwargs.get("channel_base", 32768), kwargs.get("channel_max", 512)
     cmap = channels_at(4, base, cmax) if isinstance(base, int) and isinstance(cmax, int) else None
     blocks, mapping, epilogue = (kwargs.pop(k, {}) for k in ("block_kwargs", "mapping_kwargs", "epilogue_kwargs"))
     rules = {**SIZES, "architecture": ("resnet", ["resnet"]), "cmap_dim": (None, [None, cmap])}
-    main = _settings(f"{path}: ", kwargs, rules, problems)
-    _settings(f"{path}: block_kwargs.", blocks, D_BLOCK_RULES, problems)
+    main = settings(f"{path}: ", kwargs, rules, problems)
+    settings(f"{path}: block_kwargs.", blocks, D_BLOCK_RULES, problems)
     if top["c_dim"]:  # the label-embedding network exists only in conditional discriminators
-        _settings(f"{path}: mapping_kwargs.", mapping, _mapping_rules(cmap, (8, [8])), problems)
-    head = _settings(f"{path}: epilogue_kwargs.", epilogue, D_EPILOGUE_RULES, problems)
+        settings(f"{path}: mapping_kwargs.", mapping, _mapping_rules(cmap, (8, [8])), problems)
+    head = settings(f"{path}: epilogue_kwargs.", epilogue, D_EPILOGUE_RULES, problems)
     if head["mbstd_group_size"] is None:
         problems.append(f"{path}: epilogue_kwargs.mbstd_group_size=None (the whole minibatch) is not supported")
     if problems:
@@ -168,13 +168,18 @@ def discriminator_arch(path: Path, kwargs: dict) -> dict:
                 conv_clamp=main["conv_clamp"])  # fmt: skip
 
 
+def generator_kwargs(path: Path, record: PersistentRecord) -> dict:
+    """The constructor kwargs an official Generator recorded (StyleGAN2 or StyleGAN3)."""
+    return _init_kwargs(path, record, "Generator")
+
+
 def read_generator(path: Path, record: PersistentRecord) -> tuple[Generator, dict]:
     """A ganforge Generator equal to an official StyleGAN2 one, and the architecture it was built from."""
     kwargs = _init_kwargs(path, record, "Generator")
     synthesis = record.state.get("_modules", {}).get("synthesis")
     if isinstance(synthesis, PersistentRecord) and "b4" not in synthesis.state.get("_modules", {}):
-        raise UserError(f"{path}: not a StyleGAN2 generator (its synthesis network has no b4 block); StyleGAN3 "
-                        "alias-free generators are not supported")  # fmt: skip
+        raise UserError(f"{path}: its synthesis network is neither StyleGAN2's (no b4 block) nor StyleGAN3's (no "
+                        "input layer); not a network ganforge can read")  # fmt: skip
     arch = generator_arch(path, kwargs)
     tensors = drop_resample_filters(path, module_tensors(path, record))
     return build_network(path, Generator, arch, tensors), arch
