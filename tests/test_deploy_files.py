@@ -56,7 +56,9 @@ def test_slurm_example_runs_one_torchrun_per_node_with_a_command_that_parses(tmp
     record = tmp_path / "torchrun.args"
     stubs = {
         "srun": 'while [[ "$1" == --* ]]; do shift; done; exec "$@"',
-        "scontrol": 'printf "gpu-node-07\\ngpu-node-08\\n"',
+        # The second name comes after a pause, as a long node list may: a reader that stops at the first line
+        # (`| head -n 1`) leaves scontrol writing into a closed pipe, and under pipefail the job dies of SIGPIPE.
+        "scontrol": 'printf "gpu-node-07\\n"; sleep 0.2; printf "gpu-node-08\\n"',
         "torchrun": f'printf "%s\\0" "${SHARED_STORE_SWITCH}" "$@" > {record}',
     }
     for name, body in stubs.items():
