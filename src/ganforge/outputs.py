@@ -15,9 +15,7 @@ def check_writable_folder(folder: Path, what: str) -> None:
     """Raise UserError (naming `what`, the flag or argument) unless `folder` exists or can be created, and a file can
     be written in it. Nothing is left behind: the probe file is made in the nearest existing folder and removed."""
     folder = Path(folder)
-    existing = folder.absolute()
-    while not existing.exists():
-        existing = existing.parent
+    existing = _nearest_existing(folder)
     if not existing.is_dir():
         raise UserError(f"{what} {folder}: {existing} is a file, so no folder can be made there; pass another path")
     try:
@@ -29,15 +27,14 @@ def check_writable_folder(folder: Path, what: str) -> None:
         ) from None
 
 
-def check_free_space(folder: Path, need_bytes: int, what: str, purpose: str) -> None:
-    """Raise UserError (naming `what`) when the disk that will hold `folder` has less than `need_bytes` free, which
-    `purpose` (e.g. "the first checkpoint") needs: better refused now than after the first hour of training."""
+def free_bytes(folder: Path) -> int:
+    """Free bytes on the disk that holds (or will hold) `folder`."""
+    return shutil.disk_usage(_nearest_existing(folder)).free
+
+
+def _nearest_existing(folder: Path) -> Path:
+    """`folder` itself when it exists, else the closest ancestor that does (where it would be created)."""
     existing = Path(folder).absolute()
     while not existing.exists():
         existing = existing.parent
-    free = shutil.disk_usage(existing).free
-    if free < need_bytes:
-        raise UserError(
-            f"{what} {folder}: {free / 2**20:,.0f} MiB free on its disk, but {purpose} needs about "
-            f"{need_bytes / 2**20:,.0f} MiB; free some space or pass a folder on another disk"
-        )
+    return existing

@@ -7,12 +7,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+from train_helpers import make_dataset
 
 from ganforge import outputs
 from ganforge.config import maths_fields
 from ganforge.errors import UserError
 from ganforge.nets import Generator
-from ganforge.train import resolver
 from ganforge.train.checkpointing import _weights_mismatch, check_config
 from ganforge.train.options import TrainOptions
 from ganforge.train.resolver import DatasetFacts, Facts, resolve
@@ -53,9 +53,8 @@ def test_a_batch_the_processes_cannot_share_names_the_process_count(tmp_path):
 
 
 @pytest.mark.parametrize("world_size", [1, 2, 3])
-def test_every_suggested_batch_resolves(tmp_path, world_size, monkeypatch):
+def test_every_suggested_batch_resolves(tmp_path, world_size):
     """Apply the advice of every batch error over a grid of choices: the result has no batch problem left."""
-    monkeypatch.setattr(resolver, "first_save_bytes", lambda cfg: 0)  # the disk check is not what this test is about
     for batch in range(1, 41):
         for batch_gpu in (None, *range(1, 11)):
             given = {"batch": batch} if batch_gpu is None else {"batch": batch, "batch_gpu": batch_gpu}
@@ -102,10 +101,11 @@ def test_a_snapshot_of_another_resolution_names_data_not_cfg():
 
 
 def test_an_outdir_without_room_for_the_first_checkpoint_is_refused_before_work(tmp_path, monkeypatch):
+    make_dataset(tmp_path / "d")
     full_disk = shutil.disk_usage(tmp_path)._replace(free=2**20)
     monkeypatch.setattr(outputs.shutil, "disk_usage", lambda path: full_disk)
     with pytest.raises(UserError) as caught:
-        resolve(_options(tmp_path, batch=8), _facts())
+        resolve(_options(tmp_path, batch=8))  # the facts observed: --data opened, --outdir's disk looked at
     (problem,) = caught.value.problems
     assert problem.startswith(f"--outdir {tmp_path / 'runs'}: 1 MiB free on its disk, but the first checkpoint")
     assert not (tmp_path / "runs").exists()

@@ -31,7 +31,7 @@ from ganforge.data import open_dataset
 from ganforge.errors import UserError
 from ganforge.limits import RESOLUTIONS, resolution_ok
 from ganforge.metrics import check_names, parse_names
-from ganforge.outputs import check_free_space, check_writable_folder
+from ganforge.outputs import check_writable_folder, free_bytes
 from ganforge.presets import DEFAULT_PRESET, PRESETS, Preset
 from ganforge.train.build import first_save_bytes
 from ganforge.train.options import TrainOptions
@@ -51,23 +51,31 @@ class DatasetFacts:
 @dataclass(frozen=True)
 class Facts:
     """What resolve needs besides the options: the dataset's facts (None when --data could not be opened), how many
-    processes train together, the device type ("cpu" or "cuda"), and problems met while finding these out."""
+    processes train together, the device type ("cpu" or "cuda"), problems met while finding these out, and the free
+    bytes on --outdir's disk (None: not looked at, as for the bench, which writes no run)."""
 
     dataset: DatasetFacts | None
     world_size: int
     device_type: str
     problems: tuple[str, ...] = ()
+    outdir_free_bytes: int | None = None
 
 
 def observe(options: TrainOptions) -> Facts:
-    """Join the process group (torchrun's, or a single process) and read the dataset's facts."""
+    """Join the process group (torchrun's, or a single process), read the dataset's facts, and check that --outdir
+    can be written to and how much room its disk has."""
     device = dist.init(_pick(options.device, field_default(PrecisionConfig, "device")))
-    dataset, problems = None, ()
+    dataset, problems, free = None, [], None
     try:
         dataset = open_dataset(data_path(options))
     except UserError as error:
-        problems = tuple(error.problems)
-    return Facts(dataset, dist.world_size(), device.type, problems)
+        problems += error.problems
+    try:
+        check_writable_folder(Path(options.outdir), "--outdir")
+        free = free_bytes(Path(options.outdir))
+    except UserError as error:
+        problems += error.problems
+    return Facts(dataset, dist.world_size(), device.type, tuple(problems), free)
 
 
 def data_path(options: TrainOptions) -> str:
@@ -88,7 +96,7 @@ def resolve(options: TrainOptions, facts: Facts | None = None) -> Config:
     cfg = _build(options, name, preset, dataset, facts.world_size, () if isinstance(lr_steps, str) else lr_steps)
     cfg = resolve_auto(cfg, facts.device_type)
     problems = [lr_steps] if isinstance(lr_steps, str) else []
-    problems += list(facts.problems) + _output_problems(cfg) + _metric_problems(cfg) + _retention_problems(cfg)
+    problems += list(facts.problems) + _space_problems(cfg, facts) + _metric_problems(cfg) + _retention_problems(cfg)
     if facts.dataset is not None:
         problems += _dataset_problems(preset, cfg, facts.dataset)
     problems += _batch_problems(options, preset, cfg) + _problems(cfg, facts.device_type) + _control_problems(cfg)
@@ -239,14 +247,16 @@ def _length_problems(lengths: list[tuple[str, float]], batch: int) -> list[str]:
             f"of {batch / 1000:g} kimg" for flag, kimg in lengths if not _is_whole_batches(kimg, batch)]  # fmt: skip
 
 
-def _output_problems(cfg: Config) -> list[str]:
-    """--outdir can be written to, and its disk holds the first checkpoint and snapshot."""
-    try:
-        check_writable_folder(Path(cfg.run.outdir), "--outdir")
-        check_free_space(Path(cfg.run.outdir), first_save_bytes(cfg), "--outdir", "the first checkpoint and snapshot")
-    except UserError as error:
-        return list(error.problems)
-    return []
+def _space_problems(cfg: Config, facts: Facts) -> list[str]:
+    """--outdir's disk holds the first checkpoint and snapshot (sizes counted only when the free room is known)."""
+    if facts.outdir_free_bytes is None:
+        return []
+    need = first_save_bytes(cfg)
+    if facts.outdir_free_bytes >= need:
+        return []
+    return [f"--outdir {cfg.run.outdir}: {facts.outdir_free_bytes / 2**20:,.0f} MiB free on its disk, but the first "
+            f"checkpoint and snapshot need about {need / 2**20:,.0f} MiB; free some space or pass a folder on another "
+            "disk"]  # fmt: skip
 
 
 def _metric_problems(cfg: Config) -> list[str]:
