@@ -55,8 +55,8 @@ M = Mutant
 
 MUTANTS = (
     # Training phases: what each loss sees and how it is weighted.
-    M("d_never_sees_reals", "train/phases.py", "real_logits = t.discriminate(mb.real, mb.c)",
-      "real_logits = t.discriminate(img, mb.c)", (REFERENCE + "test_d_main_is_the_logistic_loss_on_reals_and_fakes",)),
+    M("d_never_sees_reals", "train/phases.py", "t.discriminate_pair(img, mb.real, mb.c)",
+      "t.discriminate_pair(img, img, mb.c)", (REFERENCE + "test_d_main_is_the_logistic_loss_on_reals_and_fakes",)),
     M("g_loss_saturating", "train/loss.py", "return F.softplus(-fake_logits).flatten()",
       "return -F.softplus(fake_logits).flatten()",
       (REFERENCE + "test_g_main_is_the_nonsaturating_loss_of_d_on_fakes",)),
@@ -135,8 +135,8 @@ MUTANTS = (
       "open_dataset(cfg.data.path, labels=cfg.data.cond)",
       (SCHEDULE + "test_mirror_trains_on_the_flipped_copies_too",)),
     # Adaptive augmentation.
-    M("ada_fakes_unaugmented", "train/phases.py", "fake_logits = t.discriminate(img, mb.c)",
-      "fake_logits = t.D_main(img, mb.c)",
+    M("ada_fakes_unaugmented", "train/phases.py", "images = torch.cat([self._prepare(fakes), self._prepare(reals)])",
+      "images = torch.cat([fakes, self._prepare(reals)])",
       (REFERENCE + "test_augmentation_reaches_every_image_d_sees_reals_and_fakes[D_main]",)),
     M("ada_r1_reals_unaugmented", "train/phases.py", "logits = t.discriminate(real, mb.c, main=False)",
       "logits = t.D(real, mb.c)", (REFERENCE + "test_augmentation_reaches_every_image_d_sees_reals_and_fakes[D_reg]",)),
@@ -212,9 +212,12 @@ MUTANTS = (
       "x = self.conv1(self.conv0(x))", (NETS + "test_discriminator_equals_the_reference_forward",)),
     M("g_conv1_takes_conv0_w", "nets/generator.py", "x = self.conv1(x, ws[:, self.num_conv - 1], noise_mode)",
       "x = self.conv1(x, ws[:, 0], noise_mode)", (NETS + "test_generator_equals_the_reference_forward",)),
-    M("mbstd_std_before_eps", "nets/discriminator.py", "y = (y + 1e-8).sqrt().mean(dim=[2, 3, 4])",
-      "y = (y + 1e-2).sqrt().mean(dim=[2, 3, 4])",
+    M("mbstd_std_before_eps", "nets/discriminator.py", "y = (y + 1e-8).sqrt().mean(dim=[3, 4, 5])",
+      "y = (y + 1e-2).sqrt().mean(dim=[3, 4, 5])",
       (NETS + "test_discriminator_equals_the_reference_forward",)),
+    M("mbstd_groups_stacked_batches_together", "nets/discriminator.py",
+      "y = x.reshape(batches, g, -1, f, c // f, h, w)", "y = x.reshape(1, g, -1, f, c // f, h, w)",
+      ("tests/nets/test_nets_discriminator.py::test_stacked_batches_give_the_logits_and_gradients_of_one_call_per_batch",)),
     M("fir_backward_not_the_adjoint", "nets/layers.py", "_DepthwiseFIR.apply(grad, ctx.f, not ctx.transpose,",
       "_DepthwiseFIR.apply(grad, ctx.f, ctx.transpose,",
       ("tests/nets/test_nets_fir_derivatives.py::test_backward_is_the_adjoint_and_keeps_the_input_size",)),

@@ -49,6 +49,29 @@ def test_minibatch_stddev_uses_the_whole_batch_when_smaller_than_the_group():
     assert torch.allclose(y[:, 3], x.std(dim=0, unbiased=False).mean().expand(2, 2, 2), atol=1e-5)
 
 
+def test_minibatch_stddev_groups_stacked_batches_each_on_its_own():
+    x = torch.randn(16, 3, 2, 2, dtype=torch.float64)
+    stacked = MinibatchStdLayer(group_size=4)(x, batches=2)
+    layer = MinibatchStdLayer(group_size=4)
+    assert torch.equal(stacked, torch.cat([layer(x[:8]), layer(x[8:])]))
+    assert not torch.allclose(stacked, layer(x))  # one batch of 16 groups samples of both halves together
+
+
+def test_stacked_batches_give_the_logits_and_gradients_of_one_call_per_batch():
+    D = tiny_discriminator(c_dim=3).double()
+    fakes, reals = torch.randn(4, 3, 16, 16, dtype=torch.float64), torch.randn(4, 3, 16, 16, dtype=torch.float64)
+    c = torch.eye(3, dtype=torch.float64)[[0, 1, 2, 0]]
+    separate = torch.cat([D(fakes, c), D(reals, c)])
+    separate.square().sum().backward()
+    expected_grads = [p.grad.clone() for p in D.parameters()]
+    D.zero_grad()
+    stacked = D(torch.cat([fakes, reals]), torch.cat([c, c]), batches=2)
+    stacked.square().sum().backward()
+    torch.testing.assert_close(stacked, separate, rtol=1e-6, atol=1e-7)  # the head runs in float32 whatever the input
+    for p, expected in zip(D.parameters(), expected_grads, strict=True):
+        torch.testing.assert_close(p.grad, expected, rtol=1e-5, atol=1e-7)
+
+
 def test_projection_conditioning_depends_on_the_class():
     D = tiny_discriminator(c_dim=3)
     img = torch.randn(4, 3, 16, 16)

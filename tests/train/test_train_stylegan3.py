@@ -160,7 +160,8 @@ def test_d_sees_every_image_blurred_during_the_warm_up(data, tmp_path, name):
     t.G.synthesis.register_forward_hook(lambda module, args, out: fakes.append(out.detach().clone()))
     _run(cfg, t, phases, images, name)
     assert t.d_blur_sigma == 1.5
-    originals = {"G_main": fakes, "D_main": fakes + [images], "D_reg": [images]}[name]
+    # D main judges the fakes and the reals in one pass
+    originals = {"G_main": fakes, "D_main": [torch.cat(fakes + [images])], "D_reg": [images]}[name]
     assert len(seen) == len(originals)
     for got, original in zip(seen, originals, strict=True):
         torch.testing.assert_close(got, blur_images(original, 1.5))

@@ -51,21 +51,26 @@ class MinibatchStdLayer(nn.Module):
     """Append the mean stddev over groups of samples as extra feature maps (Karras et al. 2018, Sec. 3).
 
     Sample i belongs to group i % (N / G), as upstream; N must be a multiple of the group size G = min(group, N).
+    With `batches` > 1 the input is that many equal batches one after the other, each grouped on its own: the
+    same values as one call per batch.
     """
 
     def __init__(self, group_size: int, num_channels: int = 1):
         super().__init__()
         self.group_size, self.num_channels = group_size, num_channels
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        n, c, h, w = x.shape
+    def forward(self, x: torch.Tensor, batches: int = 1) -> torch.Tensor:
+        total, c, h, w = x.shape
+        n = total // batches
         g = min(self.group_size, n)
         f = self.num_channels
-        assert n % g == 0, f"minibatch stddev: batch {n} is not a multiple of the group size {g}"
-        y = x.reshape(g, -1, f, c // f, h, w)  # [G, N/G, F, C/F, H, W]
-        y = (y - y.mean(dim=0)).square().mean(dim=0)  # variance over each group
-        y = (y + 1e-8).sqrt().mean(dim=[2, 3, 4])  # [N/G, F]: mean stddev over channels and pixels
-        y = y.reshape(-1, f, 1, 1).repeat(g, 1, h, w)  # [N, F, H, W]
+        assert n * batches == total and n % g == 0, (
+            f"minibatch stddev: batch {n} is not a multiple of the group size {g}"
+        )
+        y = x.reshape(batches, g, -1, f, c // f, h, w)  # [B, G, N/G, F, C/F, H, W]
+        y = (y - y.mean(dim=1, keepdim=True)).square().mean(dim=1)  # variance over each group
+        y = (y + 1e-8).sqrt().mean(dim=[3, 4, 5])  # [B, N/G, F]: mean stddev over channels and pixels
+        y = y.reshape(batches, 1, -1, f, 1, 1).expand(-1, g, -1, -1, h, w).reshape(total, f, h, w)  # [B N, F, H, W]
         return torch.cat([x, y], dim=1)
 
     def extra_repr(self) -> str:
@@ -83,8 +88,8 @@ class DiscriminatorEpilogue(nn.Module):
         self.fc = FullyConnectedLayer(in_channels * 4 * 4, in_channels, "lrelu")
         self.out = FullyConnectedLayer(in_channels, cmap_dim if cmap_dim > 0 else 1)
 
-    def forward(self, x: torch.Tensor, cmap: torch.Tensor | None) -> torch.Tensor:
-        x = self.conv(self.mbstd(x.to(torch.float32)))
+    def forward(self, x: torch.Tensor, cmap: torch.Tensor | None, batches: int = 1) -> torch.Tensor:
+        x = self.conv(self.mbstd(x.to(torch.float32), batches))
         x = self.out(self.fc(x.flatten(1)))
         if cmap is not None:
             # projection discriminator (Miyato & Koyama 2018): <features, class embedding>, scaled by 1/sqrt(dim)
@@ -102,6 +107,10 @@ class Discriminator(nn.Module):
         conv_clamp: clamp conv outputs to +-conv_clamp, or None.
         The generator's z_dim, w_dim and mapping_layers are accepted and ignored, so one architecture dict can
         build both networks; any other keyword is a TypeError.
+
+    forward(img, c, force_fp32, batches): `batches` > 1 judges that many equal batches stacked in one call (the
+    minibatch stddev groups each on its own): the same logits as one call per batch, in one pass, which on CPU is
+    faster than two (larger matrix products, the weights prepared once).
     """
 
     def __init__(self, resolution=32, img_channels=3, c_dim=0, channel_base=16384, channel_max=512,
@@ -136,11 +145,11 @@ class Discriminator(nn.Module):
         """JSON-serialisable constructor kwargs: Discriminator(**D.config) rebuilds the same architecture."""
         return dict(self._config)
 
-    def forward(self, img: torch.Tensor, c: torch.Tensor, force_fp32: bool = False) -> torch.Tensor:
+    def forward(self, img: torch.Tensor, c: torch.Tensor, force_fp32: bool = False, batches: int = 1) -> torch.Tensor:
         shape = (self.img_channels, self.resolution, self.resolution)
         assert img.ndim == 4 and img.shape[1:] == shape, f"img: expected [N, *{shape}], got {list(img.shape)}"
         x = img
         for res in self.block_resolutions:
             x = getattr(self, f"b{res}")(x, force_fp32)
         cmap = self.mapping(None, c) if self.mapping is not None else None
-        return self.b4(x, cmap)
+        return self.b4(x, cmap, batches)

@@ -89,10 +89,17 @@ class Trainer:
     def discriminate(self, images: torch.Tensor, c: torch.Tensor, main: bool = True) -> torch.Tensor:
         """D on blurred (StyleGAN3-R warm-up) then augmented images: ADA and DiffAugment augment every image D sees,
         reals and fakes, the same way, and R1 differentiates through both."""
+        return (self.D_main if main else self.D)(self._prepare(images), c)
+
+    def discriminate_pair(self, fakes: torch.Tensor, reals: torch.Tensor, c: torch.Tensor):
+        """(fake logits, real logits) of the main D from one pass over both batches: the same values as two calls
+        (each batch is augmented on its own, fakes first, and grouped on its own by the minibatch stddev)."""
+        images = torch.cat([self._prepare(fakes), self._prepare(reals)])
+        return self.D_main(images, torch.cat([c, c]), batches=2).chunk(2)
+
+    def _prepare(self, images: torch.Tensor) -> torch.Tensor:
         images = blur_images(images, self.d_blur_sigma)
-        if self.augment is not None:
-            images = self.augment(images)
-        return (self.D_main if main else self.D)(images, c)
+        return images if self.augment is None else self.augment(images)
 
 
 def g_main(t: Trainer, mb: MicroBatch):
@@ -114,8 +121,7 @@ def g_reg(t: Trainer, mb: MicroBatch):
 def d_main(t: Trainer, mb: MicroBatch):
     with torch.no_grad():
         img, _ = t.generate(mb, update_emas=False)
-    fake_logits = t.discriminate(img, mb.c)
-    real_logits = t.discriminate(mb.real, mb.c)
+    fake_logits, real_logits = t.discriminate_pair(img, mb.real, mb.c)
     if t.ada is not None:
         t.ada.accumulate(real_logits.detach())
     loss = L.d_logistic(real_logits, fake_logits)
