@@ -6,9 +6,9 @@ import time
 import numpy as np
 import pytest
 import torch
-from data_testfiles import write_nvlabs_zip
+from data_testfiles import write_fast, write_nvlabs_zip
 
-from ganforge.data import fastformat, make_loader, open_dataset
+from ganforge.data import make_loader, open_dataset
 from ganforge.data.loader import host_loader, reads_in_process, to_float
 from ganforge.data.sampler import InfiniteSampler
 from ganforge.errors import UserError
@@ -24,12 +24,8 @@ def dataset(tmp_path):
 @pytest.fixture
 def fast_dataset(tmp_path):
     """9 images with 3 classes, x-flips on: 18 positions per pass."""
-    writer = fastformat.FastWriter(tmp_path / "x.gfd", channels=3, resolution=8)
-    for image in np.random.default_rng(0).integers(0, 256, (9, 3, 8, 8), dtype=np.uint8):
-        writer.add(image)
-    header = {"label_names": ["a", "b", "c"], "content_hash": "test", "build": {}}
-    writer.finish(np.array([i % 3 for i in range(9)]), header)
-    return open_dataset(tmp_path / "x.gfd", mirror=True)
+    source = list(np.random.default_rng(0).integers(0, 256, (9, 8, 8, 3), dtype=np.uint8))
+    return open_dataset(write_fast(tmp_path / "x.gfd", source, [i % 3 for i in range(9)], ["a", "b", "c"]), mirror=True)
 
 
 def batches(loader, count):
