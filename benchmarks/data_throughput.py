@@ -1,10 +1,16 @@
 """Images/s delivered by `make_loader` for the zip-of-PNG and fast formats, 64² and 256², 0 and 2 workers.
 
 Writes synthetic archives (smooth random images, so PNG sizes are realistic) into a temporary folder, then times
-the loader end to end on CPU: read, decode, collate, uint8 -> float in [-1, 1]. Per-core rates divide by the
-processes doing the reading (1 with workers=0, else `workers`). Baseline in the same run: the zip format.
+on CPU the uint8 batches a GPU run receives, and the loader end to end (read, decode, collate, uint8 -> float in
+[-1, 1]). Baseline in the same run: the zip format through DataLoader workers. The fast format is timed twice: as
+make_loader reads it (a read-ahead thread of this process, whatever `--workers`), and through DataLoader workers as
+before (`workers`=0: read in this process when asked, no thread). Per-core rates divide by the processes or threads
+doing the reading (`workers`, or 1 when reading in this process).
 
-    python benchmarks/data_throughput.py [--images 3000] [--seconds 4] [--batch 32]
+A second table shows whether training waits for data: the time `next()` takes per step while each step computes for
+a fixed time, for the fast format read ahead by the thread and read when asked.
+
+    python benchmarks/data_throughput.py [--images 3000] [--seconds 4] [--batch 32] [--step-ms 20]
 """
 
 import argparse
@@ -19,7 +25,7 @@ from ganforge.data import make_loader, open_dataset
 from ganforge.data.build import ZipWriter
 from ganforge.data.fastformat import ContentHasher, FastWriter
 from ganforge.data.images import digest, encode_png
-from ganforge.data.loader import host_loader
+from ganforge.data.loader import DeviceLoader, host_batches, host_loader
 
 
 def synthetic_image(rng: np.random.Generator, resolution: int) -> np.ndarray:
@@ -58,12 +64,51 @@ def images_per_second(batches, seconds: float) -> float:
     return count / (time.perf_counter() - start)
 
 
-def measure(path: Path, workers: int, args) -> tuple[float, float]:
-    """(uint8 batches/s from the DataLoader, as a GPU run receives them; float [-1, 1] batches/s on the CPU)."""
+def loaders(path: Path, workers: int, args) -> dict[str, object]:
+    """The loaders timed for one archive: make_loader's choice and the DataLoader with `workers`, uint8 and float."""
     dataset = open_dataset(path)
-    host = images_per_second(host_loader(dataset, args.batch, workers=workers, timeout_s=120), args.seconds)
-    full = images_per_second(make_loader(dataset, args.batch, workers=workers, timeout_s=120), args.seconds)
-    return host, full
+    return {
+        "chosen uint8": lambda: host_batches(dataset, args.batch, workers=workers, timeout_s=120),
+        "chosen float": lambda: make_loader(dataset, args.batch, workers=workers, timeout_s=120),
+        "dataloader uint8": lambda: host_loader(dataset, args.batch, workers=workers, timeout_s=120),
+        "dataloader float": lambda: DeviceLoader(
+            host_loader(dataset, args.batch, workers=workers, timeout_s=120), torch.device("cpu"), 120
+        ),
+    }
+
+
+def throughput_rows(zip_path: Path, fast_path: Path, resolution: int, args) -> list[tuple]:
+    """Per --workers and stage: zip, fast as chosen, fast through the DataLoader; per core; fast/zip per core."""
+    rows = []
+    for workers in (0, 2):
+        zips, fasts = loaders(zip_path, workers, args), loaders(fast_path, workers, args)
+        for stage in ("uint8", "float"):
+            zip_rate = images_per_second(zips[f"dataloader {stage}"](), args.seconds)
+            chosen = images_per_second(fasts[f"chosen {stage}"](), args.seconds)
+            through_workers = images_per_second(fasts[f"dataloader {stage}"](), args.seconds)
+            per_core = (zip_rate / max(workers, 1), chosen, through_workers / max(workers, 1))
+            rates = (zip_rate, chosen, through_workers, *per_core)
+            ratios = (per_core[1] / per_core[0], per_core[2] / per_core[0])
+            rows.append((resolution, workers, stage, *(f"{r:.0f}" for r in rates), *(f"{r:.1f}x" for r in ratios)))
+            print(" ".join(f"{item:>11}" for item in rows[-1]), flush=True)
+    return rows
+
+
+def waits_per_step(batches, seconds: float, step_ms: float) -> float:
+    """Mean ms spent in next() per step, each step computing (torch, GIL released) for `step_ms` after its batch."""
+    batches, work = iter(batches), torch.ones(128, 128)
+    for _ in range(3):
+        next(batches)
+    waited, steps, start = 0.0, 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        asked = time.perf_counter()
+        next(batches)
+        waited += time.perf_counter() - asked
+        steps += 1
+        busy_until = time.perf_counter() + step_ms / 1000
+        while time.perf_counter() < busy_until:
+            torch.mm(work, work)
+    return 1000 * waited / steps
 
 
 def main() -> None:
@@ -71,26 +116,27 @@ def main() -> None:
     parser.add_argument("--images", type=int, default=3000, help="Images per archive.")
     parser.add_argument("--seconds", type=float, default=4.0, help="Timed seconds per configuration.")
     parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--step-ms", type=float, default=20.0, help="Compute per step in the data-wait table.")
     args = parser.parse_args()
     # One intra-op thread: rates are per process, and on a busy machine torch's thread pool only adds waiting.
     torch.set_num_threads(1)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} intra-op threads, {args.images} images per archive")
-    columns = ("res", "workers", "path", "zip img/s", "fast img/s", "zip /core", "fast /core", "fast/zip")
-    print(" ".join(f"{name:>10}" for name in columns))
+    print("fast: as make_loader reads it (a read-ahead thread); fast DL: through DataLoader workers (0: when asked)")
+    columns = ("res", "--workers", "batches", "zip img/s", "fast img/s", "fast DL", "zip /core", "fast /core",
+               "fast DL/c", "fast/zip/c", "DL/zip/c")  # fmt: skip
+    print(" ".join(f"{name:>11}" for name in columns))
     with tempfile.TemporaryDirectory() as tmp:
-        for resolution in (64, 256):
-            zip_path, fast_path = write_archives(Path(tmp), resolution, args.images)
-            for workers in (0, 2):
-                cores = max(workers, 1)
-                for path_name, zip_rate, fast_rate in zip(
-                    ("uint8", "float-cpu"),
-                    measure(zip_path, workers, args),
-                    measure(fast_path, workers, args),
-                    strict=True,
-                ):
-                    row = (resolution, workers, path_name, *(f"{r:.0f}" for r in (zip_rate, fast_rate)))
-                    row += (f"{zip_rate / cores:.0f}", f"{fast_rate / cores:.0f}", f"{fast_rate / zip_rate:.1f}x")
-                    print(" ".join(f"{item:>10}" for item in row), flush=True)
+        archives = {resolution: write_archives(Path(tmp), resolution, args.images) for resolution in (64, 256)}
+        for resolution, (zip_path, fast_path) in archives.items():
+            throughput_rows(zip_path, fast_path, resolution, args)
+        print(f"\nms waiting for data per step, fast format, each step computing {args.step_ms:g} ms")
+        print(" ".join(f"{name:>11}" for name in ("res", "read-ahead", "when asked")))
+        for resolution, (_, fast_path) in archives.items():
+            dataset = open_dataset(fast_path)
+            ahead = waits_per_step(host_batches(dataset, args.batch, timeout_s=120), args.seconds, args.step_ms)
+            asked = waits_per_step(host_loader(dataset, args.batch, workers=0), args.seconds, args.step_ms)
+            waits = (ahead, asked)
+            print(" ".join(f"{item:>11}" for item in (resolution, *(f"{w:.2f}" for w in waits))), flush=True)
 
 
 if __name__ == "__main__":

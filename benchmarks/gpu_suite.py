@@ -11,8 +11,8 @@ Steps, in order, each a subprocess with its own time limit:
 2. `pytest -m cuda` over the test suite (the GPU-only tests; skipped everywhere else).
 3. `ganforge bench --json` at 256² (paper256) for fp32, tf32, bf16 and fp16, each eager, channels-last and compiled:
    img/s, s/kimg, peak memory and the share of the dense tensor peak (bench's datasheet table).
-4. A short `ganforge train` from a synthetic fast-format dataset with 2 loader workers: the share of the step spent
-   waiting for data.
+4. A short `ganforge train` from a synthetic fast-format dataset (read ahead by a thread of the trainer): the share
+   of the step spent waiting for data.
 The whole suite stays inside --budget-s: a step that would start after it is recorded as skipped, so a slow compile
 cannot cost the table. The results go to suite.json (every step's command, exit status, seconds and parsed figures)
 and suite.md (the tables) in the output folder.
@@ -76,7 +76,8 @@ def bench_steps(dry_run: bool) -> list[Step]:
 
 
 def loader_step(dry_run: bool, data: Path, out: Path) -> Step:
-    """A short training run from the fast format with 2 workers; its stats.jsonl holds the data-wait share."""
+    """A short training run from the fast format (`--workers` applies to zips only); its stats.jsonl holds the
+    data-wait share."""
     kimg = "0.016" if dry_run else "0.512"
     preset = ["--cfg", "tiny", "--device", "cpu"] if dry_run else ["--cfg", "paper256", "--device", "cuda"]
     command = ganforge("train", "--data", str(data), "--outdir", str(out / "loader-run"), *preset, "--kimg", kimg,

@@ -8,6 +8,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from ganforge.data import fastformat
+
 
 def pixels(seed: int, size: int = 16, channels: int = 3) -> np.ndarray:
     """Random uint8 [H, W, C] (squeezed to [H, W] for one channel)."""
@@ -72,6 +74,15 @@ def write_nvlabs_zip(path: Path, arrays: list[np.ndarray], labels: list[int] | N
             archive.writestr(nvlabs_name(index), encode(Image.fromarray(array)))
         entries = None if labels is None else [[nvlabs_name(i), label] for i, label in enumerate(labels)]
         archive.writestr("dataset.json", json.dumps({"labels": entries}))
+    return path
+
+
+def write_fast(path: Path, arrays: list[np.ndarray], labels: list[int], label_names: list[str]) -> Path:
+    """A fast-format file of [H, W, C] arrays with class labels."""
+    writer = fastformat.FastWriter(path, channels=arrays[0].shape[2], resolution=arrays[0].shape[0])
+    for array in arrays:
+        writer.add(np.ascontiguousarray(array.transpose(2, 0, 1)))
+    writer.finish(np.array(labels), {"label_names": label_names, "content_hash": "test", "build": {}})
     return path
 
 

@@ -1,20 +1,24 @@
-"""The CUDA prefetcher (pinned memory, a side stream) delivers exactly the CPU loader's batches. Needs a GPU."""
+"""The CUDA prefetcher (pinned memory, a side stream) delivers exactly the CPU loader's batches, from DataLoader
+workers (zip) and from the read-ahead thread (fast format). Needs a GPU."""
 
 import numpy as np
 import pytest
 import torch
-from data_testfiles import write_nvlabs_zip
+from data_testfiles import write_fast, write_nvlabs_zip
 
 from ganforge.data import make_loader, open_dataset
 
 pytestmark = pytest.mark.cuda
 
 
-@pytest.fixture
-def dataset(tmp_path):
+@pytest.fixture(params=["zip", "fast"])
+def dataset(tmp_path, request):
     rng = np.random.default_rng(0)
     source = [rng.integers(0, 256, (8, 8, 3), dtype=np.uint8) for _ in range(9)]
-    return open_dataset(write_nvlabs_zip(tmp_path / "x.zip", source, [i % 3 for i in range(9)]), mirror=True)
+    labels = [i % 3 for i in range(9)]
+    if request.param == "fast":
+        return open_dataset(write_fast(tmp_path / "x.gfd", source, labels, ["0", "1", "2"]), mirror=True)
+    return open_dataset(write_nvlabs_zip(tmp_path / "x.zip", source, labels), mirror=True)
 
 
 @pytest.mark.parametrize("workers", [0, 2])

@@ -1,3 +1,4 @@
+import multiprocessing
 import os
 import signal
 import time
@@ -5,9 +6,10 @@ import time
 import numpy as np
 import pytest
 import torch
-from data_testfiles import write_nvlabs_zip
+from data_testfiles import write_fast, write_nvlabs_zip
 
 from ganforge.data import make_loader, open_dataset
+from ganforge.data.loader import host_loader, reads_in_process, to_float
 from ganforge.data.sampler import InfiniteSampler
 from ganforge.errors import UserError
 
@@ -17,6 +19,13 @@ def dataset(tmp_path):
     rng = np.random.default_rng(0)
     source = [rng.integers(0, 256, (8, 8, 3), dtype=np.uint8) for _ in range(9)]
     return open_dataset(write_nvlabs_zip(tmp_path / "x.zip", source, [i % 3 for i in range(9)]), mirror=True)
+
+
+@pytest.fixture
+def fast_dataset(tmp_path):
+    """9 images with 3 classes, x-flips on: 18 positions per pass."""
+    source = list(np.random.default_rng(0).integers(0, 256, (9, 8, 8, 3), dtype=np.uint8))
+    return open_dataset(write_fast(tmp_path / "x.gfd", source, [i % 3 for i in range(9)], ["a", "b", "c"]), mirror=True)
 
 
 def batches(loader, count):
@@ -77,3 +86,39 @@ class _StuckDataset(_DyingDataset):
 def test_stuck_worker_times_out_with_a_user_error():
     with pytest.raises(UserError, match="no batch from the workers for 1 s"):
         next(make_loader(_StuckDataset(), 2, workers=1, timeout_s=1))
+
+
+# (rank, world size, start): one rank from the beginning, resumed mid-pass (position 8 of 18), and two ranks resumed.
+SHARDS = [(0, 1, 0), (0, 1, 8), (0, 2, 8), (1, 2, 8)]
+
+
+def test_fast_format_read_in_process_equals_dataloader_workers(fast_dataset):
+    assert reads_in_process(fast_dataset)
+    for rank, world, start in SHARDS:
+        in_process = batches(make_loader(fast_dataset, 4 // world, 7, rank, world, start, workers=2), 6)
+        from_workers = host_loader(fast_dataset, 4 // world, 7, rank, world, start, workers=2, timeout_s=60)
+        for (images, labels), (raw, raw_labels) in zip(in_process, from_workers, strict=False):
+            assert torch.equal(images, to_float(raw)) and torch.equal(labels, raw_labels)
+            assert labels.shape == (4 // world, 3) and torch.all(labels.sum(1) == 1)
+
+
+def test_fast_format_order_flips_labels_resume_and_two_ranks(fast_dataset):
+    one_rank = batches(make_loader(fast_dataset, 4, seed=7), 5)  # 20 positions: a whole pass, flipped copies too
+    indices = [i for i, _ in zip(InfiniteSampler(len(fast_dataset), seed=7), range(20), strict=False)]
+    assert torch.equal(
+        torch.cat([b[0] for b in one_rank]), to_float(torch.stack([fast_dataset[i][0] for i in indices]))
+    )
+    assert torch.equal(torch.cat([b[1] for b in one_rank]), torch.stack([fast_dataset[i][1] for i in indices]))
+    resumed = batches(make_loader(fast_dataset, 4, seed=7, start=8), 3)
+    assert all(torch.equal(a[0], b[0]) for a, b in zip(one_rank[2:], resumed, strict=True))
+    halves = [next(make_loader(fast_dataset, 2, 7, rank, 2, start=8))[0] for rank in range(2)]
+    assert torch.equal(torch.stack([halves[0][0], halves[1][0], halves[0][1], halves[1][1]]), one_rank[2][0])
+
+
+def test_fast_format_starts_no_worker_processes_where_a_zip_does(fast_dataset, dataset):
+    before = set(multiprocessing.active_children())
+    next(make_loader(fast_dataset, 4, workers=2))
+    assert set(multiprocessing.active_children()) - before == set()
+    zip_loader = make_loader(dataset, 4, workers=2, timeout_s=60)
+    next(zip_loader)
+    assert not reads_in_process(dataset) and len(set(multiprocessing.active_children()) - before) == 2

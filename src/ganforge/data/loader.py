@@ -1,5 +1,11 @@
-"""Batches for training: DataLoader workers produce uint8 batches in the sampler's order, a prefetcher moves the next
-batch to the device while the current one trains, and converts it to float in [-1, 1] there.
+"""Batches for training: uint8 batches in the sampler's order, read ahead of the training step; a prefetcher moves the
+next batch to the device while the current one trains, and converts it to float in [-1, 1] there.
+
+Who reads depends on the format. Zips and folders are decoded by DataLoader worker processes (`workers` of them).
+The fast format needs no decoding, and copying out of its memory map in this process is several times faster than
+receiving the same batches from workers, whose every batch crosses processes in fresh shared-memory pages
+(benchmarks/data_throughput.py), so one thread of this process reads it `PREFETCH_BATCHES` batches ahead and
+`workers` does not apply. Either way the batches are the same, in the same order.
 
 The uint8 -> float conversion happens on the device (4x less host-to-device traffic than float32) and is the same
 expression on CPU and CUDA, so both give identical numbers.
@@ -9,11 +15,14 @@ import contextlib
 
 import torch
 
+from ganforge.data.readahead import ReadAhead
 from ganforge.data.sampler import InfiniteSampler
 from ganforge.errors import UserError, carried_problems
 
-# A worker that delivers nothing for this long is stuck (hung network filesystem, deadlock), not slow.
+# A reader that delivers nothing for this long is stuck (hung network filesystem, deadlock), not slow.
 DEFAULT_TIMEOUT_S = 600.0
+# Batches read ahead per reading process or thread: enough to absorb a slow read without holding much memory.
+PREFETCH_BATCHES = 4
 _WORKER_DIED = (
     "data loader: a DataLoader worker died ({error}). The usual cause is exhausted shared memory (/dev/shm): in "
     "Docker pass --shm-size=16g or --ipc=host (Kubernetes: mount an emptyDir with medium: Memory at /dev/shm), "
@@ -22,6 +31,10 @@ _WORKER_DIED = (
 _TIMED_OUT = (
     "data loader: no batch from the workers for {seconds:.0f} s; the dataset storage is too slow or a worker hung. "
     "Copy the dataset to local disk, or use fewer --workers"
+)
+_READ_TIMED_OUT = (
+    "data loader: no batch read from {path} for {seconds:.0f} s; the dataset storage is too slow or hung. Copy the "
+    "dataset to local disk"
 )
 
 
@@ -105,7 +118,8 @@ def host_loader(
     pin_memory: bool = False,
     timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> torch.utils.data.DataLoader:
-    """The endless DataLoader of uint8 batches behind make_loader (persistent workers, optional pinned memory)."""
+    """An endless DataLoader of uint8 batches read by `workers` processes (persistent; 0: read when asked, in this
+    process), optionally into pinned memory."""
     sampler = InfiniteSampler(len(dataset), seed=seed, rank=rank, world_size=world_size, start=start)
     return torch.utils.data.DataLoader(
         dataset,
@@ -115,9 +129,34 @@ def host_loader(
         num_workers=workers,
         pin_memory=pin_memory,
         persistent_workers=workers > 0,
-        prefetch_factor=4 if workers > 0 else None,
+        prefetch_factor=PREFETCH_BATCHES if workers > 0 else None,
         timeout=timeout_s if workers > 0 else 0,
     )
+
+
+def reads_in_process(dataset) -> bool:
+    """Whether make_loader reads `dataset` in this process (the fast format) rather than in DataLoader workers."""
+    return getattr(dataset, "format", None) == "fast"
+
+
+def host_batches(
+    dataset,
+    batch_per_rank: int,
+    seed: int = 0,
+    rank: int = 0,
+    world_size: int = 1,
+    start: int = 0,
+    workers: int = 2,
+    pin_memory: bool = False,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+):
+    """The endless iterable of uint8 batches behind make_loader: DataLoader workers, or for the fast format a
+    read-ahead thread of this process over the same sampler, batching and pinning (see the module docstring)."""
+    if not reads_in_process(dataset):
+        return host_loader(dataset, batch_per_rank, seed, rank, world_size, start, workers, pin_memory, timeout_s)
+    in_process = host_loader(dataset, batch_per_rank, seed, rank, world_size, start, 0, pin_memory, timeout_s)
+    stalled = _READ_TIMED_OUT.format(path=dataset.path, seconds=timeout_s)
+    return ReadAhead(in_process, PREFETCH_BATCHES, timeout_s, stalled)
 
 
 def make_loader(
@@ -134,10 +173,11 @@ def make_loader(
     """An endless iterator of this rank's batches of `batch_per_rank` images (its share of a global batch, all of its
     micro-batches together), beginning at global image position `start`.
 
-    Workers are persistent and batches land in pinned memory when the device is CUDA. The batch order depends only on
-    (seed, start, rank, world_size, batch_per_rank), never on `workers`.
+    Zips and folders are read by `workers` persistent DataLoader processes, the fast format by a thread of this
+    process (`workers` does not apply); batches land in pinned memory when the device is CUDA. The batch order depends
+    only on (seed, start, rank, world_size, batch_per_rank), never on `workers` or on who reads.
     """
     device = torch.device(device)
     pin = device.type == "cuda"
-    loader = host_loader(dataset, batch_per_rank, seed, rank, world_size, start, workers, pin, timeout_s)
-    return DeviceLoader(loader, device, timeout_s)
+    batches = host_batches(dataset, batch_per_rank, seed, rank, world_size, start, workers, pin, timeout_s)
+    return DeviceLoader(batches, device, timeout_s)

@@ -108,7 +108,8 @@ TRAIN_OPTIONS = [
     _option("Data", "--cond", is_flag=True, help="Condition on the dataset's class labels."),
     _option("Data", "--mirror", is_flag=True, help="Add x-flipped copies of the images."),
     _option("Data", "--workers", type=click.IntRange(min=0),
-            help="DataLoader processes per GPU." + shown_default(DataConfig, "workers")),
+            help="DataLoader processes per GPU decoding a zip or folder (a fast-format dataset is read by a thread "
+                 "of the training process instead)." + shown_default(DataConfig, "workers")),
     _option("Configuration", "--cfg", "preset", type=click.Choice(list(PRESETS)),
             help="Preset: auto derives batch, gamma and EMA from the resolution; stylegan3-t/-r train the alias-free "
                  "generator the same way; tiny and tiny3 are small CPU settings."
