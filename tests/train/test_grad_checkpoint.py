@@ -4,12 +4,15 @@ forward is the same arithmetic on the same inputs, with the per-layer noise repl
 run may switch it on resume.
 """
 
+import json
+
 import pytest
 import torch
-from train_helpers import make_dataset, tiny_options
+from click.testing import CliRunner
+from train_helpers import make_dataset, tiny_args, tiny_options
 
+from ganforge.cli import main
 from ganforge.config import Config, config_hash, describe_derived
-from ganforge.errors import UserError
 from ganforge.train import resolve, run
 from ganforge.train.build import build
 from ganforge.train.phases import micro_batches, run_phase
@@ -101,10 +104,14 @@ def test_the_switch_reaches_both_networks_and_the_start_report(tmp_path):
     assert config_hash(on) == config_hash(off)  # a speed switch: not part of the training maths
 
 
-def test_the_stylegan3_generators_are_refused(tmp_path):
-    """Their layers update magnitude_ema in forward: a recomputation would update it twice."""
-    with pytest.raises(UserError, match="--grad-checkpoint: the stylegan3-t generator"):
-        _config(tmp_path, True, preset="tiny3")
+def test_the_cli_shows_it_in_the_dry_run_and_refuses_it_for_stylegan3(data, tmp_path):
+    """StyleGAN3's layers update magnitude_ema in forward: a recomputation would update it twice."""
+    result = CliRunner().invoke(main, tiny_args(data, tmp_path, grad_checkpoint=True, dry_run=True))
+    assert result.exit_code == 0 and json.loads(result.stdout)["precision"]["grad_checkpoint"] is True
+    assert "derived: gradient checkpointing: G's synthesis blocks and D's blocks recompute" in result.stderr
+    result = CliRunner().invoke(main, tiny_args(data, tmp_path, grad_checkpoint=True) + ["--cfg", "tiny3"])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "error: --grad-checkpoint: the stylegan3-t generator updates running statistics" in result.output
 
 
 def _checkpoint_bytes(outdir) -> dict[str, bytes]:
