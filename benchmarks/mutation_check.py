@@ -232,6 +232,8 @@ MUTANTS = (
       "torch.backends.cudnn.benchmark = False", ("tests/train/test_train_precision.py",)),
     M("auto_bf16_on_volta", "train/precision.py", "if capability >= AMPERE:", "if capability >= (7, 0):",
       ("tests/train/test_autoprecision.py",)),
+    M("grad_checkpoint_redraws_noise", "nets/recompute.py", "preserve_rng_state=True)", "preserve_rng_state=False)",
+      ("tests/train/test_grad_checkpoint.py::test_every_phase_gets_bitwise_the_same_gradients",)),
     # Import.
     M("sg3_import_r_widths_not_halved", "interop/official_stylegan3.py", "widen = 2 if radial else 1", "widen = 1",
       ("tests/interop/test_interop_stylegan3.py",)),

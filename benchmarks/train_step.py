@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/train_step.py                    # auto and tiny presets at 32 and 64 px, CPU
     .venv/bin/python benchmarks/train_step.py --cfg tiny --res 32 --iters 20
     .venv/bin/python benchmarks/train_step.py --baseline main --res 32 64 --rounds 5
+    .venv/bin/python benchmarks/train_step.py --channels-last                   # the same in channels_last layout
 
 Wall and CPU seconds are both reported (CPU time moves less with other load on a shared machine). Each (preset,
 resolution) runs in a fresh process so its peak memory (CUDA allocator peak, or peak RSS on CPU) is its
@@ -33,14 +34,16 @@ from ganforge.train.logs import peak_memory_gb
 PHASES = ("G_main", "D_main", "D_reg")
 
 
-def build(package: str, cfg_name: str, res: int, batch: int, device: str, mapping_layers: int | None):
+def build(package: str, cfg_name: str, res: int, batch: int, device: str, mapping_layers: int | None,
+          channels_last: bool = False):  # fmt: skip
     """(config, trainer, phases by name) of ganforge or of the baseline package, for synthetic data. The baseline
     commit must have the options structure of today (train/resolver.py, train/build.py)."""
     options_module = importlib.import_module(f"{package}.train.options")
     resolver = importlib.import_module(f"{package}.train.resolver")
     one_step = batch / 1000
     options = options_module.TrainOptions(data="bench", outdir="bench", preset=cfg_name, batch=batch, aug="noaug",
-                                          kimg=one_step, tick=one_step, device=device)  # fmt: skip
+                                          kimg=one_step, tick=one_step, device=device,
+                                          channels_last=channels_last)  # fmt: skip
     dev = torch.device(device)
     cfg = resolver.resolve(options, resolver.Facts(resolver.DatasetFacts(res, 3, 0, "bench"), 1, dev.type))
     if mapping_layers is not None:
@@ -64,11 +67,11 @@ def phase_runner(package: str, built, images, labels):
     return run
 
 
-def measure(cfg_name: str, res: int, iters: int, batch: int, device: str) -> dict:
+def measure(cfg_name: str, res: int, iters: int, batch: int, device: str, channels_last: bool) -> dict:
     dev = torch.device(device)
-    built = build("ganforge", cfg_name, res, batch, device, None)
+    built = build("ganforge", cfg_name, res, batch, device, None, channels_last)
     _, t, _ = built
-    images = torch.rand([batch, 3, res, res], device=dev) * 2 - 1
+    images = torch.rand([batch, 3, res, res], device=dev) * 2 - 1  # as train feeds them: contiguous either way
     run = phase_runner("ganforge", built, images, torch.zeros([batch, 0], device=dev))
 
     def iteration(names):
@@ -150,6 +153,7 @@ def main() -> None:
     parser.add_argument("--baseline", metavar="COMMIT", help="time every phase against ganforge at this commit")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds, with --baseline")
     parser.add_argument("--mapping-layers", type=int, default=8, help="with --baseline (8: the official config)")
+    parser.add_argument("--channels-last", action="store_true", help="the networks in channels_last (train's flag)")
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # internal: one config, JSON out
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -159,9 +163,10 @@ def main() -> None:
         print(json.dumps(times))
         return
     if args.one:
-        print(json.dumps(measure(args.cfg[0], args.res[0], args.iters, args.batch, args.device)))
+        print(json.dumps(measure(args.cfg[0], args.res[0], args.iters, args.batch, args.device, args.channels_last)))
         return
-    print(f"torch {torch.__version__}, {args.threads} threads, device {args.device}, batch {args.batch}, "
+    layout = "channels_last" if args.channels_last else "contiguous"
+    print(f"torch {torch.__version__}, {args.threads} threads, device {args.device}, batch {args.batch}, {layout}, "
           f"load average {os.getloadavg()[0]:.1f}")  # fmt: skip
     if args.baseline:
         print(f"baseline {args.baseline} -> working tree, cfg {args.cfg[0]}, mapping {args.mapping_layers} layers, "
@@ -188,6 +193,8 @@ def _child(args, cfg_name: str, res: int) -> str:
                str(args.rounds), "--mapping-layers", str(args.mapping_layers)]  # fmt: skip
     if args.baseline:
         command += ["--baseline", args.baseline]
+    if args.channels_last:
+        command += ["--channels-last"]
     return subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True).stdout
 
 

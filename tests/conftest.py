@@ -1,4 +1,4 @@
-"""Suite-wide test plumbing: the `cuda` marker's skip rule and the two-rank gloo launcher."""
+"""Suite-wide test plumbing: the `cuda` and `benchmark` markers' skip rules and the two-rank gloo launcher."""
 
 import os
 import subprocess
@@ -10,16 +10,21 @@ import torch
 from launch_helpers import free_port
 
 NO_GPU_REASON = "needs a CUDA GPU; run `pytest -m cuda` on a machine with one"
+SLOW_REASON = "slow (minutes); run it with `pytest -m benchmark`"
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests marked `cuda` are skipped, with the reason, where torch sees no CUDA device."""
-    if torch.cuda.is_available():
-        return
-    skip = pytest.mark.skip(reason=NO_GPU_REASON)
+    """Tests marked `cuda` are skipped, with the reason, where torch sees no CUDA device; tests marked `benchmark`
+    unless `-m` asks for them, so that `make test` stays fast."""
+    skips = {}
+    if not torch.cuda.is_available():
+        skips["cuda"] = pytest.mark.skip(reason=NO_GPU_REASON)
+    if "benchmark" not in (config.getoption("markexpr") or ""):
+        skips["benchmark"] = pytest.mark.skip(reason=SLOW_REASON)
     for item in items:
-        if "cuda" in item.keywords:
-            item.add_marker(skip)
+        for marker, skip in skips.items():
+            if marker in item.keywords:
+                item.add_marker(skip)
 
 
 def _run_ranks(script: str, *args: str, world_size: int = 2, timeout: float = 120) -> list[str]:

@@ -109,6 +109,9 @@ class PrecisionConfig:
     compile: bool = False
     channels_last: bool = False
     deterministic: bool = False
+    # Recompute the activations of G's synthesis blocks and D's blocks in backward instead of keeping them: less
+    # memory for more compute, the same gradients (Chen et al. 2016, gradient checkpointing).
+    grad_checkpoint: bool = False
     device: str = "auto"
     # Gradients are summed over ranks in buckets of this many MiB, each started as soon as backward has filled it
     # (overlapping communication with computation); 0 sums them all in one all-reduce after backward.
@@ -201,7 +204,7 @@ def upgrade(config_dict: dict) -> dict:
 NON_MATHS_FIELDS = frozenset({
     "data.path", "data.workers", "schedule.kimg", "schedule.tick_kimg", "schedule.snap", "schedule.batch_gpu",
     "precision.compile", "precision.channels_last", "precision.deterministic", "precision.device", "world_size",
-    "precision.allreduce_bucket_mb", "precision.auto_reason",
+    "precision.allreduce_bucket_mb", "precision.auto_reason", "precision.grad_checkpoint",
 })  # fmt: skip
 
 
@@ -277,6 +280,7 @@ def describe_derived(cfg: Config) -> list[str]:
         _describe_augment(cfg.augment),
         *_preset_notes(cfg),
         *_describe_auto(cfg.precision),
+        *_describe_memory(cfg.precision),
     ] + ([f"D blur sigma {lo.blur_sigma:g} fading to 0 over {lo.blur_fade_kimg:g} kimg"] if lo.blur_sigma else [])
 
 
@@ -299,6 +303,13 @@ def _describe_controls(cfg: Config) -> list[str]:
     if s.d_warmup_kimg or s.d_steps > 1:
         lines.append(f"phases: D alone for {s.d_warmup_kimg:g} kimg, then {s.d_steps} D step(s) per G step")
     return lines
+
+
+def _describe_memory(p: PrecisionConfig) -> list[str]:
+    if not p.grad_checkpoint:
+        return []
+    return ["gradient checkpointing: G's synthesis blocks and D's blocks recompute their activations in backward "
+            "(less memory, one more forward of each block per backward; the same gradients)"]  # fmt: skip
 
 
 def _describe_auto(p: PrecisionConfig) -> list[str]:

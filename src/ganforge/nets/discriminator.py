@@ -18,6 +18,7 @@ from ganforge.nets.layers import (
     fp16_min_resolution,
 )
 from ganforge.nets.mapping import MappingNetwork
+from ganforge.nets.recompute import run_block
 
 CMAP_LAYERS = 8  # the official D embeds c with a full-depth mapping network, whatever G's depth
 GENERATOR_ONLY_KWARGS = ("z_dim", "w_dim", "mapping_layers")
@@ -139,6 +140,7 @@ class Discriminator(nn.Module):
             self.mapping = MappingNetwork(0, c_dim, cmap_dim, CMAP_LAYERS, num_ws=None, w_avg_beta=None)
         self.b4 = DiscriminatorEpilogue(channels_at(4, channel_base, channel_max), cmap_dim, mbstd_group_size, 1,
                                         conv_clamp)  # fmt: skip
+        self.grad_checkpoint = False  # recompute each block's activations in backward (a speed/memory switch)
 
     @property
     def config(self) -> dict:
@@ -150,6 +152,6 @@ class Discriminator(nn.Module):
         assert img.ndim == 4 and img.shape[1:] == shape, f"img: expected [N, *{shape}], got {list(img.shape)}"
         x = img
         for res in self.block_resolutions:
-            x = getattr(self, f"b{res}")(x, force_fp32)
+            x = run_block(getattr(self, f"b{res}"), x, force_fp32, recompute=self.grad_checkpoint)
         cmap = self.mapping(None, c) if self.mapping is not None else None
         return self.b4(x, cmap, batches)

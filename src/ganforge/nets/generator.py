@@ -23,6 +23,7 @@ from ganforge.nets.layers import (
     use_fused_modconv,
 )
 from ganforge.nets.mapping import MappingNetwork
+from ganforge.nets.recompute import run_block
 
 NOISE_MODES = ("random", "const", "none")
 W_AVG_BETA = 0.995  # official w_avg tracking rate
@@ -123,6 +124,7 @@ class SynthesisNetwork(nn.Module):
             setattr(self, f"b{res}", block)
             self.num_ws += block.num_conv
         self.num_ws += 1  # the last block's toRGB; every other toRGB shares the next block's first w
+        self.grad_checkpoint = False  # recompute each block's activations in backward (a speed/memory switch)
 
     def forward(self, ws: torch.Tensor, noise_mode: str = "random", force_fp32: bool = False) -> torch.Tensor:
         assert noise_mode in NOISE_MODES, f"noise_mode must be one of {NOISE_MODES}, got {noise_mode!r}"
@@ -132,7 +134,8 @@ class SynthesisNetwork(nn.Module):
         w_idx = 0
         for res in self.block_resolutions:
             block = getattr(self, f"b{res}")
-            x, img = block(x, img, ws[:, w_idx : w_idx + block.num_conv + 1], noise_mode, force_fp32)
+            block_ws = ws[:, w_idx : w_idx + block.num_conv + 1]
+            x, img = run_block(block, x, img, block_ws, noise_mode, force_fp32, recompute=self.grad_checkpoint)
             w_idx += block.num_conv
         return img
 

@@ -42,10 +42,14 @@ def build_networks(
     cfg: Config, device: torch.device, precision: Precision | None = None
 ) -> tuple[Generator | StyleGAN3Generator, Discriminator]:
     """G (StyleGAN2 or the alias-free StyleGAN3) and D initialised from the seed alone, so every rank starts from the
-    same weights; `precision` (the run's, else one made from `cfg`) gives their memory format."""
+    same weights; `precision` (the run's, else one made from `cfg`) gives their memory format and whether their blocks
+    recompute activations in backward."""
     precision = Precision.from_config(cfg, device) if precision is None else precision
     checkpoint.seed_all(cfg.schedule.seed)
     G, D = _make_networks(cfg)
+    if precision.grad_checkpoint:
+        assert isinstance(G, Generator), "resolve refuses --grad-checkpoint for the StyleGAN3 generators"
+        G.synthesis.grad_checkpoint = D.grad_checkpoint = True
     memory_format = precision.memory_format
     return G.to(device, memory_format=memory_format).train(), D.to(device, memory_format=memory_format).train()
 

@@ -69,6 +69,7 @@ class TrainOptions:
     compile: bool = False
     channels_last: bool = False
     deterministic: bool = False
+    grad_checkpoint: bool = False
     device: str | None = None
     allreduce_bucket_mb: float | None = None
     tick: float | None = None
@@ -174,6 +175,9 @@ TRAIN_OPTIONS = [
     _option("Precision and speed", "--channels-last", is_flag=True, help="channels_last memory format."),
     _option("Precision and speed", "--deterministic", is_flag=True,
             help="Deterministic GPU kernels (bitwise-reproducible on GPU; CPU always is)."),
+    _option("Precision and speed", "--grad-checkpoint", is_flag=True,
+            help="Recompute G's synthesis blocks and D's blocks in backward instead of storing their activations: "
+                 "less memory (larger --batch-gpu or resolution), more time, the same gradients (StyleGAN2 G)."),
     _option("Precision and speed", "--device", type=click.Choice(["auto", "cuda", "cpu"]),
             help="Where to train." + shown_default(PrecisionConfig, "device")),
     _option("Precision and speed", "--allreduce-bucket-mb", type=click.FloatRange(min=0),

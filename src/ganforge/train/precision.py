@@ -9,8 +9,8 @@
   non-finite check (which covers the scaler's overflow) is summed over ranks so every rank skips the same steps.
 
 The same object also owns the run's other numeric switches: the kernel policy (cuDNN autotuning, or deterministic
-kernels), torch.compile of the main-phase forwards and the channels_last memory format. A run builds it once
-(`Precision.from_config`).
+kernels), torch.compile of the main-phase forwards, the channels_last memory format and gradient checkpointing of
+the networks' blocks. A run builds it once (`Precision.from_config`).
 
 `auto` is not a mode the networks run in: `resolve_auto` turns it into one of the four when the options are resolved,
 so the Config (and every checkpoint) records what was chosen and why. bf16 needs no loss scaling (float32's exponent
@@ -42,17 +42,20 @@ class Precision:
     """Autocast contexts, GradScalers, the finite check, and the process-wide numeric settings of one run."""
 
     def __init__(self, mode: str, device: torch.device, num_fp16_res: int = 0, deterministic: bool = False,
-                 compile: bool = False, channels_last: bool = False):  # fmt: skip
+                 compile: bool = False, channels_last: bool = False, grad_checkpoint: bool = False):  # fmt: skip
         assert mode in PRECISIONS, f"{mode!r}: `auto` is made concrete by resolve_auto before a Precision is built"
         self.mode, self.device, self.num_fp16_res = mode, device, num_fp16_res
         self.deterministic, self.compile, self.channels_last = deterministic, compile, channels_last
+        self.grad_checkpoint = grad_checkpoint
         # With the per-resolution recipe the networks cast per layer themselves; autocast would fight them.
         self.dtype = None if num_fp16_res else _AUTOCAST.get(mode)
 
     @classmethod
     def from_config(cls, cfg: Config, device: torch.device) -> "Precision":
         p = cfg.precision
-        return cls(p.precision, device, cfg.model.num_fp16_res, p.deterministic, p.compile, p.channels_last)
+        return cls(
+            p.precision, device, cfg.model.num_fp16_res, p.deterministic, p.compile, p.channels_last, p.grad_checkpoint
+        )
 
     def autocast(self):
         """Context for forward passes of the networks."""

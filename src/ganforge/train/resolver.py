@@ -138,6 +138,7 @@ def _build(
                                 ema_rampup=preset.ema_rampup,
                                 **_given(seed=o.seed, d_warmup_kimg=o.d_warmup_kimg, d_steps=o.d_steps)),
         precision=PrecisionConfig(compile=o.compile, channels_last=o.channels_last, deterministic=o.deterministic,
+                                  grad_checkpoint=o.grad_checkpoint,
                                   **_given(precision=o.precision, device=o.device,
                                            allreduce_bucket_mb=o.allreduce_bucket_mb)),
         augment=AugmentConfig(**_given(mode=o.aug, target=o.target, ada_kimg=o.ada_kimg, pipe=o.aug_pipe,
@@ -353,6 +354,11 @@ def _problems(cfg: Config, device_type: str) -> list[str]:
         problems.append("--fp16-res: the per-resolution fp16 recipe needs --precision fp16")
     if p.compile and p.precision == "fp16" and cfg.model.num_fp16_res:
         problems.append("--compile: not supported together with --fp16-res; drop one of them")
+    if p.grad_checkpoint and cfg.model.generator != "stylegan2":
+        problems.append(
+            f"--grad-checkpoint: the {cfg.model.generator} generator updates running statistics in its "
+            "layers' forward, which recomputation would repeat; use it with a StyleGAN2 --cfg or drop it"
+        )
     return problems
 
 
