@@ -69,13 +69,13 @@ def _one_step(cfg: Config, phase_name: str) -> tuple[dict, dict, list[int]]:
 
 
 # Forward calls of (G's top block, D's top block) in one step, without and with recomputation. G main runs G and D
-# once each; path length runs G; D main runs G without grad, then D on the fakes and on the reals; R1 runs D on the
-# reals. Recomputation adds one forward per block call that records a graph, and a second one in the regularisers,
+# once each; path length runs G; D main runs G without grad, then D once on the fakes and reals stacked; R1 runs D on
+# the reals. Recomputation adds one forward per block call that records a graph, and a second one in the regularisers,
 # whose double backward reads the block's activations in both of its backward passes.
 FORWARDS = {
     "G_main": ((1, 1), (2, 2)),
     "G_reg": ((1, 0), (3, 0)),
-    "D_main": ((1, 2), (1, 4)),
+    "D_main": ((1, 1), (1, 2)),
     "D_reg": ((0, 1), (0, 3)),
 }
 
