@@ -197,7 +197,12 @@ def dataset_verify(path, workers):
 @click.option("--batch", type=click.IntRange(min=1), default=32, help="Images per forward pass, per device.")
 @click.option("--seed", type=int, default=0, help="Latents, labels, noise, real subsets and metric sampling.")
 @click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto")
-@click.option("--workers", type=click.IntRange(min=0), default=2, help="DataLoader processes reading images.")
+@click.option(
+    "--workers",
+    type=click.IntRange(min=0),
+    default=2,
+    help="DataLoader processes decoding zip or folder images (a fast-format dataset is read in-process).",
+)
 @click.option(
     "--inception",
     type=click.Path(path_type=str),

@@ -1,4 +1,5 @@
 import json
+import multiprocessing
 
 import numpy as np
 import PIL.Image
@@ -7,10 +8,11 @@ import torch
 from click.testing import CliRunner
 
 from ganforge.cli import main
+from ganforge.data import open_dataset
 from ganforge.data.loader import to_uint8
 from ganforge.errors import UserError
 from ganforge.metrics import compute_metric
-from ganforge.metrics.features import generator_batches, position_rng
+from ganforge.metrics.features import dataset_batches, generator_batches, position_rng
 from ganforge.nets import Generator
 from ganforge.snapshot import save_snapshot
 
@@ -26,6 +28,26 @@ def _folder(path, count, res=16, seed=0):
     for i in range(count):
         PIL.Image.fromarray(rng.integers(0, 256, (res, res, 3)).astype(np.uint8)).save(path / f"{i:03d}.png")
     return path
+
+
+def test_real_images_of_the_fast_format_are_read_in_this_process_as_a_zip_is_by_workers(tmp_path):
+    source = _folder(tmp_path / "src", 7, res=8)
+    datasets = {}
+    for name in ("x.zip", "x.gfd"):
+        result = CliRunner().invoke(main, ["dataset", "build", str(source), str(tmp_path / name), "--resolution", "8"])
+        assert result.exit_code == 0, result.output
+        datasets[name] = open_dataset(tmp_path / name)
+    indices = [6, 0, 3, 5]
+    before = set(multiprocessing.active_children())
+    read = {name: dataset_batches(ds, indices, 3, workers=2) for name, ds in datasets.items()}
+    from_fast = [next(read["x.gfd"])]  # while it iterates, a loader's workers are alive
+    assert set(multiprocessing.active_children()) - before == set()
+    from_zip = [next(read["x.zip"])]
+    assert len(set(multiprocessing.active_children()) - before) == 2
+    from_fast, from_zip = torch.cat(from_fast + list(read["x.gfd"])), torch.cat(from_zip + list(read["x.zip"]))
+    names = sorted(source.iterdir())
+    expected = torch.stack([torch.from_numpy(np.array(PIL.Image.open(names[i]))) for i in indices])
+    assert torch.equal(from_fast, expected.permute(0, 3, 1, 2)) and torch.equal(from_zip, from_fast)
 
 
 def test_generated_images_depend_on_position_not_batching_and_leave_rng_alone():

@@ -56,9 +56,13 @@ def dataset_subset(ds, count: int | None, seed: int) -> tuple[list[int], str]:
 
 
 def dataset_batches(ds, indices: list[int], batch_size: int, workers: int) -> Iterator[torch.Tensor]:
-    """uint8 [B, C, H, W] batches of this rank's share of `indices` (global positions p -> ds[indices[p]])."""
-    from ganforge.data.loader import collate  # ImageDataset hands over whole stacked batches
+    """uint8 [B, C, H, W] batches of this rank's share of `indices` (global positions p -> ds[indices[p]]).
 
+    Zips and folders are decoded by `workers` processes; the fast format is read in this process, where copying out
+    of its memory map is faster than receiving the batches from workers (as in training, data/loader.py)."""
+    from ganforge.data.loader import collate, reads_in_process  # ImageDataset hands over whole stacked batches
+
+    workers = 0 if reads_in_process(ds) else workers
     local = indices[dist.rank() :: dist.world_size()]
     subset = torch.utils.data.Subset(ds, local)
     loader = torch.utils.data.DataLoader(subset, batch_size, shuffle=False, num_workers=workers, collate_fn=collate)
