@@ -25,7 +25,7 @@ from ganforge.data import make_loader, open_dataset
 from ganforge.data.build import ZipWriter
 from ganforge.data.fastformat import ContentHasher, FastWriter
 from ganforge.data.images import digest, encode_png
-from ganforge.data.loader import DeviceLoader, host_batches, host_loader
+from ganforge.data.loader import DeviceLoader, host_loader
 
 
 def synthetic_image(rng: np.random.Generator, resolution: int) -> np.ndarray:
@@ -68,11 +68,11 @@ def loaders(path: Path, workers: int, args) -> dict[str, object]:
     """The loaders timed for one archive: make_loader's choice and the DataLoader with `workers`, uint8 and float."""
     dataset = open_dataset(path)
     return {
-        "chosen uint8": lambda: host_batches(dataset, args.batch, workers=workers, timeout_s=120),
+        "chosen uint8": lambda: host_loader(dataset, args.batch, workers=workers, timeout_s=120),
         "chosen float": lambda: make_loader(dataset, args.batch, workers=workers, timeout_s=120),
-        "dataloader uint8": lambda: host_loader(dataset, args.batch, workers=workers, timeout_s=120),
+        "dataloader uint8": lambda: host_loader(dataset, args.batch, workers=workers, timeout_s=120, in_process=False),
         "dataloader float": lambda: DeviceLoader(
-            host_loader(dataset, args.batch, workers=workers, timeout_s=120), torch.device("cpu"), 120
+            host_loader(dataset, args.batch, workers=workers, timeout_s=120, in_process=False), torch.device("cpu"), 120
         ),
     }
 
@@ -133,8 +133,9 @@ def main() -> None:
         print(" ".join(f"{name:>11}" for name in ("res", "read-ahead", "when asked")))
         for resolution, (_, fast_path) in archives.items():
             dataset = open_dataset(fast_path)
-            ahead = waits_per_step(host_batches(dataset, args.batch, timeout_s=120), args.seconds, args.step_ms)
-            asked = waits_per_step(host_loader(dataset, args.batch, workers=0), args.seconds, args.step_ms)
+            ahead = waits_per_step(host_loader(dataset, args.batch, timeout_s=120), args.seconds, args.step_ms)
+            asked = host_loader(dataset, args.batch, workers=0, in_process=False)
+            asked = waits_per_step(asked, args.seconds, args.step_ms)
             waits = (ahead, asked)
             print(" ".join(f"{item:>11}" for item in (resolution, *(f"{w:.2f}" for w in waits))), flush=True)
 

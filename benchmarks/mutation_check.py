@@ -244,9 +244,9 @@ MUTANTS = (
     M("cmyk_inverted", "data/images.py", 'image = image.convert("L" if channels == 1 else "RGB")',
       'image = (Image.fromarray(255 - np.asarray(image), "CMYK") if image.mode == "CMYK" else image).convert('
       '"L" if channels == 1 else "RGB")', (IMAGES + "test_cmyk_colours_convert_by_the_standard_formula",)),
-    M("fast_reader_restarts_at_zero", "data/loader.py",
-      "world_size, start, 0, pin_memory, timeout_s)", "world_size, 0, 0, pin_memory, timeout_s)",
-      ("tests/data/test_data_loader.py::test_fast_format_read_in_process_equals_dataloader_workers",)),
+    M("fast_reader_starts_workers", "data/loader.py",
+      "workers = 0 if in_process else workers", "workers = workers",
+      ("tests/data/test_data_loader.py::test_fast_format_starts_no_worker_processes_where_a_zip_does",)),
 )  # fmt: skip
 
 

@@ -96,7 +96,7 @@ def test_fast_format_read_in_process_equals_dataloader_workers(fast_dataset):
     assert reads_in_process(fast_dataset)
     for rank, world, start in SHARDS:
         in_process = batches(make_loader(fast_dataset, 4 // world, 7, rank, world, start, workers=2), 6)
-        from_workers = host_loader(fast_dataset, 4 // world, 7, rank, world, start, workers=2, timeout_s=60)
+        from_workers = host_loader(fast_dataset, 4 // world, 7, rank, world, start, 2, timeout_s=60, in_process=False)
         for (images, labels), (raw, raw_labels) in zip(in_process, from_workers, strict=False):
             assert torch.equal(images, to_float(raw)) and torch.equal(labels, raw_labels)
             assert labels.shape == (4 // world, 3) and torch.all(labels.sum(1) == 1)

@@ -107,6 +107,11 @@ class DeviceLoader:
             raise
 
 
+def reads_in_process(dataset) -> bool:
+    """Whether make_loader reads `dataset` in this process (the fast format) rather than in DataLoader workers."""
+    return getattr(dataset, "format", None) == "fast"
+
+
 def host_loader(
     dataset,
     batch_per_rank: int,
@@ -117,11 +122,17 @@ def host_loader(
     workers: int = 2,
     pin_memory: bool = False,
     timeout_s: float = DEFAULT_TIMEOUT_S,
-) -> torch.utils.data.DataLoader:
-    """An endless DataLoader of uint8 batches read by `workers` processes (persistent; 0: read when asked, in this
-    process), optionally into pinned memory."""
+    in_process: bool | None = None,
+):
+    """The endless iterable of uint8 batches behind make_loader, optionally in pinned memory: read by `workers`
+    persistent DataLoader processes (0: when asked, in this process), or, with `in_process`, by a read-ahead thread of
+    this process over the same sampler and batching (see the module docstring). `in_process` None decides by the
+    dataset's format."""
+    if in_process is None:
+        in_process = reads_in_process(dataset)
+    workers = 0 if in_process else workers
     sampler = InfiniteSampler(len(dataset), seed=seed, rank=rank, world_size=world_size, start=start)
-    return torch.utils.data.DataLoader(
+    loader = torch.utils.data.DataLoader(
         dataset,
         batch_size=batch_per_rank,
         sampler=sampler,
@@ -132,31 +143,10 @@ def host_loader(
         prefetch_factor=PREFETCH_BATCHES if workers > 0 else None,
         timeout=timeout_s if workers > 0 else 0,
     )
-
-
-def reads_in_process(dataset) -> bool:
-    """Whether make_loader reads `dataset` in this process (the fast format) rather than in DataLoader workers."""
-    return getattr(dataset, "format", None) == "fast"
-
-
-def host_batches(
-    dataset,
-    batch_per_rank: int,
-    seed: int = 0,
-    rank: int = 0,
-    world_size: int = 1,
-    start: int = 0,
-    workers: int = 2,
-    pin_memory: bool = False,
-    timeout_s: float = DEFAULT_TIMEOUT_S,
-):
-    """The endless iterable of uint8 batches behind make_loader: DataLoader workers, or for the fast format a
-    read-ahead thread of this process over the same sampler, batching and pinning (see the module docstring)."""
-    if not reads_in_process(dataset):
-        return host_loader(dataset, batch_per_rank, seed, rank, world_size, start, workers, pin_memory, timeout_s)
-    in_process = host_loader(dataset, batch_per_rank, seed, rank, world_size, start, 0, pin_memory, timeout_s)
+    if not in_process:
+        return loader
     stalled = _READ_TIMED_OUT.format(path=dataset.path, seconds=timeout_s)
-    return ReadAhead(in_process, PREFETCH_BATCHES, timeout_s, stalled)
+    return ReadAhead(loader, PREFETCH_BATCHES, timeout_s, stalled)
 
 
 def make_loader(
@@ -179,5 +169,5 @@ def make_loader(
     """
     device = torch.device(device)
     pin = device.type == "cuda"
-    batches = host_batches(dataset, batch_per_rank, seed, rank, world_size, start, workers, pin, timeout_s)
+    batches = host_loader(dataset, batch_per_rank, seed, rank, world_size, start, workers, pin, timeout_s)
     return DeviceLoader(batches, device, timeout_s)
