@@ -224,6 +224,8 @@ MUTANTS = (
     M("winograd_overlaps_overwritten", "nets/winograd.py", "blocks[:, :, : i1 - i0, :, : j1 - j0] += tiles",
       "blocks[:, :, : i1 - i0, :, : j1 - j0] = tiles",
       ("tests/nets/test_nets_winograd.py::test_first_and_second_derivatives_match_finite_differences",)),
+    M("winograd_rows_restart_in_each_group", "nets/winograd.py", "yield start // SPAN + r,", "yield r,",
+      ("tests/nets/test_nets_winograd.py::test_samples_in_chunks_and_tile_entries_in_groups_give_the_same_result",)),
     # Speed paths.
     M("grad_sync_starts_a_bucket_early", "train/grad_sync.py", "self._waiting[self._next] == 0:",
       "self._waiting[self._next] <= 1:",
