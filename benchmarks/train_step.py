@@ -35,7 +35,7 @@ PHASES = ("G_main", "D_main", "D_reg")
 
 
 def build(package: str, cfg_name: str, res: int, batch: int, device: str, mapping_layers: int | None,
-          channels_last: bool = False):  # fmt: skip
+          channels_last: bool = False, precision: str = "fp32"):  # fmt: skip
     """(config, trainer, phases by name) of ganforge or of the baseline package, for synthetic data. The baseline
     commit must have the options structure of today (train/resolver.py, train/build.py)."""
     options_module = importlib.import_module(f"{package}.train.options")
@@ -43,7 +43,7 @@ def build(package: str, cfg_name: str, res: int, batch: int, device: str, mappin
     one_step = batch / 1000
     options = options_module.TrainOptions(data="bench", outdir="bench", preset=cfg_name, batch=batch, aug="noaug",
                                           kimg=one_step, tick=one_step, device=device,
-                                          channels_last=channels_last)  # fmt: skip
+                                          channels_last=channels_last, precision=precision)  # fmt: skip
     dev = torch.device(device)
     cfg = resolver.resolve(options, resolver.Facts(resolver.DatasetFacts(res, 3, 0, "bench"), 1, dev.type))
     if mapping_layers is not None:
@@ -67,9 +67,9 @@ def phase_runner(package: str, built, images, labels):
     return run
 
 
-def measure(cfg_name: str, res: int, iters: int, batch: int, device: str, channels_last: bool) -> dict:
+def measure(cfg_name: str, res: int, iters: int, batch: int, device: str, channels_last: bool, precision: str) -> dict:
     dev = torch.device(device)
-    built = build("ganforge", cfg_name, res, batch, device, None, channels_last)
+    built = build("ganforge", cfg_name, res, batch, device, None, channels_last, precision)
     _, t, _ = built
     images = torch.rand([batch, 3, res, res], device=dev) * 2 - 1  # as train feeds them: contiguous either way
     run = phase_runner("ganforge", built, images, torch.zeros([batch, 0], device=dev))
@@ -95,7 +95,8 @@ def measure(cfg_name: str, res: int, iters: int, batch: int, device: str, channe
     return result
 
 
-def compare(commit: str, cfg_name: str, res: int, rounds: int, batch: int, device: str, mapping_layers) -> dict:
+def compare(commit: str, cfg_name: str, res: int, rounds: int, batch: int, device: str, mapping_layers,
+            precision: str) -> dict:  # fmt: skip
     """Per phase, {"baseline"|"current": {"wall"|"cpu": [seconds per round]}}, interleaved A B B A ..."""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from baseline import import_baseline
@@ -106,7 +107,7 @@ def compare(commit: str, cfg_name: str, res: int, rounds: int, batch: int, devic
     labels = torch.zeros([batch, 0], device=dev)
     runners = {}
     for label, package in (("baseline", "ganforge_baseline"), ("current", "ganforge")):
-        built = build(package, cfg_name, res, batch, device, mapping_layers)
+        built = build(package, cfg_name, res, batch, device, mapping_layers, precision=precision)
         runners[label] = phase_runner(package, built, images, labels)
     times = {name: {label: {"wall": [], "cpu": []} for label in runners} for name in PHASES}
     for run in runners.values():  # warm-up
@@ -154,20 +155,22 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds, with --baseline")
     parser.add_argument("--mapping-layers", type=int, default=8, help="with --baseline (8: the official config)")
     parser.add_argument("--channels-last", action="store_true", help="the networks in channels_last (train's flag)")
+    parser.add_argument("--precision", default="fp32", help="train's --precision (fp32: the configuration compared)")
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # internal: one config, JSON out
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     if args.one and args.baseline:
         times = compare(args.baseline, args.cfg[0], args.res[0], args.rounds, args.batch, args.device,
-                        args.mapping_layers)  # fmt: skip
+                        args.mapping_layers, args.precision)  # fmt: skip
         print(json.dumps(times))
         return
     if args.one:
-        print(json.dumps(measure(args.cfg[0], args.res[0], args.iters, args.batch, args.device, args.channels_last)))
+        print(json.dumps(measure(args.cfg[0], args.res[0], args.iters, args.batch, args.device, args.channels_last,
+                                 args.precision)))  # fmt: skip
         return
     layout = "channels_last" if args.channels_last else "contiguous"
     print(f"torch {torch.__version__}, {args.threads} threads, device {args.device}, batch {args.batch}, {layout}, "
-          f"load average {os.getloadavg()[0]:.1f}")  # fmt: skip
+          f"{args.precision}, load average {os.getloadavg()[0]:.1f}")  # fmt: skip
     if args.baseline:
         print(f"baseline {args.baseline} -> working tree, cfg {args.cfg[0]}, mapping {args.mapping_layers} layers, "
               f"medians of {args.rounds} interleaved rounds")  # fmt: skip
@@ -190,7 +193,8 @@ def _child(args, cfg_name: str, res: int) -> str:
     """Run one (preset, resolution) in a fresh process; its JSON output."""
     command = [sys.executable, __file__, "--one", "--cfg", cfg_name, "--res", str(res), "--iters", str(args.iters),
                "--batch", str(args.batch), "--device", args.device, "--threads", str(args.threads), "--rounds",
-               str(args.rounds), "--mapping-layers", str(args.mapping_layers)]  # fmt: skip
+               str(args.rounds), "--mapping-layers", str(args.mapping_layers),
+               "--precision", args.precision]  # fmt: skip
     if args.baseline:
         command += ["--baseline", args.baseline]
     if args.channels_last:
