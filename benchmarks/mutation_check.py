@@ -234,6 +234,10 @@ MUTANTS = (
       "torch.backends.cudnn.benchmark = False", ("tests/train/test_train_precision.py",)),
     M("auto_bf16_on_volta", "train/precision.py", "if capability >= AMPERE:", "if capability >= (7, 0):",
       ("tests/train/test_autoprecision.py",)),
+    M("auto_bf16_on_native_cpus", "train/precision.py", 'return "fp32", (f"on CPU, even with native bf16',
+      'return "bf16", (f"on CPU, even with native bf16', ("tests/train/test_autoprecision.py",)),
+    M("auto_not_the_default", "config.py", "    precision: str = AUTO_PRECISION", '    precision: str = "fp32"',
+      ("tests/train/test_autoprecision.py",)),
     M("grad_checkpoint_redraws_noise", "nets/recompute.py", "preserve_rng_state=True)", "preserve_rng_state=False)",
       ("tests/train/test_grad_checkpoint.py::test_every_phase_gets_bitwise_the_same_gradients",)),
     # Import.

@@ -79,9 +79,9 @@ main.add_command(checkpoint_group)
 @click.option("--quick", is_flag=True, help="Shorter benchmarks (seconds instead of tens of seconds).")
 @click.option(
     "--precision",
-    type=click.Choice(["fp32", "tf32", "bf16", "fp16"]),
-    default="fp32",
-    help="Precision of the tiny StyleGAN2 check: the one you will train with.",
+    type=click.Choice([*PRECISIONS, AUTO_PRECISION]),
+    default=AUTO_PRECISION,
+    help="Precision of the tiny StyleGAN2 check: the one you will train with (auto: what train's auto picks here).",
 )
 @click.pass_context
 def doctor(ctx: click.Context, as_json: bool, data: Path | None, outdir: Path, quick: bool, precision: str):
@@ -326,8 +326,8 @@ def export(format_, **options):
 @click.option(
     "--precision",
     type=click.Choice([*PRECISIONS, AUTO_PRECISION]),
-    default="fp32",
-    help="As `train --precision` (auto: what train would pick on this device).",
+    default=AUTO_PRECISION,
+    help="As `train --precision`, the same default (auto: what train picks on this device).",
 )
 @click.option("--batch-gpu", metavar="N|auto",
               help="Images per device; auto finds the largest that fits and the fastest.  [default: preset batch / "

@@ -105,7 +105,8 @@ class ScheduleConfig:
 class PrecisionConfig:
     """Numeric precision and speed switches; fp32 master weights always."""
 
-    precision: str = "fp32"  # one of PRECISIONS; `auto` is resolved into one of them before a Config exists
+    # One of PRECISIONS once the options are resolved: `auto`, the default, becomes one of them there, with its reason.
+    precision: str = AUTO_PRECISION
     compile: bool = False
     channels_last: bool = False
     deterministic: bool = False

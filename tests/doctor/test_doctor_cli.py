@@ -35,7 +35,8 @@ def test_cpu_path_json_only_with_data(tmp_path):
     document = json.loads(proc.stdout)  # --json prints nothing but the document
     checks = {check["id"]: check for check in document["checks"]}
     assert proc.returncode == document["summary"]["exit_code"], proc.stderr
-    assert document["options"]["precision"] == "fp32"
+    assert document["options"]["precision"] == "auto"  # train's default, resolved as train resolves it
+    assert "(auto: " in checks["functional.precision"]["value"], checks["functional.precision"]
     for cid in ["environment.torch", "functional.stylegan2", "functional.gloo_all_reduce", "data.open", "data.read"]:
         assert checks[cid]["status"] == "ok", checks[cid]
     assert checks["system.disk"]["data"]["path"] == str(tmp_path)  # nearest existing folder of a new --outdir
@@ -52,7 +53,7 @@ def test_cpu_path_json_only_with_data(tmp_path):
 
 def test_bad_data_path_fails_with_exit_2_and_a_clear_message(tmp_path, monkeypatch):
     # the slow process-spawning checks are covered above; here only the CLI's handling of a bad --data matters
-    monkeypatch.setattr(functional, "functional_checks", lambda gpus, precision, quick: [])
+    monkeypatch.setattr(functional, "functional_checks", lambda gpus, precision, quick, auto_reason: [])
     result = CliRunner().invoke(main, ["doctor", "--quick", "--data", str(tmp_path / "missing")])
     assert result.exit_code == 2, result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)

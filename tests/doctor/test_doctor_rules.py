@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from ganforge.doctor import environment as env
-from ganforge.doctor import gpu, nvml, peaks
+from ganforge.doctor import gpu, nvml, peaks, train_precision
 from ganforge.doctor import report as r
 from ganforge.doctor.environment import DriverInfo
 from ganforge.monitor import nvml as nvml_reader
@@ -120,6 +120,15 @@ def test_precision_verdicts():
     assert gpu.precision_check("fp16", []).status == r.FAILURE  # refused on CPU, as train refuses it
     assert gpu.precision_check("tf32", []).status == r.WARNING
     assert gpu.precision_check("bf16", []).status == r.OK
+
+
+def test_auto_precision_is_what_train_would_pick_on_the_first_gpu_or_the_cpu():
+    h100, v100 = _props(0), _props(1, "Tesla V100-SXM2-16GB", (7, 0))
+    assert train_precision("fp16", [v100]) == ("fp16", "")  # a named precision is checked as it is
+    assert train_precision("auto", [h100, v100])[0] == "bf16" and "9.0" in train_precision("auto", [h100])[1]
+    assert train_precision("auto", [v100, h100])[0] == "fp32"
+    mode, why = train_precision("auto", [])
+    assert mode == "fp32" and "bf16" in why
 
 
 def test_visibility_verdicts():

@@ -74,7 +74,9 @@ def test_auto_preset_derives_the_ada_heuristic(tmp_path, resolution, gpus, batch
     """ADA App. D: batch max(min(gpus * min(4096 / res, 32), 64), gpus), gamma 0.0002 res^2 / batch, EMA half-life
     batch * 10 / 32 kimg with ramp-up 0.05, minibatch-stddev group min(batch / gpus, 4); values worked out by hand."""
     dataset = DatasetFacts(resolution=resolution, channels=3, label_dim=0, name="faces")
-    cfg = resolve(TrainOptions(data=str(tmp_path), outdir=str(tmp_path)), Facts(dataset, gpus, "cuda"))
+    # a named precision: `auto` would ask this machine's CUDA for the GPU's compute capability
+    options = TrainOptions(data=str(tmp_path), outdir=str(tmp_path), precision="fp32")
+    cfg = resolve(options, Facts(dataset, gpus, "cuda"))
     s = cfg.schedule
     assert (s.batch, s.batch_gpu, cfg.model.mbstd_group) == (batch, batch // gpus, 4)
     assert cfg.loss.gamma == pytest.approx(gamma) and s.ema_kimg == pytest.approx(ema_kimg) and s.ema_rampup == 0.05

@@ -31,7 +31,7 @@ class BenchOptions:
     channels: int = 3
     cbase: int | None = None
     cmax: int | None = None
-    precision: str = "fp32"
+    precision: str = AUTO_PRECISION
     batch_gpu: int | None = None
     auto_batch: bool = False
     max_batch_gpu: int = 256

@@ -9,10 +9,12 @@ import dataclasses
 from pathlib import Path
 
 from ganforge import __version__
+from ganforge.config import AUTO_PRECISION
 from ganforge.doctor import benchmark, environment, functional, gpu, nvml, system
 from ganforge.doctor import report as r
 from ganforge.doctor.report import Check, Report
 from ganforge.monitor import nvml as nvml_reader
+from ganforge.train.precision import cpu_flags, pick_precision
 
 __all__ = ["Check", "Options", "Report", "run"]
 
@@ -20,16 +22,26 @@ __all__ = ["Check", "Options", "Report", "run"]
 @dataclasses.dataclass(frozen=True)
 class Options:
     """What to check: `data` is a dataset to open and time, `outdir` where runs will be written, `quick` shortens
-    the benchmarks, `precision` is the one the tiny StyleGAN2 step runs in (train's `--precision`, fp32 by
-    default there too)."""
+    the benchmarks, `precision` is the one the tiny StyleGAN2 step runs in (train's `--precision`; `auto`, the
+    default there too, is resolved as train resolves it on this machine)."""
 
     data: Path | None = None
     outdir: Path = Path(".")
     quick: bool = False
-    precision: str = "fp32"
+    precision: str = AUTO_PRECISION
 
     def __post_init__(self):
-        assert self.precision in gpu.PRECISIONS, self.precision
+        assert self.precision in (*gpu.PRECISIONS, AUTO_PRECISION), self.precision
+
+
+def train_precision(precision: str, gpus: list[gpu.GpuProps]) -> tuple[str, str]:
+    """(mode, why --precision auto chose it, else "") as `ganforge train` would run here: on the first GPU, or the
+    CPU when there is none."""
+    if precision != AUTO_PRECISION:
+        return precision, ""
+    if gpus:
+        return pick_precision("cuda", (gpus[0].major, gpus[0].minor), frozenset())
+    return pick_precision("cpu", None, cpu_flags())
 
 
 def run(options: Options) -> Report:
@@ -41,7 +53,8 @@ def run(options: Options) -> Report:
     checks += inventory
     for props in gpus:
         checks += benchmark.gpu_benchmarks(props, options.quick)
-    checks += functional.functional_checks(gpus, options.precision, options.quick)
+    precision, why = train_precision(options.precision, gpus)
+    checks += functional.functional_checks(gpus, precision, options.quick, auto_reason=why)
     checks += system.system_checks(options.outdir, len(gpus))
     if options.data is not None:
         fix = "pass a folder of images, an image zip, or an archive made by `ganforge dataset build`"

@@ -1,6 +1,7 @@
 """End-to-end checks: a tiny StyleGAN2 forward and backward, and all-reduce between local processes."""
 
 import contextlib
+import dataclasses
 import datetime
 import math
 import queue as queue_lib
@@ -180,9 +181,12 @@ def all_reduce_check(backend: str, world: int, quick: bool, timeout: float = 60.
     return r.ok(cid, SECTION, title, value, **data)
 
 
-def functional_checks(gpus: list[GpuProps], precision: str, quick: bool) -> list[r.Check]:
-    """The precision verdict, the tiny StyleGAN2 step, and an all-reduce (NCCL across >= 2 GPUs, gloo otherwise)."""
+def functional_checks(gpus: list[GpuProps], precision: str, quick: bool, auto_reason: str = "") -> list[r.Check]:
+    """The precision verdict, the tiny StyleGAN2 step, and an all-reduce (NCCL across >= 2 GPUs, gloo otherwise).
+    `auto_reason`: why --precision auto chose `precision`, added to the verdict."""
     verdict = precision_check(precision, gpus)
+    if auto_reason:
+        verdict = dataclasses.replace(verdict, value=f"{verdict.value} (auto: {auto_reason})")
     checks = [verdict]
     device = torch.device("cuda", gpus[0].index) if gpus else torch.device("cpu")
     if verdict.status == r.FAILURE:

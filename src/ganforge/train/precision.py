@@ -12,12 +12,14 @@ The same object also owns the run's other numeric switches: the kernel policy (c
 kernels), torch.compile of the main-phase forwards, the channels_last memory format and gradient checkpointing of
 the networks' blocks. A run builds it once (`Precision.from_config`).
 
-`auto` is not a mode the networks run in: `resolve_auto` turns it into one of the four when the options are resolved,
-so the Config (and every checkpoint) records what was chosen and why. bf16 needs no loss scaling (float32's exponent
-range), so it is the safe fast mode wherever it is native: NVIDIA GPUs from Ampere on (compute capability 8.0, bf16
-tensor cores) and CPUs with AMX or AVX512-BF16 (bf16 dot-product instructions; elsewhere oneDNN emulates bf16, slower
-than fp32). Older GPUs get fp32: they have no bf16 or TF32 tensor cores, and their fp16 needs the scaled recipe that
-a user should choose knowingly.
+`auto`, the default, is not a mode the networks run in: `resolve_auto` turns it into one of the four when the options
+are resolved, so the Config (and every checkpoint) records what was chosen and why. bf16 needs no loss scaling
+(float32's exponent range), so it is the fast mode NVIDIA GPUs from Ampere on get (compute capability 8.0, bf16
+tensor cores). Older GPUs get fp32: they have no bf16 or TF32 tensor cores, and their fp16 needs the scaled recipe
+that a user should choose knowingly. CPUs get fp32 even where bf16 is native (AMX or AVX512-BF16): on the digits
+at equal images bf16 ended behind fp32 in both seeds tried (KID and SWD at 16 and 24 kimg,
+benchmarks/quality_digits.py), and it did not make the small networks a CPU trains faster; `--precision bf16` asks
+for it.
 """
 
 import contextlib
@@ -148,7 +150,8 @@ def pick_precision(device_type: str, capability: tuple[int, int] | None, cpu_fla
         return "fp32", f"CUDA compute capability {version} < 8.0 has no bf16 tensor cores"
     native = [flag for flag in CPU_BF16_FLAGS if flag in cpu_flags]
     if native:
-        return "bf16", f"the CPU has native bf16 instructions ({', '.join(native)})"
+        return "fp32", (f"on CPU, even with native bf16 ({', '.join(native)}): bf16 trained to worse quality at equal "
+                        "images on the digits; --precision bf16 asks for it")  # fmt: skip
     return "fp32", "the CPU has no native bf16 instructions (AMX or AVX512-BF16); bf16 would be emulated"
 
 
