@@ -13,7 +13,8 @@ every 16th step).
 With --baseline COMMIT, each resolution's process also builds the trainer of ganforge as it was at COMMIT (imported
 as ganforge_baseline, see baseline.py) with the same configuration and initial weights, and times each phase (G
 main, D main, D R1) of both in interleaved rounds (A B B A ...), so both see the same machine load. The figures are
-medians over the rounds; "iteration" is G main + D main of the same round.
+medians over the rounds; "iteration" is G main + D main of the same round; "fastest" is the ratio of the two fastest
+rounds, the least disturbed, worth reading beside the median when the ranges are wide (a busy or noisy machine).
 """
 
 import argparse
@@ -139,7 +140,8 @@ def print_comparison(res: int, times: dict) -> None:
         for kind in ("wall", "cpu"):
             mb, mc = statistics.median(b[kind]), statistics.median(c[kind])
             row.append(f"{kind} {mb:7.3f} -> {mc:7.3f} s ({mc / mb:4.2f}x, range {min(c[kind]):.2f}-"
-                       f"{max(c[kind]):.2f} vs {min(b[kind]):.2f}-{max(b[kind]):.2f})")  # fmt: skip
+                       f"{max(c[kind]):.2f} vs {min(b[kind]):.2f}-{max(b[kind]):.2f}, "
+                       f"fastest {min(c[kind]) / min(b[kind]):4.2f}x)")  # fmt: skip
         print("   ".join(row), flush=True)
 
 
