@@ -9,7 +9,7 @@ import dataclasses
 from pathlib import Path
 
 from ganforge import __version__
-from ganforge.config import AUTO_PRECISION
+from ganforge.config import AUTO_PRECISION, PRECISIONS
 from ganforge.doctor import benchmark, environment, functional, gpu, nvml, system
 from ganforge.doctor import report as r
 from ganforge.doctor.report import Check, Report
@@ -31,7 +31,7 @@ class Options:
     precision: str = AUTO_PRECISION
 
     def __post_init__(self):
-        assert self.precision in (*gpu.PRECISIONS, AUTO_PRECISION), self.precision
+        assert self.precision in (*PRECISIONS, AUTO_PRECISION), self.precision
 
 
 def train_precision(precision: str, gpus: list[gpu.GpuProps]) -> tuple[str, str]:

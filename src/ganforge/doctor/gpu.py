@@ -11,7 +11,6 @@ from ganforge.doctor import report as r
 from ganforge.monitor import nvml as nvml_reader
 
 SECTION = "gpu"
-PRECISIONS = ("fp32", "tf32", "bf16", "fp16")  # the choices of `ganforge train --precision`
 GIB = 1024**3
 
 
