@@ -15,7 +15,7 @@ PACKAGE = Path(ganforge.__file__).parent
 # Lowest first. A name is a top-level module or subpackage of ganforge; "" is the package root (its __version__).
 LAYERS = (
     ("", "errors", "numerics", "durable", "tensorfile", "config", "presets", "limits", "outputs", "devices",
-     "progress"),
+     "progress", "allocator"),
     ("dist", "preempt"),
     ("nets", "data", "checkpoint", "monitor"),
     ("snapshot",),

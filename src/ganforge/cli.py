@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from ganforge import __version__
+from ganforge.allocator import keep_freed_memory
 from ganforge.cli_checkpoint import checkpoint_group
 from ganforge.config import AUGMENTS, AUTO_PRECISION, PRECISIONS
 from ganforge.errors import UserError, carried_problems
@@ -65,6 +66,7 @@ class _Group(click.Group):
 @click.pass_context
 def main(ctx: click.Context):
     """Train, evaluate and export StyleGAN2-family GANs on one GPU, many GPUs, or a CPU."""
+    keep_freed_memory()  # before the first tensor: every step reuses its large blocks instead of mapping them anew
     if ctx.invoked_subcommand is None:  # bare `ganforge` asks what there is: the help, and success
         click.echo(ctx.get_help())
 
