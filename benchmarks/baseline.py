@@ -8,9 +8,11 @@ The commit's src/ganforge is extracted with `git archive` into a temporary folde
 from `ganforge` to `ganforge_baseline`.
 """
 
+import atexit
 import importlib
 import io
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -26,6 +28,7 @@ def import_baseline(commit: str, subpackages: tuple[str, ...] = ("nets", "train"
     """The package at `commit` as module `ganforge_baseline`, with `subpackages` imported."""
     if NAME not in sys.modules:
         folder = Path(tempfile.mkdtemp(prefix="ganforge-baseline-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
         archive = subprocess.run(["git", "-C", str(REPO), "archive", commit, "src/ganforge"], check=True,
                                  stdout=subprocess.PIPE).stdout  # fmt: skip
         with tarfile.open(fileobj=io.BytesIO(archive)) as tar:

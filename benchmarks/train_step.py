@@ -10,9 +10,11 @@ resolution) runs in a fresh process so its peak memory (CUDA allocator peak, or 
 own. The baseline is the plain iteration; "+R1" adds the lazy R1 phase every step (the worst case; in training it runs
 every 16th step).
 
-With --baseline COMMIT, each resolution's process also builds the trainer of ganforge as it was at COMMIT (imported
-as ganforge_baseline, see baseline.py) with the same configuration and initial weights, and times each phase (G
-main, D main, D R1) of both in interleaved rounds (A B B A ...), so both see the same machine load. The figures are
+With --baseline COMMIT, each round builds the trainer of ganforge as it was at COMMIT (imported as ganforge_baseline,
+see baseline.py) and of the working tree, each in a fresh process with the process settings its own `ganforge` command
+makes (the C allocator's), with the same configuration, initial weights and images, and times each phase (G main,
+D main, D R1) once after a warm-up; the sides take turns in interleaved rounds (A B B A ...), so both see the same
+machine load. The figures are
 medians over the rounds; "iteration" is G main + D main of the same round; "fastest" is the ratio of the two fastest
 rounds, the least disturbed, worth reading beside the median when the ranges are wide (a busy or noisy machine).
 """
@@ -20,6 +22,7 @@ rounds, the least disturbed, worth reading beside the median when the ranges are
 import argparse
 import dataclasses
 import importlib
+import importlib.util
 import json
 import os
 import resource
@@ -30,6 +33,7 @@ import time
 
 import torch
 
+from ganforge.allocator import keep_freed_memory
 from ganforge.train.logs import peak_memory_gb
 
 PHASES = ("G_main", "D_main", "D_reg")
@@ -69,6 +73,7 @@ def phase_runner(package: str, built, images, labels):
 
 
 def measure(cfg_name: str, res: int, iters: int, batch: int, device: str, channels_last: bool, precision: str) -> dict:
+    keep_freed_memory()  # as the `ganforge` command does when it starts
     dev = torch.device(device)
     built = build("ganforge", cfg_name, res, batch, device, None, channels_last, precision)
     _, t, _ = built
@@ -97,31 +102,52 @@ def measure(cfg_name: str, res: int, iters: int, batch: int, device: str, channe
 
 
 def compare(commit: str, cfg_name: str, res: int, rounds: int, batch: int, device: str, mapping_layers,
-            precision: str) -> dict:  # fmt: skip
-    """Per phase, {"baseline"|"current": {"wall"|"cpu": [seconds per round]}}, interleaved A B B A ..."""
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from baseline import import_baseline
+            precision: str, threads: int) -> dict:  # fmt: skip
+    """Per phase, {"baseline"|"current": {"wall"|"cpu": [seconds per round]}}, interleaved A B B A ...
 
-    import_baseline(commit)
-    dev = torch.device(device)
-    images = torch.rand([batch, 3, res, res], device=dev) * 2 - 1
-    labels = torch.zeros([batch, 0], device=dev)
-    runners = {}
-    for label, package in (("baseline", "ganforge_baseline"), ("current", "ganforge")):
-        built = build(package, cfg_name, res, batch, device, mapping_layers, precision=precision)
-        runners[label] = phase_runner(package, built, images, labels)
-    times = {name: {label: {"wall": [], "cpu": []} for label in runners} for name in PHASES}
-    for run in runners.values():  # warm-up
-        for name in PHASES:
-            run(name)
+    Each side runs each round in a fresh worker process, one at a time: each has the process settings its own
+    `ganforge` command makes as it starts (the C allocator's, ganforge/allocator.py, where the commit has it), and
+    neither holds memory while the other runs (on a virtual machine, page faults got 30-50% dearer while another
+    process merely held 1-3 GB).
+    """
+    times = {name: {label: {"wall": [], "cpu": []} for label in ("baseline", "current")} for name in PHASES}
     for r in range(rounds):
-        for label in list(runners)[:: 1 if r % 2 == 0 else -1]:
+        for label in ("baseline", "current")[:: 1 if r % 2 == 0 else -1]:
+            command = [sys.executable, __file__, "--serve", label, "--baseline", commit, "--cfg", cfg_name, "--res",
+                       str(res), "--batch", str(batch), "--device", device, "--threads", str(threads),
+                       "--mapping-layers", str(mapping_layers), "--precision", precision]  # fmt: skip
+            measured = json.loads(subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True).stdout)
             for name in PHASES:
-                start, cpu_start = time.perf_counter(), _cpu_seconds()
-                runners[label](name)
-                times[name][label]["wall"].append(time.perf_counter() - start)
-                times[name][label]["cpu"].append(_cpu_seconds() - cpu_start)
+                times[name][label]["wall"].append(measured[name][0])
+                times[name][label]["cpu"].append(measured[name][1])
     return times
+
+
+def serve(label: str, commit: str, cfg_name: str, res: int, batch: int, device: str, mapping_layers,
+          precision: str) -> dict:  # fmt: skip
+    """One side's round of compare(): build, run every phase once to warm up, then {phase: [wall s, CPU s]} of one
+    more run each."""
+    package = "ganforge"
+    if label == "baseline":
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from baseline import import_baseline
+
+        package = import_baseline(commit).__name__
+    if importlib.util.find_spec(f"{package}.allocator") is not None:
+        importlib.import_module(f"{package}.allocator").keep_freed_memory()
+    dev = torch.device(device)
+    generator = torch.Generator().manual_seed(0)  # every round of both sides judges the same images
+    images = (torch.rand([batch, 3, res, res], generator=generator) * 2 - 1).to(dev)
+    built = build(package, cfg_name, res, batch, device, mapping_layers, precision=precision)
+    run = phase_runner(package, built, images, torch.zeros([batch, 0], device=dev))
+    for name in PHASES:
+        run(name)
+    measured = {}
+    for name in PHASES:
+        start, cpu_start = time.perf_counter(), _cpu_seconds()
+        run(name)
+        measured[name] = [time.perf_counter() - start, _cpu_seconds() - cpu_start]
+    return measured
 
 
 def _cpu_seconds() -> float:
@@ -159,12 +185,22 @@ def main() -> None:
     parser.add_argument("--channels-last", action="store_true", help="the networks in channels_last (train's flag)")
     parser.add_argument("--precision", default="fp32", help="train's --precision (fp32: the configuration compared)")
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # internal: one config, JSON out
+    parser.add_argument("--serve", choices=["baseline", "current"], help=argparse.SUPPRESS)  # internal: compare()
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    if args.one and args.baseline:
-        times = compare(args.baseline, args.cfg[0], args.res[0], args.rounds, args.batch, args.device,
-                        args.mapping_layers, args.precision)  # fmt: skip
-        print(json.dumps(times))
+    if args.serve:
+        print(json.dumps(serve(args.serve, args.baseline, args.cfg[0], args.res[0], args.batch, args.device,
+                               args.mapping_layers, args.precision)))  # fmt: skip
+        return
+    if args.baseline:
+        print(f"torch {torch.__version__}, {args.threads} threads, device {args.device}, batch {args.batch}, "
+              f"{args.precision}, load average {os.getloadavg()[0]:.1f}")  # fmt: skip
+        print(f"baseline {args.baseline} -> working tree, cfg {args.cfg[0]}, mapping {args.mapping_layers} layers, "
+              f"medians of {args.rounds} interleaved rounds, a fresh process each")  # fmt: skip
+        for res in args.res:
+            print_comparison(res, compare(args.baseline, args.cfg[0], res, args.rounds, args.batch, args.device,
+                                          args.mapping_layers, args.precision, args.threads))  # fmt: skip
+        print(f"load average {os.getloadavg()[0]:.1f} at the end")
         return
     if args.one:
         print(json.dumps(measure(args.cfg[0], args.res[0], args.iters, args.batch, args.device, args.channels_last,
@@ -173,14 +209,6 @@ def main() -> None:
     layout = "channels_last" if args.channels_last else "contiguous"
     print(f"torch {torch.__version__}, {args.threads} threads, device {args.device}, batch {args.batch}, {layout}, "
           f"{args.precision}, load average {os.getloadavg()[0]:.1f}")  # fmt: skip
-    if args.baseline:
-        print(f"baseline {args.baseline} -> working tree, cfg {args.cfg[0]}, mapping {args.mapping_layers} layers, "
-              f"medians of {args.rounds} interleaved rounds")  # fmt: skip
-        for res in args.res:
-            out = _child(args, args.cfg[0], res)
-            print_comparison(res, json.loads(out))
-        print(f"load average {os.getloadavg()[0]:.1f} at the end")
-        return
     print(f"{'cfg':<6} {'res':>4} {'G params':>10} {'D params':>10} {'s/iter':>8} {'+R1':>8} {'cpu s/iter':>10} "
           f"{'+R1':>8} {'peak GB':>8}")  # fmt: skip
     for cfg_name in args.cfg:
@@ -194,11 +222,8 @@ def main() -> None:
 def _child(args, cfg_name: str, res: int) -> str:
     """Run one (preset, resolution) in a fresh process; its JSON output."""
     command = [sys.executable, __file__, "--one", "--cfg", cfg_name, "--res", str(res), "--iters", str(args.iters),
-               "--batch", str(args.batch), "--device", args.device, "--threads", str(args.threads), "--rounds",
-               str(args.rounds), "--mapping-layers", str(args.mapping_layers),
+               "--batch", str(args.batch), "--device", args.device, "--threads", str(args.threads),
                "--precision", args.precision]  # fmt: skip
-    if args.baseline:
-        command += ["--baseline", args.baseline]
     if args.channels_last:
         command += ["--channels-last"]
     return subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True).stdout
