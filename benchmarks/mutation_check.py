@@ -240,6 +240,10 @@ MUTANTS = (
       ("tests/train/test_autoprecision.py",)),
     M("grad_checkpoint_redraws_noise", "nets/recompute.py", "preserve_rng_state=True)", "preserve_rng_state=False)",
       ("tests/train/test_grad_checkpoint.py::test_every_phase_gets_bitwise_the_same_gradients",)),
+    M("allocator_keeps_glibcs_trim", "allocator.py", "libc.mallopt(M_TRIM_THRESHOLD, trim_bytes)",
+      "libc.mallopt(M_TRIM_THRESHOLD, 128 * 1024)", ("tests/test_allocator.py",)),
+    M("allocator_not_set_by_the_command", "cli.py", "    keep_freed_memory()  #", "    #",
+      ("tests/test_allocator.py",)),
     # Import.
     M("sg3_import_r_widths_not_halved", "interop/official_stylegan3.py", "widen = 2 if radial else 1", "widen = 1",
       ("tests/interop/test_interop_stylegan3.py",)),
