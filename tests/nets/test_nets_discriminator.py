@@ -33,6 +33,16 @@ def test_gradients_reach_every_parameter_and_the_image():
         assert p.grad is not None and p.grad.abs().sum() > 0, f"no gradient for {name}"
 
 
+def test_every_block_works_in_channels_last_on_cpu():
+    # one layout through each block's skip path and residual sum (the Winograd convolutions return channels-last)
+    D = tiny_discriminator(resolution=32)
+    outputs = []
+    for res in D.block_resolutions:
+        getattr(D, f"b{res}").register_forward_hook(lambda module, args, output: outputs.append(output))
+    D(torch.randn(4, 3, 32, 32), torch.zeros(4, 0))
+    assert len(outputs) == 3 and all(x.is_contiguous(memory_format=torch.channels_last) for x in outputs)
+
+
 def test_minibatch_stddev_matches_reference():
     x = torch.randn(4, 3, 2, 2)
     y = MinibatchStdLayer(group_size=2)(x)
