@@ -242,7 +242,7 @@ MUTANTS = (
       ("tests/train/test_grad_checkpoint.py::test_every_phase_gets_bitwise_the_same_gradients",)),
     M("d_input_keeps_its_layout", "nets/discriminator.py", "x = img.contiguous(memory_format=torch.channels_last)",
       "x = img", ("tests/nets/test_nets_discriminator.py::test_every_block_works_in_channels_last_on_cpu",)),
-    M("allocator_keeps_glibcs_trim", "allocator.py", "libc.mallopt(M_TRIM_THRESHOLD, trim_bytes)",
+    M("allocator_keeps_glibcs_trim", "allocator.py", "libc.mallopt(M_TRIM_THRESHOLD, KEEP_BYTES)",
       "libc.mallopt(M_TRIM_THRESHOLD, 128 * 1024)", ("tests/test_allocator.py",)),
     M("allocator_not_set_by_the_command", "cli.py", "    keep_freed_memory()  #", "    #",
       ("tests/test_allocator.py",)),

@@ -14,9 +14,9 @@ With --baseline COMMIT, each round builds the trainer of ganforge as it was at C
 see baseline.py) and of the working tree, each in a fresh process with the process settings its own `ganforge` command
 makes (the C allocator's), with the same configuration, initial weights and images, and times each phase (G main,
 D main, D R1) once after a warm-up; the sides take turns in interleaved rounds (A B B A ...), so both see the same
-machine load. The figures are
-medians over the rounds; "iteration" is G main + D main of the same round; "fastest" is the ratio of the two fastest
-rounds, the least disturbed, worth reading beside the median when the ranges are wide (a busy or noisy machine).
+machine load. The figures are medians over the rounds; "iteration" is G main + D main of the same round; "fastest" is
+the ratio of the two fastest rounds, the least disturbed, worth reading beside the median when the ranges are wide (a
+busy or noisy machine).
 """
 
 import argparse
@@ -192,9 +192,14 @@ def main() -> None:
         print(json.dumps(serve(args.serve, args.baseline, args.cfg[0], args.res[0], args.batch, args.device,
                                args.mapping_layers, args.precision)))  # fmt: skip
         return
+    if args.one:
+        print(json.dumps(measure(args.cfg[0], args.res[0], args.iters, args.batch, args.device, args.channels_last,
+                                 args.precision)))  # fmt: skip
+        return
+    layout = "channels_last" if args.channels_last and not args.baseline else "contiguous"
+    print(f"torch {torch.__version__}, {args.threads} threads, device {args.device}, batch {args.batch}, {layout}, "
+          f"{args.precision}, load average {os.getloadavg()[0]:.1f}")  # fmt: skip
     if args.baseline:
-        print(f"torch {torch.__version__}, {args.threads} threads, device {args.device}, batch {args.batch}, "
-              f"{args.precision}, load average {os.getloadavg()[0]:.1f}")  # fmt: skip
         print(f"baseline {args.baseline} -> working tree, cfg {args.cfg[0]}, mapping {args.mapping_layers} layers, "
               f"medians of {args.rounds} interleaved rounds, a fresh process each")  # fmt: skip
         for res in args.res:
@@ -202,13 +207,6 @@ def main() -> None:
                                           args.mapping_layers, args.precision, args.threads))  # fmt: skip
         print(f"load average {os.getloadavg()[0]:.1f} at the end")
         return
-    if args.one:
-        print(json.dumps(measure(args.cfg[0], args.res[0], args.iters, args.batch, args.device, args.channels_last,
-                                 args.precision)))  # fmt: skip
-        return
-    layout = "channels_last" if args.channels_last else "contiguous"
-    print(f"torch {torch.__version__}, {args.threads} threads, device {args.device}, batch {args.batch}, {layout}, "
-          f"{args.precision}, load average {os.getloadavg()[0]:.1f}")  # fmt: skip
     print(f"{'cfg':<6} {'res':>4} {'G params':>10} {'D params':>10} {'s/iter':>8} {'+R1':>8} {'cpu s/iter':>10} "
           f"{'+R1':>8} {'peak GB':>8}")  # fmt: skip
     for cfg_name in args.cfg:

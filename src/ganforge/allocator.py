@@ -16,19 +16,13 @@ M_MMAP_THRESHOLD = -3  # <malloc.h>: blocks of at least this many bytes get thei
 KEEP_BYTES = 2**31 - 1  # mallopt takes a C int: blocks up to 2 GiB come from the heap, and up to 2 GiB free is kept
 
 
-def set_thresholds(mmap_bytes: int, trim_bytes: int) -> bool:
-    """Set glibc's mmap and trim thresholds for this process and the processes it forks (data loader workers).
-
-    False where the C library is not glibc (macOS, musl), which keeps its own policy.
-    """
+def keep_freed_memory() -> bool:
+    """Large blocks from the heap, and freed memory kept for reuse, in this process and the processes it forks (data
+    loader workers); called once as the `ganforge` command starts. False where the C library is not glibc (macOS,
+    musl), which keeps its own policy."""
     if not sys.platform.startswith("linux"):
         return False
     libc = ctypes.CDLL(None)  # the symbols this process already has: its C library among them
     if not hasattr(libc, "gnu_get_libc_version"):
         return False
-    return bool(libc.mallopt(M_MMAP_THRESHOLD, mmap_bytes)) and bool(libc.mallopt(M_TRIM_THRESHOLD, trim_bytes))
-
-
-def keep_freed_memory() -> bool:
-    """Large blocks from the heap, and freed memory kept for reuse (called once as the `ganforge` command starts)."""
-    return set_thresholds(KEEP_BYTES, KEEP_BYTES)
+    return bool(libc.mallopt(M_MMAP_THRESHOLD, KEEP_BYTES)) and bool(libc.mallopt(M_TRIM_THRESHOLD, KEEP_BYTES))

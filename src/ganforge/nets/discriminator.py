@@ -154,7 +154,7 @@ class Discriminator(nn.Module):
         if img.device.type == "cpu":
             # The Winograd convolutions return channels-last; fromRGB's output in that layout too keeps each block's
             # skip path and residual sum in one layout. Channels-last depthwise FIR filters were 2-10x faster and
-            # a mixed-layout sum is slow (64 px D main 4-11% faster; CUDA has its own --channels-last).
+            # a mixed-layout sum is slow (D main about 9% faster at 32 and 64 px; CUDA has its own --channels-last).
             x = img.contiguous(memory_format=torch.channels_last)
         for res in self.block_resolutions:
             x = run_block(getattr(self, f"b{res}"), x, force_fp32, recompute=self.grad_checkpoint)
