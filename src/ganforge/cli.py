@@ -55,9 +55,19 @@ class _Group(click.Group):
                 for problem in carried_problems(error):
                     click.echo(f"error: {problem}", err=True)
                 sys.exit(2)
+            except click.UsageError as error:  # a bad flag or value: one line, like every other user error
+                click.echo(f"error: {_usage_line(error)}", err=True)
+                sys.exit(2)
             except KeyboardInterrupt:  # Ctrl-C outside a training loop (which checkpoints and exits 130 itself)
                 click.echo("interrupted", err=True)
                 sys.exit(130)
+
+
+def _usage_line(error: click.UsageError) -> str:
+    """click's usage error (usage, hint, blank line, message) as one line that names the command and its help."""
+    command = error.ctx.command_path if error.ctx is not None else "ganforge"
+    message = " ".join(error.format_message().split())
+    return f"{command}: {message} (see `{command} --help`)"
 
 
 @click.group(cls=_Group, invoke_without_command=True,
