@@ -1,0 +1,280 @@
+"""Mutation fuzzing of every file reader, through the command line: counts tracebacks, hangs and memory blow-ups.
+
+For each target (a reader and the `ganforge` command that reads its files) a valid input is made, then mutated N
+times (bit flips, byte edits, truncations, chunk copies and deletions, length and header fields set to extreme
+integers, JSON values replaced by edge values or deep nesting); every mutant is read by the target's command in a
+worker process that runs many cases in one interpreter, under a 3 GB address-space limit and a 10 s alarm per case.
+A mutant may be accepted (exit 0: the edit was harmless) or refused (exit 2, one `error:` line); anything else is
+counted: a traceback (any other exception), a hang (the alarm), a memory blow-up (MemoryError, or the worker killed).
+
+    .venv/bin/python benchmarks/fuzz_readers.py --runs 2000                  # every target
+    .venv/bin/python benchmarks/fuzz_readers.py --runs 200 --only snapshot --keep /tmp/fuzz-failures
+
+Targets live in TARGETS below: `make(folder) -> input path` writes a valid input (a file, or a folder whose files
+are mutated), `args(input, scratch) -> command line`, optional `after(input)` to run after each mutation (to re-sign
+a manifest so that the mutation reaches the parsers behind the integrity check).
+"""
+
+import argparse
+import collections
+import dataclasses
+import json
+import random
+import resource
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+
+ADDRESS_SPACE_BYTES = 3 * 2**30
+CASE_SECONDS = 10
+BATCH = 100  # mutants per worker process (a worker killed by the kernel loses only its batch's remainder)
+EXTREME_INTS = (0, 1, 2**31 - 1, 2**32 - 1, 2**62, 2**63 - 1, 2**64 - 1)
+EDGE_JSON = (-1, 0, 1.5, 1e308, -1e308, 10**30, "x", "", [], {}, None, True, "NaN", "../../etc/passwd", "a" * 5000)
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    name: str
+    make: Callable[[Path], Path]
+    args: Callable[[Path, Path], list[str]]
+    after: Callable[[Path], None] | None = None
+
+
+# ---- mutations -----------------------------------------------------------------------------------------------------
+
+
+def mutate_bytes(data: bytes, rng: random.Random) -> bytes:
+    """One random edit of a byte string."""
+    if not data:
+        return bytes(rng.randrange(256) for _ in range(rng.randrange(1, 64)))
+    b = bytearray(data)
+    kind = rng.randrange(7)
+    at = rng.randrange(len(b))
+    if kind == 0:  # flip a few bits
+        for _ in range(rng.randrange(1, 9)):
+            i = rng.randrange(len(b))
+            b[i] ^= 1 << rng.randrange(8)
+    elif kind == 1:  # set bytes to boundary values
+        for _ in range(rng.randrange(1, 5)):
+            b[rng.randrange(len(b))] = rng.choice((0x00, 0xFF, 0x7F, 0x80))
+    elif kind == 2:  # truncate
+        del b[at:]
+    elif kind == 3:  # delete a chunk
+        del b[at : at + rng.randrange(1, 256)]
+    elif kind == 4:  # copy a chunk elsewhere (duplicated records, repeated opcodes)
+        chunk = b[at : at + rng.randrange(1, 256)]
+        where = rng.randrange(len(b) + 1)
+        b[where:where] = chunk * rng.randrange(1, 4)
+    elif kind == 5:  # an integer field set to an extreme value (lengths, counts, offsets, shapes)
+        value = rng.choice(EXTREME_INTS)
+        width, fmt = rng.choice(((4, "I"), (8, "Q")))
+        packed = struct.pack(rng.choice("<>") + fmt, value & (2 ** (8 * width) - 1))
+        b[at : at + width] = packed
+    else:  # random bytes inserted
+        b[at:at] = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 32)))
+    return bytes(b)
+
+
+def mutate_json(value, rng: random.Random, depth: int = 0):
+    """The JSON value with one of its values (at any depth) replaced, deleted or deeply nested."""
+    if isinstance(value, dict) and value and depth < 8 and rng.random() < 0.7:
+        key = rng.choice(sorted(value))
+        if rng.random() < 0.15:
+            return {k: v for k, v in value.items() if k != key}
+        return value | {key: mutate_json(value[key], rng, depth + 1)}
+    if isinstance(value, list) and value and depth < 8 and rng.random() < 0.7:
+        i = rng.randrange(len(value))
+        return value[:i] + [mutate_json(value[i], rng, depth + 1)] + value[i + 1 :]
+    if rng.random() < 0.05:
+        nested = rng.choice((0, 1.0, "x"))
+        for _ in range(rng.choice((1000, 100_000))):
+            nested = [nested]
+        return nested
+    return rng.choice(EDGE_JSON)
+
+
+def mutate_file(path: Path, rng: random.Random) -> None:
+    """One edit of a file: a JSON edit when it holds JSON (most of the time), else a byte edit."""
+    data = path.read_bytes()
+    if rng.random() < 0.75:
+        try:
+            doc = json.loads(data)
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            doc = None
+        if doc is not None:
+            text = json.dumps(mutate_json(doc, rng)) if rng.random() > 0.02 else data.decode() + "]" * 100
+            path.write_text(text)
+            return
+    path.write_bytes(mutate_bytes(data, rng))
+
+
+def mutate_input(path: Path, rng: random.Random) -> None:
+    """One to three edits of a file, or of files of a folder."""
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    for _ in range(rng.choice((1, 1, 1, 2, 3))):
+        mutate_file(rng.choice(files), rng)
+
+
+# ---- the worker: many cases in one interpreter ---------------------------------------------------------------------
+
+
+class CaseTimeout(BaseException):
+    pass
+
+
+def _alarm(signum, frame):
+    raise CaseTimeout()
+
+
+def worker(cases_file: Path, outcomes_file: Path) -> None:
+    from click.testing import CliRunner
+
+    from ganforge.cli import main
+
+    signal.signal(signal.SIGALRM, _alarm)
+    with open(outcomes_file, "a") as out:
+        for case in json.loads(cases_file.read_text()):
+            signal.alarm(CASE_SECONDS)
+            start = time.monotonic()
+            try:
+                result = CliRunner().invoke(main, case["args"], catch_exceptions=True)
+                kind, detail = _classify(result)
+            except CaseTimeout:
+                kind, detail = "hang", "".join(traceback.format_stack(limit=6))
+            finally:
+                signal.alarm(0)
+            out.write(json.dumps(dict(id=case["id"], kind=kind, detail=detail, s=time.monotonic() - start)) + "\n")
+            out.flush()
+
+
+def _classify(result) -> tuple[str, str]:
+    error = result.exception
+    if error is not None and not isinstance(error, SystemExit):
+        kind = "memory" if isinstance(error, MemoryError) else "traceback"
+        return kind, "".join(traceback.format_exception(*result.exc_info))[-3000:]
+    if "Traceback" in result.stderr + result.stdout:
+        return "traceback", result.stderr[-3000:]
+    if result.exit_code == 0:
+        return "accepted", ""
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    if result.exit_code == 2 and errors:
+        return "refused", errors[0][:300]
+    return "traceback", f"exit {result.exit_code}: {result.stderr[-1000:]}"
+
+
+def _limit() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE_BYTES, ADDRESS_SPACE_BYTES))
+
+
+def run_batch(cases: list[dict], scratch: Path) -> dict[int, dict]:
+    """Outcomes by case id; the cases a dead worker did not reach run again in a fresh worker, and the one it died
+    on counts as a memory blow-up (the kernel's OOM killer) or a crash."""
+    outcomes: dict[int, dict] = {}
+    pending = list(cases)
+    while pending:
+        cases_file, outcomes_file = scratch / "cases.json", scratch / "outcomes.jsonl"
+        cases_file.write_text(json.dumps(pending))
+        outcomes_file.unlink(missing_ok=True)
+        budget = CASE_SECONDS * len(pending) + 120
+        proc = subprocess.run([sys.executable, __file__, "--worker", str(cases_file), str(outcomes_file)],
+                              preexec_fn=_limit, capture_output=True, text=True, timeout=budget)  # fmt: skip
+        done = [json.loads(line) for line in outcomes_file.read_text().splitlines()] if outcomes_file.exists() else []
+        outcomes.update({o["id"]: o for o in done})
+        pending = pending[len(done) :]
+        if pending:
+            killed = proc.returncode < 0 and -proc.returncode == signal.SIGKILL
+            kind = "memory" if killed else "traceback"
+            detail = f"worker died ({proc.returncode}): {proc.stderr[-1500:]}"
+            outcomes[pending[0]["id"]] = dict(id=pending[0]["id"], kind=kind, s=0.0, detail=detail)
+            pending = pending[1:]
+    return outcomes
+
+
+# ---- the driver ----------------------------------------------------------------------------------------------------
+
+
+def signature(detail: str) -> str:
+    """A short name for a failure: the exception line and the innermost ganforge frame."""
+    lines = [line.strip() for line in detail.splitlines() if line.strip()]
+    frames = [line for line in lines if line.startswith("File ") and "ganforge" in line]
+    last = lines[-1] if lines else "?"
+    return f"{last[:120]} @ {frames[-1][:160] if frames else '?'}"
+
+
+def fuzz(target: Target, runs: int, seed: int, keep: Path | None) -> collections.Counter:
+    counts: collections.Counter = collections.Counter()
+    failures: dict[str, int] = {}
+    with tempfile.TemporaryDirectory(prefix=f"fuzz-{target.name}-") as tmp:
+        root = Path(tmp)
+        valid = target.make(root / "valid")
+        for first in range(0, runs, BATCH):
+            batch_dir = root / "batch"
+            shutil.rmtree(batch_dir, ignore_errors=True)
+            batch_dir.mkdir()
+            cases = []
+            for i in range(first, min(first + BATCH, runs)):
+                rng = random.Random(f"{seed}-{target.name}-{i}")
+                case_dir = batch_dir / f"case{i}"
+                case_dir.mkdir()
+                mutant = case_dir / valid.name
+                (shutil.copytree if valid.is_dir() else shutil.copy)(valid, mutant)
+                mutate_input(mutant, rng)
+                if target.after is not None:
+                    target.after(mutant)
+                scratch = case_dir / "scratch"
+                scratch.mkdir()
+                cases.append(dict(id=i, args=target.args(mutant, scratch), dir=str(case_dir)))
+            outcomes = run_batch(cases, root)
+            for case in cases:
+                outcome = outcomes[case["id"]]
+                counts[outcome["kind"]] += 1
+                if outcome["kind"] in ("traceback", "hang", "memory"):
+                    sig = f"{outcome['kind']}: {signature(outcome['detail'])}"
+                    if sig not in failures:
+                        failures[sig] = case["id"]
+                        print(f"  [{target.name} #{case['id']}] {sig}", flush=True)
+                        if keep is not None:
+                            dest = keep / target.name / f"case{case['id']}"
+                            shutil.copytree(case["dir"], dest, dirs_exist_ok=True)
+                            (dest / "outcome.txt").write_text(outcome["detail"] + "\n" + " ".join(case["args"]))
+    return counts
+
+
+def main() -> int:
+    if len(sys.argv) == 4 and sys.argv[1] == "--worker":
+        worker(Path(sys.argv[2]), Path(sys.argv[3]))
+        return 0
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=2000, help="mutants per target")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--only", action="append", choices=sorted(TARGETS), help="fuzz only these targets")
+    parser.add_argument("--keep", type=Path, help="copy one input per distinct failure here, with its outcome")
+    args = parser.parse_args()
+    rows = []
+    for name in args.only or sorted(TARGETS):
+        start = time.monotonic()
+        counts = fuzz(TARGETS[name], args.runs, args.seed, args.keep)
+        rows.append((name, counts, time.monotonic() - start))
+    print(f"\n| reader | mutants | accepted | refused (exit 2) | tracebacks | hangs (> {CASE_SECONDS} s) "
+          "| memory (> 3 GB) | seconds |")  # fmt: skip
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for name, c, seconds in rows:
+        print(f"| {name} | {sum(c.values())} | {c['accepted']} | {c['refused']} | {c['traceback']} | {c['hang']} "
+              f"| {c['memory']} | {seconds:.0f} |")  # fmt: skip
+    return int(any(c["traceback"] + c["hang"] + c["memory"] for _, c, _ in rows))
+
+
+# ---- targets -------------------------------------------------------------------------------------------------------
+
+TARGETS: dict[str, Target] = {}
+
+
+if __name__ == "__main__":
+    sys.exit(main())
