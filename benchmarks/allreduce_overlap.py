@@ -1,5 +1,5 @@
 """The share of a training phase spent waiting for the gradient all-reduce, over 2 gloo ranks on the CPU: one flat
-all-reduce after backward against bucketed all-reduces started during backward (`precision.allreduce_bucket_mb`).
+all-reduce after backward against bucketed all-reduces started during backward (`runtime.allreduce_bucket_mb`).
 
     python benchmarks/allreduce_overlap.py [--cfg auto] [--res 32] [--batch 8] [--rounds 3] [--bucket-mb 4]
 

@@ -14,7 +14,7 @@ PACKAGE = Path(ganforge.__file__).parent
 
 # Lowest first. A name is a top-level module or subpackage of ganforge; "" is the package root (its __version__).
 LAYERS = (
-    ("", "errors", "numerics", "durable", "tensorfile", "config", "presets", "limits", "outputs", "devices",
+    ("", "errors", "numerics", "durable", "tensorfile", "option", "config", "presets", "limits", "outputs", "devices",
      "progress", "allocator"),
     ("dist", "preempt"),
     ("nets", "data", "checkpoint", "monitor"),
@@ -23,7 +23,7 @@ LAYERS = (
     ("train",),
     ("doctor", "generate", "export"),
     ("bench",),
-    ("cli", "cli_checkpoint", "demo", "__main__"),
+    ("cli", "demo", "__main__"),
 )  # fmt: skip
 LAYER_OF = {part: level for level, parts in enumerate(LAYERS) for part in parts}
 

@@ -67,3 +67,9 @@ PRESETS = {
     "tiny3": Preset(**_SG3 | dict(synthesis_layers=4), batch=16, mbstd=4, channel_base=512, gamma=0.05, ema_kimg=1.0,
                     kimg=40, channel_max=16, z_dim=64, tick_kimg=0.8, snap=5, generator="stylegan3-t"),
 }  # fmt: skip
+
+
+def auto_batch(resolution: int, world_size: int) -> int:
+    """The `auto` preset's global batch (Karras et al. 2020, App. D): 4096 / resolution images per process, at most
+    32 per process and 64 in all, at least one per process."""
+    return max(min(world_size * min(4096 // resolution, 32), 64), world_size)

@@ -103,7 +103,7 @@ def test_bench_bad_input_exit_2_with_the_flag_named(args, message):
 BENCH_RANK = """
 import json
 from ganforge.bench import BenchOptions, run
-result = run(BenchOptions(cfg="tiny", resolution=8, channels=1, steps=1, warmup=0, device="cpu", aug="noaug",
+result = run(BenchOptions(preset="tiny", resolution=8, channels=1, steps=1, warmup=0, device="cpu", aug="noaug",
                           batch_gpu=2), progress=False)
 print("RESULT" + json.dumps(result))
 """

@@ -12,8 +12,9 @@ from torch.utils.flop_counter import FlopCounterMode
 from ganforge.bench.flops import count_flops
 from ganforge.bench.measure import Measurement
 from ganforge.bench.memory import OutOfMemory, SavedActivations, training_state_bytes
-from ganforge.bench.options import BenchOptions, training_config
+from ganforge.bench.options import BenchOptions
 from ganforge.bench.search import Candidate, summarize, try_sizes
+from ganforge.bench.training import training_config
 from ganforge.errors import UserError
 from ganforge.train.build import build
 from ganforge.train.phases import micro_batches, run_phase
@@ -28,7 +29,7 @@ def test_flop_count_of_a_convolution_and_a_matmul_is_the_textbook_figure():
 
 def test_bench_aug_fixed_times_the_pipe_at_aug_p_else_every_transform_on_every_image():
     def timed(**aug):
-        cfg = training_config(BenchOptions(cfg="tiny", resolution=8, **aug), 1, "cpu", 4)
+        cfg = training_config(BenchOptions(preset="tiny", resolution=8, **aug), 1, "cpu", 4)
         return cfg.augment.mode, cfg.augment.p
 
     assert timed(aug="fixed") == ("fixed", 1.0) and timed(aug="fixed", aug_p=0.25) == ("fixed", 0.25)
@@ -38,7 +39,7 @@ def test_bench_aug_fixed_times_the_pipe_at_aug_p_else_every_transform_on_every_i
 
 
 def test_flop_count_equals_flop_counter_mode_on_training_phases_and_runs_r1():
-    cfg = training_config(BenchOptions(cfg="tiny", resolution=8, aug="noaug"), 1, "cpu", 4)
+    cfg = training_config(BenchOptions(preset="tiny", resolution=8, aug="noaug"), 1, "cpu", 4)
     t, phases, _ = build(cfg, torch.device("cpu"))
     images, labels = torch.rand([4, 3, 8, 8]) * 2 - 1, torch.zeros([4, 0])
     counts = {}

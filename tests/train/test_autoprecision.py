@@ -10,7 +10,8 @@ from click.testing import CliRunner
 from train_helpers import make_dataset, tiny_args, tiny_options
 
 from ganforge.cli import main as cli
-from ganforge.config import Config, config_hash, describe_derived
+from ganforge.config import Config, config_hash
+from ganforge.config.describe import describe_derived
 from ganforge.train import precision as precision_module
 from ganforge.train import resolve
 from ganforge.train.precision import pick_precision
@@ -52,7 +53,7 @@ def test_cpu_flags_come_from_the_first_flags_line(tmp_path, monkeypatch):
 def test_auto_is_resolved_into_the_config_with_its_reason(tmp_path, monkeypatch, flags, given):
     _cpuinfo(tmp_path, monkeypatch, flags)
     cfg = resolve(tiny_options(tmp_path / "d", tmp_path / "o", **given), FACTS)
-    assert cfg.precision.precision == "fp32" and "native bf16" in cfg.precision.auto_reason
+    assert cfg.precision.mode == "fp32" and "native bf16" in cfg.precision.auto_reason
     assert "precision fp32 (auto: " in "\n".join(describe_derived(cfg))
     assert Config.from_json(cfg.to_json()) == cfg
     explicit = resolve(tiny_options(tmp_path / "d", tmp_path / "o", precision="fp32"), FACTS)
@@ -65,7 +66,7 @@ def test_dry_run_prints_what_auto_chose_and_why(tmp_path, monkeypatch):
     result = CliRunner().invoke(cli, [*tiny_args(data, tmp_path / "runs"), "--dry-run"])
     assert result.exit_code == 0, result.output
     chosen = json.loads(result.stdout)["precision"]
-    assert chosen["precision"] == "fp32" and "avx512_bf16" in chosen["auto_reason"]
+    assert chosen["mode"] == "fp32" and "avx512_bf16" in chosen["auto_reason"]
     assert "derived: precision fp32 (auto: on CPU, even with native bf16 (avx512_bf16): " in result.stderr
 
 
@@ -78,5 +79,5 @@ def test_a_continued_run_keeps_its_mode_on_other_hardware(tmp_path, monkeypatch)
     old = resolve(tiny_options(tmp_path / "d", tmp_path / "runs", precision="bf16"), FACTS)
     (run / "config.json").write_text(old.to_json())
     cfg = resolve(options, FACTS)
-    assert cfg.precision.precision == "bf16" and run.name in cfg.precision.auto_reason
+    assert cfg.precision.mode == "bf16" and run.name in cfg.precision.auto_reason
     assert config_hash(cfg) == config_hash(old)

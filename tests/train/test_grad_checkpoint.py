@@ -12,7 +12,8 @@ from click.testing import CliRunner
 from train_helpers import make_dataset, tiny_args, tiny_options
 
 from ganforge.cli import main
-from ganforge.config import Config, config_hash, describe_derived
+from ganforge.config import Config, config_hash
+from ganforge.config.describe import describe_derived
 from ganforge.train import resolve, run
 from ganforge.train.build import build
 from ganforge.train.phases import micro_batches, run_phase
@@ -94,20 +95,20 @@ def test_every_phase_gets_bitwise_the_same_gradients(tmp_path, phase_name):
 
 def test_the_switch_reaches_both_networks_and_the_start_report(tmp_path):
     on, off = _config(tmp_path, True), _config(tmp_path, False)
-    assert on.precision.grad_checkpoint and not off.precision.grad_checkpoint
+    assert on.runtime.grad_checkpoint and not off.runtime.grad_checkpoint
     assert on.to_json() != off.to_json() and '"grad_checkpoint": true' in on.to_json()  # --dry-run prints it
     assert any(line.startswith("gradient checkpointing") for line in describe_derived(on))
     assert not any(line.startswith("gradient checkpointing") for line in describe_derived(off))
     for cfg in (on, off):
         t, _, _ = build(cfg, CPU)
-        assert t.G.synthesis.grad_checkpoint == t.D.grad_checkpoint == cfg.precision.grad_checkpoint
+        assert t.G.synthesis.grad_checkpoint == t.D.grad_checkpoint == cfg.runtime.grad_checkpoint
     assert config_hash(on) == config_hash(off)  # a speed switch: not part of the training maths
 
 
 def test_the_cli_shows_it_in_the_dry_run_and_refuses_it_for_stylegan3(data, tmp_path):
     """StyleGAN3's layers update magnitude_ema in forward: a recomputation would update it twice."""
     result = CliRunner().invoke(main, tiny_args(data, tmp_path, grad_checkpoint=True, dry_run=True))
-    assert result.exit_code == 0 and json.loads(result.stdout)["precision"]["grad_checkpoint"] is True
+    assert result.exit_code == 0 and json.loads(result.stdout)["runtime"]["grad_checkpoint"] is True
     assert "derived: gradient checkpointing: G's synthesis blocks and D's blocks recompute" in result.stderr
     result = CliRunner().invoke(main, tiny_args(data, tmp_path, grad_checkpoint=True) + ["--cfg", "tiny3"])
     assert result.exit_code == 2 and "Traceback" not in result.output

@@ -163,7 +163,7 @@ def test_bad_training_control_values_name_the_flag_and_the_fix_exit_2(data, tmp_
     assert result.exit_code == 2 and "Traceback" not in result.output
     for text in ("--ada-interval 0: must be a positive number of D steps", "--aug-p 1.5: must be a probability",
                  "--aug-p: only used by --aug fixed; add --aug fixed", "--lr-min-ratio 2: must be in [0, 1]",
-                 "--lr-warmup-kimg -0.008: must be >= 0", "--clip-grad-g (or --clip-grad) 0: must be a positive",
+                 "--lr-warmup-kimg -0.008: must be >= 0", "--clip-grad 0: must be a positive gradient norm",
                  "--d-warmup-kimg -0.008: must be >= 0", "--lr-steps 0.016,x: not a comma-separated list"):  # fmt: skip
         assert text in result.output, text
     assert "--augpipe" not in CliRunner().invoke(main, ["train", "--help"]).output

@@ -11,7 +11,7 @@ def test_config_json_round_trip_is_exact(tmp_path):
     cfg = resolve(tiny_options(data, tmp_path / "runs", metrics="swd16k", channels_last=True, gamma=0.5))
     again = Config.from_json(cfg.to_json())
     assert again == cfg
-    assert again.run.metrics == ("swd16k",) and again.loss.gamma == 0.5 and again.precision.channels_last
+    assert again.run.metrics == ("swd16k",) and again.loss.gamma == 0.5 and again.runtime.channels_last
 
 
 def test_ada_speed_and_target_reach_the_controller(tmp_path):

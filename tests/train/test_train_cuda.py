@@ -68,7 +68,7 @@ def test_fp16_regularisers_take_unscaled_gradients(data, tmp_path, phase_name, s
     """R1 and path length differentiate D's and G's outputs themselves, not the scaled loss: their values do not
     change with the GradScaler's scale, and the unscaled parameter gradients agree up to fp16 rounding."""
     cfg = resolve(_options(data, tmp_path, precision="fp16"))
-    assert cfg.precision.precision == "fp16"
+    assert cfg.precision.mode == "fp16"
     low, high = (_one_phase(cfg, phase_name, scale) for scale in (2.0**2, 2.0**10))
     assert low[0][f"Skipped/{phase_name}"].item() == high[0][f"Skipped/{phase_name}"].item() == 0
     torch.testing.assert_close(low[0][stat], high[0][stat], rtol=1e-3, atol=1e-6)
@@ -80,7 +80,7 @@ def test_fp16_regularisers_take_unscaled_gradients(data, tmp_path, phase_name, s
 
 def test_fp16_res_runs_the_top_resolution_in_float16_with_fp32_master_weights(data, tmp_path):
     cfg = resolve(_options(data, tmp_path, precision="fp16", fp16_res=1))
-    assert cfg.model.num_fp16_res == 1 and cfg.model.conv_clamp == 256
+    assert cfg.precision.fp16_res == 1 and cfg.precision.conv_clamp == 256
     t, phases, _ = build(cfg, CUDA)
     dtypes = {}
     for name, module in (("G b4", t.G.synthesis.b4.conv1), ("G b8", t.G.synthesis.b8.conv1), ("D b8", t.D.b8.conv0)):

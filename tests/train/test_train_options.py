@@ -10,14 +10,15 @@ from click.testing import CliRunner
 from train_helpers import make_dataset, tiny_args
 
 from ganforge.cli import main
+from ganforge.cli.declared import declared_options
 from ganforge.config import Config, maths_differences, maths_fields
 from ganforge.data import open_dataset
 from ganforge.metrics import parse_names
-from ganforge.train.options import TRAIN_OPTIONS, TrainOptions, train_options
+from ganforge.train.options import TRAIN_OPTIONS, TrainOptions
 
 
 def _command() -> click.Command:
-    return train_options(click.Command("train"))  # the decorators append the options to the command's `params`
+    return declared_options(TRAIN_OPTIONS)(click.Command("train"))  # appends the options to the command's params
 
 
 def test_every_click_option_is_exactly_one_options_field():

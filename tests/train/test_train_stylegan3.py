@@ -46,7 +46,7 @@ def test_presets_follow_the_released_stylegan3_setup_at_256(name):
     # (5x ADA's: at batch 32 the released recommendation of 2 at 256x256)
     assert s.batch == 16 and m.mbstd_group == 4 and m.channel_base == 16384 and m.channel_max == 512
     assert lo.gamma == pytest.approx(4.096) and s.ema_kimg == 5.0 and s.ema_rampup == 0.05
-    assert (m.num_fp16_res, m.conv_clamp) == (0, None)  # fp32 by default
+    assert (cfg.precision.fp16_res, cfg.precision.conv_clamp) == (0, None)  # fp32 by default
     assert (lo.blur_sigma, lo.blur_fade_kimg) == ((10.0, 100.0) if name == "stylegan3-r" else (0.0, 0.0))
 
 
@@ -61,9 +61,9 @@ def test_stylegan3_schedules_follow_the_batch_actually_used_and_fp16_uses_the_pe
     ffhq = DatasetFacts(resolution=1024, channels=3, label_dim=0, name="ffhq")
     assert _resolve("stylegan3-t", dataset=ffhq, world_size=8).loss.gamma == pytest.approx(32.768)
     fp16 = _resolve("stylegan3-t", "cuda", precision="fp16")
-    assert (fp16.model.num_fp16_res, fp16.model.conv_clamp) == (4, 256)
-    assert _resolve("stylegan3-t", "cuda", precision="fp16", fp16_res=2).model.num_fp16_res == 2
-    assert _resolve("stylegan2", "cuda", precision="fp16").model.num_fp16_res == 0  # autocast, as before
+    assert (fp16.precision.fp16_res, fp16.precision.conv_clamp) == (4, 256)
+    assert _resolve("stylegan3-t", "cuda", precision="fp16", fp16_res=2).precision.fp16_res == 2
+    assert _resolve("stylegan2", "cuda", precision="fp16").precision.fp16_res == 0  # autocast, as before
 
 
 def test_tiny3_dry_run_through_the_cli(data, tmp_path):

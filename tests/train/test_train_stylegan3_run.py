@@ -101,7 +101,7 @@ def test_tiny3_fp16_uses_the_per_layer_recipe_on_cuda(data, tmp_path):
 
     options = tiny_options(data, tmp_path, preset="tiny3", precision="fp16", device="cuda", kimg=0.016, tick=0.016)
     cfg = resolve(options)
-    assert (cfg.model.num_fp16_res, cfg.model.conv_clamp) == (4, 256)
+    assert (cfg.precision.fp16_res, cfg.precision.conv_clamp) == (4, 256)
     t, _, _ = build(cfg, torch.device("cuda"))
     fp16_layers = [name for name in t.G.synthesis.layer_names if getattr(t.G.synthesis, name).use_fp16]
     assert t.precision.dtype is None and fp16_layers  # the networks cast per layer; no autocast

@@ -2,13 +2,21 @@
 the device's peak FLOP/s, and with which `--batch-gpu`, on synthetic data (no dataset needed).
 
     from ganforge.bench import BenchOptions, run
-    result = run(BenchOptions(cfg="paper256", precision="bf16", auto_batch=True))  # dict, schema in docs/bench.md
+    result = run(BenchOptions(preset="paper256", precision="bf16", auto_batch=True))  # dict, schema in docs/bench.md
 
-Under `torchrun` every rank measures alone, then all together, which gives the scaling efficiency.
+Under `torchrun` every rank measures alone, then all together, which gives the scaling efficiency. The names are
+loaded on first use: `ganforge --help` imports `ganforge.bench.options` (and so this file), and must not pay for
+importing torch.
 """
 
-from ganforge.bench.options import BenchOptions
-from ganforge.bench.render import table
-from ganforge.bench.run import run
+import importlib
 
-__all__ = ["BenchOptions", "run", "table"]
+_HOMES = {"BenchOptions": "ganforge.bench.options", "run": "ganforge.bench.command", "table": "ganforge.bench.render"}
+
+__all__ = list(_HOMES)
+
+
+def __getattr__(name: str):
+    if name not in _HOMES:
+        raise AttributeError(f"module 'ganforge.bench' has no attribute {name!r}")
+    return getattr(importlib.import_module(_HOMES[name]), name)

@@ -1,54 +1,76 @@
-"""What `ganforge bench` measures, and the one place where its options become a training `Config`.
-
-The bench times exactly what `ganforge train --cfg CFG` would run on a RESxRES dataset, so the Config comes from
-`ganforge.train.resolver.resolve` with the facts of a synthetic dataset; only the channel widths can be overridden on
-top.
+"""What `ganforge bench` measures: its options. Those it shares with `train` (TRAINING) are train's own
+declarations: same flags, help, choices and defaults (None here = train's default); its own options are declared on
+the fields of `BenchOptions`. Imports no torch: `ganforge --help` reads it.
 """
 
-import dataclasses
 from dataclasses import dataclass
 
-from ganforge.config import AUGMENTS, AUTO_PRECISION, PRECISIONS, Config
+from ganforge.config import PrecisionConfig, RuntimeConfig
 from ganforge.errors import UserError
+from ganforge.limits import RESOLUTIONS, resolution_ok
+from ganforge.option import Range, declared, option, value_problems
 from ganforge.presets import DEFAULT_PRESET, PRESETS
-from ganforge.train.options import TrainOptions
-from ganforge.train.resolver import DatasetFacts, Facts, resolve
+from ganforge.train.options import TRAIN_OPTIONS
 
 DEFAULT_RESOLUTION = 256  # for presets made for any resolution (auto, stylegan2, tiny)
+MEASURE = "Measurement"
+# The `train` options the bench takes as train does; the others keep train's defaults.
+TRAINING = ("preset", "precision", "compile", "channels_last", "aug", "device")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BenchOptions:
-    """`ganforge bench` settings; None takes the preset's value.
+    """`ganforge bench` settings. The TRAINING fields are None (False for a switch) unless given, as in
+    `TrainOptions`, and then take train's default; `batch_gpu` None is the preset's batch per device; `auto_batch`
+    searches powers of two up to `max_batch_gpu`. `memory_cap_gb` makes any batch whose peak memory (the CUDA
+    allocator's peak, or the estimate on CPU) exceeds it count as out of memory; on CPU without a cap, the available
+    system memory is the cap."""
 
-    `batch_gpu` None is the preset's batch per device; `auto_batch` searches powers of two up to `max_batch_gpu`.
-    `memory_cap_gb` makes any batch whose peak memory (the CUDA allocator's peak, or the estimate on CPU) exceeds it
-    count as out of memory; on CPU without a cap, the available system memory is the cap.
-    """
-
-    cfg: str = DEFAULT_PRESET
-    resolution: int | None = None
-    channels: int = 3
-    cbase: int | None = None
-    cmax: int | None = None
-    precision: str = AUTO_PRECISION
-    batch_gpu: int | None = None
-    auto_batch: bool = False
-    max_batch_gpu: int = 256
-    memory_cap_gb: float | None = None
+    preset: str | None = None
+    precision: str | None = None
     compile: bool = False
     channels_last: bool = False
-    aug: str = "ada"
-    aug_p: float | None = None  # --aug fixed: the pipe's p; None: 1, every transform on every image
-    steps: int = 10
-    warmup: int = 2
-    device: str = "auto"
+    aug: str | None = None
+    device: str | None = None
+    resolution: int | None = option(
+        MEASURE, "Image side.", default=None, range=Range(1), shown_default=f"the preset's, else {DEFAULT_RESOLUTION}"
+    )
+    channels: int = option(MEASURE, "Image channels.", default=3, range=Range(1))
+    cbase: int | None = option(MEASURE, "Channel base.", default=None, range=Range(1), shown_default="from --cfg")
+    cmax: int | None = option(MEASURE, "Channel maximum.", default=None, range=Range(1), shown_default="from --cfg")
+    batch_gpu: int | None = option(
+        MEASURE,
+        "Images per device; auto finds the largest that fits and the fastest.",
+        default=None,
+        kind=str,
+        metavar="N|auto",
+        shown_default="preset batch / devices",
+    )
+    auto_batch: bool = False  # --batch-gpu auto
+    max_batch_gpu: int = option(MEASURE, "Largest size --batch-gpu auto tries.", default=256, range=Range(2))
+    memory_cap_gb: float | None = option(
+        MEASURE,
+        "Count a batch whose peak memory exceeds this as out of memory (to plan for a smaller GPU).",
+        default=None,
+        flag="--memory-cap",
+        name="memory_cap_gb",
+        range=Range(0, low_open=True),
+        metavar="GB",
+        shown_default="the GPU's memory; on CPU the available RAM",
+    )
+    aug_p: float | None = option(
+        MEASURE,
+        "With --aug fixed: each transform's probability (1: every transform on every image, the most the pipe can "
+        "cost).",
+        default=None,
+        range=Range(0, 1),
+        shown_default="1 with --aug fixed",
+    )
+    steps: int = option(MEASURE, "Timed calls of each phase (median).", default=10, range=Range(1))
+    warmup: int = option(MEASURE, "Untimed calls of each phase first.", default=2, range=Range(0))
 
     def __post_init__(self):
-        assert self.cfg in PRESETS and self.precision in (*PRECISIONS, AUTO_PRECISION) and self.aug in AUGMENTS, self
-        assert self.steps >= 1 and self.warmup >= 0 and self.max_batch_gpu >= 2, self
-        if self.aug_p is not None and self.aug != "fixed":
-            raise UserError(f"--aug-p {self.aug_p:g}: only used by --aug fixed; add --aug fixed or drop --aug-p")
+        check(self)
 
     @property
     def fixed_p(self) -> float | None:
@@ -59,41 +81,47 @@ class BenchOptions:
 
     @classmethod
     def from_flags(cls, batch_gpu: str | None, **flags) -> "BenchOptions":
-        """The CLI's flags, where `--batch-gpu` is a whole number or `auto`."""
+        """The CLI's flags (None: not given, the field's default applies), where `--batch-gpu` is a whole number or
+        `auto`."""
+        flags = {name: value for name, value in flags.items() if value is not None}
         if batch_gpu is None or batch_gpu == "auto":
             return cls(batch_gpu=None, auto_batch=batch_gpu == "auto", **flags)
         if not batch_gpu.isdigit() or int(batch_gpu) < 1:
-            raise UserError(f"--batch-gpu {batch_gpu}: give a whole number >= 1, or auto to search for the best")
+            raise UserError(f"--batch-gpu {batch_gpu:.40}: give a whole number >= 1, or auto to search for the best")
         return cls(batch_gpu=int(batch_gpu), **flags)
+
+    @property
+    def cfg(self) -> str:
+        return self.preset or DEFAULT_PRESET
 
     @property
     def image_resolution(self) -> int:
         return self.resolution or PRESETS[self.cfg].resolution or DEFAULT_RESOLUTION
 
+    @property
+    def device_choice(self) -> str:
+        return self.device or RuntimeConfig.device
+
+    @property
+    def precision_choice(self) -> str:
+        return self.precision or PrecisionConfig.mode
+
+
+# Every option of `ganforge bench`: train's TRAINING options, then the bench's own.
+BENCH_OPTIONS = [d for d in TRAIN_OPTIONS if d.name in TRAINING] + declared(BenchOptions)
+
 
 def check(options: BenchOptions) -> None:
-    """The problems `resolve` would phrase in terms of --data, phrased for the bench's own flags."""
-    res, made_for = options.image_resolution, PRESETS[options.cfg].resolution
-    problems = []
-    if res < 4 or res & (res - 1):
-        problems.append(f"--resolution {res}: not a power of two >= 4; use 8, 16, ..., 1024")
+    """Every value against its declaration, and the problems `resolve` would phrase in terms of --data, phrased for
+    the bench's own flags."""
+    problems = value_problems(BENCH_OPTIONS, options)
+    res, made_for = options.image_resolution, PRESETS[options.cfg].resolution if options.cfg in PRESETS else None
+    if not problems and not resolution_ok(res):
+        problems.append(f"--resolution {res}: not {RESOLUTIONS}; use 8, 16, ..., 1024")
     if made_for is not None and res != made_for:
         problems.append(f"--resolution {res}: --cfg {options.cfg} is made for {made_for}; drop --resolution or use "
                         "--cfg auto or stylegan2")  # fmt: skip
+    if options.aug_p is not None and options.aug != "fixed":
+        problems.append(f"--aug-p {options.aug_p:g}: only used by --aug fixed; add --aug fixed or drop --aug-p")
     if problems:
         raise UserError(*problems)
-
-
-def training_config(options: BenchOptions, world_size: int, device_type: str, batch_gpu: int | None = None) -> Config:
-    """The Config of `ganforge train` for these options with `batch_gpu` images per device and no gradient
-    accumulation (batch = batch_gpu x world_size); `batch_gpu` None keeps the preset's batch."""
-    batches = {} if batch_gpu is None else {"batch": batch_gpu * world_size, "batch_gpu": batch_gpu}
-    train_options = TrainOptions(data="synthetic", outdir="bench", preset=options.cfg, precision=options.precision,
-                                 compile=options.compile, channels_last=options.channels_last, aug=options.aug,
-                                 aug_p=options.fixed_p,
-                                 device=device_type, **batches)  # fmt: skip
-    synthetic = DatasetFacts(options.image_resolution, options.channels, label_dim=0, name="synthetic")
-    cfg = resolve(train_options, Facts(synthetic, world_size, device_type))
-    widths = {"channel_base": options.cbase, "channel_max": options.cmax}
-    model = dataclasses.replace(cfg.model, **{key: value for key, value in widths.items() if value is not None})
-    return dataclasses.replace(cfg, model=model)

@@ -46,7 +46,7 @@ def result(options: BenchOptions, preset, device: torch.device, peak: DevicePeak
     config = {"cfg": options.cfg, "resolution": options.image_resolution, "channels": options.channels,
               "channel_base": options.cbase or model.channel_base, "channel_max": options.cmax or model.channel_max,
               "precision": options.precision, "compile": options.compile, "channels_last": options.channels_last,
-              "aug": options.aug, "aug_p": options.fixed_p, "batch_gpu": final.batch_gpu,
+              "aug": preset.augment.mode, "aug_p": options.fixed_p, "batch_gpu": final.batch_gpu,
               "batch": final.batch_gpu * final.world_size,
               "G_params": final.G_params, "D_params": final.D_params}  # fmt: skip
     memory = {"peak_gb": final.peak_memory_gb, "estimate_gb": final.memory_estimate_gb, "gb": final.memory_gb,

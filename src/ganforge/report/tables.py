@@ -3,7 +3,8 @@ derived, the environment, alerts and skipped steps, checkpoints and snapshots.""
 
 import dataclasses
 
-from ganforge.config import Config, describe_derived, flatten
+from ganforge.config import Config, flatten
+from ganforge.config.describe import describe_derived
 from ganforge.report.rundata import Run
 
 HIGHER_IS_BETTER = ("precision", "recall", "eqt", "eqr")  # PR and the equivariance PSNRs; FID, KID, SWD: lower

@@ -55,9 +55,9 @@ def build_networks(
 
 
 def _make_networks(cfg: Config) -> tuple[Generator | StyleGAN3Generator, Discriminator]:
-    m, d = cfg.model, cfg.data
+    m, d, p = cfg.model, cfg.data, cfg.precision
     common = dict(resolution=d.resolution, img_channels=d.channels, c_dim=d.label_dim, channel_base=m.channel_base,
-                  channel_max=m.channel_max, num_fp16_res=m.num_fp16_res, conv_clamp=m.conv_clamp)  # fmt: skip
+                  channel_max=m.channel_max, num_fp16_res=p.fp16_res, conv_clamp=p.conv_clamp)  # fmt: skip
     mapping = dict(z_dim=m.z_dim, w_dim=m.w_dim, mapping_layers=m.mapping_layers)
     if m.generator == "stylegan2":
         G = Generator(**mapping, **common)

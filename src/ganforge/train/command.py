@@ -4,7 +4,8 @@ whole command (resolve, then print the configuration or train)."""
 import sys
 
 from ganforge import dist
-from ganforge.config import Config, describe_derived
+from ganforge.config import Config
+from ganforge.config.describe import describe_derived
 from ganforge.train.build import build_runtime
 from ganforge.train.loop import training_loop
 from ganforge.train.options import TrainOptions
@@ -18,7 +19,7 @@ def run(config: Config) -> int:
 
     The runtime (precision policy, datasets) is built once here and handed to the loop. The process group is left
     on return and on error; an error after the run folder exists is also written to its log.txt."""
-    device = dist.init(config.precision.device)
+    device = dist.init(config.runtime.device)
     try:
         runtime = build_runtime(config, device)
         run_dir, state, weights = select_run(config, device)

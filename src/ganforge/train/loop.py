@@ -13,7 +13,8 @@ from pathlib import Path
 import torch
 
 from ganforge import checkpoint, dist
-from ganforge.config import Config, describe_derived
+from ganforge.config import Config
+from ganforge.config.describe import describe_derived
 from ganforge.data import make_loader
 from ganforge.errors import UserError
 from ganforge.metrics import append_result, compute_metrics

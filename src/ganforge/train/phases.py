@@ -179,7 +179,7 @@ def build_phases(cfg: Config, G: torch.nn.Module, D: torch.nn.Module, precision:
         ratio = lazy_ratio(interval) if reg_on else 1.0
         opt = torch.optim.Adam(module.parameters(), lr=lr * ratio, betas=(o.beta1**ratio, o.beta2**ratio), eps=o.eps)
         scaler = precision.make_scaler()
-        sync = GradientSync(list(module.parameters()), cfg.precision.allreduce_bucket_mb)
+        sync = GradientSync(list(module.parameters()), cfg.runtime.allreduce_bucket_mb)
         phases.append(Phase(f"{net}_main", net, module, opt, scaler, lr * ratio, 1, main, lambda b: b, sync))
         if reg_on:
             shrink = lo.pl_batch_shrink if net == "G" else 1

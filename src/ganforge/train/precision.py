@@ -54,10 +54,8 @@ class Precision:
 
     @classmethod
     def from_config(cls, cfg: Config, device: torch.device) -> "Precision":
-        p = cfg.precision
-        return cls(
-            p.precision, device, cfg.model.num_fp16_res, p.deterministic, p.compile, p.channels_last, p.grad_checkpoint
-        )
+        p, r = cfg.precision, cfg.runtime
+        return cls(p.mode, device, p.fp16_res, r.deterministic, r.compile, r.channels_last, r.grad_checkpoint)
 
     def autocast(self):
         """Context for forward passes of the networks."""
@@ -121,17 +119,17 @@ def kernel_policy(deterministic: bool):
 def resolve_auto(cfg: Config, device_type: str) -> Config:
     """`cfg` with --precision auto made concrete: the mode of the run this command continues (a rerun on other
     hardware continues the same maths), else the hardware's choice. Rank 0 decides for every rank."""
-    if cfg.precision.precision != AUTO_PRECISION:
+    if cfg.precision.mode != AUTO_PRECISION:
         return cfg
     mode, why = dist.broadcast_object(_auto_choice(cfg, device_type) if dist.is_main() else None)
-    return dataclasses.replace(cfg, precision=dataclasses.replace(cfg.precision, precision=mode, auto_reason=why))
+    return dataclasses.replace(cfg, precision=dataclasses.replace(cfg.precision, mode=mode, auto_reason=why))
 
 
 def _auto_choice(cfg: Config, device_type: str) -> tuple[str, str]:
     continued = rundir.continued_config(cfg)
     if continued is not None and continued[1] is not None:
         run, old = continued
-        return old["precision"]["precision"], f"kept from {run.name}, the run this command continues"
+        return old["precision"]["mode"], f"kept from {run.name}, the run this command continues"
     return choose_auto(device_type)
 
 

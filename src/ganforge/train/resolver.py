@@ -1,40 +1,28 @@
 """The one place where `ganforge train`'s options become facts: `resolve(options) -> Config`.
 
-Every default is applied here, from the one place it lives: the preset table (`--cfg`), the default of the `Config`
-field, or a value derived from the dataset and the number of processes (`derive`). Every check is here too, and all
-problems are listed at once in one UserError.
+Every option's value is checked against its declaration first (`ganforge.option`), so no NaN or out-of-range number
+reaches a derivation. A given option's value goes to the field it is declared on; what the user did not give comes
+from the preset table (`--cfg`), the default of the `Config` field, or is derived from the dataset and the number of
+processes (`derive`). The checks of combinations are here too, and all problems are listed at once in one UserError.
 """
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
 from ganforge import dist
 from ganforge.checkpoint import Retention
-from ganforge.config import (
-    AUGMENT_PIPES,
-    DIFFAUG_OPS,
-    LR_SCHEDULES,
-    AugmentConfig,
-    Config,
-    DataConfig,
-    LossConfig,
-    ModelConfig,
-    OptimConfig,
-    PrecisionConfig,
-    RunConfig,
-    ScheduleConfig,
-    auto_batch,
-    field_default,
-)
+from ganforge.config import DIFFAUG_OPS, Config, ModelConfig, from_flat
 from ganforge.data import open_dataset
 from ganforge.errors import UserError
 from ganforge.limits import RESOLUTIONS, resolution_ok
 from ganforge.metrics import check_names, parse_names
+from ganforge.option import value_problems
 from ganforge.outputs import check_writable_folder, free_bytes
-from ganforge.presets import DEFAULT_PRESET, PRESETS, Preset
+from ganforge.presets import DEFAULT_PRESET, PRESETS, Preset, auto_batch
 from ganforge.train.build import first_save_bytes
-from ganforge.train.options import TrainOptions
+from ganforge.train.options import TRAIN_OPTIONS, TrainOptions
 from ganforge.train.precision import resolve_auto
 
 
@@ -64,7 +52,7 @@ class Facts:
 def observe(options: TrainOptions) -> Facts:
     """Join the process group (torchrun's, or a single process), read the dataset's facts, and check that --outdir
     can be written to and how much room its disk has."""
-    device = dist.init(_pick(options.device, field_default(PrecisionConfig, "device")))
+    device = dist.init(_pick(options.device, _field_default("runtime.device")))
     dataset, problems, free = None, [], None
     try:
         dataset = open_dataset(data_path(options))
@@ -87,7 +75,11 @@ def resolve(options: TrainOptions, facts: Facts | None = None) -> Config:
     """Options (None = not given) + facts -> validated Config, or one UserError listing every problem.
 
     `facts` None: found out here by `observe` (which joins the process group and opens --data)."""
+    problems = value_problems(TRAIN_OPTIONS, options)
     facts = observe(options) if facts is None else facts
+    # A refused value is left out (as if not given) so that the other checks still run and every problem is listed.
+    refused = {d.name for d in TRAIN_OPTIONS if d.problem(getattr(options, d.name)) is not None}
+    asked, options = options, dataclasses.replace(options, **dict.fromkeys(refused - {"data", "outdir"}))
     name = options.preset or DEFAULT_PRESET
     dataset = facts.dataset or DatasetFacts(resolution=PRESETS[name].resolution or 32, channels=3, label_dim=0,
                                             name="dataset")  # fmt: skip
@@ -95,12 +87,12 @@ def resolve(options: TrainOptions, facts: Facts | None = None) -> Config:
     lr_steps = parse_kimg_list(options.lr_steps)
     cfg = _build(options, name, preset, dataset, facts.world_size, () if isinstance(lr_steps, str) else lr_steps)
     cfg = resolve_auto(cfg, facts.device_type)
-    problems = [lr_steps] if isinstance(lr_steps, str) else []
+    problems += [lr_steps] if isinstance(lr_steps, str) else []
     problems += list(facts.problems) + _space_problems(cfg, facts) + _metric_problems(cfg) + _retention_problems(cfg)
     if facts.dataset is not None:
         problems += _dataset_problems(preset, cfg, facts.dataset)
     problems += _batch_problems(options, preset, cfg) + _problems(cfg, facts.device_type) + _control_problems(cfg)
-    problems += _augment_problems(cfg)
+    problems += _augment_problems(cfg, asked.aug_p)
     if problems:
         raise UserError(*problems)
     return cfg
@@ -109,72 +101,69 @@ def resolve(options: TrainOptions, facts: Facts | None = None) -> Config:
 def _build(
     options: TrainOptions, name: str, preset: Preset, dataset, world_size: int, lr_steps: tuple[float, ...]
 ) -> Config:
-    """The Config itself: the option where given, else the preset's value, else the field's default."""
+    """The Config itself: each given option's value in the field it is declared on, overridden by what is derived
+    from the preset, the dataset and the other options; every other field keeps its default."""
     o = options
     batch = _pick(o.batch, preset.batch)
     batch_gpu = _pick(o.batch_gpu, max(batch // world_size, 1))
     fp16_res = _pick(o.fp16_res, _fp16_res_default(preset, o.precision))
     blur = _blur_sigma(preset, o.resume)
     kimg = _pick(o.kimg, _whole_batches(preset.kimg, batch))
-    return Config(
-        preset=name,
-        world_size=world_size,
-        data=DataConfig(path=data_path(o), name=dataset.name, resolution=dataset.resolution, channels=dataset.channels,
-                        label_dim=dataset.label_dim if o.cond else 0, cond=o.cond, mirror=o.mirror,
-                        **_given(workers=o.workers)),
-        model=ModelConfig(z_dim=preset.z_dim, w_dim=preset.z_dim, mapping_layers=preset.mapping_layers,
-                          channel_base=preset.channel_base, channel_max=preset.channel_max,
-                          mbstd_group=min(preset.mbstd, batch_gpu), num_fp16_res=fp16_res,
-                          conv_clamp=256 if fp16_res else None,
-                          **_given(generator=preset.generator, synthesis_layers=preset.synthesis_layers)),
-        loss=LossConfig(gamma=_pick(o.gamma, preset.gamma),
-                        **_given(pl_weight=preset.pl_weight, style_mixing=preset.style_mixing, blur_sigma=blur,
-                                 blur_fade_kimg=_blur_fade_kimg(preset, batch) if blur else None)),
-        optim=OptimConfig(g_lr=_pick(o.glr, preset.lr), d_lr=_pick(o.dlr, _pick(preset.d_lr, preset.lr)),
-                          **_optim_controls(o, kimg, lr_steps)),
-        schedule=ScheduleConfig(batch=batch, batch_gpu=batch_gpu, kimg=kimg,
-                                tick_kimg=_pick(o.tick, _whole_batches(preset.tick_kimg, batch)),
-                                snap=_pick(o.snap, preset.snap), ema_kimg=_ema_kimg(PRESETS[name], preset, batch),
-                                ema_rampup=preset.ema_rampup,
-                                **_given(seed=o.seed, d_warmup_kimg=o.d_warmup_kimg, d_steps=o.d_steps)),
-        precision=PrecisionConfig(compile=o.compile, channels_last=o.channels_last, deterministic=o.deterministic,
-                                  grad_checkpoint=o.grad_checkpoint,
-                                  **_given(precision=o.precision, device=o.device,
-                                           allreduce_bucket_mb=o.allreduce_bucket_mb)),
-        augment=AugmentConfig(**_given(mode=o.aug, target=o.target, ada_kimg=o.ada_kimg, pipe=o.aug_pipe,
-                                       ada_interval=o.ada_interval, p=o.aug_p, diffaug_policy=o.diffaug_policy)),
-        run=RunConfig(outdir=str(o.outdir), allow_config_change=o.allow_config_change, report=not o.no_report,
-                      **_given(metrics=None if o.metrics is None else tuple(parse_names(o.metrics)), resume=o.resume,
-                               keep_last=o.keep_last, keep_every=o.keep_every, keep_max_age=o.keep_max_age,
-                               monitor_interval=o.monitor_interval, profile=o.profile)),
-    )  # fmt: skip
+    derived = {
+        "preset": name, "world_size": world_size, "run.outdir": str(o.outdir),
+        "data.path": data_path(o), "data.name": dataset.name, "data.resolution": dataset.resolution,
+        "data.channels": dataset.channels, "data.label_dim": dataset.label_dim if o.cond else 0,
+        "model.z_dim": preset.z_dim, "model.w_dim": preset.z_dim, "model.mapping_layers": preset.mapping_layers,
+        "model.channel_base": preset.channel_base, "model.channel_max": preset.channel_max,
+        "model.mbstd_group": min(preset.mbstd, batch_gpu), "model.generator": preset.generator,
+        "model.synthesis_layers": preset.synthesis_layers,
+        "precision.fp16_res": fp16_res, "precision.conv_clamp": 256 if fp16_res else None,
+        "loss.gamma": _pick(o.gamma, preset.gamma), "loss.pl_weight": preset.pl_weight,
+        "loss.style_mixing": preset.style_mixing, "loss.blur_sigma": blur,
+        "loss.blur_fade_kimg": _blur_fade_kimg(preset, batch) if blur else None,
+        "optim.g_lr": _pick(o.glr, preset.lr), "optim.d_lr": _pick(o.dlr, _pick(preset.d_lr, preset.lr)),
+        # Cosine decay ends at the run's length, stored so that a resumed run with a longer --kimg stays on the
+        # curve it started on (unless --allow-config-change).
+        "optim.lr_horizon_kimg": kimg if o.lr_schedule == "cosine" else None,
+        "optim.lr_steps": None if o.lr_steps is None else lr_steps,
+        "optim.clip_grad_g": _pick(o.clip_grad_g, o.clip_grad), "optim.clip_grad_d": _pick(o.clip_grad_d, o.clip_grad),
+        "schedule.batch": batch, "schedule.batch_gpu": batch_gpu, "schedule.kimg": kimg,
+        "schedule.tick_kimg": _pick(o.tick, _whole_batches(preset.tick_kimg, batch)),
+        "schedule.snap": _pick(o.snap, preset.snap), "schedule.ema_kimg": _ema_kimg(PRESETS[name], preset, batch),
+        "schedule.ema_rampup": preset.ema_rampup,
+        "run.metrics": None if o.metrics is None else tuple(parse_names(o.metrics)),
+    }  # fmt: skip
+    return from_flat(_given(o) | {path: value for path, value in derived.items() if value is not None})
 
 
-def _optim_controls(o: TrainOptions, kimg: float, lr_steps: tuple[float, ...]) -> dict:
-    """The schedule and clipping fields given. Cosine decay ends at the run's length, stored as `lr_horizon_kimg` so
-    that a resumed run with a longer --kimg stays on the curve it started on (unless --allow-config-change)."""
-    horizon = kimg if o.lr_schedule == "cosine" else None
-    return _given(lr_schedule=o.lr_schedule, lr_warmup_kimg=o.lr_warmup_kimg, lr_min_ratio=o.lr_min_ratio,
-                  lr_gamma=o.lr_gamma, lr_steps=None if o.lr_steps is None else lr_steps, lr_horizon_kimg=horizon,
-                  clip_grad_g=_pick(o.clip_grad_g, o.clip_grad),
-                  clip_grad_d=_pick(o.clip_grad_d, o.clip_grad))  # fmt: skip
+def _given(options: TrainOptions) -> dict:
+    """The given options' values by the dotted name of the field each is declared on (a negated switch inverted)."""
+    values = {}
+    for d in TRAIN_OPTIONS:
+        value = getattr(options, d.name)
+        if d.field is not None and value is not None and value is not False:
+            values[d.path] = not value if d.option.negated else value
+    return values
 
 
 def parse_kimg_list(text: str | None) -> tuple[float, ...] | str:
-    """--lr-steps '100,250' -> (100.0, 250.0); () when not given; the problem's message when it is not numbers."""
+    """--lr-steps '100,250' -> (100.0, 250.0); () when not given; the problem's message when it is not finite
+    numbers."""
     try:
-        return tuple(float(part) for part in (text or "").split(",") if part.strip())
+        steps = tuple(float(part) for part in (text or "").split(",") if part.strip())
     except ValueError:
-        return f"--lr-steps {text}: not a comma-separated list of kimg values; write e.g. --lr-steps 100,250"
+        steps = (math.nan,)
+    if not all(math.isfinite(k) for k in steps):
+        return f"--lr-steps {text:.60}: not a comma-separated list of kimg values; write e.g. --lr-steps 100,250"
+    return steps
 
 
 def _pick(value, default):
     return default if value is None else value
 
 
-def _given(**values) -> dict:
-    """The values that were given; the others are left out so that the dataclass field's default applies."""
-    return {key: value for key, value in values.items() if value is not None}
+def _field_default(path: str):
+    return next(d.default for d in TRAIN_OPTIONS if d.path == path)
 
 
 def derive(preset: Preset, resolution: int, world_size: int) -> Preset:
@@ -202,7 +191,7 @@ def r1_gamma(resolution: int, batch: int, stylegan3: bool) -> float:
 
 
 def _is_stylegan3(preset: Preset) -> bool:
-    return _pick(preset.generator, field_default(ModelConfig, "generator")).startswith("stylegan3")
+    return _pick(preset.generator, ModelConfig.generator).startswith("stylegan3")
 
 
 def _ema_kimg(row: Preset, preset: Preset, batch: int) -> float:
@@ -216,7 +205,7 @@ def _ema_kimg(row: Preset, preset: Preset, batch: int) -> float:
 def _fp16_res_default(preset: Preset, precision: str | None) -> int:
     """Layers in fp16 without --fp16-res: the row's recipe under --precision fp16 (StyleGAN3: the top 4 octaves, as
     released), else the field's default (fp16 by autocast)."""
-    default = field_default(ModelConfig, "num_fp16_res")
+    default = _field_default("precision.fp16_res")
     return _pick(preset.fp16_res, default) if precision == "fp16" else default
 
 
@@ -339,22 +328,22 @@ def _nearest_micro_batch(batch_gpu: int, mbstd: int, pl_even: int, among: list[i
 
 def _problems(cfg: Config, device_type: str) -> list[str]:
     """Every invalid combination of options, one message each."""
-    s, p = cfg.schedule, cfg.precision
+    s, p, r = cfg.schedule, cfg.precision, cfg.runtime
     problems = []
     problems += _length_problems([("--kimg", s.kimg), ("--tick", s.tick_kimg)], s.batch)
     if cfg.run.profile and s.kimg <= s.tick_kimg:
         problems.append(f"--profile {cfg.run.profile}: the profiler starts after the first tick (--tick "
                         f"{s.tick_kimg:g} kimg of warm-up), but the run ends at --kimg {s.kimg:g}; lower --tick or "
                         "raise --kimg")  # fmt: skip
-    if p.precision == "fp16" and device_type != "cuda":
+    if p.mode == "fp16" and device_type != "cuda":
         problems.append("--precision fp16: needs a CUDA GPU (no fast fp16 on CPU); use bf16 or fp32 on CPU")
-    if p.precision == "tf32" and device_type != "cuda":
+    if p.mode == "tf32" and device_type != "cuda":
         problems.append("--precision tf32: TF32 exists only on NVIDIA GPUs; use fp32 or bf16 on CPU")
-    if cfg.model.num_fp16_res and p.precision != "fp16":
+    if p.fp16_res and p.mode != "fp16":
         problems.append("--fp16-res: the per-resolution fp16 recipe needs --precision fp16")
-    if p.compile and p.precision == "fp16" and cfg.model.num_fp16_res:
+    if r.compile and p.mode == "fp16" and p.fp16_res:
         problems.append("--compile: not supported together with --fp16-res; drop one of them")
-    if p.grad_checkpoint and cfg.model.generator != "stylegan2":
+    if r.grad_checkpoint and cfg.model.generator != "stylegan2":
         problems.append(
             f"--grad-checkpoint: the {cfg.model.generator} generator updates running statistics in its "
             "layers' forward, which recomputation would repeat; use it with a StyleGAN2 --cfg or drop it"
@@ -366,46 +355,26 @@ def _control_problems(cfg: Config) -> list[str]:
     """Bad values and combinations of the learning-rate schedule, clipping and two-phase options, one message each."""
     o, s = cfg.optim, cfg.schedule
     out = []
-    if o.lr_schedule not in LR_SCHEDULES:
-        out.append(f"--lr-schedule {o.lr_schedule}: unknown; use one of {', '.join(LR_SCHEDULES)}")
     if o.lr_steps and o.lr_schedule != "step":
         out.append("--lr-steps: only used by --lr-schedule step; add it or drop --lr-steps")
     if o.lr_schedule == "step" and not o.lr_steps:
         out.append("--lr-schedule step: needs --lr-steps KIMG,KIMG (where the rate is multiplied by --lr-gamma)")
     if list(o.lr_steps) != sorted(set(o.lr_steps)) or any(k <= 0 for k in o.lr_steps):
         out.append(f"--lr-steps {','.join(f'{k:g}' for k in o.lr_steps)}: must be positive and increasing kimg")
-    if o.lr_warmup_kimg < 0:
-        out.append(f"--lr-warmup-kimg {o.lr_warmup_kimg:g}: must be >= 0 kimg; use 0 for no warm-up")
-    if not 0 <= o.lr_min_ratio <= 1:
-        out.append(f"--lr-min-ratio {o.lr_min_ratio:g}: must be in [0, 1] (a fraction of the base rate)")
-    if not 0 < o.lr_gamma <= 1:
-        out.append(f"--lr-gamma {o.lr_gamma:g}: must be in (0, 1] (the factor at each of --lr-steps), e.g. 0.1")
     if o.lr_horizon_kimg is not None and o.lr_warmup_kimg >= o.lr_horizon_kimg:
         out.append(f"--lr-warmup-kimg {o.lr_warmup_kimg:g}: must be shorter than the cosine decay (--kimg)")
-    for flag, norm in (("--clip-grad-g", o.clip_grad_g), ("--clip-grad-d", o.clip_grad_d)):
-        if norm is not None and not norm > 0:
-            out.append(f"{flag} (or --clip-grad) {norm:g}: must be a positive gradient norm; try 0.5 to 1")
-    if s.d_steps < 1:
-        out.append(f"--d-steps {s.d_steps}: must be at least 1 D step per G step")
-    if s.d_warmup_kimg < 0:
-        out.append(f"--d-warmup-kimg {s.d_warmup_kimg:g}: must be >= 0 kimg; use 0 for no D-only warm-up")
     if s.d_warmup_kimg >= s.kimg:
         out.append(f"--d-warmup-kimg {s.d_warmup_kimg:g}: must be shorter than --kimg {s.kimg:g}, or G never trains")
     lengths = [("--d-warmup-kimg", s.d_warmup_kimg), ("--lr-warmup-kimg", o.lr_warmup_kimg)]
     return out + _length_problems(lengths + [("--lr-steps", k) for k in o.lr_steps if k > 0], s.batch)
 
 
-def _augment_problems(cfg: Config) -> list[str]:
-    """Bad values and combinations of the augmentation options, one message each."""
+def _augment_problems(cfg: Config, asked_p: float | None) -> list[str]:
+    """Combinations of the augmentation options that do not work, one message each; `asked_p` is --aug-p as given
+    (also when its value was refused: it is still an option that only --aug fixed uses)."""
     a = cfg.augment
     out = []
-    if a.pipe not in AUGMENT_PIPES:
-        out.append(f"--aug-pipe {a.pipe}: unknown; use one of {', '.join(AUGMENT_PIPES)}")
-    if a.ada_interval < 1:
-        out.append(f"--ada-interval {a.ada_interval}: must be a positive number of D steps; the paper uses 4")
-    if not 0 <= a.p <= 1:
-        out.append(f"--aug-p {a.p:g}: must be a probability in [0, 1]")
-    if a.mode != "fixed" and a.p > 0:
+    if a.mode != "fixed" and (a.p > 0 or isinstance(asked_p, (int, float)) and asked_p > 0):
         out.append("--aug-p: only used by --aug fixed; add --aug fixed or drop --aug-p")
     ops = [op.strip() for op in a.diffaug_policy.split(",") if op.strip()]
     if not ops or any(op not in DIFFAUG_OPS for op in ops):

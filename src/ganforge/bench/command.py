@@ -15,8 +15,9 @@ from ganforge import dist
 from ganforge.bench import render, search
 from ganforge.bench.measure import Measurement, measure
 from ganforge.bench.memory import OutOfMemory, available_gb
-from ganforge.bench.options import BenchOptions, check, training_config
+from ganforge.bench.options import BenchOptions
 from ganforge.bench.peak import device_peak
+from ganforge.bench.training import training_config
 from ganforge.config import AUTO_PRECISION
 from ganforge.devices import pick_device
 from ganforge.errors import UserError
@@ -61,10 +62,9 @@ class _Measurer:
 def run(options: BenchOptions, progress: bool | None = None) -> dict | None:
     """Measure and return the result dict (schema in docs/bench.md) on rank 0, None on other ranks. `progress`
     None shows bars when stderr is a terminal."""
-    device = local_device(options.device)
-    if options.precision == AUTO_PRECISION:  # what `train --precision auto` picks on this device
+    device = local_device(options.device_choice)
+    if options.precision_choice == AUTO_PRECISION:  # what `train --precision auto` picks on this device
         options = dataclasses.replace(options, precision=choose_auto(device.type)[0])
-    check(options)
     world = int(os.environ["WORLD_SIZE"]) if dist.launched_by_torchrun() else 1
     rank0 = int(os.environ.get("RANK", "0")) == 0
     preset = training_config(options, world, device.type)  # validates the options before any work
@@ -97,7 +97,7 @@ def _fixed_batch(measurer: _Measurer, batch_gpu: int) -> Measurement:
 
 def _distributed(measurer: _Measurer, world: int, batch_gpu: int) -> Measurement:
     """The step on every rank together, at rank 0's batch size."""
-    dist.init(measurer.options.device)
+    dist.init(measurer.options.device_choice)
     try:
         batch_gpu = dist.broadcast_object(batch_gpu)
         cfg = training_config(measurer.options, world, measurer.device.type, batch_gpu)

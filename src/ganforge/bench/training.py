@@ -1,0 +1,27 @@
+"""The one place where the bench's options become a training `Config`.
+
+The bench times exactly what `ganforge train --cfg CFG` would run on a RESxRES dataset, so the Config comes from
+`ganforge.train.resolver.resolve` with the facts of a synthetic dataset; only the channel widths can be overridden on
+top.
+"""
+
+import dataclasses
+
+from ganforge.bench.options import TRAINING, BenchOptions
+from ganforge.config import Config
+from ganforge.train.options import TrainOptions
+from ganforge.train.resolver import DatasetFacts, Facts, resolve
+
+
+def training_config(options: BenchOptions, world_size: int, device_type: str, batch_gpu: int | None = None) -> Config:
+    """The Config of `ganforge train` for these options with `batch_gpu` images per device and no gradient
+    accumulation (batch = batch_gpu x world_size); `batch_gpu` None keeps the preset's batch."""
+    batches = {} if batch_gpu is None else {"batch": batch_gpu * world_size, "batch_gpu": batch_gpu}
+    training = {name: getattr(options, name) for name in TRAINING}
+    train_options = TrainOptions(data="synthetic", outdir="bench", aug_p=options.fixed_p,
+                                 **training | {"device": device_type}, **batches)  # fmt: skip
+    synthetic = DatasetFacts(options.image_resolution, options.channels, label_dim=0, name="synthetic")
+    cfg = resolve(train_options, Facts(synthetic, world_size, device_type))
+    widths = {"channel_base": options.cbase, "channel_max": options.cmax}
+    model = dataclasses.replace(cfg.model, **{key: value for key, value in widths.items() if value is not None})
+    return dataclasses.replace(cfg, model=model)

@@ -1,0 +1,78 @@
+"""`ganforge dataset build|info|verify`: training archives from folders and zips of images."""
+
+import click
+
+
+@click.group()
+def dataset():
+    """Build, inspect and verify training archives (zip in NVlabs' layout, or the fast pre-decoded format)."""
+
+
+@dataset.command("build")
+@click.argument("src", type=click.Path(path_type=str))
+@click.argument("dest", type=click.Path(path_type=str))
+@click.option("--resolution", type=int, help="Output side R (square, power of two); required unless --transform none.")
+@click.option(
+    "--transform",
+    type=click.Choice(["center-crop", "center-crop-wide", "pad", "none"]),
+    default="center-crop",
+    help="center-crop: central square; center-crop-wide: central 2:1 band padded to a square; pad: whole image on "
+    "black; none: images must already be RxR. Never upscales: smaller images are bad files.",
+)
+@click.option("--resize-filter", type=click.Choice(["box", "lanczos", "bicubic"]), default="lanczos")
+@click.option(
+    "--labels",
+    default="auto",
+    help="folders (sub-folder names), source (SRC's dataset.json), none, or PATH.csv with `file,label` rows; "
+    "auto: source when SRC has labels, else none.",
+)
+@click.option("--channels", type=click.Choice(["1", "3"]), default="3", help="1: greyscale, 3: RGB.")
+@click.option("--max-images", type=click.IntRange(min=1), help="Use only the first N files (sorted by path).")
+@click.option("--format", type=click.Choice(["zip", "fast"]), help="Default: zip if DEST ends in .zip, else fast.")
+@click.option(
+    "--on-error",
+    type=click.Choice(["fail", "skip"]),
+    default="fail",
+    help="fail: write nothing and list every bad file; skip: build from the good ones, list the rest in "
+    "DEST.report.json.",
+)
+@click.option("--workers", type=click.IntRange(min=0), help="Decoding processes (0: none).  [default: all CPUs]")
+def dataset_build(src, dest, channels, **options):
+    """Validate and convert a folder or zip of images (SRC) into a training archive (DEST).
+
+    EXIF orientation is applied; transparency is composited on white; palette, CMYK and 16-bit images are converted.
+    """
+    from ganforge.data.build import BuildOptions, build
+
+    summary = build(src, dest, BuildOptions(channels=int(channels), **options))
+    click.echo(f"wrote {summary['written']} images to {summary['dest']} ({summary['format']})")
+    click.echo(f"content hash: {summary['content_hash']}")
+    if summary["skipped"]:
+        click.echo(f"skipped {len(summary['skipped'])} bad file(s), listed in {summary['report']}")
+    if summary["ignored"]:
+        click.echo(f"ignored {summary['ignored']} file(s) without an image suffix")
+
+
+@dataset.command("info")
+@click.argument("path", type=click.Path(path_type=str))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def dataset_info(path, as_json):
+    """Count, resolution, channels, label histogram, content hash and format of a dataset."""
+    import json
+
+    from ganforge.data.check import info, info_text
+
+    summary = info(path)
+    click.echo(json.dumps(summary) if as_json else info_text(summary))
+
+
+@dataset.command("verify")
+@click.argument("path", type=click.Path(path_type=str))
+@click.option("--workers", type=click.IntRange(min=0), help="Decoding processes (0: none).  [default: all CPUs]")
+def dataset_verify(path, workers):
+    """Decode every image and recompute the content hash; exit 2 listing every problem."""
+    from ganforge.data.check import verify
+
+    result = verify(path, workers)
+    checked = "content hash verified" if result["hash_checked"] else "no recorded content hash to check"
+    click.echo(f"ok: {result['count']} images decode; {checked}")

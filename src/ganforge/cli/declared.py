@@ -1,0 +1,48 @@
+"""click options derived from option declarations (`ganforge.option`), and a command whose help lists them by section.
+
+click only parses here: an int option takes an integer and a float option a number (NaN and infinity included),
+and every range and combination is checked where the options become facts, so that a Python caller and `--dry-run`
+meet exactly the checks of the command line.
+"""
+
+import click
+
+from ganforge.option import Declared
+
+
+def click_option(d: Declared):
+    """The click option of one declaration: a switch, a choice, or a value of its kind; never a default (None = not
+    given; the help text names where the default comes from)."""
+    shown = d.shown_default()
+    help_text = d.option.help + (f"  [default: {shown}]" if shown else "")
+    if d.kind is bool:
+        return click.option(d.flag, d.name, is_flag=True, help=help_text)
+    kind = click.Choice(d.option.choices) if d.option.choices else {int: click.INT, float: click.FLOAT}.get(d.kind, str)
+    return click.option(d.flag, d.name, type=kind, required=d.option.required, metavar=d.option.metavar, help=help_text)
+
+
+def declared_options(options: list[Declared]):
+    """A decorator that adds the click option of every declaration to a command, in the order given."""
+
+    def decorate(function):
+        for d in reversed(options):
+            function = click_option(d)(function)
+        function.__declared_sections__ = {d.name: d.option.section for d in options}
+        return function
+
+    return decorate
+
+
+class SectionedCommand(click.Command):
+    """A command whose --help lists its declared options under their section headings, in the order declared."""
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        sections = getattr(self.callback, "__declared_sections__", {})
+        records: dict[str, list] = {}
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is not None:
+                records.setdefault(sections.get(param.name, "Other"), []).append(record)
+        for section, rows in records.items():
+            with formatter.section(section):
+                formatter.write_dl(rows)

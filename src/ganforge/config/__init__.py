@@ -1,0 +1,204 @@
+"""Training configuration: `Config`, a tree of frozen dataclass sections (`ganforge.config.sections`, where each
+`ganforge train` option is declared on the field it sets), its JSON form, the layouts older ganforge wrote, and the
+split between the fields that define the training maths and the rest.
+
+A `Config` is what `ganforge.train.resolver.resolve` makes of the command-line options; it is written as
+`config.json` into the run directory, and `Config.to_json()` / `Config.from_json()` round-trip it. This package
+imports neither torch nor click so that it stays cheap to import (`ganforge --help` reads it).
+"""
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass
+
+from ganforge.config.sections import (
+    AUGMENT_PIPES,
+    AUGMENTS,
+    AUTO_PRECISION,
+    DEVICES,
+    DIFFAUG_OPS,
+    LR_SCHEDULES,
+    PRECISIONS,
+    PRESET,
+    AugmentConfig,
+    DataConfig,
+    LossConfig,
+    ModelConfig,
+    OptimConfig,
+    PrecisionConfig,
+    RunConfig,
+    RuntimeConfig,
+    ScheduleConfig,
+)
+from ganforge.option import non_maths_paths, setting
+
+# The sections and the choices of their options, importable from here as from their module.
+__all__ = [
+    "AUGMENT_PIPES", "AUGMENTS", "AUTO_PRECISION", "DEVICES", "DIFFAUG_OPS", "LR_SCHEDULES", "PRECISIONS",
+    "AugmentConfig", "Config", "DataConfig", "LossConfig", "ModelConfig", "OptimConfig", "PrecisionConfig", "RunConfig",
+    "RuntimeConfig", "ScheduleConfig",
+]  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class Config:
+    """The resolved training configuration, written to `config.json` in the run directory."""
+
+    preset: str = PRESET  # the --cfg row the other values started from
+    world_size: int = setting(maths=False)
+    data: DataConfig
+    model: ModelConfig
+    loss: LossConfig
+    optim: OptimConfig
+    schedule: ScheduleConfig
+    precision: PrecisionConfig
+    runtime: RuntimeConfig = setting(maths=False)
+    augment: AugmentConfig
+    run: RunConfig = setting(maths=False)
+
+    @property
+    def accumulation(self) -> int:
+        """Micro-batches per rank per step: batch = batch_gpu x world_size x accumulation."""
+        return self.schedule.batch // (self.schedule.batch_gpu * self.world_size)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Config":
+        """From `to_dict`'s layout; also reads config.json files in the layouts of older ganforge (`upgrade`)."""
+        return from_flat(flatten(upgrade(d)))
+
+    @classmethod
+    def from_json(cls, text: str) -> "Config":
+        return cls.from_dict(json.loads(text))
+
+
+def from_flat(values: dict) -> Config:
+    """A Config from its dotted fields (`{"loss.gamma": 10.0, ...}`); a field left out takes its default."""
+
+    def build(cls, prefix: str):
+        kwargs = {}
+        for field in dataclasses.fields(cls):
+            path = f"{prefix}{field.name}"
+            if dataclasses.is_dataclass(field.type):
+                kwargs[field.name] = build(field.type, f"{path}.")
+            elif path in values:
+                value = values[path]
+                kwargs[field.name] = tuple(value) if isinstance(value, list) else value
+        return cls(**kwargs)
+
+    unknown = set(values) - {f"{p}.{f.name}" if p else f.name for p, f in _fields(Config)}
+    assert not unknown, f"not fields of Config: {sorted(unknown)}"
+    return build(Config, "")
+
+
+def _fields(cls, prefix: str = "") -> list[tuple[str, dataclasses.Field]]:
+    """(section path, field) for every leaf field of `cls`."""
+    found = []
+    for field in dataclasses.fields(cls):
+        if dataclasses.is_dataclass(field.type):
+            found += _fields(field.type, f"{prefix}.{field.name}".lstrip("."))
+        else:
+            found.append((prefix, field))
+    return found
+
+
+# Fields renamed or moved since config.json files and checkpoints were first written: old dotted name -> new.
+RENAMED = {
+    "cfg": "preset",
+    "precision.precision": "precision.mode",
+    "model.num_fp16_res": "precision.fp16_res",
+    "model.conv_clamp": "precision.conv_clamp",
+    **{
+        f"precision.{name}": f"runtime.{name}"
+        for name in ("device", "compile", "channels_last", "deterministic", "grad_checkpoint", "allreduce_bucket_mb")
+    },
+}
+
+
+def upgrade(config_dict: dict) -> dict:
+    """A config dict (nested as config.json holds it, or flattened as checkpoints store it) in today's layout, so
+    that run folders and checkpoints of older ganforge stay readable and comparable (RENAMED)."""
+    flat = flatten(config_dict)
+    if not any(key in RENAMED for key in flat):
+        return config_dict
+    renamed = {RENAMED.get(key, key): value for key, value in flat.items()}
+    nested = any(isinstance(value, dict) for value in config_dict.values())
+    return unflatten(renamed) if nested else renamed
+
+
+def flatten(d: dict, prefix: str = "") -> dict:
+    """{"a": {"b": 1}} -> {"a.b": 1}; tuples become lists, as they come back from JSON (a checkpoint's record)."""
+    out = {}
+    for key, value in d.items():
+        if isinstance(value, dict):
+            out.update(flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = list(value) if isinstance(value, tuple) else value
+    return out
+
+
+def unflatten(flat: dict) -> dict:
+    """{"a.b": 1} -> {"a": {"b": 1}}."""
+    out: dict = {}
+    for key, value in flat.items():
+        *sections, name = key.split(".")
+        node = out
+        for section in sections:
+            node = node.setdefault(section, {})
+        node[name] = value
+    return out
+
+
+# Fields that may change between a checkpoint and its resumed run without changing the training maths: those
+# declared with maths=False (whole sections: `runtime`, `run`).
+NON_MATHS_FIELDS = non_maths_paths(Config)
+
+
+def maths_fields(config_dict: dict) -> dict:
+    """The flattened fields that define the training maths (everything but output, resume and speed options)."""
+    flat = flatten(upgrade(config_dict))
+    return {k: v for k, v in flat.items() if not _is_non_maths(k)}
+
+
+def _is_non_maths(path: str) -> bool:
+    return any(path == p or path.startswith(p + ".") for p in NON_MATHS_FIELDS)
+
+
+def config_hash(config: Config) -> str:
+    """SHA-256 of the training-maths fields, stored in every checkpoint."""
+    text = json.dumps(maths_fields(config.to_dict()), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def field_default(section, name: str):
+    """The default of field `name` of a Config section dataclass (the one place it is written)."""
+    return {field.name: field.default for field in dataclasses.fields(section)}[name]
+
+
+def field_defaults() -> dict:
+    """Flattened `section.field` -> default, for every Config field that has one."""
+    return {
+        f"{section}.{field.name}".lstrip("."): field.default
+        for section, field in _fields(Config)
+        if field.default is not dataclasses.MISSING
+    }
+
+
+def maths_differences(old: dict, new: dict) -> list[str]:
+    """Human-readable `field: old -> new` lines for the maths fields that differ. A field the old config does not
+    have (it was added to ganforge later) counts as its default, which is what that older run trained with."""
+    a, b = maths_fields(old), maths_fields(new)
+    a = {k: v for k, v in flatten(field_defaults()).items() if k in b} | a
+    return [f"{k}: {a.get(k)!r} -> {b.get(k)!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+
+
+def lazy_ratio(interval: int) -> float:
+    """Lazy regularisation runs every `interval` steps, so the optimiser sees interval+1 updates where it would see
+    interval; lr and betas are corrected by this ratio (StyleGAN2 App. C)."""
+    return interval / (interval + 1)

@@ -1,0 +1,85 @@
+"""What the start of a run (and `--dry-run`) prints besides the Config: the values the preset and the flags
+implied, one line each. Few dials are exposed and the rest is derived, so the user sees what was derived."""
+
+from ganforge.config import AugmentConfig, Config, PrecisionConfig, lazy_ratio
+from ganforge.presets import auto_batch
+
+
+def describe_derived(cfg: Config) -> list[str]:
+    """The values the preset and the flags implied, one line each, for the start-of-run printout: few dials are
+    exposed and the rest is derived, so the user sees what was derived."""
+    s, lo = cfg.schedule, cfg.loss
+    return [
+        f"batch {s.batch} = {s.batch_gpu} per micro-batch x {cfg.world_size} process(es) x {cfg.accumulation} "
+        f"accumulation step(s)",
+        f"R1 gamma {lo.gamma:g} every {lo.r1_interval} steps; path length weight {lo.pl_weight:g} every "
+        f"{lo.pl_interval} steps",
+        f"lazy regularisation: G lr x {lazy_ratio(lo.pl_interval):.4f}, D lr x {lazy_ratio(lo.r1_interval):.4f} "
+        f"(betas raised to the same power)",
+        f"EMA half-life {s.ema_kimg:g} kimg, ramp-up {s.ema_rampup}",
+        f"networks: {cfg.model.generator}, channel base {cfg.model.channel_base}, max {cfg.model.channel_max}, mapping "
+        f"{cfg.model.mapping_layers} layers, minibatch-stddev group {cfg.model.mbstd_group}",
+        f"{s.kimg:g} kimg in ticks of {s.tick_kimg:g} kimg; snapshot + checkpoint every {s.snap} ticks",
+        *_describe_controls(cfg),
+        _describe_augment(cfg.augment),
+        *_preset_notes(cfg),
+        *_describe_auto(cfg.precision),
+        *_describe_memory(cfg),
+    ] + ([f"D blur sigma {lo.blur_sigma:g} fading to 0 over {lo.blur_fade_kimg:g} kimg"] if lo.blur_sigma else [])
+
+
+def _describe_controls(cfg: Config) -> list[str]:
+    """The learning-rate schedule, clipping and two-phase training, only where they are on."""
+    o, s = cfg.optim, cfg.schedule
+    lines = []
+    warmup = f" after a linear warm-up of {o.lr_warmup_kimg:g} kimg" if o.lr_warmup_kimg else ""
+    if o.lr_schedule == "cosine":
+        lines.append(f"learning rate: cosine from the base rate to x{o.lr_min_ratio:g} at {o.lr_horizon_kimg:g} "
+                     f"kimg{warmup}")  # fmt: skip
+    elif o.lr_schedule == "step":
+        lines.append(f"learning rate: x{o.lr_gamma:g} at each of {', '.join(f'{k:g}' for k in o.lr_steps)} kimg"
+                     f"{warmup}")  # fmt: skip
+    elif warmup:
+        lines.append(f"learning rate: constant{warmup}")
+    for net, norm in (("G", o.clip_grad_g), ("D", o.clip_grad_d)):
+        if norm is not None:
+            lines.append(f"gradient clipping: {net}'s global gradient norm capped at {norm:g}")
+    if s.d_warmup_kimg or s.d_steps > 1:
+        lines.append(f"phases: D alone for {s.d_warmup_kimg:g} kimg, then {s.d_steps} D step(s) per G step")
+    return lines
+
+
+def _describe_memory(cfg: Config) -> list[str]:
+    if not cfg.runtime.grad_checkpoint:
+        return []
+    return ["gradient checkpointing: G's synthesis blocks and D's blocks recompute their activations in backward "
+            "(less memory, one more forward of each block per backward; the same gradients)"]  # fmt: skip
+
+
+def _describe_auto(p: PrecisionConfig) -> list[str]:
+    return [f"precision {p.mode} (auto: {p.auto_reason})"] if p.auto_reason else []
+
+
+def _describe_augment(a: AugmentConfig) -> str:
+    if a.mode == "ada":
+        return (f"augmentation: ADA pipe {a.pipe}, target {a.target:g}, p adjusted every {a.ada_interval} D steps, "
+                f"0 to 1 in {a.ada_kimg:g} kimg")  # fmt: skip
+    if a.mode == "fixed":
+        return f"augmentation: pipe {a.pipe} at fixed p {a.p:g}"
+    if a.mode == "diffaug":
+        return f"augmentation: DiffAugment {a.diffaug_policy} on every image D sees"
+    return "augmentation: none"
+
+
+def _preset_notes(cfg: Config) -> list[str]:
+    """Where a preset knowingly departs from what a reader of the official code might expect."""
+    notes = []
+    derived_batch = auto_batch(cfg.data.resolution, cfg.world_size)
+    if cfg.preset == "auto" and cfg.schedule.batch != derived_batch:
+        notes.append(f"--cfg auto with --batch {cfg.schedule.batch}: gamma and the EMA half-life are those derived "
+                     f"for the auto batch {derived_batch}, as in the official train.py, which derives them before "
+                     "--batch replaces the batch; pass --gamma to change gamma")  # fmt: skip
+    if cfg.preset == "cifar":
+        notes.append("--cfg cifar: D is the residual discriminator; the official cifar configuration uses the plain "
+                     "('orig') one, which ganforge does not build (see README, Presets)")  # fmt: skip
+    return notes

@@ -1,0 +1,333 @@
+"""The sections of a training configuration, each `ganforge train` option declared on the field it sets.
+
+A field states its default here and nowhere else, or (`preset=True`) that the `--cfg` row (`ganforge.presets`) decides
+it; its `option(...)` states the flag, help and accepted values (`ganforge.option`). Fields without an option are set
+by `ganforge.train.resolver` from the preset, the dataset or a derivation, or keep their default.
+"""
+
+from dataclasses import dataclass
+
+from ganforge.option import Range, option, setting
+from ganforge.presets import DEFAULT_PRESET, PRESETS
+
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
+AUTO_PRECISION = "auto"  # --precision auto: one of PRECISIONS chosen for the hardware when the options are resolved
+AUGMENTS = ("ada", "diffaug", "fixed", "noaug")
+AUGMENT_PIPES = ("bgc", "bgcfnc")  # ADA's transform groups (ganforge.train.augment.PRESETS)
+DIFFAUG_OPS = ("color", "translation", "cutout")
+LR_SCHEDULES = ("constant", "cosine", "step")
+DEVICES = ("auto", "cuda", "cpu")
+
+POSITIVE, NON_NEGATIVE, FRACTION, AT_LEAST_ONE = Range(0, low_open=True), Range(0), Range(0, 1), Range(1)
+SEEDS = Range(0, 2**32 - 1)  # numpy's legacy seeding, which the seed also goes through, takes 32 bits
+GRADIENT_NORM = "a positive gradient norm; try 0.5 to 1"
+
+# The sections of `ganforge train --help`, in its order.
+DATA, CONFIGURATION, AUGMENTATION, CONTROLS = "Data", "Configuration", "Augmentation", "Training controls"
+PRECISION, OUTPUT, CHECKPOINTS, MONITORING = "Precision and speed", "Output", "Checkpoints", "Monitoring"
+HELP_SECTIONS = (DATA, CONFIGURATION, AUGMENTATION, CONTROLS, PRECISION, OUTPUT, CHECKPOINTS, MONITORING)
+
+PRESET = option(
+    CONFIGURATION,
+    "Preset: auto derives batch, gamma and EMA from the resolution; stylegan3-t/-r train the alias-free generator the "
+    "same way; tiny and tiny3 are small CPU settings.",
+    flag="--cfg",
+    name="preset",
+    choices=tuple(PRESETS),
+    shown_default=DEFAULT_PRESET,
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DataConfig:
+    """Where the images come from. `resolution`, `channels`, `label_dim` are read from the dataset."""
+
+    path: str = option(DATA, "Dataset: folder, zip or archive.", flag="--data", required=True, maths=False)
+    name: str
+    resolution: int
+    channels: int
+    label_dim: int
+    cond: bool = option(DATA, "Condition on the dataset's class labels.", default=False)
+    mirror: bool = option(DATA, "Add x-flipped copies of the images.", default=False)
+    workers: int = option(
+        DATA,
+        "DataLoader processes per GPU decoding a zip or folder (a fast-format dataset is read by a thread of the "
+        "training process instead).",
+        default=2,
+        range=NON_NEGATIVE,
+        maths=False,
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelConfig:
+    """Generator and discriminator architecture (both built from these fields)."""
+
+    z_dim: int
+    w_dim: int
+    mapping_layers: int
+    channel_base: int
+    channel_max: int
+    mbstd_group: int
+    generator: str = "stylegan2"  # "stylegan2", "stylegan3-t" or "stylegan3-r"
+    synthesis_layers: int | None = None  # StyleGAN3's layers between the Fourier input and toRGB (14 in the paper)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LossConfig:
+    """Loss weights and lazy-regularisation intervals (Karras et al. 2020b "StyleGAN2", Sec. 3.1 and 3.2)."""
+
+    gamma: float = option(CONFIGURATION, "R1 weight.", range=NON_NEGATIVE, preset=True)
+    r1_interval: int = 16
+    pl_weight: float = 2.0
+    pl_interval: int = 4
+    pl_decay: float = 0.01
+    pl_batch_shrink: int = 2
+    style_mixing: float = 0.9
+    blur_sigma: float = 0.0  # discriminator blur at the start, fading linearly to 0 (StyleGAN3 App. D)
+    blur_fade_kimg: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class OptimConfig:
+    """Adam for both networks (betas 0 and 0.99, StyleGAN2 App. B). `g_lr`/`d_lr` are the base rates that the
+    learning-rate schedule scales (train/lr_schedule.py); gradient clipping is off, as in the official recipe."""
+
+    g_lr: float = option(CONFIGURATION, "G learning rate.", flag="--glr", range=POSITIVE, preset=True)
+    d_lr: float = option(CONFIGURATION, "D learning rate.", flag="--dlr", range=POSITIVE, preset=True)
+    beta1: float = 0.0
+    beta2: float = 0.99
+    eps: float = 1e-8
+    lr_schedule: str = option(
+        CONTROLS,
+        "Learning rate over the run, a factor on --glr/--dlr: constant, cosine (down to --lr-min-ratio at --kimg) or "
+        "step (x --lr-gamma at each of --lr-steps).",
+        default="constant",
+        choices=LR_SCHEDULES,
+    )
+    lr_warmup_kimg: float = option(
+        CONTROLS,
+        "Ramp the learning rate linearly from 0 over this many kimg.",
+        default=0.0,
+        range=NON_NEGATIVE,
+        must=">= 0 kimg; use 0 for no warm-up",
+    )
+    lr_min_ratio: float = option(
+        CONTROLS,
+        "--lr-schedule cosine: the final rate as a fraction of the base rate.",
+        default=0.0,
+        range=FRACTION,
+        must="in [0, 1] (a fraction of the base rate)",
+    )
+    lr_horizon_kimg: float | None = None  # cosine: where it reaches the end (the run's --kimg when resolved)
+    lr_steps: tuple[float, ...] = option(
+        CONTROLS,
+        "--lr-schedule step: increasing kimg at which the rate is multiplied by --lr-gamma.",
+        default=(),
+        kind=str,
+        metavar="KIMG,KIMG",
+    )
+    lr_gamma: float = option(
+        CONTROLS,
+        "--lr-schedule step: the factor at each step.",
+        default=0.1,
+        range=Range(0, 1, low_open=True),
+        must="in (0, 1] (the factor at each of --lr-steps), e.g. 0.1",
+    )
+    clip_grad_g: float | None = option(
+        CONTROLS, "As --clip-grad, for G only (overrides it).", default=None, range=POSITIVE, must=GRADIENT_NORM
+    )
+    clip_grad_d: float | None = option(
+        CONTROLS, "As --clip-grad, for D only (overrides it).", default=None, range=POSITIVE, must=GRADIENT_NORM
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScheduleConfig:
+    """Progress in images: every length here is counted in kimg and is a whole number of global batches."""
+
+    batch: int = option(CONFIGURATION, "Global batch size.", range=AT_LEAST_ONE, preset=True)
+    batch_gpu: int = option(
+        CONFIGURATION,
+        "Micro-batch per device; smaller than batch/GPUs means accumulation.",
+        range=AT_LEAST_ONE,
+        shown_default="batch/GPUs",
+        maths=False,
+    )
+    kimg: float = option(CONFIGURATION, "Train this long.", range=POSITIVE, preset=True, maths=False)
+    tick_kimg: float = option(OUTPUT, "kimg per status line.", flag="--tick", range=POSITIVE, preset=True, maths=False)
+    snap: int = option(OUTPUT, "Ticks per snapshot and checkpoint.", range=AT_LEAST_ONE, preset=True, maths=False)
+    ema_kimg: float
+    ema_rampup: float | None = None  # the half-life is at most this x the images seen so far; None: no ramp-up
+    seed: int = option(CONFIGURATION, "Weights, data order, latents.", default=0, range=SEEDS)
+    d_warmup_kimg: float = option(
+        CONTROLS,
+        "Train only D for this many kimg before G starts.",
+        default=0.0,
+        range=NON_NEGATIVE,
+        must=">= 0 kimg; use 0 for no D-only warm-up",
+    )
+    d_steps: int = option(
+        CONTROLS, "D steps per G step.", default=1, range=AT_LEAST_ONE, must="at least 1 D step per G step"
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class PrecisionConfig:
+    """The numeric policy: what precision the networks compute in; fp32 master weights always."""
+
+    # One of PRECISIONS once the options are resolved: `auto`, the default, becomes one of them there, with its reason.
+    mode: str = option(
+        PRECISION,
+        "fp16 needs CUDA; bf16 is the simple fast choice on recent GPUs; auto: bf16 on Ampere+ GPUs, else fp32 (a "
+        "continued run keeps its mode).",
+        default=AUTO_PRECISION,
+        flag="--precision",
+        choices=(AUTO_PRECISION, *PRECISIONS),
+    )
+    # The official recipe's fp16 layers: the networks run their `fp16_res` highest resolutions in float16 with
+    # activations clamped to +-conv_clamp (StyleGAN2-ADA App. D); 0 runs fp16 by autocast instead.
+    fp16_res: int = option(
+        PRECISION,
+        "Official recipe: run the N highest resolutions in fp16 with clamping (needs --precision fp16). Under "
+        f"--precision fp16 the stylegan3 presets run {PRESETS['stylegan3-t'].fp16_res}, the others 0 (autocast).",
+        default=0,
+        range=NON_NEGATIVE,
+        preset=True,
+    )
+    conv_clamp: int | None = None
+    # Why `mode` has its value when --precision auto chose it (printed at the start and by --dry-run), else "".
+    auto_reason: str = setting("", maths=False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RuntimeConfig:
+    """Where and how the step runs: speed, memory and reproducibility switches, none of which changes the maths."""
+
+    device: str = option(PRECISION, "Where to train.", default="auto", choices=DEVICES)
+    compile: bool = option(PRECISION, "torch.compile the main-phase forwards.", default=False)
+    channels_last: bool = option(PRECISION, "channels_last memory format.", default=False)
+    deterministic: bool = option(
+        PRECISION, "Deterministic GPU kernels (bitwise-reproducible on GPU; CPU always is).", default=False
+    )
+    # Recompute the activations of G's synthesis blocks and D's blocks in backward instead of keeping them: less
+    # memory for more compute, the same gradients (Chen et al. 2016, gradient checkpointing).
+    grad_checkpoint: bool = option(
+        PRECISION,
+        "Recompute G's synthesis blocks and D's blocks in backward instead of storing their activations: less memory "
+        "(larger --batch-gpu or resolution), more time, the same gradients (StyleGAN2 G).",
+        default=False,
+    )
+    # Gradients are summed over ranks in buckets of this many MiB, each started as soon as backward has filled it
+    # (overlapping communication with computation); 0 sums them all in one all-reduce after backward.
+    allreduce_bucket_mb: float = option(
+        PRECISION,
+        "With several processes, sum gradients in buckets of this many MiB started during backward; 0: one all-reduce "
+        "after backward.",
+        default=25.0,
+        range=NON_NEGATIVE,
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class AugmentConfig:
+    """Augmentation of every image D sees. `ada` (Karras et al. 2020, Sec. 3) adjusts p toward `target`; `fixed`
+    uses the same pipeline at p = `p`; `diffaug` is DiffAugment (Zhao et al. 2020) with `diffaug_policy`."""
+
+    mode: str = option(
+        AUGMENTATION,
+        "What augments every image D sees: ada adapts p to D's overfitting, fixed keeps p at --aug-p, diffaug is "
+        "DiffAugment (--diffaug-policy), noaug is none.",
+        default="ada",
+        flag="--aug",
+        choices=AUGMENTS,
+    )
+    target: float = option(
+        AUGMENTATION,
+        "ADA target for E[sign(D(real))].",
+        default=0.6,
+        range=Range(0, 1, low_open=True, high_open=True),
+    )
+    # p can go from 0 to 1 in this many kimg (the paper's adjustment speed, Sec. 2.4).
+    ada_kimg: float = option(
+        AUGMENTATION, "ADA speed: p can go from 0 to 1 in this many kimg.", default=500.0, range=POSITIVE
+    )
+    pipe: str = option(
+        AUGMENTATION,
+        "ADA's transforms for ada and fixed: bgc (blit, geometric, colour) or bgcfnc (also filter, noise, cutout).",
+        default="bgc",
+        flag="--aug-pipe",
+        choices=AUGMENT_PIPES,
+    )
+    # D steps between adjustments of p (the paper's N = 4, Sec. 2.4).
+    ada_interval: int = option(
+        AUGMENTATION,
+        "ADA adjusts p every this many D steps.",
+        default=4,
+        range=AT_LEAST_ONE,
+        must="a positive number of D steps; the paper uses 4",
+    )
+    p: float = option(
+        AUGMENTATION,
+        "--aug fixed: the probability of each transform.",
+        default=0.0,
+        flag="--aug-p",
+        range=FRACTION,
+        must="a probability in [0, 1]",
+    )
+    diffaug_policy: str = option(
+        AUGMENTATION,
+        f"--aug diffaug: comma-separated subset of {','.join(DIFFAUG_OPS)}.",
+        default="color,translation,cutout",
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunConfig:
+    """Output, resume, retention and monitoring; none of it changes the training maths."""
+
+    outdir: str = option(OUTPUT, "Where run folders go.", required=True)
+    resume: str = option(
+        CHECKPOINTS,
+        "auto: continue the newest matching run in OUTDIR; new: start a new run; PATH: a checkpoint folder, or a "
+        "snapshot (.safetensors, weights only: D, optimisers and progress start fresh), or "
+        "G.safetensors,D.safetensors (a snapshot and a discriminator file from `ganforge import`).",
+        default="auto",
+    )
+    keep_last: int = option(CHECKPOINTS, "Checkpoints to keep.", default=3, range=AT_LEAST_ONE)
+    keep_every: float | None = option(
+        CHECKPOINTS, "Also keep one checkpoint per this many kimg, for good.", default=None, range=POSITIVE
+    )
+    keep_max_age: float | None = option(
+        CHECKPOINTS, "Also keep checkpoints younger than this many days.", default=None, range=POSITIVE
+    )
+    allow_config_change: bool = option(
+        CHECKPOINTS, "Resume even if the training maths changed (the differences are listed).", default=False
+    )
+    metrics: tuple[str, ...] = option(
+        OUTPUT,
+        "Comma-separated metrics of G_ema at each snapshot, e.g. fid50k_full (see `ganforge metrics`).",
+        default=(),
+        kind=str,
+    )
+    report: bool = option(
+        OUTPUT,
+        "Do not rewrite RUN/report.html at each snapshot (`ganforge report RUN` writes it on demand).",
+        default=True,
+        flag="--no-report",
+        negated=True,
+    )
+    monitor_interval: float = option(
+        MONITORING,
+        "Seconds between GPU/CPU telemetry samples (per-tick statistics, status line, alerts); 0: off.",
+        default=2.0,
+        range=NON_NEGATIVE,
+        metavar="SECONDS",
+    )
+    profile: int = option(
+        MONITORING,
+        "Profile STEPS training steps once, after the first tick, into RUN/profile/ (trace and summary.txt); 0: none.",
+        default=0,
+        range=NON_NEGATIVE,
+        metavar="STEPS",
+    )

@@ -1,0 +1,33 @@
+"""The resolved configuration of every preset and of a table of option sets equals the one recorded before the
+options were declared on the Config fields (tests/train/dry_runs_recorded.json, written in the layout of that time:
+reading it through `upgrade`, as an old config.json is read, must give exactly today's Config)."""
+
+import json
+from pathlib import Path
+from unittest import mock
+
+import pytest
+
+from ganforge.config import Config, upgrade
+from ganforge.config.describe import describe_derived
+from ganforge.presets import PRESETS
+from ganforge.train.options import TrainOptions
+from ganforge.train.resolver import DatasetFacts, Facts, resolve
+
+RECORDED = json.loads((Path(__file__).parent / "dry_runs_recorded.json").read_text())
+
+
+def test_every_preset_is_recorded():
+    assert {f"preset-{name}" for name in PRESETS} <= set(RECORDED)
+
+
+@pytest.mark.parametrize("case", sorted(RECORDED))
+def test_dry_run_config_equals_the_recorded_one(case):
+    record = RECORDED[case]
+    options = TrainOptions(data="/data/shapes.zip", outdir="/nonexistent/runs", **record["options"])
+    facts = Facts(DatasetFacts(**record["facts"]), record["world_size"], record["device_type"])
+    with mock.patch("ganforge.train.precision.cpu_flags", return_value=frozenset()):
+        cfg = resolve(options, facts)
+    assert json.loads(cfg.to_json()) == upgrade(record["config"])
+    assert Config.from_dict(record["config"]) == cfg  # an old config.json reads as today's Config
+    assert describe_derived(cfg) == record["derived"]
