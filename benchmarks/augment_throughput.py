@@ -13,7 +13,7 @@ import time
 
 import torch
 
-from ganforge.train.augment import AugmentPipe
+from ganforge.augment.pipe import AugmentPipe
 
 
 def median_seconds(step, iters: int, device: torch.device) -> float:

@@ -17,10 +17,10 @@ import torch
 
 from ganforge.monitor.telemetry import Monitor
 from ganforge.train.build import build
-from ganforge.train.ema import ema_beta, update_ema
 from ganforge.train.options import TrainOptions
 from ganforge.train.phases import micro_batches, run_phase
 from ganforge.train.resolver import DatasetFacts, Facts, resolve
+from ganforge.train.schedules import ema_beta, update_ema
 
 
 def _cpu_seconds() -> float:

@@ -17,7 +17,7 @@ LAYERS = (
     ("", "errors", "numerics", "durable", "tensorfile", "option", "config", "presets", "limits", "outputs", "devices",
      "progress", "allocator"),
     ("dist", "preempt"),
-    ("nets", "data", "checkpoint", "monitor"),
+    ("nets", "augment", "data", "checkpoint", "monitor"),
     ("snapshot",),
     ("interop", "metrics", "report"),
     ("train",),
@@ -26,6 +26,13 @@ LAYERS = (
     ("cli", "demo", "__main__"),
 )  # fmt: skip
 LAYER_OF = {part: level for level, parts in enumerate(LAYERS) for part in parts}
+# Parts above `train` that still may not use it: `doctor`, `generate` and `export` stand on the layers below it, and
+# `bench` uses only what makes and runs the training step it times.
+TRAIN_MODULES_ALLOWED = {
+    "doctor": set(), "generate": set(), "export": set(),
+    "bench": {"ganforge.train.options", "ganforge.train.resolver", "ganforge.train.build", "ganforge.train.phases",
+              "ganforge.train.schedules", "ganforge.train.precision"},
+}  # fmt: skip
 
 
 def _part(module: str) -> str:
@@ -65,6 +72,20 @@ def test_every_part_of_the_package_has_a_layer():
     parts = {part for part in parts if not part.startswith((".", "__pycache__")) and part not in ("py", "__init__")}
     parts = {part for part in parts if (PACKAGE / part).is_dir() or (PACKAGE / f"{part}.py").is_file()}
     assert parts <= set(LAYER_OF), sorted(parts - set(LAYER_OF))
+
+
+def _train_imports(importer: str, imported: set[str]) -> list[str]:
+    allowed = TRAIN_MODULES_ALLOWED.get(_part(importer))
+    if allowed is None:
+        return []
+    return [f"{importer} -> {name}" for name in sorted(imported) if _part(name) == "train" and name not in allowed]
+
+
+def test_doctor_generate_export_use_nothing_of_train_and_bench_only_the_step():
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        found += _train_imports(_module_name(path), _imported(path))
+    assert not found, found
 
 
 def test_no_import_statement_reaches_a_higher_layer():

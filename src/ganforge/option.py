@@ -41,12 +41,21 @@ class Range:
     def describe(self) -> str:
         if self.low is not None and self.high is not None:
             left, right = "(" if self.low_open else "[", ")" if self.high_open else "]"
-            return f"a finite number in {left}{self.low:g}, {self.high:g}{right}"
+            return f"a finite number in {left}{number(self.low)}, {number(self.high)}{right}"
         if self.low is not None:
-            return f"a finite number {'>' if self.low_open else '>='} {self.low:g}"
+            return f"a finite number {'>' if self.low_open else '>='} {number(self.low)}"
         if self.high is not None:
-            return f"a finite number {'<' if self.high_open else '<='} {self.high:g}"
+            return f"a finite number {'<' if self.high_open else '<='} {number(self.high)}"
         return "a finite number"
+
+
+def number(value: float) -> str:
+    """A number as a message shows it: an integer exactly (cut short past 24 digits: a message never echoes an
+    unbounded input), a float in its shortest form."""
+    if not isinstance(value, int):
+        return f"{value:g}"
+    text = str(value)
+    return text if len(text) <= 24 else f"{text[:12]}... ({len(text)} digits)"
 
 
 @dataclass(frozen=True)
@@ -135,7 +144,7 @@ class Declared:
             return f"{self.flag} {value!r:.40}: not a number"
         if self.option.range is None or self.option.range.problem(value) is None:
             return None
-        return f"{self.flag} {value:g}: must be {self.option.must or self.option.range.describe()}"
+        return f"{self.flag} {number(value)}: must be {self.option.must or self.option.range.describe()}"
 
 
 def _plain_type(annotation) -> type:

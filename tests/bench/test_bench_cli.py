@@ -8,8 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from ganforge.cli import main
+from ganforge.devices import choose_auto
 from ganforge.nets import Discriminator, Generator
-from ganforge.train.precision import choose_auto
 
 TINY = ["bench", "--cfg", "tiny", "--resolution", "8", "--channels", "1", "--steps", "2", "--warmup", "1",
         "--device", "cpu", "--aug", "noaug", "--json"]  # fmt: skip

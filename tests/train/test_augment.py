@@ -4,9 +4,9 @@ import math
 import pytest
 import torch
 
+from ganforge.augment import ops
+from ganforge.augment.pipe import AdaptiveAugment, AugmentPipe
 from ganforge.errors import UserError
-from ganforge.train import augment_ops as ops
-from ganforge.train.augment import AdaptiveAugment, AugmentPipe
 
 
 def _images(n=8, c=3, size=16, seed=0, dtype=torch.float32):

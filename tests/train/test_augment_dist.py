@@ -9,7 +9,7 @@ _WORKER = textwrap.dedent(
     import json
     import torch
     from ganforge import dist
-    from ganforge.train.augment import AdaptiveAugment, AugmentPipe
+    from ganforge.augment.pipe import AdaptiveAugment, AugmentPipe
 
     dist.init("cpu")
     ada, pipe = AdaptiveAugment(target=0.5, speed_kimg=0.16, interval=2), AugmentPipe("bgc", p=0.5)

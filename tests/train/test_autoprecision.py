@@ -9,12 +9,12 @@ import pytest
 from click.testing import CliRunner
 from train_helpers import make_dataset, tiny_args, tiny_options
 
+from ganforge import devices as precision_module
 from ganforge.cli import main as cli
 from ganforge.config import Config, config_hash
 from ganforge.config.describe import describe_derived
-from ganforge.train import precision as precision_module
+from ganforge.devices import pick_precision
 from ganforge.train import resolve
-from ganforge.train.precision import pick_precision
 from ganforge.train.resolver import DatasetFacts, Facts
 
 CASES = [

@@ -7,10 +7,9 @@ import math
 import pytest
 import torch
 
-from ganforge.train import augment_corrupt as corrupt
-from ganforge.train import diffaugment
-from ganforge.train.augment import AugmentPipe
-from ganforge.train.diffaugment import DiffAugment
+from ganforge.augment import corrupt, diffaugment
+from ganforge.augment.diffaugment import DiffAugment
+from ganforge.augment.pipe import AugmentPipe
 
 
 def _images(n=6, c=3, h=16, w=16, seed=0) -> torch.Tensor:

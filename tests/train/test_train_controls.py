@@ -14,8 +14,7 @@ from ganforge.config import OptimConfig, ScheduleConfig, config_hash, maths_diff
 from ganforge.errors import UserError
 from ganforge.train import resolve, run
 from ganforge.train.build import build_networks
-from ganforge.train.cadence import phase_due
-from ganforge.train.lr_schedule import lr_factor
+from ganforge.train.schedules import lr_factor, phase_due
 
 STEP = 0.008  # one batch of 8 images
 
@@ -183,9 +182,9 @@ def test_bad_controls_are_listed_at_once(data, tmp_path):
 
 
 def test_each_augment_mode_builds_what_d_sees_through(data, tmp_path):
-    from ganforge.train.augment import AugmentPipe
+    from ganforge.augment.diffaugment import DiffAugment
+    from ganforge.augment.pipe import AugmentPipe
     from ganforge.train.build import build
-    from ganforge.train.diffaugment import DiffAugment
 
     def built(**extra):
         t, _, _ = build(resolve(tiny_options(data, tmp_path, **extra)), torch.device("cpu"))

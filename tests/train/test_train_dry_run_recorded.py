@@ -26,7 +26,7 @@ def test_dry_run_config_equals_the_recorded_one(case):
     record = RECORDED[case]
     options = TrainOptions(data="/data/shapes.zip", outdir="/nonexistent/runs", **record["options"])
     facts = Facts(DatasetFacts(**record["facts"]), record["world_size"], record["device_type"])
-    with mock.patch("ganforge.train.precision.cpu_flags", return_value=frozenset()):
+    with mock.patch("ganforge.devices.cpu_flags", return_value=frozenset()):
         cfg = resolve(options, facts)
     assert json.loads(cfg.to_json()) == upgrade(record["config"])
     assert Config.from_dict(record["config"]) == cfg  # an old config.json reads as today's Config

@@ -9,9 +9,9 @@ from train_helpers import make_dataset, tiny_options
 from ganforge.presets import PRESETS
 from ganforge.train import loop, resolve, run
 from ganforge.train.build import build
-from ganforge.train.ema import ema_beta, update_ema
 from ganforge.train.options import TrainOptions
 from ganforge.train.resolver import DatasetFacts, Facts
+from ganforge.train.schedules import ema_beta, update_ema
 
 
 @pytest.fixture(scope="module")

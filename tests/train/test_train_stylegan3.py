@@ -10,17 +10,17 @@ import pytest
 import torch
 from train_helpers import make_dataset, tiny_options
 
+from ganforge.augment.blur import blur_images, blur_kernel
 from ganforge.config import maths_fields
 from ganforge.errors import UserError
 from ganforge.nets import StyleGAN3Generator
 from ganforge.snapshot import save_snapshot
 from ganforge.train import TrainOptions, resolve
-from ganforge.train.blur import blur_images, blur_kernel, blur_sigma
 from ganforge.train.build import build
 from ganforge.train.checkpointing import check_config, load_weights
-from ganforge.train.ema import magnitude_ema_beta
 from ganforge.train.phases import micro_batches, run_phase
 from ganforge.train.resolver import DatasetFacts, Facts
+from ganforge.train.schedules import blur_sigma, magnitude_ema_beta
 
 DATASET_256 = DatasetFacts(resolution=256, channels=3, label_dim=0, name="faces")
 

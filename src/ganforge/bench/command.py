@@ -19,10 +19,10 @@ from ganforge.bench.options import BenchOptions
 from ganforge.bench.peak import device_peak
 from ganforge.bench.training import training_config
 from ganforge.config import AUTO_PRECISION
-from ganforge.devices import pick_device
+from ganforge.devices import choose_auto, pick_device
 from ganforge.errors import UserError
 from ganforge.progress import progress_bar
-from ganforge.train.precision import Precision, choose_auto
+from ganforge.train.precision import Precision
 
 
 def local_device(name: str) -> torch.device:

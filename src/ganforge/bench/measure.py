@@ -17,8 +17,8 @@ from ganforge.bench.flops import count_flops
 from ganforge.bench.memory import GIB, OutOfMemory, SavedActivations, training_state_bytes
 from ganforge.config import Config
 from ganforge.train.build import build
-from ganforge.train.ema import ema_beta, update_ema
 from ganforge.train.phases import Trainer, micro_batches, run_phase
+from ganforge.train.schedules import ema_beta, update_ema
 
 EMA = "EMA"
 

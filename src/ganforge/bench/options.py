@@ -6,8 +6,9 @@ the fields of `BenchOptions`. Imports no torch: `ganforge --help` reads it.
 from dataclasses import dataclass
 
 from ganforge.config import PrecisionConfig, RuntimeConfig
+from ganforge.config.sections import MAX_BATCH
 from ganforge.errors import UserError
-from ganforge.limits import RESOLUTIONS, resolution_ok
+from ganforge.limits import MAX_CHANNEL_BASE, MAX_CHANNELS, RESOLUTIONS, resolution_ok
 from ganforge.option import Range, declared, option, value_problems
 from ganforge.presets import DEFAULT_PRESET, PRESETS
 from ganforge.train.options import TRAIN_OPTIONS
@@ -35,9 +36,13 @@ class BenchOptions:
     resolution: int | None = option(
         MEASURE, "Image side.", default=None, range=Range(1), shown_default=f"the preset's, else {DEFAULT_RESOLUTION}"
     )
-    channels: int = option(MEASURE, "Image channels.", default=3, range=Range(1))
-    cbase: int | None = option(MEASURE, "Channel base.", default=None, range=Range(1), shown_default="from --cfg")
-    cmax: int | None = option(MEASURE, "Channel maximum.", default=None, range=Range(1), shown_default="from --cfg")
+    channels: int = option(MEASURE, "Image channels.", default=3, range=Range(1, 4))
+    cbase: int | None = option(
+        MEASURE, "Channel base.", default=None, range=Range(1, MAX_CHANNEL_BASE), shown_default="from --cfg"
+    )
+    cmax: int | None = option(
+        MEASURE, "Channel maximum.", default=None, range=Range(1, MAX_CHANNELS), shown_default="from --cfg"
+    )
     batch_gpu: int | None = option(
         MEASURE,
         "Images per device; auto finds the largest that fits and the fastest.",
@@ -47,7 +52,7 @@ class BenchOptions:
         shown_default="preset batch / devices",
     )
     auto_batch: bool = False  # --batch-gpu auto
-    max_batch_gpu: int = option(MEASURE, "Largest size --batch-gpu auto tries.", default=256, range=Range(2))
+    max_batch_gpu: int = option(MEASURE, "Largest size --batch-gpu auto tries.", default=256, range=Range(2, MAX_BATCH))
     memory_cap_gb: float | None = option(
         MEASURE,
         "Count a batch whose peak memory exceeds this as out of memory (to plan for a smaller GPU).",
@@ -66,8 +71,8 @@ class BenchOptions:
         range=Range(0, 1),
         shown_default="1 with --aug fixed",
     )
-    steps: int = option(MEASURE, "Timed calls of each phase (median).", default=10, range=Range(1))
-    warmup: int = option(MEASURE, "Untimed calls of each phase first.", default=2, range=Range(0))
+    steps: int = option(MEASURE, "Timed calls of each phase (median).", default=10, range=Range(1, 1000))
+    warmup: int = option(MEASURE, "Untimed calls of each phase first.", default=2, range=Range(0, 1000))
 
     def __post_init__(self):
         check(self)

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import click
 
+from ganforge.devices import DEVICE_CHOICES
 from ganforge.generate.options import ANIMATION_FORMATS, INTERP_SPACES, NOISE_MODES
 
 
@@ -19,7 +20,7 @@ from ganforge.generate.options import ANIMATION_FORMATS, INTERP_SPACES, NOISE_MO
 @click.option("--noise-mode", type=click.Choice(NOISE_MODES), default="const",
               help="const: the network's fixed noise; random: drawn from each image's seed; none.")  # fmt: skip
 @click.option("--batch", type=click.IntRange(min=1), default=16, help="Images per forward pass.")
-@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto")
+@click.option("--device", type=click.Choice(DEVICE_CHOICES), default="auto")
 @click.option("--grid", metavar="RxC", help="One grid.png, R rows by C columns, instead of a PNG per seed.")
 @click.option("--interp", type=click.IntRange(min=1), metavar="FRAMES",
               help="Looping interpolation through the seeds, FRAMES per seed (interp.mp4, .webp or .gif).")  # fmt: skip

@@ -2,6 +2,8 @@
 
 import click
 
+from ganforge.devices import DEVICE_CHOICES
+
 
 @click.command()
 @click.option("--network", type=click.Path(path_type=str),
@@ -22,7 +24,7 @@ import click
 @click.option("--num-real", type=click.IntRange(min=2), help="Cap on the number of reals.")
 @click.option("--batch", type=click.IntRange(min=1), default=32, help="Images per forward pass, per device.")
 @click.option("--seed", type=int, default=0, help="Latents, labels, noise, real subsets and metric sampling.")
-@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto")
+@click.option("--device", type=click.Choice(DEVICE_CHOICES), default="auto")
 @click.option(
     "--workers",
     type=click.IntRange(min=0),

@@ -7,18 +7,22 @@ by `ganforge.train.resolver` from the preset, the dataset or a derivation, or ke
 
 from dataclasses import dataclass
 
+from ganforge.devices import DEVICE_CHOICES
+from ganforge.limits import MAX_FP16_RES
 from ganforge.option import Range, option, setting
 from ganforge.presets import DEFAULT_PRESET, PRESETS
 
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
 AUTO_PRECISION = "auto"  # --precision auto: one of PRECISIONS chosen for the hardware when the options are resolved
 AUGMENTS = ("ada", "diffaug", "fixed", "noaug")
-AUGMENT_PIPES = ("bgc", "bgcfnc")  # ADA's transform groups (ganforge.train.augment.PRESETS)
+AUGMENT_PIPES = ("bgc", "bgcfnc")  # ADA's transform groups (ganforge.augment.pipe.PRESETS)
 DIFFAUG_OPS = ("color", "translation", "cutout")
 LR_SCHEDULES = ("constant", "cosine", "step")
-DEVICES = ("auto", "cuda", "cpu")
 
-POSITIVE, NON_NEGATIVE, FRACTION, AT_LEAST_ONE = Range(0, low_open=True), Range(0), Range(0, 1), Range(1)
+POSITIVE, NON_NEGATIVE, FRACTION = Range(0, low_open=True), Range(0), Range(0, 1)
+# Counts are bounded too, far beyond any use, so that no derivation meets a number it cannot hold.
+MAX_BATCH = 65536
+BATCHES, WORKERS, STEPS, TICKS = Range(1, MAX_BATCH), Range(0, 256), Range(1, 1000), Range(1, 10**6)
 SEEDS = Range(0, 2**32 - 1)  # numpy's legacy seeding, which the seed also goes through, takes 32 bits
 GRADIENT_NORM = "a positive gradient norm; try 0.5 to 1"
 
@@ -54,7 +58,7 @@ class DataConfig:
         "DataLoader processes per GPU decoding a zip or folder (a fast-format dataset is read by a thread of the "
         "training process instead).",
         default=2,
-        range=NON_NEGATIVE,
+        range=WORKERS,
         maths=False,
     )
 
@@ -91,7 +95,7 @@ class LossConfig:
 @dataclass(frozen=True, kw_only=True)
 class OptimConfig:
     """Adam for both networks (betas 0 and 0.99, StyleGAN2 App. B). `g_lr`/`d_lr` are the base rates that the
-    learning-rate schedule scales (train/lr_schedule.py); gradient clipping is off, as in the official recipe."""
+    learning-rate schedule scales (train/schedules.py); gradient clipping is off, as in the official recipe."""
 
     g_lr: float = option(CONFIGURATION, "G learning rate.", flag="--glr", range=POSITIVE, preset=True)
     d_lr: float = option(CONFIGURATION, "D learning rate.", flag="--dlr", range=POSITIVE, preset=True)
@@ -146,17 +150,17 @@ class OptimConfig:
 class ScheduleConfig:
     """Progress in images: every length here is counted in kimg and is a whole number of global batches."""
 
-    batch: int = option(CONFIGURATION, "Global batch size.", range=AT_LEAST_ONE, preset=True)
+    batch: int = option(CONFIGURATION, "Global batch size.", range=BATCHES, preset=True)
     batch_gpu: int = option(
         CONFIGURATION,
         "Micro-batch per device; smaller than batch/GPUs means accumulation.",
-        range=AT_LEAST_ONE,
+        range=BATCHES,
         shown_default="batch/GPUs",
         maths=False,
     )
     kimg: float = option(CONFIGURATION, "Train this long.", range=POSITIVE, preset=True, maths=False)
     tick_kimg: float = option(OUTPUT, "kimg per status line.", flag="--tick", range=POSITIVE, preset=True, maths=False)
-    snap: int = option(OUTPUT, "Ticks per snapshot and checkpoint.", range=AT_LEAST_ONE, preset=True, maths=False)
+    snap: int = option(OUTPUT, "Ticks per snapshot and checkpoint.", range=TICKS, preset=True, maths=False)
     ema_kimg: float
     ema_rampup: float | None = None  # the half-life is at most this x the images seen so far; None: no ramp-up
     seed: int = option(CONFIGURATION, "Weights, data order, latents.", default=0, range=SEEDS)
@@ -168,7 +172,7 @@ class ScheduleConfig:
         must=">= 0 kimg; use 0 for no D-only warm-up",
     )
     d_steps: int = option(
-        CONTROLS, "D steps per G step.", default=1, range=AT_LEAST_ONE, must="at least 1 D step per G step"
+        CONTROLS, "D steps per G step.", default=1, range=STEPS, must="from 1 to 1000 D steps per G step"
     )
 
 
@@ -192,7 +196,7 @@ class PrecisionConfig:
         "Official recipe: run the N highest resolutions in fp16 with clamping (needs --precision fp16). Under "
         f"--precision fp16 the stylegan3 presets run {PRESETS['stylegan3-t'].fp16_res}, the others 0 (autocast).",
         default=0,
-        range=NON_NEGATIVE,
+        range=Range(0, MAX_FP16_RES),
         preset=True,
     )
     conv_clamp: int | None = None
@@ -204,7 +208,7 @@ class PrecisionConfig:
 class RuntimeConfig:
     """Where and how the step runs: speed, memory and reproducibility switches, none of which changes the maths."""
 
-    device: str = option(PRECISION, "Where to train.", default="auto", choices=DEVICES)
+    device: str = option(PRECISION, "Where to train.", default="auto", choices=DEVICE_CHOICES)
     compile: bool = option(PRECISION, "torch.compile the main-phase forwards.", default=False)
     channels_last: bool = option(PRECISION, "channels_last memory format.", default=False)
     deterministic: bool = option(
@@ -264,8 +268,8 @@ class AugmentConfig:
         AUGMENTATION,
         "ADA adjusts p every this many D steps.",
         default=4,
-        range=AT_LEAST_ONE,
-        must="a positive number of D steps; the paper uses 4",
+        range=TICKS,
+        must="a positive number of D steps (up to 10^6); the paper uses 4",
     )
     p: float = option(
         AUGMENTATION,
@@ -294,7 +298,7 @@ class RunConfig:
         "G.safetensors,D.safetensors (a snapshot and a discriminator file from `ganforge import`).",
         default="auto",
     )
-    keep_last: int = option(CHECKPOINTS, "Checkpoints to keep.", default=3, range=AT_LEAST_ONE)
+    keep_last: int = option(CHECKPOINTS, "Checkpoints to keep.", default=3, range=TICKS)
     keep_every: float | None = option(
         CHECKPOINTS, "Also keep one checkpoint per this many kimg, for good.", default=None, range=POSITIVE
     )
@@ -328,6 +332,6 @@ class RunConfig:
         MONITORING,
         "Profile STEPS training steps once, after the first tick, into RUN/profile/ (trace and summary.txt); 0: none.",
         default=0,
-        range=NON_NEGATIVE,
+        range=Range(0, 10**4),
         metavar="STEPS",
     )

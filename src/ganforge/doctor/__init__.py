@@ -10,11 +10,11 @@ from pathlib import Path
 
 from ganforge import __version__
 from ganforge.config import AUTO_PRECISION, PRECISIONS
+from ganforge.devices import cpu_flags, pick_precision
 from ganforge.doctor import benchmark, environment, functional, gpu, nvml, system
 from ganforge.doctor import report as r
 from ganforge.doctor.report import Check, Report
 from ganforge.monitor import nvml as nvml_reader
-from ganforge.train.precision import cpu_flags, pick_precision
 
 __all__ = ["Check", "Options", "Report", "run"]
 

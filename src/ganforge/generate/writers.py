@@ -12,10 +12,10 @@ import PIL.features
 import PIL.Image
 import torch
 
+from ganforge.data.grid import image_grid
 from ganforge.data.loader import to_uint8
 from ganforge.durable import fsync_dir, replace_file
 from ganforge.errors import UserError
-from ganforge.train.logs import image_grid
 
 FPS = 30
 

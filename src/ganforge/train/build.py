@@ -10,14 +10,15 @@ from dataclasses import dataclass
 import torch
 
 from ganforge import checkpoint
+from ganforge.augment.diffaugment import DiffAugment
+from ganforge.augment.pipe import AdaptiveAugment, AugmentPipe
 from ganforge.config import Config
 from ganforge.data import ImageDataset, open_dataset
 from ganforge.nets import Discriminator, Generator, StyleGAN3Generator
-from ganforge.train.augment import AdaptiveAugment, AugmentPipe
-from ganforge.train.diffaugment import DiffAugment
-from ganforge.train.ema import magnitude_ema_beta
+from ganforge.nets.configured import make_networks
 from ganforge.train.phases import Phase, Trainer, build_phases
 from ganforge.train.precision import Precision
+from ganforge.train.schedules import magnitude_ema_beta
 
 
 @dataclass(frozen=True)
@@ -46,39 +47,12 @@ def build_networks(
     recompute activations in backward."""
     precision = Precision.from_config(cfg, device) if precision is None else precision
     checkpoint.seed_all(cfg.schedule.seed)
-    G, D = _make_networks(cfg)
+    G, D = make_networks(cfg)
     if precision.grad_checkpoint:
         assert isinstance(G, Generator), "resolve refuses --grad-checkpoint for the StyleGAN3 generators"
         G.synthesis.grad_checkpoint = D.grad_checkpoint = True
     memory_format = precision.memory_format
     return G.to(device, memory_format=memory_format).train(), D.to(device, memory_format=memory_format).train()
-
-
-def _make_networks(cfg: Config) -> tuple[Generator | StyleGAN3Generator, Discriminator]:
-    m, d, p = cfg.model, cfg.data, cfg.precision
-    common = dict(resolution=d.resolution, img_channels=d.channels, c_dim=d.label_dim, channel_base=m.channel_base,
-                  channel_max=m.channel_max, num_fp16_res=p.fp16_res, conv_clamp=p.conv_clamp)  # fmt: skip
-    mapping = dict(z_dim=m.z_dim, w_dim=m.w_dim, mapping_layers=m.mapping_layers)
-    if m.generator == "stylegan2":
-        G = Generator(**mapping, **common)
-    else:
-        G = StyleGAN3Generator(**mapping, **common, config=m.generator.removeprefix("stylegan3-"),
-                               num_layers=m.synthesis_layers)  # fmt: skip
-    return G, Discriminator(mbstd_group_size=m.mbstd_group, **common)
-
-
-def first_save_bytes(cfg: Config) -> int:
-    """About how many bytes the first checkpoint and snapshot take on disk: G, G_ema and D with their buffers, Adam's
-    two moments per parameter of G and D, and the snapshot's copy of G_ema, all fp32. The networks are made on the
-    meta device: shapes only, no memory and no initialisation work."""
-    with torch.device("meta"):
-        G, D = _make_networks(cfg)
-
-    def size(net: torch.nn.Module, moments: int) -> int:
-        params = sum(p.numel() for p in net.parameters())
-        return 4 * (params * (1 + moments) + sum(b.numel() for b in net.buffers()))
-
-    return size(G, moments=2) + 2 * size(G, moments=0) + size(D, moments=2)
 
 
 def build_augment(cfg: Config, device: torch.device) -> tuple[torch.nn.Module | None, AdaptiveAugment | None]:

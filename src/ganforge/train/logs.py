@@ -16,7 +16,8 @@ import PIL.Image
 import torch
 
 from ganforge import dist
-from ganforge.data.loader import to_float, to_uint8
+from ganforge.data.grid import image_grid
+from ganforge.data.loader import to_float
 from ganforge.monitor.telemetry import status_text
 from ganforge.progress import progress_bar
 
@@ -53,17 +54,6 @@ def peak_memory_gb(device: torch.device) -> float:
     if device.type == "cuda":
         return torch.cuda.max_memory_allocated(device) / 2**30
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
-
-
-def image_grid(images: torch.Tensor, columns: int) -> np.ndarray:
-    """[N, C, H, W] floats in [-1, 1] -> uint8 [rows*H, columns*W, C] (C 1 or 3), row-major, black padding."""
-    images = to_uint8(images.detach().cpu())
-    n, c, h, w = images.shape
-    rows = math.ceil(n / columns)
-    canvas = torch.zeros([rows * columns, c, h, w], dtype=torch.uint8)
-    canvas[:n] = images
-    canvas = canvas.reshape(rows, columns, c, h, w).permute(0, 3, 1, 4, 2)  # [rows, H, columns, W, C]
-    return canvas.reshape(rows * h, columns * w, c).numpy()
 
 
 def save_grid(images: torch.Tensor, path: Path, columns: int) -> np.ndarray:

@@ -25,9 +25,8 @@ from ganforge.report import refresh_report
 from ganforge.snapshot import save_snapshot
 from ganforge.train import checkpointing, logs
 from ganforge.train.build import Runtime, build
-from ganforge.train.cadence import phase_due
-from ganforge.train.ema import ema_beta, update_ema
 from ganforge.train.phases import micro_batches, run_phase
+from ganforge.train.schedules import ema_beta, phase_due, update_ema
 
 
 def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | None, weights: list[Path]) -> int:

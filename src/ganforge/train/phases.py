@@ -16,14 +16,14 @@ from dataclasses import dataclass, field
 import torch
 
 from ganforge import dist
+from ganforge.augment.blur import blur_images
 from ganforge.config import Config, lazy_ratio
 from ganforge.errors import UserError
 from ganforge.monitor.probe import Probe
 from ganforge.train import loss as L
-from ganforge.train.blur import blur_images, blur_sigma
 from ganforge.train.grad_sync import GradientSync
-from ganforge.train.lr_schedule import lr_factor
 from ganforge.train.precision import Precision, all_finite
+from ganforge.train.schedules import blur_sigma, lr_factor
 
 MAX_NONFINITE_IN_A_ROW = 20
 RUNNING_AVERAGES = ("w_avg", "magnitude_ema")  # buffer names the generator's forward pass updates in training

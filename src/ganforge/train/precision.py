@@ -3,7 +3,7 @@
 - fp32: plain float32 (on CUDA with TF32 matmuls off, so "fp32" means fp32).
 - tf32: float32 tensors, TF32 tensor-core matmuls and convolutions (CUDA only).
 - bf16: autocast to bfloat16; its float32 exponent range needs no loss scaling.
-- fp16: either autocast to float16, or (`num_fp16_res` > 0) the official StyleGAN2-ADA recipe where the networks run
+- fp16: either autocast to float16, or (`fp16_res` > 0) the official StyleGAN2-ADA recipe where the networks run
   their highest-resolution blocks in float16 with activations clamped to +-256; both use one GradScaler per network.
   Regularisers (R1, path length) take gradients of unscaled outputs, so the scale never enters their maths; the
   non-finite check (which covers the scaler's overflow) is summed over ranks so every rank skips the same steps.
@@ -13,7 +13,8 @@ kernels), torch.compile of the main-phase forwards, the channels_last memory for
 the networks' blocks. A run builds it once (`Precision.from_config`).
 
 `auto`, the default, is not a mode the networks run in: `resolve_auto` turns it into one of the four when the options
-are resolved, so the Config (and every checkpoint) records what was chosen and why. bf16 needs no loss scaling
+are resolved (the continued run's mode, else the hardware's choice, `ganforge.devices.choose_auto`), so the Config
+(and every checkpoint) records what was chosen and why. bf16 needs no loss scaling
 (float32's exponent range), so it is the fast mode NVIDIA GPUs from Ampere on get (compute capability 8.0, bf16
 tensor cores). Older GPUs get fp32: they have no bf16 or TF32 tensor cores, and their fp16 needs the scaled recipe
 that a user should choose knowingly. CPUs get fp32 even where bf16 is native (AMX or AVX512-BF16): on the digits
@@ -25,19 +26,16 @@ for it.
 import contextlib
 import dataclasses
 import os
-from pathlib import Path
 
 import torch
 
 from ganforge import dist
 from ganforge.config import AUTO_PRECISION, PRECISIONS, Config
+from ganforge.devices import choose_auto
 from ganforge.numerics import fp32_math
 from ganforge.train import rundir
 
 _AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
-AMPERE = (8, 0)
-CPU_BF16_FLAGS = ("amx_bf16", "avx512_bf16")  # /proc/cpuinfo names of the native bf16 instructions
-CPUINFO = Path("/proc/cpuinfo")
 
 
 class Precision:
@@ -131,33 +129,3 @@ def _auto_choice(cfg: Config, device_type: str) -> tuple[str, str]:
         run, old = continued
         return old["precision"]["mode"], f"kept from {run.name}, the run this command continues"
     return choose_auto(device_type)
-
-
-def choose_auto(device_type: str) -> tuple[str, str]:
-    """`--precision auto` on this process's device: (mode, why)."""
-    capability = torch.cuda.get_device_capability() if device_type == "cuda" else None
-    return pick_precision(device_type, capability, cpu_flags() if device_type == "cpu" else frozenset())
-
-
-def pick_precision(device_type: str, capability: tuple[int, int] | None, cpu_flags: frozenset[str]) -> tuple[str, str]:
-    """(mode, why) for a device: "cuda" with its compute capability, or "cpu" with its instruction-set flags."""
-    if device_type == "cuda":
-        version = f"{capability[0]}.{capability[1]}"
-        if capability >= AMPERE:
-            return "bf16", f"CUDA compute capability {version} has bf16 tensor cores"
-        return "fp32", f"CUDA compute capability {version} < 8.0 has no bf16 tensor cores"
-    native = [flag for flag in CPU_BF16_FLAGS if flag in cpu_flags]
-    if native:
-        return "fp32", (f"on CPU, even with native bf16 ({', '.join(native)}): bf16 trained to worse quality at equal "
-                        "images on the digits; --precision bf16 asks for it")  # fmt: skip
-    return "fp32", "the CPU has no native bf16 instructions (AMX or AVX512-BF16); bf16 would be emulated"
-
-
-def cpu_flags() -> frozenset[str]:
-    """The instruction-set flags of the first CPU in /proc/cpuinfo (empty where there is none)."""
-    if not CPUINFO.exists():
-        return frozenset()
-    for line in CPUINFO.read_text().splitlines():
-        if line.startswith("flags"):
-            return frozenset(line.split(":", 1)[1].split())
-    return frozenset()

@@ -11,17 +11,20 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch
+
 from ganforge import dist
 from ganforge.checkpoint import Retention
+from ganforge.checkpoint.sizes import first_save_bytes
 from ganforge.config import DIFFAUG_OPS, Config, ModelConfig, from_flat
 from ganforge.data import open_dataset
 from ganforge.errors import UserError
 from ganforge.limits import RESOLUTIONS, resolution_ok
 from ganforge.metrics import check_names, parse_names
+from ganforge.nets.configured import make_networks
 from ganforge.option import value_problems
 from ganforge.outputs import check_writable_folder, free_bytes
 from ganforge.presets import DEFAULT_PRESET, PRESETS, Preset, auto_batch
-from ganforge.train.build import first_save_bytes
 from ganforge.train.options import TRAIN_OPTIONS, TrainOptions
 from ganforge.train.precision import resolve_auto
 
@@ -241,7 +244,8 @@ def _space_problems(cfg: Config, facts: Facts) -> list[str]:
     """--outdir's disk holds the first checkpoint and snapshot (sizes counted only when the free room is known)."""
     if facts.outdir_free_bytes is None:
         return []
-    need = first_save_bytes(cfg)
+    with torch.device("meta"):  # shapes only: nothing allocated, nothing initialised
+        need = first_save_bytes(*make_networks(cfg))
     if facts.outdir_free_bytes >= need:
         return []
     return [f"--outdir {cfg.run.outdir}: {facts.outdir_free_bytes / 2**20:,.0f} MiB free on its disk, but the first "

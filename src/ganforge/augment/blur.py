@@ -12,13 +12,6 @@ import torch
 import torch.nn.functional as F
 
 
-def blur_sigma(cur_nimg: int, init_sigma: float, fade_kimg: float) -> float:
-    """sigma at image count `cur_nimg`: init_sigma, falling linearly to 0 at fade_kimg thousand images, then 0."""
-    if init_sigma <= 0 or fade_kimg <= 0:
-        return 0.0
-    return max(1 - cur_nimg / (fade_kimg * 1000), 0.0) * init_sigma
-
-
 def blur_kernel(sigma: float) -> torch.Tensor:
     """The normalised 1-D taps [2 floor(3 sigma) + 1] (float32); a single tap 1 when sigma < 1/3 (no blur)."""
     radius = math.floor(sigma * 3)

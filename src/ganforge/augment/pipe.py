@@ -21,9 +21,8 @@ import torch
 from torch import nn
 
 from ganforge import dist
+from ganforge.augment import corrupt, ops
 from ganforge.errors import UserError
-from ganforge.train import augment_corrupt as corrupt
-from ganforge.train import augment_ops as ops
 
 BLIT = ("xflip", "rotate90", "xint")
 GEOM = ("scale", "rotate", "aniso", "xfrac")
