@@ -270,6 +270,12 @@ MUTANTS = (
       "finite = True", ("tests/hostile/test_hostile_options.py",)),
     M("given_zero_dropped", "train/resolver.py", "value is not None and value is not False",
       "value not in (None, False)", (RECORDED_DRY_RUN + "[tiny-every-flag]",)),
+    M("cpu_kernels_not_chosen", "train/build.py", "        D.use_cpu_kernels()\n", "",
+      ("tests/train/test_train_config.py::"
+       "test_networks_built_for_cpu_training_take_the_cpu_kernels_and_generic_ones_do_not",)),
+    M("winograd_for_small_layers", "nets/winograd.py",
+      "and min(in_ch, out_ch) >= MIN_CHANNELS and pixels >= MIN_PIXELS", "", ("tests/nets/test_nets_winograd.py::"
+           "test_networks_choose_winograd_when_built_for_cpu_and_only_for_layers_where_it_pays",)),
 )  # fmt: skip
 
 

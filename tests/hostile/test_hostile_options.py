@@ -5,10 +5,10 @@ covered the day it is declared."""
 
 import pytest
 from hostile_harness import Case, assert_all_rejected
-from launch_helpers import tiny_archive
 
 from ganforge.bench.options import BENCH_OPTIONS
 from ganforge.train.options import TRAIN_OPTIONS
+from launch_helpers import tiny_archive
 
 HUGE = str(2**70)
 BAD_VALUES = {int: (HUGE,), float: ("nan", "inf", "-inf")}

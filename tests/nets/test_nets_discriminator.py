@@ -36,6 +36,7 @@ def test_gradients_reach_every_parameter_and_the_image():
 def test_every_block_works_in_channels_last_on_cpu():
     # one layout through each block's skip path and residual sum (the Winograd convolutions return channels-last)
     D = tiny_discriminator(resolution=32)
+    D.use_cpu_kernels()
     outputs = []
     for res in D.block_resolutions:
         getattr(D, f"b{res}").register_forward_hook(lambda module, args, output: outputs.append(output))

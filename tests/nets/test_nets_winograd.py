@@ -63,32 +63,28 @@ def test_first_and_second_derivatives_match_finite_differences(monkeypatch, spli
 
 def test_used_only_for_large_float32_convolutions_on_cpu_outside_autocast():
     w = torch.zeros(256, 256, 3, 3)
-    assert winograd.pays_off(torch.zeros(1, 256, 16, 16), w)
-    assert not winograd.pays_off(torch.zeros(1, 256, 8, 8), w)  # too few pixels
-    assert not winograd.pays_off(torch.zeros(1, 128, 16, 16), torch.zeros(256, 128, 3, 3))  # too few channels
-    assert not winograd.pays_off(torch.zeros(1, 256, 16, 16, dtype=torch.float64), w.double())
-    assert not winograd.pays_off(torch.zeros(1, 256, 16, 16), torch.zeros(256, 256, 1, 1))
+    assert winograd.worth_it(w, 16 * 16) and winograd.runnable(torch.zeros(1, 256, 16, 16))
+    assert not winograd.worth_it(w, 8 * 8)  # too few pixels
+    assert not winograd.worth_it(torch.zeros(256, 128, 3, 3), 16 * 16)  # too few channels
+    assert not winograd.worth_it(torch.zeros(256, 256, 1, 1), 16 * 16)
+    assert not winograd.runnable(torch.zeros(1, 256, 16, 16, dtype=torch.float64))
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        assert not winograd.pays_off(torch.zeros(1, 256, 16, 16), w)
+        assert not winograd.runnable(torch.zeros(1, 256, 16, 16))
 
 
 @pytest.mark.filterwarnings("ignore::torch.jit.TracerWarning")  # the traced constant is what is under test
 @pytest.mark.filterwarnings("ignore:`torch.jit.trace` is deprecated:DeprecationWarning")  # ONNX's legacy path uses it
 def test_graphs_being_compiled_or_exported_get_the_plain_convolution():
-    x, w = torch.zeros(1, 256, 16, 16), torch.zeros(256, 256, 3, 3)
-    traced = torch.jit.trace(lambda x: torch.tensor(winograd.pays_off(x, w)), (x,), check_trace=False)
+    x = torch.zeros(1, 256, 16, 16)
+    traced = torch.jit.trace(lambda x: torch.tensor(winograd.runnable(x)), (x,), check_trace=False)
     assert not traced(x)
-    exported = torch.export.export(_PaysOff(w), (x,)).module()
-    assert not exported(x) and winograd.pays_off(x, w)
+    exported = torch.export.export(_Runnable(), (x,)).module()
+    assert not exported(x) and winograd.runnable(x)
 
 
-class _PaysOff(torch.nn.Module):
-    def __init__(self, w):
-        super().__init__()
-        self.w = w
-
+class _Runnable(torch.nn.Module):
     def forward(self, x):
-        return torch.tensor(winograd.pays_off(x, self.w))
+        return torch.tensor(winograd.runnable(x))
 
 
 def test_discriminator_layer_takes_the_winograd_path_and_keeps_its_values(monkeypatch):
@@ -99,6 +95,21 @@ def test_discriminator_layer_takes_the_winograd_path_and_keeps_its_values(monkey
     x = torch.randn(2, 8, 8, 8)
     direct = layer(x, gain=0.5)
     calls = []
-    monkeypatch.setattr(winograd, "pays_off", lambda *args: calls.append(args) or True)
+    monkeypatch.setattr(winograd, "conv3x3", lambda *args, real=winograd.conv3x3: calls.append(args) or real(*args))
+    layer.winograd = True  # as a network built for CPU sets it on its large layers
     torch.testing.assert_close(layer(x, gain=0.5), direct, rtol=1e-5, atol=1e-5)
-    assert calls and conv2d_same(x, layer.weight).is_contiguous(memory_format=torch.channels_last)
+    assert calls and conv2d_same(x, layer.weight, fast=True).is_contiguous(memory_format=torch.channels_last)
+
+
+def test_networks_choose_winograd_when_built_for_cpu_and_only_for_layers_where_it_pays():
+    from ganforge.nets import Discriminator, Generator
+
+    G = Generator(resolution=32, z_dim=8, w_dim=8, mapping_layers=1, channel_base=256 * 32, channel_max=256)
+    D = Discriminator(resolution=32, channel_base=256 * 32, channel_max=256)
+    convs = [m for m in [*G.modules(), *D.modules()] if hasattr(m, "winograd")]
+    assert not any(m.winograd for m in convs) and not D.channels_last_input  # a reference network by default
+    G.use_cpu_kernels()
+    D.use_cpu_kernels()
+    chosen = sorted(getattr(m, "resolution", 0) for m in G.synthesis.modules() if getattr(m, "winograd", False))
+    assert chosen == [16, 32]  # the same-size convolutions at 16 and 32 px; 4 and 8 px are too small
+    assert D.channels_last_input and D.b32.conv0.winograd and D.b16.conv0.winograd and not D.b8.conv0.winograd

@@ -21,3 +21,14 @@ def test_ada_speed_and_target_reach_the_controller(tmp_path):
     cfg = resolve(tiny_options(data, tmp_path / "runs", aug="ada", ada_kimg=0.1, target=0.3))
     t, _, _ = build(cfg, torch.device("cpu"))
     assert (t.ada.speed_kimg, t.ada.target) == (0.1, 0.3)
+
+
+def test_networks_built_for_cpu_training_take_the_cpu_kernels_and_generic_ones_do_not(tmp_path):
+    from ganforge.nets.configured import make_networks
+    from ganforge.train.build import build_networks
+
+    data = make_dataset(tmp_path / "data")
+    cfg = resolve(tiny_options(data, tmp_path / "runs"))
+    _, D = build_networks(cfg, torch.device("cpu"))
+    assert D.channels_last_input  # the image enters channels-last, the layout of the Winograd convolutions
+    assert not make_networks(cfg)[1].channels_last_input  # a network as built for export or import: the reference

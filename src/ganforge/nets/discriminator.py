@@ -19,6 +19,7 @@ from ganforge.nets.layers import (
 )
 from ganforge.nets.mapping import MappingNetwork
 from ganforge.nets.recompute import run_block
+from ganforge.nets.winograd import worth_it
 
 CMAP_LAYERS = 8  # the official D embeds c with a full-depth mapping network, whatever G's depth
 GENERATOR_ONLY_KWARGS = ("z_dim", "w_dim", "mapping_layers")
@@ -141,21 +142,29 @@ class Discriminator(nn.Module):
         self.b4 = DiscriminatorEpilogue(channels_at(4, channel_base, channel_max), cmap_dim, mbstd_group_size, 1,
                                         conv_clamp)  # fmt: skip
         self.grad_checkpoint = False  # recompute each block's activations in backward (a speed/memory switch)
+        self.channels_last_input = False  # CPU: see use_cpu_kernels
 
     @property
     def config(self) -> dict:
         """JSON-serialisable constructor kwargs: Discriminator(**D.config) rebuilds the same architecture."""
         return dict(self._config)
 
+    def use_cpu_kernels(self, enabled: bool = True) -> None:
+        """The CPU's fast paths, chosen once when the network is built for CPU: the same-size 3x3 convolutions large
+        enough to gain by Winograd's algorithm run that way (nets/winograd.py), and the image is taken channels-last.
+        The Winograd convolutions return channels-last, so fromRGB's output in that layout too keeps each block's skip
+        path and residual sum in one layout; channels-last depthwise FIR filters were 2-10x faster and a mixed-layout
+        sum is slow (D main about 9% faster at 32 and 64 px; CUDA has its own --channels-last)."""
+        for res in self.block_resolutions:
+            conv = getattr(self, f"b{res}").conv0
+            conv.winograd = enabled and worth_it(conv.weight, res * res)
+        self.b4.conv.winograd = enabled and worth_it(self.b4.conv.weight, 4 * 4)
+        self.channels_last_input = enabled
+
     def forward(self, img: torch.Tensor, c: torch.Tensor, force_fp32: bool = False, batches: int = 1) -> torch.Tensor:
         shape = (self.img_channels, self.resolution, self.resolution)
         assert img.ndim == 4 and img.shape[1:] == shape, f"img: expected [N, *{shape}], got {list(img.shape)}"
-        x = img
-        if img.device.type == "cpu":
-            # The Winograd convolutions return channels-last; fromRGB's output in that layout too keeps each block's
-            # skip path and residual sum in one layout. Channels-last depthwise FIR filters were 2-10x faster and
-            # a mixed-layout sum is slow (D main about 9% faster at 32 and 64 px; CUDA has its own --channels-last).
-            x = img.contiguous(memory_format=torch.channels_last)
+        x = img.contiguous(memory_format=torch.channels_last) if self.channels_last_input else img
         for res in self.block_resolutions:
             x = run_block(getattr(self, f"b{res}"), x, force_fp32, recompute=self.grad_checkpoint)
         cmap = self.mapping(None, c) if self.mapping is not None else None

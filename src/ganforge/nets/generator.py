@@ -24,6 +24,7 @@ from ganforge.nets.layers import (
 )
 from ganforge.nets.mapping import MappingNetwork
 from ganforge.nets.recompute import run_block
+from ganforge.nets.winograd import worth_it
 
 NOISE_MODES = ("random", "const", "none")
 W_AVG_BETA = 0.995  # official w_avg tracking rate
@@ -45,11 +46,13 @@ class SynthesisLayer(nn.Module):
         self.noise_strength = nn.Parameter(torch.zeros([]))
         self.register_buffer("noise_const", torch.randn([resolution, resolution]))  # the fixed noise of "const"
         self.register_buffer("resample_filter", fir_kernel(), persistent=False)
+        self.winograd = False  # the same-size convolution by Winograd's algorithm (set for CPU by the Generator)
 
     def forward(self, x: torch.Tensor, w: torch.Tensor, noise_mode: str = "random") -> torch.Tensor:
         styles = self.affine(w)  # [N, in_channels]
         fused = use_fused_modconv(self.training, x)
-        x = modulated_conv2d(x, self.weight, styles, up=self.up, fused=fused, resample_filter=self.resample_filter)
+        x = modulated_conv2d(x, self.weight, styles, up=self.up, fused=fused, resample_filter=self.resample_filter,
+                             fast=self.winograd)  # fmt: skip
         if noise_mode == "random":
             noise = torch.randn([x.shape[0], 1, self.resolution, self.resolution], device=x.device)
             x = x + (noise * self.noise_strength).to(x.dtype)
@@ -173,6 +176,14 @@ class Generator(nn.Module):
     def config(self) -> dict:
         """JSON-serialisable constructor kwargs: Generator(**G.config) rebuilds the same architecture."""
         return dict(self._config)
+
+    def use_cpu_kernels(self, enabled: bool = True) -> None:
+        """Run the same-size 3x3 convolutions large enough to gain by Winograd's algorithm (nets/winograd.py) that
+        way: a choice for float32 on CPU, made once when the network is built for it (the numeric policy of
+        training, or generate and metrics on CPU)."""
+        for module in self.synthesis.modules():
+            if isinstance(module, SynthesisLayer):
+                module.winograd = enabled and not module.up and worth_it(module.weight, module.resolution**2)
 
     def forward(self, z, c, psi=1.0, cutoff=None, noise_mode="random", force_fp32=False):
         """z [N, z_dim], c [N, c_dim] -> image [N, img_channels, resolution, resolution], float32, about [-1, 1]."""

@@ -142,9 +142,10 @@ def downsample2d(x: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
     return _DepthwiseFIR.apply(x, f, False, 2, 1, None)
 
 
-def conv2d_same(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:
-    """Stride-1 convolution that keeps the size (odd kernel, zero padding k // 2); Winograd where it is faster."""
-    if not winograd.pays_off(x, w):
+def conv2d_same(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, fast: bool = False) -> torch.Tensor:
+    """Stride-1 convolution that keeps the size (odd kernel, zero padding k // 2); by Winograd's algorithm when the
+    layer was built for it (`fast`, a CPU choice) and the call can run it."""
+    if not (fast and winograd.runnable(x)):
         return F.conv2d(x, w, b, padding=w.shape[-1] // 2)
     y = winograd.conv3x3(x, w)
     return y if b is None else y + b.reshape(1, -1, 1, 1)
@@ -196,6 +197,7 @@ class Conv2dLayer(nn.Module):
         self.weight_gain = 1 / math.sqrt(in_channels * kernel_size * kernel_size)
         self.act_gain = LRELU_GAIN if activation == "lrelu" else 1.0
         self.register_buffer("resample_filter", fir_kernel(), persistent=False)
+        self.winograd = False  # same-size 3x3 convolution by Winograd's algorithm (set for CPU by the network)
 
     def forward(self, x: torch.Tensor, gain: float = 1.0) -> torch.Tensor:
         # lrelu(z) * g == lrelu(z * g) for g > 0, so the output gain folds into the weight and the bias, and the bias
@@ -210,7 +212,7 @@ class Conv2dLayer(nn.Module):
             # blur with the padding of a same-size conv (k // 2) plus the filter's (1), then a strided valid conv
             x = F.conv2d(fir_filter(x, self.resample_filter, pad=k // 2 + 1), w, b, stride=2)
         else:
-            x = conv2d_same(x, w, b)
+            x = conv2d_same(x, w, b, fast=self.winograd)
         if self.activation == "lrelu":
             x = F.leaky_relu(x, LRELU_SLOPE, inplace=True)  # the convolution's output is not kept for its backward
         if self.conv_clamp is not None:
@@ -222,14 +224,14 @@ class Conv2dLayer(nn.Module):
         return f"in={in_c}, out={out_c}, k={k}, act={self.activation}, down={self.down}"
 
 
-def modulated_conv2d(x, weight, styles, *, demodulate=True, up=False, fused=False, resample_filter=None):
+def modulated_conv2d(x, weight, styles, *, demodulate=True, up=False, fused=False, resample_filter=None, fast=False):
     """Convolve each sample with its own style-scaled weight (StyleGAN2 Eq. 1), optionally demodulated (Eq. 3).
 
     x [N, I, H, W], weight [O, I, k, k] (unit-variance; demodulation makes a weight gain unnecessary), styles [N, I].
     up=True doubles the resolution: transposed conv with stride 2, then the FIR filter with gain 4, as upstream.
     fused=False scales the activations before and after one shared-weight convolution (fast for training);
     fused=True builds the per-sample weights and runs one grouped convolution (fast for inference). Both are the
-    same linear map.
+    same linear map. fast: the shared-weight same-size convolution by Winograd's algorithm (`conv2d_same`).
     """
     n, in_ch = x.shape[:2]
     out_ch, _, kh, kw = weight.shape
@@ -245,7 +247,7 @@ def modulated_conv2d(x, weight, styles, *, demodulate=True, up=False, fused=Fals
                            resample_filter)  # fmt: skip
         return y.reshape(n, out_ch, *y.shape[2:])
     x = x * styles.to(x.dtype).reshape(n, in_ch, 1, 1)
-    x = _conv_resample(x, weight.to(x.dtype), up, 1, resample_filter)
+    x = _conv_resample(x, weight.to(x.dtype), up, 1, resample_filter, fast)
     if demodulate:
         # sum_{i,k} (w_oik s_i)^2 = sum_i s_i^2 sum_k w_oik^2: the Eq. 3 norm without materialising per-sample weights
         sigma_sq = styles.square() @ weight.square().sum(dim=[2, 3]).t()  # [N, O]
@@ -263,11 +265,11 @@ def use_fused_modconv(training: bool, x: torch.Tensor) -> bool:
     return not training and x.device.type == "cuda" and (x.dtype == torch.float32 or x.shape[0] == 1)
 
 
-def _conv_resample(x, w, up, groups, resample_filter):
+def _conv_resample(x, w, up, groups, resample_filter, fast=False):
     """Plain (padding k//2) or 2x-upsampling grouped convolution; w is [groups * O, I, k, k]."""
     w = w.to(x.dtype)
     if not up:
-        return conv2d_same(x, w) if groups == 1 else F.conv2d(x, w, padding=w.shape[-1] // 2, groups=groups)
+        return conv2d_same(x, w, fast=fast) if groups == 1 else F.conv2d(x, w, padding=w.shape[-1] // 2, groups=groups)
     go, i, kh, kw = w.shape
     # conv_transpose2d wants [groups * I, O, k, k]
     wt = w.reshape(groups, go // groups, i, kh, kw).transpose(1, 2).reshape(groups * i, go // groups, kh, kw)

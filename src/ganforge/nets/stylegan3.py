@@ -132,6 +132,10 @@ class StyleGAN3Generator(nn.Module):
         """JSON-serialisable constructor kwargs: StyleGAN3Generator(**G.config) rebuilds the same architecture."""
         return dict(self._config)
 
+    def use_cpu_kernels(self, enabled: bool = True) -> None:
+        """Nothing to choose: the alias-free layers' convolutions are not the same-size 3x3 ones Winograd's algorithm
+        speeds up (the StyleGAN2 networks' `use_cpu_kernels`)."""
+
     def forward(self, z, c, psi=1.0, cutoff=None, noise_mode="random", force_fp32=False, transform=None):
         """z [N, z_dim], c [N, c_dim] -> image [N, img_channels, resolution, resolution], float32, about [-1, 1]."""
         ws = self.mapping(z, c, psi=psi, cutoff=cutoff)

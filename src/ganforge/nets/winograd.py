@@ -67,24 +67,23 @@ def _matrices(dtype: torch.dtype, device: torch.device) -> tuple[torch.Tensor, t
     return tuple(tensor(m).to(dtype=dtype, device=device) for m in transform_matrices())
 
 
-def pays_off(x: torch.Tensor, weight: torch.Tensor) -> bool:
-    """Use F(4x4, 3x3) for a float32 3x3 convolution on CPU, outside autocast, with enough channels and pixels, in
-    eager mode.
-
-    CUDA's cuDNN picks its own algorithms; under CPU autocast the direct bfloat16 convolution is the fast one; and a
-    graph being compiled or exported (torch.compile, torch.export, ONNX) gets the plain convolution, which its
-    backend or runtime implements its own way.
-    """
+def worth_it(weight: torch.Tensor, pixels: int) -> bool:
+    """Does F(4x4, 3x3) beat the direct convolution on CPU for a layer of this weight [O, I, k, k] at this many
+    pixels? Decided when a network is built for CPU (`use_cpu_kernels` of the networks)."""
     out_ch, in_ch, kh, kw = weight.shape
+    return kh == kw == TAPS and min(in_ch, out_ch) >= MIN_CHANNELS and pixels >= MIN_PIXELS
+
+
+def runnable(x: torch.Tensor) -> bool:
+    """Can this call take the Winograd path: eager float32 on CPU, outside autocast? Under CPU autocast the direct
+    bfloat16 convolution is the fast one, and a graph being compiled or exported (torch.compile, torch.export, ONNX)
+    gets the plain convolution, which its backend or runtime implements its own way."""
     return (
         not torch.compiler.is_compiling()
         and not torch.jit.is_tracing()
         and x.device.type == "cpu"
         and x.dtype == torch.float32
         and not torch.is_autocast_enabled("cpu")
-        and kh == kw == TAPS
-        and min(in_ch, out_ch) >= MIN_CHANNELS
-        and x.shape[2] * x.shape[3] >= MIN_PIXELS
     )
 
 

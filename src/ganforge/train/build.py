@@ -48,6 +48,9 @@ def build_networks(
     precision = Precision.from_config(cfg, device) if precision is None else precision
     checkpoint.seed_all(cfg.schedule.seed)
     G, D = make_networks(cfg)
+    if precision.device.type == "cpu":  # the CPU's fast paths, chosen once here (the networks stay a reference)
+        G.use_cpu_kernels()
+        D.use_cpu_kernels()
     if precision.grad_checkpoint:
         assert isinstance(G, Generator), "resolve refuses --grad-checkpoint for the StyleGAN3 generators"
         G.synthesis.grad_checkpoint = D.grad_checkpoint = True
