@@ -15,8 +15,8 @@ def test_cuda_rng_states_survive_a_checkpoint(tmp_path):
     saved = checkpoint.save(tmp_path, {"rng": capture_rng()}, tag="1", retention=checkpoint.Retention(keep_last=1))
     expected = [torch.randn(5, device=f"cuda:{i}") for i in range(torch.cuda.device_count())]
     torch.cuda.manual_seed_all(12)
-    restore_rng(checkpoint.load(saved)["rng"])
+    restore_rng(checkpoint.load(saved, check_state=False)["rng"])
     again = [torch.randn(5, device=f"cuda:{i}") for i in range(torch.cuda.device_count())]
-    assert len(checkpoint.load(saved)["rng"]["cuda"]) == torch.cuda.device_count()
+    assert len(checkpoint.load(saved, check_state=False)["rng"]["cuda"]) == torch.cuda.device_count()
     for a, b in zip(expected, again, strict=True):
         assert torch.equal(a, b)
