@@ -139,7 +139,7 @@ def _refuse_constant(name: str):
 
 def _error_text(error: Exception) -> str:
     # A RecursionError's text says nothing about the file; our parsers' messages are bounded (no echoed content).
-    what = "nested too deeply" if isinstance(error, RecursionError) else str(error)[:200]
+    what = "nested too deeply" if isinstance(error, RecursionError) else str(error).split(";")[0][:200]
     return f"{type(error).__name__}: {what}"
 
 
@@ -233,11 +233,16 @@ def _read_sized(file_path: Path, size: int, cap: int | None) -> bytes:
     if not stat.S_ISREG(info.st_mode):
         raise InvalidCheckpoint(f"{name} is not a regular file")
     if info.st_size != size:
-        raise InvalidCheckpoint(f"{name} has {info.st_size} bytes, the manifest says {size} (truncated?)")
+        raise InvalidCheckpoint(_size_problem(name, info.st_size, size))
     data = _read_at_most(file_path, size)
     if len(data) != size:  # it changed since it was measured
-        raise InvalidCheckpoint(f"{name} has {len(data)} bytes, the manifest says {size} (truncated?)")
+        raise InvalidCheckpoint(_size_problem(name, len(data), size))
     return data
+
+
+def _size_problem(name: str, found: int, size: int) -> str:
+    why = "truncated?" if found < size else "more was written to it?"
+    return f"{name} has {found} bytes, the manifest says {size} ({why})"
 
 
 def _read_at_most(file_path: Path, limit: int) -> bytes:
