@@ -276,5 +276,86 @@ def main() -> int:
 TARGETS: dict[str, Target] = {}
 
 
+# ---- checkpoint: `ganforge checkpoint verify` on a checkpoint folder of a tiny run ----------------------------------
+
+CHECKPOINT_TRAIN = ["--cfg", "tiny", "--batch", "8", "--tick", "0.008", "--snap", "1", "--workers", "0", "--device",
+                    "cpu", "--aug", "ada", "--no-report"]  # fmt: skip
+CHECKPOINT_DATA: list[Path] = []  # the dataset of the run that made the valid checkpoint (for a resume's command)
+
+
+def make_checkpoint(folder: Path) -> Path:
+    """The checkpoint after the first step of a tiny run (8x8 RGB, ADA: every kind of state entry is there), made in
+    this process with the real training command."""
+    import numpy as np
+    import PIL.Image
+    from click.testing import CliRunner
+
+    from ganforge.cli import main as ganforge_main
+
+    images = folder / "images"
+    images.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    for i in range(16):
+        PIL.Image.fromarray(rng.integers(0, 256, (8, 8, 3), dtype=np.uint8)).save(images / f"{i:02d}.png")
+    args = ["train", "--data", str(images), "--outdir", str(folder / "runs"), "--kimg", "0.008", *CHECKPOINT_TRAIN]
+    result = CliRunner().invoke(ganforge_main, args)
+    assert result.exit_code == 0, result.output
+    CHECKPOINT_DATA[:] = [images]
+    (ckpt,) = (folder / "runs").glob("*/checkpoints/ckpt-000000008")
+    return ckpt
+
+
+def resign_checkpoint(ckpt: Path) -> None:
+    """Sign the manifest again with the files' SHA-256 and sizes (when it still has their entries), as an attacker
+    who edits a file would, so that the mutation reaches the safetensors and JSON parsers and the resume checks."""
+    import hashlib
+
+    try:
+        manifest = json.loads((ckpt / "manifest.json").read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return
+    files = manifest.get("files") if isinstance(manifest, dict) else None
+    if not isinstance(files, dict):
+        return
+    for name, entry in files.items():
+        path = ckpt / str(name)
+        if isinstance(entry, dict) and path.is_file():
+            data = path.read_bytes()
+            entry.update(sha256=hashlib.sha256(data).hexdigest(), size=len(data))
+    (ckpt / "manifest.json").write_text(json.dumps(manifest))
+
+
+def resume_args(ckpt: Path, scratch: Path) -> list[str]:
+    """The tiny run's command resumed from `ckpt`, one step further, writing into `scratch`."""
+    return ["train", "--data", str(CHECKPOINT_DATA[0]), "--outdir", str(scratch / "runs"), "--kimg", "0.016",
+            *CHECKPOINT_TRAIN, "--resume", str(ckpt)]  # fmt: skip
+
+
+_DEEP = "\x00deep\x00"
+_shared_mutate_file = mutate_file
+
+
+def _mutate_file_deep_safe(path: Path, rng: random.Random) -> None:
+    """`mutate_file`, and where json.dumps cannot write the 100,000-deep nest that mutate_json made (RecursionError,
+    in the fuzzer itself), the nest written as text in place of a random entry (to be folded into mutate_file)."""
+    try:
+        _shared_mutate_file(path, rng)
+    except RecursionError:
+        doc, depth = json.loads(path.read_bytes()), rng.choice((1000, 100_000))
+        nest = "[" * depth + "0" + "]" * depth
+        if isinstance(doc, dict) and doc:
+            doc[rng.choice(sorted(doc))] = _DEEP
+            path.write_text(json.dumps(doc).replace(json.dumps(_DEEP), nest))
+        else:
+            path.write_text(nest)
+
+
+mutate_file = _mutate_file_deep_safe
+TARGETS["checkpoint"] = Target(
+    "checkpoint", make_checkpoint, lambda ckpt, scratch: ["checkpoint", "verify", str(ckpt)], resign_checkpoint
+)
+TARGETS["checkpoint-resume"] = Target("checkpoint-resume", make_checkpoint, resume_args, resign_checkpoint)
+
+
 if __name__ == "__main__":
     sys.exit(main())

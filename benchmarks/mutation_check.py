@@ -259,6 +259,27 @@ MUTANTS = (
     M("fast_reader_starts_workers", "data/loader.py",
       "workers = 0 if in_process else workers", "workers = workers",
       ("tests/data/test_data_loader.py::test_fast_format_starts_no_worker_processes_where_a_zip_does",)),
+    # Checkpoints: verify and resume share one validator; sizes are compared before anything is read; a damaged
+    # config.json of the run to continue stops train instead of starting over.
+    M("ckpt_numpy_rng_position_unchecked", "checkpoint/rng.py",
+      'whole(state["pos"], "rng/numpy/pos", 0, _MT_WORDS)', 'int(state["pos"])',
+      ("tests/checkpoint/test_checkpoint_resumable.py::test_verify_and_resume_agree",)),
+    M("ckpt_cuda_rng_size_unchecked", "checkpoint/rng.py",
+      "tensor(state, where, torch.uint8, (_CUDA_STATE_BYTES,))", "pass",
+      ("tests/checkpoint/test_checkpoint_resumable.py::test_verify_and_resume_agree",)),
+    M("ckpt_adam_moment_shape_unchecked", "checkpoint/resumable.py",
+      'tensor(entry["exp_avg"], f"{where}/exp_avg", dtype, shape)', 'entry["exp_avg"]',
+      ("tests/checkpoint/test_checkpoint_resumable.py::test_verify_and_resume_agree",)),
+    M("ckpt_resume_skips_the_validator", "checkpoint/__init__.py",
+      "        return read(path, check_state)\n", "        return read(path, False)\n",
+      ("tests/checkpoint/test_checkpoint_resumable.py::test_verify_and_resume_agree",)),
+    M("ckpt_read_whole_before_size_compared", "checkpoint/store.py",
+      "    if info.st_size != size:\n        raise InvalidCheckpoint(_size_problem(name, info.st_size, size))\n"
+      "    data = _read_at_most(file_path, size)\n", "    data = file_path.read_bytes()\n",
+      ("tests/hostile/test_hostile_checkpoint.py",)),
+    M("rundir_damaged_config_of_the_run_skipped", "train/rundir.py",
+      'if run.name[len("NNNNN-") :].startswith(', 'if False and run.name[len("NNNNN-") :].startswith(',
+      ("tests/train/test_train_rundir.py",)),
 )  # fmt: skip
 
 
