@@ -60,3 +60,13 @@ def test_leftover_of_a_killed_write_is_ignored_then_cleaned(tmp_path):
     checkpoint.save(tmp_path, make_state(2000), tag="2000", retention=checkpoint.Retention())
     assert not leftover.exists()
     assert checkpoint.load_latest(tmp_path, check_state=False)["loop"]["cur_nimg"] == 2000
+
+
+def test_a_file_or_link_under_a_temporary_name_does_not_block_the_next_write(tmp_path):
+    """The writer's temporary names are its own: a file or a link under one would make every later write fail."""
+    (tmp_path / ".tmp-ckpt-000001000").write_bytes(b"not a folder")
+    (tmp_path / ".trash-ckpt-000001000").symlink_to(tmp_path / "elsewhere")
+    (tmp_path / "elsewhere").mkdir()
+    checkpoint.save(tmp_path, make_state(1000), tag="1000", retention=checkpoint.Retention())
+    assert checkpoint.load_latest(tmp_path, check_state=False)["loop"]["cur_nimg"] == 1000
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt-000001000", "elsewhere", "latest"]

@@ -264,9 +264,10 @@ def _manifest_bytes(name: str, nimg: int, payloads: dict[str, bytes]) -> bytes:
 
 
 def remove_leftovers(ckpt_dir: Path) -> None:
-    """Delete temporary folders left by a write that was killed; only the one writer (rank 0) calls this."""
+    """Delete temporary folders left by a write that was killed; only the one writer (rank 0) calls this. These names
+    are the writer's own, so whatever else holds one (a file, a link) would only block the next write: it goes too."""
     for path in ckpt_dir.iterdir():
-        if path.name.startswith(_TMP_PREFIXES) and path.is_dir():
+        if path.name.startswith(_TMP_PREFIXES):
             _remove_tree(path)
 
 
@@ -299,9 +300,12 @@ def _update_latest(ckpt_dir: Path, name: str) -> None:
 
 
 def _remove_tree(path: Path) -> None:
-    if not path.exists():
+    if not (path.exists() or path.is_symlink()):
         return
     try:
-        shutil.rmtree(path)
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
     except OSError as error:
         warnings.warn(f"could not remove {path}: {error}", CheckpointWarning, stacklevel=3)
