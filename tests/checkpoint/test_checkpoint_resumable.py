@@ -6,6 +6,7 @@ a real resume (`train --resume CKPT`, one step further than the checkpoint). Bot
 naming the same entry, or both accept it (the resume trains its step).
 """
 
+import json
 import math
 import shutil
 
@@ -215,10 +216,10 @@ def test_a_fp16_checkpoints_loss_scaler_state_is_what_gradscaler_writes(tiny_run
     rehash_config(state)
     scaler = torch.amp.GradScaler("cpu", init_scale=2.0**16)
     state["scaler_G"] = state["scaler_D"] = scaler.state_dict()
-    resumable.check(state, NIMG)
+    resumable.check(state, {"nimg": NIMG, "format_version": 2})
     state["scaler_D"] = {**scaler.state_dict(), "_growth_tracker": scaler.state_dict()["growth_interval"]}
     with pytest.raises(checkpoint.InvalidCheckpoint, match="scaler_D/_growth_tracker: must be a whole number"):
-        resumable.check(state, NIMG)
+        resumable.check(state, {"nimg": NIMG, "format_version": 2})
 
 
 def test_a_run_continued_by_the_same_command_skips_what_verify_refuses(tiny_run, tmp_path):
@@ -235,3 +236,39 @@ def test_a_run_continued_by_the_same_command_skips_what_verify_refuses(tiny_run,
         result.stderr
     )
     assert f"resuming {copy} from {copy / 'checkpoints' / 'ckpt-000000000'} at 0 kimg" in result.output
+
+
+def _nested(fields: dict) -> dict:
+    nested = {}
+    for name, value in fields.items():
+        *sections, last = name.split(".")
+        place = nested
+        for section in sections:
+            place = place.setdefault(section, {})
+        place[last] = value
+    return nested
+
+
+def _version_1(path):
+    manifest = json.loads((path / "manifest.json").read_text())
+    (path / "manifest.json").write_text(json.dumps({**manifest, "format_version": 1, "created": 1.7e9}))
+    return path
+
+
+def test_a_version_1_checkpoint_with_its_whole_nested_config_verifies_and_resumes(tiny_run, tmp_path):
+    """Format 1 stored the whole Config, nested (paths and run options too), and hashed its maths fields by the rules
+    of its day: verify and resume accept it, as they did."""
+    data, run = tiny_run
+    state = checkpoint.load(run / "checkpoints" / f"ckpt-{NIMG:09d}")
+    config = _nested(state["config"])
+    config["data"] |= {"path": str(data), "workers": 0}
+    config["run"] = {"outdir": "somewhere", "resume": "auto", "keep_last": 3}
+    state |= {"config": config, "config_hash": "hashed by the rules of that day"}
+    path = _version_1(resave(state, tmp_path / "checkpoints", NIMG))
+    assert CliRunner().invoke(main, ["checkpoint", "verify", str(path)]).exit_code == 0
+    resumed = CliRunner().invoke(main, train_args(data, tmp_path / "out", 0.016, "--resume", str(path)))
+    assert resumed.exit_code == 0 and "done: 0.016 kimg" in resumed.stdout, resumed.output
+    config["model"]["z_dim"] = "64"
+    _version_1(resave(state, tmp_path / "checkpoints", NIMG))
+    result = CliRunner().invoke(main, ["checkpoint", "verify", str(path)])
+    assert result.exit_code == 2 and "config/model.z_dim: '64' is no value of this field" in result.stderr

@@ -79,7 +79,7 @@ def read(path: Path, check_state: bool = True) -> dict:
     state `save` wrote (integrity only)."""
     manifest, state = store.read_checkpoint(Path(path))
     if check_state:
-        resumable.check(state, manifest["nimg"])
+        resumable.check(state, manifest)
     return state
 
 

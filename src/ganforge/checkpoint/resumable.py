@@ -29,7 +29,7 @@ from ganforge.checkpoint.rng import check_rng
 from ganforge.checkpoint.schema import Refused, entries, is_finite_number, number, refuse, scalar, tensor, whole
 from ganforge.checkpoint.serialize import describe
 from ganforge.checkpoint.store import MAX_NIMG, TENSORS, InvalidCheckpoint
-from ganforge.config import AUGMENTS, NON_MATHS_FIELDS, PRECISIONS, Config, field_defaults, upgrade
+from ganforge.config import AUGMENTS, NON_MATHS_FIELDS, PRECISIONS, Config, field_defaults, flatten, upgrade
 from ganforge.errors import UserError
 from ganforge.limits import RESOLUTIONS, resolution_ok
 from ganforge.nets import Discriminator, Generator, StyleGAN3Generator
@@ -42,27 +42,28 @@ GENERATORS = ("stylegan2", "stylegan3-t", "stylegan3-r")
 _MAX_LAYERS = 64  # mapping layers (8 in the paper), StyleGAN3 synthesis layers (14)
 _MAX_WIDTH = 2**16  # z and w dimensions, image channels, label dimension, channel_max
 _MAX_CHANNEL_BASE = 2**20  # 32768 in StyleGAN3's configurations
-_MAX_TEXT = 255  # a config string (a dataset's name is a file name)
+_MAX_TEXT = 255  # a maths field's string (a dataset's name is a file name); a resume's messages show them
+_MAX_PATH = 4096  # other strings: a path
 _MAX_ITEMS = 256  # a config list (the kimg of learning-rate steps)
 _MAX_COUNT = 2**31  # counters that are not image counts: steps in a row, scaler intervals
 _FLOAT32_MAX = float(torch.finfo(torch.float32).max)
 _SCALER_KEYS = ("scale", "growth_factor", "backoff_factor", "growth_interval", "_growth_tracker")
 
 
-def check(state, nimg: int) -> None:
+def check(state, manifest: dict) -> None:
     """Raise InvalidCheckpoint naming the first entry of `state` that a resume could not load or continue from;
-    `nimg` is the progress the checkpoint's manifest records."""
+    `manifest` is the checkpoint's (checked by store.read_manifest): its progress and format version."""
     try:
-        _check(state, nimg)
+        _check(state, manifest["nimg"], manifest["format_version"])
     except Refused as refused:
         raise InvalidCheckpoint(str(refused)) from None
 
 
-def _check(state, nimg: int) -> None:
+def _check(state, nimg: int, version: int) -> None:
     state = entries(state, "the state", STATE_KEYS)
-    fields = _check_config(state["config"], state["config_hash"])
+    fields = _check_config(state["config"], state["config_hash"], version)
     G, D = _architecture(fields)
-    _check_loop(state["loop"], state["sampler"], nimg, fields["schedule.batch"])
+    _check_loop(state["loop"], state["sampler"], nimg)
     for name, spec in (("G", G), ("D", D), ("G_ema", G)):
         _check_network(state[name], name, spec)
     for name, spec in (("opt_G", G), ("opt_D", D)):
@@ -87,8 +88,9 @@ def _field_types() -> dict[str, object]:
     return kinds
 
 
-def _matches(value, kind) -> bool:
-    """Is `value` (parsed from JSON) a value of the Config annotation `kind`, within the bounds a config holds?"""
+def _matches(value, kind, text: int = _MAX_TEXT) -> bool:
+    """Is `value` (parsed from JSON) a value of the Config annotation `kind`, within the bounds a config holds
+    (strings of at most `text` characters)?"""
     if kind is bool:
         return type(value) is bool
     if kind is int:
@@ -96,37 +98,53 @@ def _matches(value, kind) -> bool:
     if kind is float:
         return is_finite_number(value)
     if kind is str:
-        return type(value) is str and len(value) <= _MAX_TEXT
+        return type(value) is str and len(value) <= text
     if kind is type(None):
         return value is None
     if typing.get_origin(kind) in (types.UnionType, typing.Union):
-        return any(_matches(value, option) for option in typing.get_args(kind))
+        return any(_matches(value, option, text) for option in typing.get_args(kind))
     if typing.get_origin(kind) is tuple:  # tuple[X, ...] comes back from JSON as a list
         item = typing.get_args(kind)[0]
         return type(value) is list and len(value) <= _MAX_ITEMS and all(_matches(v, item) for v in value)
     raise AssertionError(f"no rule for the config field type {kind}")
 
 
-def _check_config(config, stored_hash) -> dict:
-    """The stored config's maths fields with the defaults of those it predates (as a resume compares them)."""
-    kinds = _field_types()
+def _check_config(config, stored_hash, version: int) -> dict:
+    """The stored config's fields, each checked against its Config field, with the defaults of those it predates
+    (as a resume compares them)."""
     if not isinstance(config, dict):
         refuse("config", f"must be an object, not {describe(config)}")
+    if version == 1:  # the whole Config, nested, and a hash of its maths fields under the rules of that day
+        config = _version_1_fields(config)
+    elif type(stored_hash) is not str or _sha256(config) != stored_hash:
+        refuse("config_hash", "is not the SHA-256 of the stored config (one of them was edited)")
+    kinds = _field_types()
     for name, value in upgrade(config).items():
         if name not in kinds:
             refuse("config", f"holds {describe(name)}, which is no field of this ganforge's configuration")
-        if not _matches(value, kinds[name]):
+        if not _matches(value, kinds[name], _MAX_PATH if name in NON_MATHS_FIELDS else _MAX_TEXT):
             refuse(f"config/{name}", f"{describe(value)} is no value of this field")
-    if type(stored_hash) is not str or hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest() != (
-        stored_hash
-    ):
-        refuse("config_hash", "is not the SHA-256 of the stored config (one of them was edited)")
     fields = {name: value for name, value in field_defaults().items() if name in kinds} | upgrade(config)
     missing = [name for name in kinds if name not in fields and name not in NON_MATHS_FIELDS]
     if missing:
         refuse("config", f"has no {missing[0]} (every checkpoint records it)")
     _check_choices(fields)
     return fields
+
+
+def _version_1_fields(config: dict) -> dict:
+    try:
+        return {name: value for name, value in flatten(config).items() if not str(name).startswith("run.")}
+    except RecursionError:
+        refuse("config", "is nested too deeply")
+
+
+def _sha256(config: dict) -> str | None:
+    """`config_hash`'s digest of a stored config; None when it cannot be written as JSON (keys of mixed types)."""
+    try:
+        return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
+    except (TypeError, ValueError, RecursionError):
+        return None
 
 
 def _check_choices(fields: dict) -> None:
@@ -271,14 +289,12 @@ def _check_scaler(value, where: str, fp16: bool) -> None:
 # ---- progress, augmentation ---------------------------------------------------------------------------------------
 
 
-def _check_loop(loop, sampler, nimg: int, batch: int) -> None:
+def _check_loop(loop, sampler, nimg: int) -> None:
     loop = entries(loop, "loop", ("cur_nimg", "cur_tick", "pl_mean", "nonfinite_in_a_row"))
     cur_nimg = whole(loop["cur_nimg"], "loop/cur_nimg", 0, MAX_NIMG)
     if cur_nimg != nimg:
         refuse("loop/cur_nimg", f"is {cur_nimg}, the manifest says {nimg}")
-    if cur_nimg % batch:
-        refuse("loop/cur_nimg", f"{cur_nimg} is not a whole number of batches of {batch} (checkpoints fall on them)")
-    whole(loop["cur_tick"], "loop/cur_tick", 0, cur_nimg // batch)
+    whole(loop["cur_tick"], "loop/cur_tick", 0, cur_nimg)  # (a tick is at least one image)
     scalar(loop["pl_mean"], "loop/pl_mean", 0.0, math.inf)
     whole(loop["nonfinite_in_a_row"], "loop/nonfinite_in_a_row", 0, _MAX_COUNT)
     sampler = entries(sampler, "sampler", ("position",))
