@@ -121,7 +121,7 @@ CASES = [
     ("CUDA state of 15 bytes", _set("rng", "cuda", [torch.zeros(15, dtype=torch.uint8)]),
      "rng/cuda/0: must be a uint8 tensor of shape [16]"),
     ("CUDA offset not a multiple of 4", _set("rng", "cuda", [_cuda_state(5, 6)]),
-     "rng/cuda/0: has a Philox offset of 6, not a non-negative multiple of 4"),
+     "rng/cuda/0: has a Philox offset of 6, not a multiple of 4"),
     ("negative progress", _set("loop", "cur_nimg", -8), "loop/cur_nimg: must be a whole number from 0 to"),
     ("progress a string", _set("loop", "cur_nimg", "8"), "loop/cur_nimg: must be a whole number from 0 to"),
     ("progress not the manifest's", _progress(16), "loop/cur_nimg: is 16, the manifest says 8"),

@@ -111,9 +111,10 @@ def _check_numpy(state) -> None:
 
 
 def _check_cuda(state, where: str) -> None:
-    """What torch's CUDA generator accepts (CUDAGeneratorImpl::set_state): 16 bytes, the seed and then an offset
-    that is a multiple of 4 (its Philox engine hands out 4 numbers per offset step)."""
+    """What torch's CUDA generator accepts (CUDAGeneratorImpl::set_state) of the states `capture_rng` writes: 16
+    bytes, the seed and then an offset that is a multiple of 4 as an unsigned number (its Philox engine hands out 4
+    numbers per offset step). (torch also takes a seed alone, 8 bytes, which ganforge never writes.)"""
     tensor(state, where, torch.uint8, (_CUDA_STATE_BYTES,))
     offset = int(state[8:].view(torch.int64).item())
-    if offset < 0 or offset % 4:
-        refuse(where, f"has a Philox offset of {offset}, not a non-negative multiple of 4", TENSORS)
+    if offset % 4:  # 2**64 is a multiple of 4: the same verdict as torch's on the unsigned offset
+        refuse(where, f"has a Philox offset of {offset}, not a multiple of 4", TENSORS)
