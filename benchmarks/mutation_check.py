@@ -274,8 +274,8 @@ MUTANTS = (
       "        return read(path, check_state)\n", "        return read(path, False)\n",
       ("tests/checkpoint/test_checkpoint_resumable.py::test_verify_and_resume_agree",)),
     M("ckpt_read_whole_before_size_compared", "checkpoint/store.py",
-      "    if info.st_size != size:\n        raise InvalidCheckpoint(_size_problem(name, info.st_size, size))\n"
-      "    data = _read_at_most(file_path, size)\n", "    data = file_path.read_bytes()\n",
+      "        if found != size:\n            raise InvalidCheckpoint(_size_problem(name, found, size))\n"
+      "        data = file.read(size + 1)", "        data = file.read()",
       ("tests/hostile/test_hostile_checkpoint.py",)),
     M("rundir_damaged_config_of_the_run_skipped", "train/rundir.py",
       'if run.name[len("NNNNN-") :].startswith(', 'if False and run.name[len("NNNNN-") :].startswith(',

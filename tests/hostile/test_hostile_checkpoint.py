@@ -105,6 +105,16 @@ def _fifo(ckpt):
     os.mkfifo(ckpt / "state.json")
 
 
+def _manifest_fifo(ckpt):
+    (ckpt / "manifest.json").unlink()
+    os.mkfifo(ckpt / "manifest.json")
+
+
+def _tensors_from_a_device(ckpt):
+    (ckpt / "tensors.safetensors").unlink()
+    (ckpt / "tensors.safetensors").symlink_to("/dev/zero")
+
+
 def _many_files(ckpt):
     for i in range(300):
         (ckpt / f"{i:03d}{'x' * 200}.pkl").write_bytes(b"")
@@ -139,6 +149,8 @@ CHECKPOINT_EDITS = {
     "a tensor used twice": _state_edit(lambda s: s["loop"].update(pl_mean=s["G_ema"]["mapping.w_avg"])),
     "safetensors header of 2^62 bytes": _header_length,
     "state.json a FIFO": _fifo,
+    "manifest.json a FIFO": _manifest_fifo,
+    "tensors.safetensors a link to /dev/zero": _tensors_from_a_device,
     "300 unexpected files": _many_files,
     "no rng": _state_edit(lambda s: s.pop("rng")),
     "rng state of the wrong size": _state_edit(lambda s: s["rng"]["python"].update(state=[0] * 10)),

@@ -105,11 +105,6 @@ def commit(ckpt_dir: Path, nimg: int, state) -> Path:
     return ckpt_dir / name
 
 
-def read(path: Path):
-    """Verify the checkpoint folder `path` against its manifest and return the state; raise InvalidCheckpoint."""
-    return read_checkpoint(path)[1]
-
-
 def read_checkpoint(path: Path) -> tuple[dict, object]:
     """(manifest, state) of the checkpoint folder `path`, every file checked against the manifest (size before
     anything is read, then SHA-256) and parsed as safetensors and JSON only; raise InvalidCheckpoint."""
@@ -145,14 +140,13 @@ def _error_text(error: Exception) -> str:
 
 def read_manifest(path: Path) -> dict:
     """Parse and check `path/manifest.json` without hashing the files; raise InvalidCheckpoint."""
-    manifest_path = Path(path) / MANIFEST
-    if not manifest_path.is_file():
-        raise InvalidCheckpoint(f"no {MANIFEST} (the write never finished, or the file was removed)")
-    size = manifest_path.stat().st_size
-    if size > MANIFEST_MAX_BYTES:
-        raise InvalidCheckpoint(f"{MANIFEST} has {size} bytes, more than a manifest holds ({MANIFEST_MAX_BYTES})")
+    missing = f"no {MANIFEST} (the write never finished, or the file was removed)"
+    with _open_regular(Path(path) / MANIFEST, missing) as (file, size):
+        if size > MANIFEST_MAX_BYTES:
+            raise InvalidCheckpoint(f"{MANIFEST} has {size} bytes, more than a manifest holds ({MANIFEST_MAX_BYTES})")
+        data = file.read(MANIFEST_MAX_BYTES)
     try:
-        manifest = parse_json(_read_at_most(manifest_path, MANIFEST_MAX_BYTES))
+        manifest = parse_json(data)
     except (ValueError, RecursionError) as error:
         raise InvalidCheckpoint(f"{MANIFEST} is not a valid manifest ({_error_text(error)})") from None
     problem = _manifest_problem(manifest)
@@ -226,16 +220,11 @@ def _read_sized(file_path: Path, size: int, cap: int | None) -> bytes:
     name = file_path.name
     if cap is not None and size > cap:
         raise InvalidCheckpoint(f"{name}: the manifest gives it {size} bytes, more than it may hold ({cap})")
-    try:
-        info = file_path.stat()
-    except FileNotFoundError:
-        raise InvalidCheckpoint(f"{name} is missing") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise InvalidCheckpoint(f"{name} is not a regular file")
-    if info.st_size != size:
-        raise InvalidCheckpoint(_size_problem(name, info.st_size, size))
-    data = _read_at_most(file_path, size)
-    if len(data) != size:  # it changed since it was measured
+    with _open_regular(file_path, f"{name} is missing") as (file, found):
+        if found != size:
+            raise InvalidCheckpoint(_size_problem(name, found, size))
+        data = file.read(size + 1)  # one byte more tells that it grew since it was measured
+    if len(data) != size:
         raise InvalidCheckpoint(_size_problem(name, len(data), size))
     return data
 
@@ -245,10 +234,20 @@ def _size_problem(name: str, found: int, size: int) -> str:
     return f"{name} has {found} bytes, the manifest says {size} ({why})"
 
 
-def _read_at_most(file_path: Path, limit: int) -> bytes:
-    """Up to `limit` + 1 bytes: one more than allowed tells that the file is larger, without reading all of it."""
-    with open(file_path, "rb") as file:
-        return file.read(limit + 1)
+@contextlib.contextmanager
+def _open_regular(file_path: Path, missing: str):
+    """(the open file, its size); InvalidCheckpoint(`missing`) when there is none, or when it is not a regular file.
+    Opened without blocking and checked on the open descriptor, so that a FIFO or a device in its place (or put
+    there after a check) can neither stall the reader nor feed it without end."""
+    try:
+        fd = os.open(file_path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        raise InvalidCheckpoint(missing) from None
+    with os.fdopen(fd, "rb") as file:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise InvalidCheckpoint(f"{file_path.name} is not a regular file")
+        yield file, info.st_size
 
 
 def _manifest_bytes(name: str, nimg: int, payloads: dict[str, bytes]) -> bytes:
