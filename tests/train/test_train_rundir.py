@@ -58,6 +58,7 @@ DAMAGED = {
     "NaN": _damaged(b"NaN"),
     "larger than a config": lambda path: os.truncate(path, 2**31),  # sparse: takes no disk
     "a folder": lambda path: (path.unlink(), path.mkdir()),
+    "a FIFO": lambda path: (path.unlink(), os.mkfifo(path)),
 }
 
 

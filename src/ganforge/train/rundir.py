@@ -13,6 +13,7 @@ import json
 import os
 import platform
 import re
+import stat
 import subprocess
 import sys
 import traceback
@@ -47,12 +48,11 @@ def _runs(outdir: Path) -> list[Path]:
 
 def _read_config(run: Path) -> tuple[dict | None, str | None]:
     """(a run's config.json in today's layout, None), or (None, what is wrong with it). Older runs stay readable."""
-    path = run / "config.json"
-    try:
-        size = path.stat().st_size
-        if size > _CONFIG_MAX_BYTES:
-            return None, f"has {size} bytes, more than a run's configuration holds"
-        with open(path, "rb") as file:
+    try:  # opened without blocking and checked on the descriptor: a FIFO in its place must not stall train
+        with os.fdopen(os.open(run / "config.json", os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as file:
+            info = os.fstat(file.fileno())
+            if not stat.S_ISREG(info.st_mode) or info.st_size > _CONFIG_MAX_BYTES:
+                return None, f"is not a regular file of at most {_CONFIG_MAX_BYTES} bytes"
             config = json.loads(file.read(_CONFIG_MAX_BYTES).decode("utf-8"))
     except OSError as error:
         return None, f"cannot be read ({error.strerror or type(error).__name__})"
