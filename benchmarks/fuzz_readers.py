@@ -93,11 +93,21 @@ def mutate_json(value, rng: random.Random, depth: int = 0):
         i = rng.randrange(len(value))
         return value[:i] + [mutate_json(value[i], rng, depth + 1)] + value[i + 1 :]
     if rng.random() < 0.05:
-        nested = rng.choice((0, 1.0, "x"))
-        for _ in range(rng.choice((1000, 100_000))):
-            nested = [nested]
-        return nested
+        return deep_nest(rng.choice((1000, 100_000)))
     return rng.choice(EDGE_JSON)
+
+
+def deep_nest(depth: int) -> str:
+    """A placeholder that `json_text` writes as `depth` nested lists: json.dumps itself cannot write such a nest."""
+    return f"\x00nest {depth}\x00"
+
+
+def json_text(value) -> str:
+    """JSON of a mutated value, its deep-nest placeholders written out."""
+    text = json.dumps(value)
+    for depth in (1000, 100_000):
+        text = text.replace(json.dumps(deep_nest(depth)), "[" * depth + "0" + "]" * depth)
+    return text
 
 
 def mutate_file(path: Path, rng: random.Random) -> None:
@@ -109,7 +119,7 @@ def mutate_file(path: Path, rng: random.Random) -> None:
         except (ValueError, UnicodeDecodeError, RecursionError):
             doc = None
         if doc is not None:
-            text = json.dumps(mutate_json(doc, rng)) if rng.random() > 0.02 else data.decode() + "]" * 100
+            text = json_text(mutate_json(doc, rng)) if rng.random() > 0.02 else data.decode() + "]" * 100
             path.write_text(text)
             return
     path.write_bytes(mutate_bytes(data, rng))
@@ -274,6 +284,67 @@ def main() -> int:
 # ---- targets -------------------------------------------------------------------------------------------------------
 
 TARGETS: dict[str, Target] = {}
+
+
+# ---- checkpoint: `ganforge checkpoint verify` on a checkpoint folder of a tiny run ----------------------------------
+
+CHECKPOINT_TRAIN = ["--cfg", "tiny", "--batch", "8", "--tick", "0.008", "--snap", "1", "--workers", "0", "--device",
+                    "cpu", "--aug", "ada", "--no-report"]  # fmt: skip
+CHECKPOINT_DATA: list[Path] = []  # the dataset of the run that made the valid checkpoint (for a resume's command)
+
+
+def make_checkpoint(folder: Path) -> Path:
+    """The checkpoint after the first step of a tiny run (8x8 RGB, ADA: every kind of state entry is there), made in
+    this process with the real training command."""
+    import numpy as np
+    import PIL.Image
+    from click.testing import CliRunner
+
+    from ganforge.cli import main as ganforge_main
+
+    images = folder / "images"
+    images.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    for i in range(16):
+        PIL.Image.fromarray(rng.integers(0, 256, (8, 8, 3), dtype=np.uint8)).save(images / f"{i:02d}.png")
+    args = ["train", "--data", str(images), "--outdir", str(folder / "runs"), "--kimg", "0.008", *CHECKPOINT_TRAIN]
+    result = CliRunner().invoke(ganforge_main, args)
+    assert result.exit_code == 0, result.output
+    CHECKPOINT_DATA[:] = [images]
+    (ckpt,) = (folder / "runs").glob("*/checkpoints/ckpt-000000008")
+    return ckpt
+
+
+def resign_checkpoint(ckpt: Path) -> None:
+    """Sign the manifest again with the files' SHA-256 and sizes (when it still has their entries), as an attacker
+    who edits a file would, so that the mutation reaches the safetensors and JSON parsers and the resume checks."""
+    import hashlib
+
+    try:
+        manifest = json.loads((ckpt / "manifest.json").read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return
+    files = manifest.get("files") if isinstance(manifest, dict) else None
+    if not isinstance(files, dict):
+        return
+    for name, entry in files.items():
+        path = ckpt / str(name)
+        if isinstance(entry, dict) and path.is_file():
+            data = path.read_bytes()
+            entry.update(sha256=hashlib.sha256(data).hexdigest(), size=len(data))
+    (ckpt / "manifest.json").write_text(json.dumps(manifest))
+
+
+def resume_args(ckpt: Path, scratch: Path) -> list[str]:
+    """The tiny run's command resumed from `ckpt`, one step further, writing into `scratch`."""
+    return ["train", "--data", str(CHECKPOINT_DATA[0]), "--outdir", str(scratch / "runs"), "--kimg", "0.016",
+            *CHECKPOINT_TRAIN, "--resume", str(ckpt)]  # fmt: skip
+
+
+TARGETS["checkpoint"] = Target(
+    "checkpoint", make_checkpoint, lambda ckpt, scratch: ["checkpoint", "verify", str(ckpt)], resign_checkpoint
+)
+TARGETS["checkpoint-resume"] = Target("checkpoint-resume", make_checkpoint, resume_args, resign_checkpoint)
 
 
 if __name__ == "__main__":

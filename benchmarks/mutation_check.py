@@ -276,6 +276,27 @@ MUTANTS = (
     M("winograd_for_small_layers", "nets/winograd.py",
       "and min(in_ch, out_ch) >= MIN_CHANNELS and pixels >= MIN_PIXELS", "", ("tests/nets/test_nets_winograd.py::"
            "test_networks_choose_winograd_when_built_for_cpu_and_only_for_layers_where_it_pays",)),
+    # Checkpoints: verify and resume share one validator; sizes are compared before anything is read; a damaged
+    # config.json of the run to continue stops train instead of starting over.
+    M("ckpt_numpy_rng_position_unchecked", "checkpoint/rng.py",
+      'whole(state["pos"], "rng/numpy/pos", 0, _MT_WORDS)', 'int(state["pos"])',
+      ("tests/checkpoint/test_checkpoint_resumable.py::test_verify_and_resume_agree",)),
+    M("ckpt_cuda_rng_size_unchecked", "checkpoint/rng.py",
+      "tensor(state, where, torch.uint8, (_CUDA_STATE_BYTES,))", "pass",
+      ("tests/checkpoint/test_checkpoint_resumable.py::test_verify_and_resume_agree",)),
+    M("ckpt_adam_moment_shape_unchecked", "checkpoint/resumable.py",
+      'tensor(entry["exp_avg"], f"{where}/exp_avg", dtype, shape)', 'entry["exp_avg"]',
+      ("tests/checkpoint/test_checkpoint_resumable.py::test_verify_and_resume_agree",)),
+    M("ckpt_resume_skips_the_validator", "checkpoint/__init__.py",
+      "        return read(path, check_state)\n", "        return read(path, False)\n",
+      ("tests/checkpoint/test_checkpoint_resumable.py::test_verify_and_resume_agree",)),
+    M("ckpt_read_whole_before_size_compared", "checkpoint/store.py",
+      "        if found != size:\n            raise InvalidCheckpoint(_size_problem(name, found, size))\n"
+      "        data = file.read(size + 1)", "        data = file.read()",
+      ("tests/hostile/test_hostile_checkpoint.py",)),
+    M("rundir_damaged_config_of_the_run_skipped", "train/rundir.py",
+      'if run.name[len("NNNNN-") :].startswith(', 'if False and run.name[len("NNNNN-") :].startswith(',
+      ("tests/train/test_train_rundir.py",)),
 )  # fmt: skip
 
 

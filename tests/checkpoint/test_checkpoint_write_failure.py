@@ -33,7 +33,7 @@ def test_failed_write_keeps_previous_and_raises_for_the_loop(tmp_path, monkeypat
     assert "previous checkpoints" in str(info.value) and "rerun the same command" in str(info.value)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt-000001000", "latest"]  # no temporary folder left
     assert (tmp_path / "latest").read_text().strip() == "ckpt-000001000"
-    assert_same(previous, checkpoint.load_latest(tmp_path))
+    assert_same(previous, checkpoint.load_latest(tmp_path, check_state=False))
 
 
 def test_failed_rename_keeps_previous(tmp_path, monkeypatch):
@@ -48,7 +48,7 @@ def test_failed_rename_keeps_previous(tmp_path, monkeypatch):
         checkpoint.save(tmp_path, make_state(2000), tag="2000", retention=checkpoint.Retention(keep_last=1))
     monkeypatch.undo()
     assert [p.name for p in checkpoint.list_checkpoints(tmp_path)] == ["ckpt-000001000"]
-    assert_same(previous, checkpoint.load_latest(tmp_path))
+    assert_same(previous, checkpoint.load_latest(tmp_path, check_state=False))
 
 
 def test_leftover_of_a_killed_write_is_ignored_then_cleaned(tmp_path):
@@ -56,7 +56,17 @@ def test_leftover_of_a_killed_write_is_ignored_then_cleaned(tmp_path):
     leftover = tmp_path / ".tmp-ckpt-000002000"
     leftover.mkdir()
     (leftover / "tensors.safetensors").write_bytes(b"half")
-    assert checkpoint.load_latest(tmp_path)["loop"]["cur_nimg"] == 1000
+    assert checkpoint.load_latest(tmp_path, check_state=False)["loop"]["cur_nimg"] == 1000
     checkpoint.save(tmp_path, make_state(2000), tag="2000", retention=checkpoint.Retention())
     assert not leftover.exists()
-    assert checkpoint.load_latest(tmp_path)["loop"]["cur_nimg"] == 2000
+    assert checkpoint.load_latest(tmp_path, check_state=False)["loop"]["cur_nimg"] == 2000
+
+
+def test_a_file_or_link_under_a_temporary_name_does_not_block_the_next_write(tmp_path):
+    """The writer's temporary names are its own: a file or a link under one would make every later write fail."""
+    (tmp_path / ".tmp-ckpt-000001000").write_bytes(b"not a folder")
+    (tmp_path / ".trash-ckpt-000001000").symlink_to(tmp_path / "elsewhere")
+    (tmp_path / "elsewhere").mkdir()
+    checkpoint.save(tmp_path, make_state(1000), tag="1000", retention=checkpoint.Retention())
+    assert checkpoint.load_latest(tmp_path, check_state=False)["loop"]["cur_nimg"] == 1000
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt-000001000", "elsewhere", "latest"]

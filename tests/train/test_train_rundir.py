@@ -1,7 +1,14 @@
 """Which run folder a command writes to: continue a checkpointed run, reuse one that never started, or a new one."""
 
+import dataclasses
+import os
+import shutil
+from pathlib import Path
+
+import pytest
 from train_helpers import make_dataset, tiny_options
 
+from ganforge.errors import UserError
 from ganforge.train import resolve, rundir
 
 
@@ -33,3 +40,70 @@ def test_a_different_command_or_a_started_run_gets_a_new_folder(tmp_path):
     assert rundir.find_run(other) == second  # rerunning `other` continues it
     fresh = resolve(tiny_options(data, tmp_path / "runs", gamma=0.5, resume="new"))
     assert rundir.create_run(fresh).name.startswith("00002-")  # the newest holds a checkpoint: never reused
+
+
+def _damaged(text: bytes):
+    return lambda path: path.write_bytes(text)
+
+
+# config.json contents that no run writes: each must be named in one line, never a traceback.
+DAMAGED = {
+    "a list": _damaged(b"[]"),
+    "truncated": _damaged(b'{"data": {"path": "x"'),
+    "deeply nested": _damaged(b"[" * 100_000 + b"]" * 100_000),
+    "wrong types": _damaged(b'{"data": {"path": 3}, "preset": "tiny", "run": {"resume": "auto"}}'),
+    "a string for data": _damaged(b'{"data": "x", "preset": "tiny", "run": {"resume": "auto"}}'),
+    "not UTF-8": _damaged(b'{"preset": "\xff"}'),
+    "a huge number": _damaged(b"9" * 5000),
+    "NaN": _damaged(b"NaN"),
+    "larger than a config": lambda path: os.truncate(path, 2**31),  # sparse: takes no disk
+    "a folder": lambda path: (path.unlink(), path.mkdir()),
+    "a FIFO": lambda path: (path.unlink(), os.mkfifo(path)),
+}
+
+
+@pytest.fixture(scope="module")
+def cfg(tmp_path_factory):
+    root = tmp_path_factory.mktemp("rundir")
+    return resolve(tiny_options(make_dataset(root / "data"), root / "runs"))
+
+
+@pytest.mark.parametrize("damage", DAMAGED.values(), ids=DAMAGED.keys())
+def test_a_damaged_config_of_the_run_to_continue_is_named_not_skipped(cfg, damage):
+    """Skipping it would start the run over in silence; the user must restore it or say --resume new."""
+    run = _start(cfg, checkpointed=True)
+    try:
+        damage(run / "config.json")
+        with pytest.raises(UserError) as raised:
+            rundir.find_run(cfg)
+        (problem,) = raised.value.problems
+        assert problem.startswith(f"{run / 'config.json'}: ") and "--resume new" in problem and len(problem) < 400
+        assert rundir.continued_config(cfg) is None  # --precision auto then asks the hardware; selection refuses
+        assert rundir.find_run(dataclasses.replace(cfg, run=dataclasses.replace(cfg.run, resume="new"))) is None
+    finally:
+        shutil.rmtree(run)
+
+
+def test_a_damaged_config_of_another_run_is_skipped_with_a_warning(cfg):
+    mine = _start(cfg, checkpointed=True)
+    other = Path(cfg.run.outdir) / "00009-faces-auto-gpus1-batch32"
+    (other / "checkpoints" / "ckpt-000000000").mkdir(parents=True)
+    (other / "config.json").write_text("[]")
+    try:
+        with pytest.warns(rundir.RunFolderWarning, match=f"skipping run folder {other}: config.json is not a run's"):
+            assert rundir.find_run(cfg) == mine
+    finally:
+        shutil.rmtree(mine)
+        shutil.rmtree(other)
+
+
+def test_a_damaged_config_of_a_run_that_never_started_gets_a_new_folder(cfg):
+    first = _start(cfg, checkpointed=False)
+    (first / "config.json").write_text("[]")
+    try:
+        assert rundir.find_unstarted_run(cfg) is None
+        second = rundir.create_run(cfg)
+        assert second != first
+        second.rmdir()
+    finally:
+        shutil.rmtree(first)

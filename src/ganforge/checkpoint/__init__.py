@@ -14,8 +14,8 @@ import warnings
 from pathlib import Path
 
 from ganforge import dist
+from ganforge.checkpoint import resumable, store
 from ganforge.checkpoint import retention as _retention
-from ganforge.checkpoint import store
 from ganforge.checkpoint.retention import Retention
 from ganforge.checkpoint.rng import capture_rng, restore_rng, seed_all
 from ganforge.checkpoint.store import CheckpointWarning, InvalidCheckpoint, list_checkpoints
@@ -31,6 +31,7 @@ __all__ = [
     "list_checkpoints",
     "load",
     "load_latest",
+    "read",
     "restore_rng",
     "save",
     "seed_all",
@@ -71,36 +72,50 @@ def save(ckpt_dir: Path, state: dict, tag: str, retention: Retention) -> Path:
     return path
 
 
-def load(path: Path) -> dict:
+def read(path: Path, check_state: bool = True) -> dict:
+    """The state of the checkpoint folder `path`; InvalidCheckpoint (or OSError) when it does not verify against its
+    manifest or, with `check_state`, a resume could not load it (`resumable.check`). Resuming and `ganforge
+    checkpoint verify` both read through here, so what one accepts the other does. `check_state=False` reads any
+    state `save` wrote (integrity only)."""
+    manifest, state = store.read_checkpoint(Path(path))
+    if check_state:
+        resumable.check(state, manifest)
+    return state
+
+
+def load(path: Path, check_state: bool = True) -> dict:
     """Verify and read the checkpoint folder `path`: the saved structure, int dict keys restored, CPU tensors.
 
-    Raises UserError naming the folder and what is wrong with it when it does not verify.
+    Raises UserError naming the folder and what is wrong with it when it does not verify (see `read`).
     """
     try:
-        return store.read(Path(path))
+        return read(path, check_state)
     except (InvalidCheckpoint, OSError) as error:
-        raise UserError(f"checkpoint {path}: {_reason(error)}; pass another checkpoint, or remove it") from None
+        raise UserError(f"checkpoint {path}: {reason(error)}; pass another checkpoint, or remove it") from None
 
 
-def load_latest(ckpt_dir: Path) -> dict | None:
+def load_latest(ckpt_dir: Path, check_state: bool = True) -> dict | None:
     """The state of the newest checkpoint in `ckpt_dir` that verifies; None when there is none (or no folder).
 
     Each newer one that does not verify is skipped with a CheckpointWarning naming it and saying why.
     """
-    found = find_latest(ckpt_dir)
+    found = find_latest(ckpt_dir, check_state)
     return None if found is None else found[1]
 
 
-def find_latest(ckpt_dir: Path) -> tuple[Path, dict] | None:
+def find_latest(ckpt_dir: Path, check_state: bool = True) -> tuple[Path, dict] | None:
     """Like `load_latest`, and also says which folder the state came from (for "resuming from ..." messages)."""
     for path in reversed(list_checkpoints(ckpt_dir)):
         try:
-            return path, store.read(path)
+            return path, read(path, check_state)
         except (InvalidCheckpoint, OSError) as error:
             if dist.is_main():
-                warnings.warn(f"skipping checkpoint {path}: {_reason(error)}", CheckpointWarning, stacklevel=3)
+                warnings.warn(f"skipping checkpoint {path}: {reason(error)}", CheckpointWarning, stacklevel=3)
     return None
 
 
-def _reason(error: Exception) -> str:
-    return error.reason if isinstance(error, InvalidCheckpoint) else f"cannot read it ({error})"
+def reason(error: Exception) -> str:
+    """What an error of `read` says about the checkpoint, for a message that names it."""
+    if isinstance(error, InvalidCheckpoint):
+        return error.reason
+    return f"cannot read it ({type(error).__name__}: {getattr(error, 'strerror', None) or 'I/O error'})"

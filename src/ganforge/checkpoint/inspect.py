@@ -1,7 +1,8 @@
 """`ganforge checkpoint verify` and `diff`: is a checkpoint intact, and what differs between two of them.
 
-Both read checkpoints the way resuming does (manifest, SHA-256 of every file, safetensors and JSON only), so what
-`verify` accepts is exactly what `--resume` accepts.
+Both read checkpoints through `checkpoint.read`, as resuming does (manifest, size and SHA-256 of every file,
+safetensors and JSON only, then every entry a resume restores checked by `resumable.check`), so what `verify` accepts
+is exactly what `--resume` accepts.
 """
 
 import dataclasses
@@ -10,7 +11,8 @@ from pathlib import Path
 
 import torch
 
-from ganforge.checkpoint import store
+from ganforge.checkpoint import read, reason, store
+from ganforge.checkpoint.store import InvalidCheckpoint
 from ganforge.errors import UserError
 
 
@@ -42,31 +44,28 @@ def checkpoint_folders(path: Path) -> list[Path]:
 
 
 def verify(path: Path) -> list[Verdict]:
-    """Verify every checkpoint folder `path` names, oldest first (see `checkpoint_folders`)."""
-    verdicts = []
-    for folder in checkpoint_folders(path):
-        try:
-            state = store.read(folder)
-        except (store.InvalidCheckpoint, OSError) as error:
-            reason = error.reason if isinstance(error, store.InvalidCheckpoint) else f"cannot read it ({error})"
-            verdicts.append(Verdict(folder, None, reason))
-        else:
-            verdicts.append(Verdict(folder, _nimg(state), None))
-    return verdicts
+    """Verify every checkpoint folder `path` names, oldest first (see `checkpoint_folders`), with the very checks a
+    resume makes (`checkpoint.read`)."""
+    return [_verdict(folder)[0] for folder in checkpoint_folders(path)]
 
 
-def _nimg(state) -> int | None:
-    loop = state.get("loop") if isinstance(state, dict) else None
-    return loop.get("cur_nimg") if isinstance(loop, dict) else None
+def _verdict(folder: Path) -> tuple[Verdict, dict | None]:
+    try:
+        state = read(folder)
+    except (InvalidCheckpoint, OSError) as error:
+        return Verdict(folder, None, reason(error)), None
+    return Verdict(folder, state["loop"]["cur_nimg"], None), state
 
 
 def newest_state(path: Path) -> tuple[Path, dict]:
     """(folder, state) of the newest checkpoint `path` names that verifies; UserError naming each one that does not."""
-    verdicts = verify(path)
-    for verdict in reversed(verdicts):
-        if verdict.problem is None:
-            return verdict.path, store.read(verdict.path)
-    raise UserError(*(f"checkpoint {v.path}: {v.problem}" for v in verdicts))
+    refused = []
+    for folder in reversed(checkpoint_folders(path)):
+        verdict, state = _verdict(folder)
+        if state is not None:
+            return folder, state
+        refused.append(verdict)
+    raise UserError(*(f"checkpoint {v.path}: {v.problem}" for v in reversed(refused)))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -31,25 +31,68 @@ def flatten(state) -> tuple[object, dict[str, torch.Tensor]]:
 
 
 def unflatten(skeleton, tensors: dict[str, torch.Tensor]):
-    """Inverse of `flatten`. Raises KeyError/TypeError/ValueError when the skeleton is malformed."""
+    """Inverse of `flatten`. Raises ValueError (with a bounded message) when the skeleton is malformed, refers to a
+    tensor the file does not hold or to one tensor twice, or leaves a tensor of the file unused: the writer stores
+    each tensor once and only what the state holds."""
+    used: set[str] = set()
+    value = _decode(skeleton, tensors, used)
+    if len(used) != len(tensors):
+        raise ValueError(f"{len(tensors) - len(used)} tensor(s) of the file are not part of the state")
+    return value
+
+
+def describe(value) -> str:
+    """A short, bounded description of an untrusted value for a message: scalars shortened, containers by size."""
+    if isinstance(value, torch.Tensor):
+        shape = list(value.shape) if value.dim() <= 8 else f"{value.dim()} dimensions"
+        return f"a {str(value.dtype).removeprefix('torch.')} tensor of shape {shape}"
+    if isinstance(value, (list, tuple)):
+        return f"a list of {len(value)} items"
+    if isinstance(value, dict):
+        return f"an object of {len(value)} entries"
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**18:
+        return f"an integer of {len(str(abs(value)))} digits"
+    if isinstance(value, str) and len(value) > 30:
+        return f"{value[:30]!r}... ({len(value)} characters)"
+    return repr(value)
+
+
+def _decode(skeleton, tensors: dict, used: set):
     if isinstance(skeleton, list):
-        return [unflatten(item, tensors) for item in skeleton]
+        return [_decode(item, tensors, used) for item in skeleton]
     if not isinstance(skeleton, dict):
         return skeleton
     tagged = _MARKERS & skeleton.keys()
     if not tagged:
-        return {key: unflatten(value, tensors) for key, value in skeleton.items()}
+        return {key: _decode(value, tensors, used) for key, value in skeleton.items()}
     if len(skeleton) != 1:
-        raise ValueError(f"malformed tagged value with keys {sorted(skeleton)}")
+        raise ValueError(f"a tagged value ({', '.join(sorted(tagged))}) with other keys beside its tag")
     (tag,) = tagged
     payload = skeleton[tag]
     if tag == _TENSOR:
-        return tensors[payload]
-    if tag == _TUPLE:
-        return tuple(unflatten(item, tensors) for item in payload)
+        return _tensor(payload, tensors, used)
     if tag == _FLOAT:
         return _parse_nonfinite(payload)
-    return {_check_key(key): unflatten(value, tensors) for key, value in payload}
+    if not isinstance(payload, list):
+        raise ValueError(f"{tag} holds {describe(payload)}, not a list")
+    if tag == _TUPLE:
+        return tuple(_decode(item, tensors, used) for item in payload)
+    return dict(_item(pair, tensors, used) for pair in payload)
+
+
+def _tensor(name, tensors: dict, used: set) -> torch.Tensor:
+    if not isinstance(name, str) or name not in tensors:
+        raise ValueError(f"a reference to a tensor the file does not hold ({describe(name)})")
+    if name in used:
+        raise ValueError(f"tensor {describe(name)} is referenced twice")
+    used.add(name)
+    return tensors[name]
+
+
+def _item(pair, tensors: dict, used: set) -> tuple:
+    if not (isinstance(pair, list) and len(pair) == 2):
+        raise ValueError(f"{_ITEMS} holds {describe(pair)}, not a [key, value] pair")
+    return _check_key(pair[0]), _decode(pair[1], tensors, used)
 
 
 def _encode(value, path: str, tensors: dict, storages: set):
@@ -102,13 +145,13 @@ def _add_tensor(value: torch.Tensor, path: str, tensors: dict, storages: set) ->
     return name
 
 
-def _parse_nonfinite(text: str) -> float:
+def _parse_nonfinite(text) -> float:
     if text not in ("nan", "inf", "-inf"):
-        raise ValueError(f"not a non-finite float: {text!r}")
+        raise ValueError(f"not a non-finite float: {describe(text)}")
     return float(text)
 
 
 def _check_key(key):
     if type(key) not in (str, int):
-        raise TypeError(f"dict key {key!r} is neither str nor int")
+        raise ValueError(f"dict key {describe(key)} is neither str nor int")
     return key

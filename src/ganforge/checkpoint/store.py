@@ -16,7 +16,9 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
+import stat
 import warnings
 from pathlib import Path
 
@@ -35,6 +37,14 @@ MANIFEST = "manifest.json"
 LATEST = "latest"
 PREFIX = "ckpt-"
 _TMP_PREFIXES = (".tmp-", ".trash-")
+# ASCII digits only: str.isdigit() also takes "²", which int() refuses.
+_CHECKPOINT_NAME = re.compile(re.escape(PREFIX) + "[0-9]{1,30}", re.ASCII)
+MAX_NIMG = 2**53  # training progress in images; exact as a float, so kimg figures stay exact
+# What the small files may hold, checked before they are read: a manifest is a few hundred bytes; state.json holds one
+# short reference per tensor (a few thousand at 1024 px), the RNG states and the config, well under 1 MB. The cap
+# bounds what parsing may allocate (8 MB of JSON makes at most a few hundred MB of Python objects).
+MANIFEST_MAX_BYTES = 64 * 2**10
+MAX_BYTES = {STATE: 8 * 2**20}
 
 
 class CheckpointWarning(UserWarning):
@@ -60,7 +70,7 @@ def list_checkpoints(ckpt_dir: Path) -> list[Path]:
     ckpt_dir = Path(ckpt_dir)
     if not ckpt_dir.is_dir():
         return []
-    found = [p for p in ckpt_dir.iterdir() if p.name.startswith(PREFIX) and p.name[len(PREFIX) :].isdigit()]
+    found = [p for p in ckpt_dir.iterdir() if _CHECKPOINT_NAME.fullmatch(p.name)]
     return sorted(found, key=lambda p: int(p.name[len(PREFIX) :]))
 
 
@@ -95,49 +105,88 @@ def commit(ckpt_dir: Path, nimg: int, state) -> Path:
     return ckpt_dir / name
 
 
-def read(path: Path):
-    """Verify the checkpoint folder `path` against its manifest and return the state; raise InvalidCheckpoint."""
-    contents = _read_verified(Path(path))
+def read_checkpoint(path: Path) -> tuple[dict, object]:
+    """(manifest, state) of the checkpoint folder `path`, every file checked against the manifest (size before
+    anything is read, then SHA-256) and parsed as safetensors and JSON only; raise InvalidCheckpoint."""
+    path = Path(path)
+    manifest, contents = _read_verified(path)
     try:
         tensors = safetensors.torch.load(contents[TENSORS])
     except SafetensorError as error:
-        raise InvalidCheckpoint(f"{TENSORS} is not a safetensors file ({error})") from None
+        raise InvalidCheckpoint(f"{TENSORS} is not a safetensors file ({str(error)[:200]})") from None
     try:
-        document = json.loads(contents[STATE].decode("utf-8"))
-        if document["format"] != FORMAT:
-            raise ValueError(f"format is {document['format']!r}")
-        return serialize.unflatten(document["state"], tensors)
-    except (ValueError, KeyError, TypeError, RecursionError) as error:
-        raise InvalidCheckpoint(f"{STATE} is not a ganforge state document ({type(error).__name__}: {error})") from None
+        document = parse_json(contents[STATE])
+        if not isinstance(document, dict) or document.get("format") != FORMAT or "state" not in document:
+            raise ValueError(f"not an object with format {FORMAT!r} and a state")
+        return manifest, serialize.unflatten(document["state"], tensors)
+    except (ValueError, RecursionError) as error:
+        raise InvalidCheckpoint(f"{STATE} is not a ganforge state document ({_error_text(error)})") from None
+
+
+def parse_json(data: bytes):
+    """Strict JSON (UTF-8, no NaN or Infinity: the writers never produce them); ValueError or RecursionError."""
+    return json.loads(data.decode("utf-8"), parse_constant=_refuse_constant)
+
+
+def _refuse_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+def _error_text(error: Exception) -> str:
+    # A RecursionError's text says nothing about the file; our parsers' messages are bounded (no echoed content).
+    what = "nested too deeply" if isinstance(error, RecursionError) else str(error).split(";")[0][:200]
+    return f"{type(error).__name__}: {what}"
 
 
 def read_manifest(path: Path) -> dict:
     """Parse and check `path/manifest.json` without hashing the files; raise InvalidCheckpoint."""
-    manifest_path = Path(path) / MANIFEST
-    if not manifest_path.is_file():
-        raise InvalidCheckpoint(f"no {MANIFEST} (the write never finished, or the file was removed)")
+    missing = f"no {MANIFEST} (the write never finished, or the file was removed)"
+    with _open_regular(Path(path) / MANIFEST, missing) as (file, size):
+        if size > MANIFEST_MAX_BYTES:
+            raise InvalidCheckpoint(f"{MANIFEST} has {size} bytes, more than a manifest holds ({MANIFEST_MAX_BYTES})")
+        data = file.read(MANIFEST_MAX_BYTES)
     try:
-        manifest = json.loads(manifest_path.read_bytes().decode("utf-8"))
-        fmt, version, files = manifest["format"], manifest["format_version"], manifest["files"]
-        well_formed = (
-            isinstance(version, int)
-            and type(manifest["nimg"]) is int
-            and set(files) == {TENSORS, STATE}
-            and all(isinstance(e["sha256"], str) and type(e["size"]) is int for e in files.values())
-        )
-    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as error:
-        raise InvalidCheckpoint(f"{MANIFEST} is not a valid manifest ({type(error).__name__}: {error})") from None
-    if fmt != FORMAT:
-        raise InvalidCheckpoint(f"{MANIFEST} is not a ganforge checkpoint manifest (format {fmt!r})")
-    if isinstance(version, int) and version > FORMAT_VERSION:
-        raise InvalidCheckpoint(
-            f"format version {version} is newer than this ganforge reads ({FORMAT_VERSION}); upgrade ganforge"
-        )
-    if not well_formed:
-        raise InvalidCheckpoint(
-            f"{MANIFEST} must hold an int nimg and exactly {TENSORS} and {STATE} with their sha256 and size"
-        )
+        manifest = parse_json(data)
+    except (ValueError, RecursionError) as error:
+        raise InvalidCheckpoint(f"{MANIFEST} is not a valid manifest ({_error_text(error)})") from None
+    problem = _manifest_problem(manifest)
+    if problem is not None:
+        raise InvalidCheckpoint(problem)
     return manifest
+
+
+def _manifest_problem(manifest) -> str | None:
+    """What is wrong with a parsed manifest, or None."""
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        what = serialize.describe(manifest.get("format") if isinstance(manifest, dict) else manifest)
+        return f"{MANIFEST} is not a ganforge checkpoint manifest (format {what})"
+    version = manifest.get("format_version")
+    if not _whole(version, 1, 2**31):
+        return f"{MANIFEST} is not a valid manifest (format_version {serialize.describe(version)})"
+    if version > FORMAT_VERSION:
+        return f"format version {version} is newer than this ganforge reads ({FORMAT_VERSION}); upgrade ganforge"
+    files = manifest.get("files")
+    well_formed = (
+        _whole(manifest.get("nimg"), 0, MAX_NIMG)
+        and isinstance(files, dict)
+        and set(files) == {TENSORS, STATE}
+        and all(isinstance(e, dict) and _is_sha256(e.get("sha256")) and _whole(e.get("size"), 0, 2**63)
+                for e in files.values())
+    )  # fmt: skip
+    if not well_formed:
+        return (
+            f"{MANIFEST} is not a valid manifest: it must hold an int nimg and exactly {TENSORS} and {STATE} with "
+            "their sha256 and size"
+        )
+    return None
+
+
+def _whole(value, low: int, high: int) -> bool:
+    return type(value) is int and low <= value < high
+
+
+def _is_sha256(value) -> bool:
+    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
 
 
 def written_at(path: Path) -> float:
@@ -145,7 +194,7 @@ def written_at(path: Path) -> float:
     return (Path(path) / MANIFEST).stat().st_mtime
 
 
-def _read_verified(path: Path) -> dict[str, bytes]:
+def _read_verified(path: Path) -> tuple[dict, dict[str, bytes]]:
     if not path.is_dir():
         raise InvalidCheckpoint("not a checkpoint folder")
     manifest = read_manifest(path)
@@ -153,20 +202,52 @@ def _read_verified(path: Path) -> dict[str, bytes]:
     # Anything the writer did not put there (a dropped-in .pkl or .pt, say) makes the folder untrustworthy.
     unexpected = sorted(p.name for p in path.iterdir() if p.name != MANIFEST and p.name not in files)
     if unexpected:
-        raise InvalidCheckpoint(f"files not in the manifest: {', '.join(unexpected)}")
+        shown = ", ".join(name if len(name) <= 40 else f"{name[:37]}..." for name in unexpected[:3])
+        more = f" and {len(unexpected) - 3} more" if len(unexpected) > 3 else ""
+        raise InvalidCheckpoint(f"files not in the manifest: {shown}{more}")
     contents = {}
     for file_name, entry in files.items():
-        file_path = path / file_name
-        if not file_path.is_file():
-            raise InvalidCheckpoint(f"{file_name} is missing")
-        data = file_path.read_bytes()
-        if len(data) != entry["size"]:
-            size = entry["size"]
-            raise InvalidCheckpoint(f"{file_name} has {len(data)} bytes, the manifest says {size} (truncated?)")
+        data = _read_sized(path / file_name, entry["size"], MAX_BYTES.get(file_name))
         if hashlib.sha256(data).hexdigest() != entry["sha256"]:
             raise InvalidCheckpoint(f"{file_name} does not match its SHA-256 in the manifest (corrupted)")
         contents[file_name] = data
-    return contents
+    return manifest, contents
+
+
+def _read_sized(file_path: Path, size: int, cap: int | None) -> bytes:
+    """The bytes of a file the manifest says has `size` bytes: its size compared first, so that a file of another
+    size (or one larger than what it may hold) is refused without reading it."""
+    name = file_path.name
+    if cap is not None and size > cap:
+        raise InvalidCheckpoint(f"{name}: the manifest gives it {size} bytes, more than it may hold ({cap})")
+    with _open_regular(file_path, f"{name} is missing") as (file, found):
+        if found != size:
+            raise InvalidCheckpoint(_size_problem(name, found, size))
+        data = file.read(size + 1)  # one byte more tells that it grew since it was measured
+    if len(data) != size:
+        raise InvalidCheckpoint(_size_problem(name, len(data), size))
+    return data
+
+
+def _size_problem(name: str, found: int, size: int) -> str:
+    why = "truncated?" if found < size else "more was written to it?"
+    return f"{name} has {found} bytes, the manifest says {size} ({why})"
+
+
+@contextlib.contextmanager
+def _open_regular(file_path: Path, missing: str):
+    """(the open file, its size); InvalidCheckpoint(`missing`) when there is none, or when it is not a regular file.
+    Opened without blocking and checked on the open descriptor, so that a FIFO or a device in its place (or put
+    there after a check) can neither stall the reader nor feed it without end."""
+    try:
+        fd = os.open(file_path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        raise InvalidCheckpoint(missing) from None
+    with os.fdopen(fd, "rb") as file:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise InvalidCheckpoint(f"{file_path.name} is not a regular file")
+        yield file, info.st_size
 
 
 def _manifest_bytes(name: str, nimg: int, payloads: dict[str, bytes]) -> bytes:
@@ -182,9 +263,10 @@ def _manifest_bytes(name: str, nimg: int, payloads: dict[str, bytes]) -> bytes:
 
 
 def remove_leftovers(ckpt_dir: Path) -> None:
-    """Delete temporary folders left by a write that was killed; only the one writer (rank 0) calls this."""
+    """Delete temporary folders left by a write that was killed; only the one writer (rank 0) calls this. These names
+    are the writer's own, so whatever else holds one (a file, a link) would only block the next write: it goes too."""
     for path in ckpt_dir.iterdir():
-        if path.name.startswith(_TMP_PREFIXES) and path.is_dir():
+        if path.name.startswith(_TMP_PREFIXES):
             _remove_tree(path)
 
 
@@ -217,9 +299,12 @@ def _update_latest(ckpt_dir: Path, name: str) -> None:
 
 
 def _remove_tree(path: Path) -> None:
-    if not path.exists():
+    if not (path.exists() or path.is_symlink()):
         return
     try:
-        shutil.rmtree(path)
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
     except OSError as error:
         warnings.warn(f"could not remove {path}: {error}", CheckpointWarning, stacklevel=3)

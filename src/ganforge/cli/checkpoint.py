@@ -18,8 +18,9 @@ def checkpoint_group():
 @checkpoint_group.command("verify")
 @click.argument("path", type=click.Path(path_type=Path))
 def checkpoint_verify(path: Path):
-    """Check the manifest, the SHA-256 of every file and that the state loads, for a checkpoint folder (ckpt-*) or
-    every checkpoint of a run; exit 0 when all verify, 2 otherwise (what fails here, --resume skips)."""
+    """Check a checkpoint folder (ckpt-*), or every checkpoint of a run, exactly as resuming does: the manifest, the
+    size and SHA-256 of every file, and every entry of the state a resume restores; exit 0 when all verify, 2
+    otherwise, one line per checkpoint that does not (--resume refuses it; rerunning a run skips it)."""
     from ganforge.checkpoint.inspect import verify
 
     verdicts = verify(path)
@@ -28,8 +29,10 @@ def checkpoint_verify(path: Path):
             progress = "" if verdict.nimg is None else f" ({verdict.nimg / 1000:g} kimg)"
             click.echo(f"ok: {verdict.path}{progress}")
     bad = [f"checkpoint {v.path}: {v.problem}" for v in verdicts if v.problem is not None]
+    if bad and len(verdicts) > 1:
+        click.echo(f"{len(bad)} of {len(verdicts)} checkpoints do not verify; resuming skips them")
     if bad:
-        raise UserError(*bad, f"{len(bad)} of {len(verdicts)} checkpoint(s) do not verify; resuming skips them")
+        raise UserError(*bad)
 
 
 @checkpoint_group.command("diff")

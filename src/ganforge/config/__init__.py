@@ -162,11 +162,12 @@ NON_MATHS_FIELDS = non_maths_paths(Config)
 def maths_fields(config_dict: dict) -> dict:
     """The flattened fields that define the training maths (everything but output, resume and speed options)."""
     flat = flatten(upgrade(config_dict))
-    return {k: v for k, v in flat.items() if not _is_non_maths(k)}
+    return {k: v for k, v in flat.items() if is_maths(k)}
 
 
-def _is_non_maths(path: str) -> bool:
-    return any(path == p or path.startswith(p + ".") for p in NON_MATHS_FIELDS)
+def is_maths(path: str) -> bool:
+    """Is the field of this dotted name part of the training maths (not in a section or field declared otherwise)?"""
+    return not any(path == p or path.startswith(p + ".") for p in NON_MATHS_FIELDS)
 
 
 def config_hash(config: Config) -> str:

@@ -1,22 +1,39 @@
-"""The networks a training Config describes, built by one function for training, the resolver (on the meta device,
-to size the first checkpoint before anything is allocated) and the bench."""
+"""The networks a training Config describes: one mapping from its fields to the constructors, used to build them for
+training and the bench, on the meta device by the resolver (to size the first checkpoint before anything is
+allocated), and by the checkpoint validator (to know the tensors a checkpoint of that config must hold)."""
 
-from ganforge.config import Config
+from collections.abc import Mapping
+
+from ganforge.config import Config, flatten
 from ganforge.nets.discriminator import Discriminator
 from ganforge.nets.generator import Generator
 from ganforge.nets.stylegan3 import StyleGAN3Generator
 
 
+def network_arguments(fields: Mapping) -> tuple[dict, dict]:
+    """(G's constructor arguments, D's) from a Config's flattened fields (`loss.gamma`-style names, as checkpoints
+    store them); G's include `generator` ("stylegan2", "stylegan3-t" or "stylegan3-r")."""
+    common = dict(resolution=fields["data.resolution"], img_channels=fields["data.channels"],
+                  c_dim=fields["data.label_dim"], channel_base=fields["model.channel_base"],
+                  channel_max=fields["model.channel_max"], num_fp16_res=fields["precision.fp16_res"],
+                  conv_clamp=fields["precision.conv_clamp"])  # fmt: skip
+    mapping = dict(
+        z_dim=fields["model.z_dim"], w_dim=fields["model.w_dim"], mapping_layers=fields["model.mapping_layers"]
+    )
+    generator = fields["model.generator"]
+    if generator != "stylegan2":
+        mapping |= dict(config=generator.removeprefix("stylegan3-"), num_layers=fields["model.synthesis_layers"])
+    return {"generator": generator, **common, **mapping}, {"mbstd_group_size": fields["model.mbstd_group"], **common}
+
+
+def build_networks_from(g_arguments: dict, d_arguments: dict) -> tuple[Generator | StyleGAN3Generator, Discriminator]:
+    """G and D from `network_arguments`, on the current default device, initialised from the current RNG state."""
+    g_arguments = dict(g_arguments)
+    kind = StyleGAN3Generator if g_arguments.pop("generator") != "stylegan2" else Generator
+    return kind(**g_arguments), Discriminator(**d_arguments)
+
+
 def make_networks(cfg: Config) -> tuple[Generator | StyleGAN3Generator, Discriminator]:
     """G (StyleGAN2 or the alias-free StyleGAN3) and D with the Config's architecture and fp16 layers, on the current
     default device, initialised from the current RNG state."""
-    m, d, p = cfg.model, cfg.data, cfg.precision
-    common = dict(resolution=d.resolution, img_channels=d.channels, c_dim=d.label_dim, channel_base=m.channel_base,
-                  channel_max=m.channel_max, num_fp16_res=p.fp16_res, conv_clamp=p.conv_clamp)  # fmt: skip
-    mapping = dict(z_dim=m.z_dim, w_dim=m.w_dim, mapping_layers=m.mapping_layers)
-    if m.generator == "stylegan2":
-        G = Generator(**mapping, **common)
-    else:
-        G = StyleGAN3Generator(**mapping, **common, config=m.generator.removeprefix("stylegan3-"),
-                               num_layers=m.synthesis_layers)  # fmt: skip
-    return G, Discriminator(mbstd_group_size=m.mbstd_group, **common)
+    return build_networks_from(*network_arguments(flatten(cfg.to_dict())))

@@ -48,7 +48,7 @@ def restore(state: dict, t: Trainer, phases: list[Phase], G_ema: Generator) -> d
         G_ema.load_state_dict(state["G_ema"])
     except RuntimeError as error:
         raise UserError(
-            f"--resume: the checkpoint's networks do not fit this configuration ({error}); "
+            f"--resume: the checkpoint's networks do not fit this configuration ({str(error).splitlines()[0][:200]}); "
             "resume with the configuration it was trained with, or pass --resume new"
         ) from None
     for net in ("G", "D"):
@@ -81,6 +81,7 @@ SHAPE_FIELDS = {
     "data.resolution": "--data (its resolution)", "data.channels": "--data (its channels)",
     "data.label_dim": "--cond / --data (its labels)", "model.z_dim": "--cfg", "model.w_dim": "--cfg",
     "model.mapping_layers": "--cfg", "model.channel_base": "--cfg", "model.channel_max": "--cfg",
+    "model.generator": "--cfg", "model.synthesis_layers": "--cfg",
 }  # fmt: skip
 
 

@@ -19,7 +19,10 @@ from ganforge.train.checkpointing import check_config
 def _source(cfg: Config) -> tuple[str, str | None]:
     """(kind, path): ("continue", run dir) | ("checkpoint", folder) | ("weights", "G.safetensors[,D.safetensors]")
     | ("fresh", None)."""
-    found = rundir.find_run(cfg)
+    try:
+        found = rundir.find_run(cfg)
+    except UserError as error:  # rank 0 alone decides: the problem goes to every rank, which raise it together
+        return "error", error.problems[0]
     if found is not None:
         return "continue", str(found)
     resume = cfg.run.resume

@@ -13,9 +13,11 @@ import json
 import os
 import platform
 import re
+import stat
 import subprocess
 import sys
 import traceback
+import warnings
 from pathlib import Path
 
 import torch
@@ -25,6 +27,11 @@ from ganforge.config import Config, upgrade
 from ganforge.errors import UserError
 
 _RUN_NAME = re.compile(r"^(\d{5})-")
+_CONFIG_MAX_BYTES = 2**20  # a run's config.json is a few KB
+
+
+class RunFolderWarning(UserWarning):
+    """A run folder in OUTDIR was left out of the choice of the run to continue (its config.json cannot be used)."""
 
 
 def describe(cfg: Config) -> str:
@@ -39,12 +46,29 @@ def _runs(outdir: Path) -> list[Path]:
     return [p for _, p in sorted(found)]
 
 
-def _read_config(run: Path) -> dict | None:
-    """A run's config.json in today's layout (older runs stay resumable), or None when it cannot be read."""
-    try:
-        return upgrade(json.loads((run / "config.json").read_text()))
-    except (OSError, json.JSONDecodeError):
-        return None
+def _read_config(run: Path) -> tuple[dict | None, str | None]:
+    """(a run's config.json in today's layout, None), or (None, what is wrong with it). Older runs stay readable."""
+    try:  # opened without blocking and checked on the descriptor: a FIFO in its place must not stall train
+        with os.fdopen(os.open(run / "config.json", os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as file:
+            info = os.fstat(file.fileno())
+            if not stat.S_ISREG(info.st_mode) or info.st_size > _CONFIG_MAX_BYTES:
+                return None, f"is not a regular file of at most {_CONFIG_MAX_BYTES} bytes"
+            config = json.loads(file.read(_CONFIG_MAX_BYTES).decode("utf-8"))
+    except OSError as error:
+        return None, f"cannot be read ({error.strerror or type(error).__name__})"
+    except (ValueError, RecursionError) as error:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        what = "nested too deeply" if isinstance(error, RecursionError) else str(error)[:120]
+        return None, f"is not JSON ({what})"
+    if not (isinstance(config, dict) and _fields_ok(upgrade(config))):
+        return None, "is not a run's configuration (it needs data.path, preset and run.resume, each a string)"
+    return upgrade(config), None
+
+
+def _fields_ok(config: dict) -> bool:
+    """Does a parsed config.json hold what choosing the run to continue reads, with the right types?"""
+    data, run = config.get("data"), config.get("run")
+    return (isinstance(data, dict) and isinstance(data.get("path"), str) and isinstance(config.get("preset"), str)
+            and isinstance(run, dict) and isinstance(run.get("resume"), str))  # fmt: skip
 
 
 def _has_checkpoint(run: Path) -> bool:
@@ -53,12 +77,20 @@ def _has_checkpoint(run: Path) -> bool:
 
 
 def find_run(cfg: Config) -> Path | None:
-    """The run to continue by the rule above, or None."""
+    """The run to continue by the rule above, or None.
+
+    A run folder whose config.json cannot be used (truncated, not a configuration) is skipped with a warning when its
+    name shows another dataset or --cfg. When its name matches this command it may be the very run to continue, and
+    skipping it would silently start over: that is a UserError naming the file (restore it, or pass --resume new).
+    """
     if cfg.run.resume == "new":
         return None
     for run in reversed(_runs(Path(cfg.run.outdir))):
-        old = _read_config(run)
-        if old is None or not _has_checkpoint(run):
+        if not _has_checkpoint(run):
+            continue
+        old, problem = _read_config(run)
+        if problem is not None:
+            _unreadable(run, problem, cfg)
             continue
         if old["data"]["path"] != cfg.data.path or old["preset"] != cfg.preset:
             continue
@@ -67,10 +99,25 @@ def find_run(cfg: Config) -> Path | None:
     return None
 
 
+def _unreadable(run: Path, problem: str, cfg: Config) -> None:
+    """Refuse (UserError) or skip with a warning a checkpointed run folder whose config.json cannot be used."""
+    path = run / "config.json"
+    if run.name[len("NNNNN-") :].startswith(f"{cfg.data.name}-{cfg.preset}-gpus"):  # as `describe` names it
+        raise UserError(
+            f"{path}: {problem}; this run of the same dataset and --cfg may be the one to continue: restore the "
+            "file, or pass --resume new to start a new run"
+        )
+    warnings.warn(f"skipping run folder {run}: config.json {problem}", RunFolderWarning, stacklevel=3)
+
+
 def continued_config(cfg: Config) -> tuple[Path, dict] | None:
-    """(folder, config.json) of the run `find_run` continues, or None."""
-    run = find_run(cfg)
-    return None if run is None else (run, _read_config(run))
+    """(folder, config.json) of the run `find_run` continues, or None (also when the choice is refused: that error
+    is raised, collectively, where the run is selected)."""
+    try:
+        run = find_run(cfg)
+    except UserError:
+        return None
+    return None if run is None else (run, _read_config(run)[0])
 
 
 def find_unstarted_run(cfg: Config) -> Path | None:
@@ -78,7 +125,7 @@ def find_unstarted_run(cfg: Config) -> Path | None:
     runs = _runs(Path(cfg.run.outdir))
     if not runs or _has_checkpoint(runs[-1]) or not runs[-1].name.endswith(f"-{describe(cfg)}"):
         return None
-    return runs[-1] if _read_config(runs[-1]) == json.loads(cfg.to_json()) else None
+    return runs[-1] if _read_config(runs[-1])[0] == json.loads(cfg.to_json()) else None
 
 
 def create_run(cfg: Config) -> Path:

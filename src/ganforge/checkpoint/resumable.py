@@ -1,0 +1,307 @@
+"""What a training checkpoint must hold for a resume to load it, checked before any of it is used.
+
+`check(state, nimg)` is the one judge of a checkpoint's contents: resuming (`checkpoint.load`, `find_latest`) and
+`ganforge checkpoint verify` both call it, so what verify accepts a resume loads, and what verify refuses a resume
+refuses (or skips, when it continues a run from its newest checkpoint). It holds every entry the training loop
+restores to what a run writes (docs/architecture.md lists them):
+  * `config`: known maths fields, each of its Config field's type; `config_hash` its SHA-256;
+  * `G`, `D`, `G_ema`: exactly the tensors (names, shapes, dtypes) of the networks that config describes, built on
+    the meta device (shapes only, no memory), all finite;
+  * `opt_G`, `opt_D`: Adam over exactly those parameters: one group with Adam's own settings, moments of each
+    parameter's shape and dtype, finite, the second moment >= 0;
+  * `rng`: states that Python's `random`, NumPy's legacy generator and torch's CPU generator accept (each applied to
+    a scratch generator), CUDA states of the size and offset alignment torch's Philox generator accepts;
+  * `scaler_*`, `augment`, `sampler`, `loop`: the values and ranges the loop writes, consistent with the config
+    (loss scaling only under fp16, ADA's state only with ADA) and with the manifest's progress.
+"""
+
+import dataclasses
+import functools
+import hashlib
+import json
+import math
+import types
+import typing
+
+import torch
+
+from ganforge.checkpoint.rng import check_rng
+from ganforge.checkpoint.schema import Refused, entries, is_finite_number, number, refuse, scalar, tensor, whole
+from ganforge.checkpoint.serialize import describe
+from ganforge.checkpoint.store import MAX_NIMG, TENSORS, InvalidCheckpoint
+from ganforge.config import AUGMENTS, PRECISIONS, Config, field_defaults, flatten, is_maths, upgrade
+from ganforge.errors import UserError
+from ganforge.limits import RESOLUTIONS, resolution_ok
+from ganforge.nets.configured import build_networks_from, network_arguments
+
+STATE_KEYS = ("G", "D", "G_ema", "opt_G", "opt_D", "scaler_G", "scaler_D", "rng", "sampler", "augment", "loop",
+              "config_hash", "config")  # fmt: skip
+GENERATORS = ("stylegan2", "stylegan3-t", "stylegan3-r")
+# Bounds on the architecture a stored config may describe, checked before its networks are built (on the meta
+# device: no memory, but time per layer), far above any published StyleGAN configuration.
+_MAX_LAYERS = 64  # mapping layers (8 in the paper), StyleGAN3 synthesis layers (14)
+_MAX_WIDTH = 2**16  # z and w dimensions, image channels, label dimension, channel_max
+_MAX_CHANNEL_BASE = 2**20  # 32768 in StyleGAN3's configurations
+_MAX_TEXT = 255  # a maths field's string (a dataset's name is a file name); a resume's messages show them
+_MAX_PATH = 4096  # other strings: a path
+_MAX_ITEMS = 256  # a config list (the kimg of learning-rate steps)
+_MAX_COUNT = 2**31  # counters that are not image counts: steps in a row, scaler intervals
+_FLOAT32_MAX = float(torch.finfo(torch.float32).max)
+_SCALER_KEYS = ("scale", "growth_factor", "backoff_factor", "growth_interval", "_growth_tracker")
+
+
+def check(state, manifest: dict) -> None:
+    """Raise InvalidCheckpoint naming the first entry of `state` that a resume could not load or continue from;
+    `manifest` is the checkpoint's (checked by store.read_manifest): its progress and format version."""
+    try:
+        _check(state, manifest["nimg"], manifest["format_version"])
+    except Refused as refused:
+        raise InvalidCheckpoint(str(refused)) from None
+
+
+def _check(state, nimg: int, version: int) -> None:
+    state = entries(state, "the state", STATE_KEYS)
+    fields = _check_config(state["config"], state["config_hash"], version)
+    G, D = _architecture(fields)
+    _check_loop(state["loop"], state["sampler"], nimg)
+    for name, spec in (("G", G), ("D", D), ("G_ema", G)):
+        _check_network(state[name], name, spec)
+    for name, spec in (("opt_G", G), ("opt_D", D)):
+        _check_adam(state[name], name, spec)
+    for name in ("scaler_G", "scaler_D"):
+        _check_scaler(state[name], name, fp16=fields["precision.mode"] == "fp16")
+    _check_augment(state["augment"], fields)
+    check_rng(state["rng"])
+
+
+# ---- config and the networks it describes -------------------------------------------------------------------------
+
+
+@functools.cache
+def _field_types() -> dict[str, object]:
+    """Flattened Config field -> its annotation: what a checkpoint's `config` may hold. The maths fields, and the
+    others too, since a field that later stopped being maths (a speed switch) is still in older checkpoints."""
+    kinds = {"preset": str, "world_size": int}
+    for section in dataclasses.fields(Config):
+        if dataclasses.is_dataclass(section.type) and section.name != "run":
+            kinds |= {f"{section.name}.{f.name}": f.type for f in dataclasses.fields(section.type)}
+    return kinds
+
+
+def _matches(value, kind, text: int = _MAX_TEXT) -> bool:
+    """Is `value` (parsed from JSON) a value of the Config annotation `kind`, within the bounds a config holds
+    (strings of at most `text` characters)?"""
+    if kind is bool:
+        return type(value) is bool
+    if kind is int:
+        return type(value) is int and abs(value) < 2**63
+    if kind is float:
+        return is_finite_number(value)
+    if kind is str:
+        return type(value) is str and len(value) <= text
+    if kind is type(None):
+        return value is None
+    if typing.get_origin(kind) in (types.UnionType, typing.Union):
+        return any(_matches(value, option, text) for option in typing.get_args(kind))
+    if typing.get_origin(kind) is tuple:  # tuple[X, ...] comes back from JSON as a list
+        item = typing.get_args(kind)[0]
+        return type(value) is list and len(value) <= _MAX_ITEMS and all(_matches(v, item) for v in value)
+    raise AssertionError(f"no rule for the config field type {kind}")
+
+
+def _check_config(config, stored_hash, version: int) -> dict:
+    """The stored config's fields, each checked against its Config field, with the defaults of those it predates
+    (as a resume compares them)."""
+    if not isinstance(config, dict):
+        refuse("config", f"must be an object, not {describe(config)}")
+    if version == 1:  # the whole Config, nested, and a hash of its maths fields under the rules of that day
+        config = _version_1_fields(config)
+    elif type(stored_hash) is not str or _sha256(config) != stored_hash:
+        refuse("config_hash", "is not the SHA-256 of the stored config (one of them was edited)")
+    kinds = _field_types()
+    for name, value in upgrade(config).items():
+        if name not in kinds:
+            refuse("config", f"holds {describe(name)}, which is no field of this ganforge's configuration")
+        if not _matches(value, kinds[name], _MAX_TEXT if is_maths(name) else _MAX_PATH):
+            refuse(f"config/{name}", f"{describe(value)} is no value of this field")
+    fields = {name: value for name, value in field_defaults().items() if name in kinds} | upgrade(config)
+    missing = [name for name in kinds if name not in fields and is_maths(name)]
+    if missing:
+        refuse("config", f"has no {missing[0]} (every checkpoint records it)")
+    _check_choices(fields)
+    return fields
+
+
+def _version_1_fields(config: dict) -> dict:
+    try:
+        return {name: value for name, value in flatten(config).items() if not str(name).startswith("run.")}
+    except RecursionError:
+        refuse("config", "is nested too deeply")
+
+
+def _sha256(config: dict) -> str | None:
+    """`config_hash`'s digest of a stored config; None when it cannot be written as JSON (keys of mixed types)."""
+    try:
+        return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
+def _check_choices(fields: dict) -> None:
+    for name, choices in (("precision.mode", PRECISIONS), ("augment.mode", AUGMENTS),
+                          ("model.generator", GENERATORS)):  # fmt: skip
+        if fields[name] not in choices:
+            refuse(f"config/{name}", f"{describe(fields[name])} is not one of {', '.join(choices)}")
+    whole(fields["schedule.batch"], "config/schedule.batch", 1, _MAX_COUNT)
+    whole(fields["augment.ada_interval"], "config/augment.ada_interval", 1, _MAX_COUNT)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Net:
+    """What a network's state holds: {name: (dtype, shape)} of its state_dict, and its parameters in Adam's order."""
+
+    tensors: dict
+    params: tuple
+
+
+def _architecture(fields: dict) -> tuple[_Net, _Net]:
+    """(G, D) as the stored config describes them (the construction `train` uses for a run's networks)."""
+    g_arguments, d_arguments = network_arguments(fields)
+    _check_bounds(g_arguments)
+    try:
+        return _networks(tuple(sorted(g_arguments.items())), tuple(sorted(d_arguments.items())))
+    except UserError as error:  # the constructors' own checks of their arguments
+        refuse("config", f"describes no network this ganforge builds ({error.problems[0][:200]})")
+
+
+def _check_bounds(arch: dict) -> None:
+    if not resolution_ok(arch["resolution"]):
+        refuse("config/data.resolution", f"{describe(arch['resolution'])} is not {RESOLUTIONS}")
+    bounds = {"img_channels": _MAX_WIDTH, "c_dim": _MAX_WIDTH, "z_dim": _MAX_WIDTH, "w_dim": _MAX_WIDTH,
+              "channel_max": _MAX_WIDTH, "channel_base": _MAX_CHANNEL_BASE, "mapping_layers": _MAX_LAYERS,
+              "num_fp16_res": _MAX_LAYERS}  # fmt: skip
+    for name, high in bounds.items():
+        whole(arch[name], f"config ({name})", 0, high)
+    if arch.get("num_layers") is not None:
+        whole(arch["num_layers"], "config/model.synthesis_layers", 0, _MAX_LAYERS)
+
+
+@functools.lru_cache(maxsize=8)
+def _networks(g_arguments: tuple, d_arguments: tuple) -> tuple[_Net, _Net]:
+    with torch.device("meta"):
+        G, D = build_networks_from(dict(g_arguments), dict(d_arguments))
+    return _spec(G), _spec(D)
+
+
+def _spec(net: torch.nn.Module) -> _Net:
+    tensors = {name: (t.dtype, tuple(t.shape)) for name, t in net.state_dict().items()}
+    return _Net(tensors, tuple(name for name, _ in net.named_parameters()))
+
+
+def _check_network(value, where: str, spec: _Net) -> None:
+    value = entries(value, where, spec.tensors)
+    for name, (dtype, shape) in spec.tensors.items():
+        tensor(value[name], f"{where}/{name}", dtype, shape)
+
+
+# ---- optimisers and loss scalers ----------------------------------------------------------------------------------
+
+
+@functools.cache
+def _adam_settings() -> dict:
+    """The settings of an Adam made as training makes it (lr, betas and eps given, every other setting its default):
+    a resume sets lr, betas and eps from its own configuration and keeps the others from the checkpoint."""
+    opt = torch.optim.Adam([torch.zeros(1, requires_grad=True)], lr=0.1, betas=(0.0, 0.99), eps=1e-8)
+    group = opt.state_dict()["param_groups"][0]
+    return {key: value for key, value in group.items() if key not in ("lr", "betas", "eps", "params")}
+
+
+def _check_adam(value, where: str, spec: _Net) -> None:
+    value = entries(value, where, ("state", "param_groups"))
+    groups = value["param_groups"]
+    if not (isinstance(groups, list) and len(groups) == 1):
+        refuse(f"{where}/param_groups", f"must be a list of one group, not {describe(groups)}")
+    _check_adam_group(groups[0], f"{where}/param_groups/0", len(spec.params))
+    moments = value["state"]
+    if not isinstance(moments, dict):
+        refuse(f"{where}/state", f"must be an object, not {describe(moments)}")
+    for index, entry in moments.items():
+        if type(index) is not int or not 0 <= index < len(spec.params):
+            refuse(f"{where}/state", f"holds {describe(index)}, not a parameter index below {len(spec.params)}")
+        dtype, shape = spec.tensors[spec.params[index]]
+        _check_moments(entry, f"{where}/state/{index}", dtype, shape)
+
+
+def _check_adam_group(group, where: str, count: int) -> None:
+    settings = _adam_settings()
+    group = entries(group, where, ("lr", "betas", "eps", "params"), optional=settings)
+    if group["params"] != list(range(count)):
+        found = describe(group["params"])
+        refuse(f"{where}/params", f"must list the {count} parameters of the network in order, not {found}")
+    for key, default in settings.items():
+        if key in group and not (type(group[key]) is type(default) and group[key] == default):
+            refuse(f"{where}/{key}", f"must be {default!r} (training sets no other), not {describe(group[key])}")
+    number(group["lr"], f"{where}/lr", 0.0)
+    number(group["eps"], f"{where}/eps", 0.0)
+    betas = group["betas"]
+    if not (isinstance(betas, (tuple, list)) and len(betas) == 2):
+        refuse(f"{where}/betas", f"must be a pair, not {describe(betas)}")
+    for i, beta in enumerate(betas):
+        number(beta, f"{where}/betas/{i}", 0.0, 1.0)
+
+
+def _check_moments(entry, where: str, dtype: torch.dtype, shape: tuple) -> None:
+    entry = entries(entry, where, ("step", "exp_avg", "exp_avg_sq"))
+    scalar(entry["step"], f"{where}/step", 0.0, float(MAX_NIMG))
+    tensor(entry["exp_avg"], f"{where}/exp_avg", dtype, shape)
+    second = tensor(entry["exp_avg_sq"], f"{where}/exp_avg_sq", dtype, shape)
+    if bool((second < 0).any()):
+        refuse(f"{where}/exp_avg_sq", "holds negative values (a second moment is >= 0)", TENSORS)
+
+
+def _check_scaler(value, where: str, fp16: bool) -> None:
+    """A GradScaler's state: empty when the config trains without loss scaling (it is disabled), full under fp16."""
+    if not fp16:
+        if value != {}:
+            refuse(where, f"must be empty (the config trains without loss scaling), not {describe(value)}")
+        return
+    value = entries(value, where, _SCALER_KEYS)
+    if number(value["scale"], f"{where}/scale", 0.0, _FLOAT32_MAX) <= 0:
+        refuse(f"{where}/scale", "must be positive")
+    number(value["growth_factor"], f"{where}/growth_factor", 1.0, _FLOAT32_MAX)
+    number(value["backoff_factor"], f"{where}/backoff_factor", 0.0, 1.0)
+    interval = whole(value["growth_interval"], f"{where}/growth_interval", 1, _MAX_COUNT)
+    whole(value["_growth_tracker"], f"{where}/_growth_tracker", 0, interval - 1)
+
+
+# ---- progress, augmentation ---------------------------------------------------------------------------------------
+
+
+def _check_loop(loop, sampler, nimg: int) -> None:
+    loop = entries(loop, "loop", ("cur_nimg", "cur_tick", "pl_mean", "nonfinite_in_a_row"))
+    cur_nimg = whole(loop["cur_nimg"], "loop/cur_nimg", 0, MAX_NIMG)
+    if cur_nimg != nimg:
+        refuse("loop/cur_nimg", f"is {cur_nimg}, the manifest says {nimg}")
+    whole(loop["cur_tick"], "loop/cur_tick", 0, cur_nimg)  # (a tick is at least one image)
+    scalar(loop["pl_mean"], "loop/pl_mean", 0.0, math.inf)
+    whole(loop["nonfinite_in_a_row"], "loop/nonfinite_in_a_row", 0, _MAX_COUNT)
+    sampler = entries(sampler, "sampler", ("position",))
+    if type(sampler["position"]) is not int or sampler["position"] != cur_nimg:
+        refuse("sampler/position", f"must be the progress, {cur_nimg}, not {describe(sampler['position'])}")
+
+
+def _check_augment(augment, fields: dict) -> None:
+    """ADA's pipe and controller state with ADA (the only augmentation that changes as it trains), else nothing."""
+    if fields["augment.mode"] != "ada":
+        if augment != {}:
+            refuse("augment", f"must be empty (the config trains without ADA), not {describe(augment)}")
+        return
+    augment = entries(augment, "augment", ("pipe", "ada"))
+    pipe = entries(augment["pipe"], "augment/pipe", ("p",))
+    scalar(pipe["p"], "augment/pipe/p", 0.0, 1.0)
+    ada = entries(augment["ada"], "augment/ada", ("sign_sum", "count", "updates", "nimg", "rt"))
+    count = scalar(ada["count"], "augment/ada/count", 0.0, float(MAX_NIMG))
+    scalar(ada["sign_sum"], "augment/ada/sign_sum", -count, count)
+    whole(ada["updates"], "augment/ada/updates", 0, fields["augment.ada_interval"] - 1)
+    whole(ada["nimg"], "augment/ada/nimg", 0, MAX_NIMG)
+    scalar(ada["rt"], "augment/ada/rt", -1.0, 1.0, nan=True)  # NaN until the first adjustment
