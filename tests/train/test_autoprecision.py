@@ -3,6 +3,7 @@ with the CPU's bf16 flags named in the reason), where it reads the CPU's flags, 
 mode and the reason (so --dry-run shows it and a resumed run compares the mode itself), that a continued run keeps
 the mode it was trained in, and that `doctor` resolves it the same way."""
 
+import dataclasses
 import json
 
 import pytest
@@ -16,6 +17,8 @@ from ganforge.config.describe import describe_derived
 from ganforge.devices import pick_precision
 from ganforge.train import resolve
 from ganforge.train.resolver import DatasetFacts, Facts
+from ganforge.train.resume import find_source
+from ganforge.train.rundir import RunKey
 
 CASES = [
     ("cuda", (9, 0), frozenset(), "bf16"),
@@ -78,6 +81,8 @@ def test_a_continued_run_keeps_its_mode_on_other_hardware(tmp_path, monkeypatch)
     (run / "checkpoints" / "ckpt-000000016").mkdir(parents=True)
     old = resolve(tiny_options(tmp_path / "d", tmp_path / "runs", precision="bf16"), FACTS)
     (run / "config.json").write_text(old.to_json())
-    cfg = resolve(options, FACTS)
+    source = find_source(RunKey.of(old))  # what observe() finds before resolving
+    assert source.kind == "continue" and source.path == str(run)
+    cfg = resolve(options, dataclasses.replace(FACTS, source=source))
     assert cfg.precision.mode == "bf16" and run.name in cfg.precision.auto_reason
     assert config_hash(cfg) == config_hash(old)

@@ -10,6 +10,7 @@ from train_helpers import make_dataset, tiny_options
 
 from ganforge.errors import UserError
 from ganforge.train import resolve, rundir
+from ganforge.train.resume import find_source
 
 
 def _start(cfg, checkpointed: bool):
@@ -78,7 +79,8 @@ def test_a_damaged_config_of_the_run_to_continue_is_named_not_skipped(cfg, damag
             rundir.find_run(cfg)
         (problem,) = raised.value.problems
         assert problem.startswith(f"{run / 'config.json'}: ") and "--resume new" in problem and len(problem) < 400
-        assert rundir.continued_config(cfg) is None  # --precision auto then asks the hardware; selection refuses
+        with pytest.raises(UserError):  # found when the options are resolved, so --dry-run refuses it too
+            find_source(rundir.RunKey.of(cfg))
         assert rundir.find_run(dataclasses.replace(cfg, run=dataclasses.replace(cfg.run, resume="new"))) is None
     finally:
         shutil.rmtree(run)

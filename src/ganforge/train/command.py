@@ -9,20 +9,22 @@ from ganforge.config.describe import describe_derived
 from ganforge.train.build import build_runtime
 from ganforge.train.loop import training_loop
 from ganforge.train.options import TrainOptions
-from ganforge.train.resolver import resolve
-from ganforge.train.resume import select_run
-from ganforge.train.rundir import record_failure
+from ganforge.train.resolver import observe, resolve
+from ganforge.train.resume import Source, find_source, select_run
+from ganforge.train.rundir import RunKey, record_failure
 
 
-def run(config: Config) -> int:
+def run(config: Config, source: Source | None = None) -> int:
     """Train with a resolved Config; returns the process exit status (0 done, 143/130 stopped by a signal).
 
-    The runtime (precision policy, datasets) is built once here and handed to the loop. The process group is left
-    on return and on error; an error after the run folder exists is also written to its log.txt."""
+    `source`: what the run starts from, as `resolve` found it (None: found here). The runtime (precision policy,
+    datasets) is built once here and handed to the loop. The process group is left on return and on error; an
+    error after the run folder exists is also written to its log.txt."""
     device = dist.init(config.runtime.device)
     try:
         runtime = build_runtime(config, device)
-        run_dir, state, weights = select_run(config, device)
+        source = find_source(RunKey.of(config)) if source is None else source
+        run_dir, state, weights = select_run(config, device, source)
         try:
             with runtime.precision.policy():
                 status = training_loop(config, runtime, run_dir, state, weights)
@@ -42,12 +44,13 @@ def main(options: TrainOptions) -> int:
 
     Every way out, a user error included, leaves the process group that `resolve` joined."""
     try:
-        config = resolve(options)
+        facts = observe(options)
+        config = resolve(options, facts)
         if options.dry_run:
             dist.print0(config.to_json())
             for line in describe_derived(config):  # on stderr, so that stdout stays one JSON document
                 dist.print0(f"derived: {line}", file=sys.stderr)
             return 0
-        return run(config)
+        return run(config, facts.source)
     finally:
         dist.shutdown()

@@ -26,6 +26,7 @@ for it.
 import contextlib
 import dataclasses
 import os
+from pathlib import Path
 
 import torch
 
@@ -33,7 +34,6 @@ from ganforge import dist
 from ganforge.config import AUTO_PRECISION, PRECISIONS, Config
 from ganforge.devices import choose_auto
 from ganforge.numerics import fp32_math
-from ganforge.train import rundir
 
 _AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -114,18 +114,15 @@ def kernel_policy(deterministic: bool):
         torch.backends.cudnn.benchmark = saved[1]
 
 
-def resolve_auto(cfg: Config, device_type: str) -> Config:
-    """`cfg` with --precision auto made concrete: the mode of the run this command continues (a rerun on other
-    hardware continues the same maths), else the hardware's choice. Rank 0 decides for every rank."""
+def resolve_auto(cfg: Config, device_type: str, continued: tuple[str, dict] | None) -> Config:
+    """`cfg` with --precision auto made concrete: the mode of the run this command continues (`continued`, its
+    folder and config.json: a rerun on other hardware continues the same maths), else the hardware's choice. Rank 0
+    decides for every rank."""
     if cfg.precision.mode != AUTO_PRECISION:
         return cfg
-    mode, why = dist.broadcast_object(_auto_choice(cfg, device_type) if dist.is_main() else None)
+    if continued is not None:
+        folder, old = continued
+        mode, why = old["precision"]["mode"], f"kept from {Path(folder).name}, the run this command continues"
+    else:
+        mode, why = dist.broadcast_object(choose_auto(device_type) if dist.is_main() else None)
     return dataclasses.replace(cfg, precision=dataclasses.replace(cfg.precision, mode=mode, auto_reason=why))
-
-
-def _auto_choice(cfg: Config, device_type: str) -> tuple[str, str]:
-    continued = rundir.continued_config(cfg)
-    if continued is not None and continued[1] is not None:
-        run, old = continued
-        return old["precision"]["mode"], f"kept from {run.name}, the run this command continues"
-    return choose_auto(device_type)

@@ -27,6 +27,8 @@ from ganforge.outputs import check_writable_folder, free_bytes
 from ganforge.presets import DEFAULT_PRESET, PRESETS, Preset, auto_batch
 from ganforge.train.options import TRAIN_OPTIONS, TrainOptions
 from ganforge.train.precision import resolve_auto
+from ganforge.train.resume import Source, find_source
+from ganforge.train.rundir import RunKey
 
 
 @dataclass(frozen=True)
@@ -42,21 +44,24 @@ class DatasetFacts:
 @dataclass(frozen=True)
 class Facts:
     """What resolve needs besides the options: the dataset's facts (None when --data could not be opened), how many
-    processes train together, the device type ("cpu" or "cuda"), problems met while finding these out, and the free
-    bytes on --outdir's disk (None: not looked at, as for the bench, which writes no run)."""
+    processes train together, the device type ("cpu" or "cuda"), problems met while finding these out, the free
+    bytes on --outdir's disk (None: not looked at, as for the bench, which writes no run), and what the run starts
+    from (a run to continue, a checkpoint, weights, or nothing). Every look at the file system is here."""
 
     dataset: DatasetFacts | None
     world_size: int
     device_type: str
     problems: tuple[str, ...] = ()
     outdir_free_bytes: int | None = None
+    source: Source | None = None  # what the run starts from (train/resume.py); None: not looked for (the bench)
 
 
 def observe(options: TrainOptions) -> Facts:
-    """Join the process group (torchrun's, or a single process), read the dataset's facts, and check that --outdir
-    can be written to and how much room its disk has."""
+    """Join the process group (torchrun's, or a single process), read the dataset's facts, check that --outdir
+    can be written to and how much room its disk has, and find what the run starts from (the run this command
+    continues, with its config.json, or what --resume names)."""
     device = dist.init(_pick(options.device, _field_default("runtime.device")))
-    dataset, problems, free = None, [], None
+    dataset, problems, free, source = None, [], None, None
     try:
         dataset = open_dataset(data_path(options))
     except UserError as error:
@@ -66,7 +71,14 @@ def observe(options: TrainOptions) -> Facts:
         free = free_bytes(Path(options.outdir))
     except UserError as error:
         problems += error.problems
-    return Facts(dataset, dist.world_size(), device.type, tuple(problems), free)
+    # Collective (rank 0 looks, every rank gets the answer), so every rank asks, whatever it met above.
+    key = RunKey(str(options.outdir), data_path(options), "" if dataset is None else dataset.name,
+                 options.preset or DEFAULT_PRESET, _pick(options.resume, _field_default("run.resume")))  # fmt: skip
+    try:
+        source = find_source(key)
+    except UserError as error:
+        problems += error.problems
+    return Facts(dataset, dist.world_size(), device.type, tuple(problems), free, source)
 
 
 def data_path(options: TrainOptions) -> str:
@@ -89,7 +101,8 @@ def resolve(options: TrainOptions, facts: Facts | None = None) -> Config:
     preset = derive(PRESETS[name], dataset.resolution, facts.world_size)
     lr_steps = parse_kimg_list(options.lr_steps)
     cfg = _build(options, name, preset, dataset, facts.world_size, () if isinstance(lr_steps, str) else lr_steps)
-    cfg = resolve_auto(cfg, facts.device_type)
+    continued = facts.source if facts.source is not None and facts.source.kind == "continue" else None
+    cfg = resolve_auto(cfg, facts.device_type, None if continued is None else (continued.path, continued.config))
     problems += [lr_steps] if isinstance(lr_steps, str) else []
     problems += list(facts.problems) + _space_problems(cfg, facts) + _metric_problems(cfg) + _retention_problems(cfg)
     if facts.dataset is not None:

@@ -1,9 +1,11 @@
 """Where a run continues from (`--resume auto|new|PATH`) and which run directory it writes to (rule in rundir.py).
 
-Rank 0 makes every decision that touches the file system and broadcasts it, so all ranks agree; each rank then
-reads the checkpoint itself.
+`find_source` looks at the file system once, when the options are resolved (`resolver.observe`): --precision auto
+keeps the mode of the run it continues, and `select_run` starts from what it found. Rank 0 makes every decision that
+touches the file system and broadcasts it, so all ranks agree; each rank then reads the checkpoint itself.
 """
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -16,27 +18,44 @@ from ganforge.train import rundir
 from ganforge.train.checkpointing import check_config
 
 
-def _source(cfg: Config) -> tuple[str, str | None]:
-    """(kind, path): ("continue", run dir) | ("checkpoint", folder) | ("weights", "G.safetensors[,D.safetensors]")
-    | ("fresh", None)."""
+@dataclass(frozen=True)
+class Source:
+    """What a run starts from: `kind` "continue" (the run folder `path`, whose config.json is `config`), "checkpoint"
+    (a checkpoint folder), "weights" ("G.safetensors[,D.safetensors]") or "fresh" (`path` None)."""
+
+    kind: str
+    path: str | None = None
+    config: dict | None = None
+
+
+def find_source(key: rundir.RunKey) -> Source:
+    """What a run of this key starts from (rank 0 looks, every rank gets the answer); a UserError on every rank when
+    --resume names nothing usable or the run to continue has a damaged config.json."""
+    found = dist.broadcast_object(_look(key) if dist.is_main() else None)
+    if isinstance(found, str):
+        raise UserError(found)
+    return found
+
+
+def _look(key: rundir.RunKey) -> Source | str:
+    """The source, or the problem's message."""
     try:
-        found = rundir.find_run(cfg)
-    except UserError as error:  # rank 0 alone decides: the problem goes to every rank, which raise it together
-        return "error", error.problems[0]
+        found = rundir.find_run(key)
+    except UserError as error:
+        return error.problems[0]
     if found is not None:
-        return "continue", str(found)
-    resume = cfg.run.resume
+        return Source("continue", str(found), rundir.run_config(found))
+    resume = key.resume
     if resume in ("auto", "new"):
-        return "fresh", None
+        return Source("fresh")
     paths = [Path(p) for p in resume.split(",")]
     if len(paths) == 1 and paths[0].is_dir():
-        return "checkpoint", resume
+        return Source("checkpoint", resume)
     if len(paths) <= 2 and all(p.is_file() and p.suffix == ".safetensors" for p in paths):
-        return "weights", resume
+        return Source("weights", resume)
     return (
-        "error",
         f"--resume {resume}: not a checkpoint folder (ckpt-*), a snapshot (.safetensors) or a snapshot and a "
-        "discriminator file (G.safetensors,D.safetensors); pass one, or 'auto' / 'new'",
+        "discriminator file (G.safetensors,D.safetensors); pass one, or 'auto' / 'new'"
     )
 
 
@@ -53,12 +72,10 @@ def _load(kind: str, path: str) -> tuple[Path | None, dict | None]:
     return None, None
 
 
-def select_run(cfg: Config, device: torch.device) -> tuple[Path, dict | None, list[Path]]:
+def select_run(cfg: Config, device: torch.device, found: Source) -> tuple[Path, dict | None, list[Path]]:
     """-> (run directory, checkpoint state or None, weight files to start from: a snapshot and/or a discriminator
-    file). Collective."""
-    kind, path = dist.broadcast_object(_source(cfg) if dist.is_main() else None)
-    if kind == "error":
-        raise UserError(path)
+    file), from what `find_source` found. Collective."""
+    kind, path = found.kind, found.path
     source, state = _load(kind, path)
     notes = []
     if state is not None:

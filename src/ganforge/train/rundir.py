@@ -18,6 +18,7 @@ import subprocess
 import sys
 import traceback
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -76,48 +77,62 @@ def _has_checkpoint(run: Path) -> bool:
     return ckpt.is_dir() and any(p.name.startswith("ckpt-") for p in ckpt.iterdir())
 
 
-def find_run(cfg: Config) -> Path | None:
+@dataclass(frozen=True)
+class RunKey:
+    """What identifies the run a command continues: known from the options and the dataset before the rest of the
+    configuration is resolved (`resolver.observe` looks for the run then)."""
+
+    outdir: str
+    data_path: str
+    data_name: str
+    preset: str
+    resume: str
+
+    @classmethod
+    def of(cls, cfg: Config) -> "RunKey":
+        return cls(cfg.run.outdir, cfg.data.path, cfg.data.name, cfg.preset, cfg.run.resume)
+
+
+def find_run(cfg: Config | RunKey) -> Path | None:
     """The run to continue by the rule above, or None.
 
     A run folder whose config.json cannot be used (truncated, not a configuration) is skipped with a warning when its
     name shows another dataset or --cfg. When its name matches this command it may be the very run to continue, and
     skipping it would silently start over: that is a UserError naming the file (restore it, or pass --resume new).
     """
-    if cfg.run.resume == "new":
+    key = cfg if isinstance(cfg, RunKey) else RunKey.of(cfg)
+    if key.resume == "new":
         return None
-    for run in reversed(_runs(Path(cfg.run.outdir))):
+    for run in reversed(_runs(Path(key.outdir))):
         if not _has_checkpoint(run):
             continue
         old, problem = _read_config(run)
         if problem is not None:
-            _unreadable(run, problem, cfg)
+            _unreadable(run, problem, key)
             continue
-        if old["data"]["path"] != cfg.data.path or old["preset"] != cfg.preset:
+        if old["data"]["path"] != key.data_path or old["preset"] != key.preset:
             continue
-        if cfg.run.resume == "auto" or old["run"]["resume"] == cfg.run.resume:
+        if key.resume == "auto" or old["run"]["resume"] == key.resume:
             return run
     return None
 
 
-def _unreadable(run: Path, problem: str, cfg: Config) -> None:
+def run_config(run: Path) -> dict:
+    """The config.json of a run `find_run` chose (it was read and checked there)."""
+    config, problem = _read_config(run)
+    assert problem is None, (run, problem)
+    return config
+
+
+def _unreadable(run: Path, problem: str, key: RunKey) -> None:
     """Refuse (UserError) or skip with a warning a checkpointed run folder whose config.json cannot be used."""
     path = run / "config.json"
-    if run.name[len("NNNNN-") :].startswith(f"{cfg.data.name}-{cfg.preset}-gpus"):  # as `describe` names it
+    if run.name[len("NNNNN-") :].startswith(f"{key.data_name}-{key.preset}-gpus"):  # as `describe` names it
         raise UserError(
             f"{path}: {problem}; this run of the same dataset and --cfg may be the one to continue: restore the "
             "file, or pass --resume new to start a new run"
         )
     warnings.warn(f"skipping run folder {run}: config.json {problem}", RunFolderWarning, stacklevel=3)
-
-
-def continued_config(cfg: Config) -> tuple[Path, dict] | None:
-    """(folder, config.json) of the run `find_run` continues, or None (also when the choice is refused: that error
-    is raised, collectively, where the run is selected)."""
-    try:
-        run = find_run(cfg)
-    except UserError:
-        return None
-    return None if run is None else (run, _read_config(run)[0])
 
 
 def find_unstarted_run(cfg: Config) -> Path | None:
