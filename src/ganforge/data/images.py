@@ -12,6 +12,8 @@ import warnings
 import numpy as np
 from PIL import Image, ImageOps
 
+from ganforge.limits import MAX_RESOLUTION
+
 # Suffixes the tool reads; anything else in a source folder or zip (labels.csv, dataset.json, .DS_Store) is ignored.
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff")
 TRANSFORMS = ("center-crop", "center-crop-wide", "pad", "none")
@@ -26,6 +28,22 @@ ALPHA_BACKGROUND = 255
 PAD_FILL = 0
 _ALPHA_MODES = ("RGBA", "RGBa", "LA", "La", "PA")
 _SIXTEEN_BIT_MODES = ("I;16", "I;16L", "I;16B", "I;16N", "I")
+# An image file holds its pixels and some metadata: 16-bit RGBA without compression (8 bytes a pixel) is the most any
+# format read here stores per pixel, and headers, EXIF, ICC profiles and text chunks take far less than 16 MiB.
+_BYTES_PER_PIXEL, METADATA_BYTES = 8, 16 * 2**20
+
+
+def max_file_bytes(side: int) -> int:
+    """The most bytes an image file of at most `side` x `side` pixels may legitimately take: a zip member or file
+    declaring more is refused before a byte of it is read (a 1.5 MB zip can inflate to gigabytes)."""
+    return _BYTES_PER_PIXEL * side * side + METADATA_BYTES
+
+
+def max_source_bytes() -> int:
+    """The most bytes `dataset build` reads of one source image: Pillow's largest image (MAX_IMAGE_PIXELS, its
+    decompression-bomb limit) at 3 bytes a pixel, plus metadata. Any photo as JPEG or PNG fits; the cap keeps a
+    bomb member from being read whole."""
+    return 3 * (Image.MAX_IMAGE_PIXELS or 0) + METADATA_BYTES
 
 
 class BadImage(Exception):
@@ -40,14 +58,24 @@ class Conversion:
     resolution: int | None = None
     transform: str = "center-crop"
     resize_filter: str = "lanczos"
+    # The largest side a file may declare in its header, refused before decoding; None: Pillow's pixel limit only
+    # (the readers of a dataset know the side of its images, `dataset build` takes photos of any size).
+    max_side: int | None = None
+
+
+def reader_conversion(channels: int, resolution: int | None) -> Conversion:
+    """How the readers of a dataset take its images: as they are (no resize), each `resolution` x `resolution` (the
+    first image's size; None for the first image itself, which may be up to MAX_RESOLUTION on a side)."""
+    return Conversion(channels, resolution, transform="none", max_side=resolution or MAX_RESOLUTION)
 
 
 def is_image_name(name: str) -> bool:
     return name.lower().endswith(IMAGE_SUFFIXES)
 
 
-def decode(data: bytes) -> Image.Image:
-    """Fully decode `data`, rejecting empty, unidentifiable, truncated, corrupt and decompression-bomb files.
+def decode(data: bytes, max_side: int | None = None) -> Image.Image:
+    """Fully decode `data`, rejecting empty, unidentifiable, truncated, corrupt and decompression-bomb files, and
+    files whose header declares a side above `max_side` (checked before any pixel is decoded).
 
     PIL's LOAD_TRUNCATED_IMAGES stays off, so a truncated file raises instead of decoding as grey padding; verify()
     additionally checks PNG chunk checksums and the end marker, which load() alone does not reach.
@@ -58,7 +86,12 @@ def decode(data: bytes) -> Image.Image:
         # PIL only warns between MAX_IMAGE_PIXELS and twice that; a bomb is a bomb either way.
         warnings.simplefilter("error", Image.DecompressionBombWarning)
         try:
-            Image.open(io.BytesIO(data)).verify()
+            header = Image.open(io.BytesIO(data))  # reads the header only
+            if max_side is not None and max(header.size) > max_side:
+                width, height = header.size
+                raise BadImage(f"size {width}x{height}, larger than the {max_side}x{max_side} this dataset's images "
+                               "may be (refused before decoding)")  # fmt: skip
+            header.verify()
             image = Image.open(io.BytesIO(data))
             image.load()
         except (Image.DecompressionBombError, Image.DecompressionBombWarning) as error:
@@ -109,7 +142,8 @@ def fit(pixels: np.ndarray, conversion: Conversion) -> np.ndarray:
                                "dataset build --resolution R` resizes)")  # fmt: skip
             return pixels
         if (width, height) != (size, size):
-            raise BadImage(f"size {width}x{height} is not {size}x{size}; pass --transform center-crop or pad")
+            raise BadImage(f"size {width}x{height}, not {size}x{size}; `ganforge dataset build --transform "
+                           "center-crop` or `pad` resizes")  # fmt: skip
         return pixels
     image = Image.fromarray(pixels.squeeze(-1) if pixels.shape[-1] == 1 else pixels)
     image = _CROPPERS[conversion.transform](image, size, RESIZE_FILTERS[conversion.resize_filter])
@@ -154,7 +188,12 @@ _CROPPERS = {"center-crop": _center_crop, "center-crop-wide": _center_crop_wide,
 
 def load_pixels(data: bytes, conversion: Conversion) -> np.ndarray:
     """File bytes -> validated uint8 array [C, H, W], the layout of every ganforge archive and of the training batch."""
-    return np.array(fit(to_array(decode(data), conversion.channels), conversion).transpose(2, 0, 1), order="C")
+    return image_pixels(decode(data, conversion.max_side), conversion)
+
+
+def image_pixels(image: Image.Image, conversion: Conversion) -> np.ndarray:
+    """A decoded image -> validated uint8 array [C, H, W]."""
+    return np.array(fit(to_array(image, conversion.channels), conversion).transpose(2, 0, 1), order="C")
 
 
 def digest(pixels: np.ndarray) -> bytes:
