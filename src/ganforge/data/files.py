@@ -18,22 +18,16 @@ import zipfile
 import zlib
 from pathlib import Path
 
-from ganforge.data.images import BadImage
+from ganforge.data.images import BadImage, brief
 from ganforge.errors import UserError
 
 # What zipfile raises for a damaged directory or member: bad CRC or header (BadZipFile), a truncated file (EOFError,
-# OSError), corrupt deflate data (zlib.error), a name that does not decode or an impossible offset (ValueError).
-_ZIP_ERRORS = (zipfile.BadZipFile, OSError, EOFError, zlib.error, ValueError)
+# OSError), corrupt deflate data (zlib.error), a name that does not decode or an impossible offset (ValueError), a
+# version or feature it does not implement (NotImplementedError).
+_ZIP_ERRORS = (zipfile.BadZipFile, OSError, EOFError, zlib.error, ValueError, NotImplementedError)
 _READABLE_METHODS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
 _UNSUPPORTED_FLAGS = 0x1 | 0x20 | 0x40  # encrypted, compressed patched data, strong encryption
 _LOCAL_HEADER_BYTES = 30  # the fixed part of a member's local header, before its name and extra field
-MESSAGE_CHARS = 160
-
-
-def brief(text: str, limit: int = MESSAGE_CHARS) -> str:
-    """`text` cut to `limit` characters: names and parser messages from a file go into one-line errors."""
-    text = str(text)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def read_file(path: Path, cap: int) -> bytes:
@@ -73,7 +67,8 @@ class ZipMembers:
         archive = self._open()
         infos = archive.infolist()
         _check_layout(path, infos, archive.start_dir)
-        self._infos = {info.filename: info for info in infos if not info.is_dir()}
+        # Not ZipInfo.is_dir(): it fails on an empty name, which a damaged directory can hold.
+        self._infos = {info.filename: info for info in infos if not info.filename.endswith("/")}
         self.names = sorted(self._infos)
 
     def _open(self) -> zipfile.ZipFile:

@@ -69,6 +69,12 @@ def reader_conversion(channels: int, resolution: int | None) -> Conversion:
     return Conversion(channels, resolution, transform="none", max_side=resolution or MAX_RESOLUTION)
 
 
+def brief(text, limit: int = 160) -> str:
+    """`text` cut to `limit` characters: parser messages about a file go into one-line errors."""
+    text = str(text)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def is_image_name(name: str) -> bool:
     return name.lower().endswith(IMAGE_SUFFIXES)
 
@@ -95,11 +101,12 @@ def decode(data: bytes, max_side: int | None = None) -> Image.Image:
             image = Image.open(io.BytesIO(data))
             image.load()
         except (Image.DecompressionBombError, Image.DecompressionBombWarning) as error:
-            raise BadImage(f"decompression bomb: {error}") from None
+            raise BadImage(f"decompression bomb: {brief(error)}") from None
         except Image.UnidentifiedImageError:
             raise BadImage("not an image PIL can identify (wrong suffix, or not an image at all)") from None
-        except (OSError, SyntaxError, ValueError, EOFError) as error:
-            raise BadImage(f"undecodable or truncated: {error}") from None
+        # What PIL's plugins raise on a malformed file; IndexError: PNG verify() of a file without image data.
+        except (OSError, SyntaxError, ValueError, EOFError, IndexError) as error:
+            raise BadImage(f"undecodable or truncated: {brief(error)}") from None
     return image
 
 
@@ -108,7 +115,7 @@ def to_array(image: Image.Image, channels: int) -> np.ndarray:
     try:
         image = ImageOps.exif_transpose(image)
     except (OSError, SyntaxError, ValueError, KeyError, TypeError) as error:
-        raise BadImage(f"unreadable EXIF orientation: {error}") from None
+        raise BadImage(f"unreadable EXIF orientation: {brief(error)}") from None
     if image.mode in _SIXTEEN_BIT_MODES:
         image = _sixteen_to_eight_bit(image)
     if image.mode == "P":
