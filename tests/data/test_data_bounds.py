@@ -134,27 +134,47 @@ def test_folders_read_regular_files_only(tmp_path):
 @pytest.mark.parametrize(
     ("meta", "message"),
     [
-        ({"labels": entries([10**8, 0, 1])}, "class index 100000000 is outside 0..2"),
-        ({"labels": entries([5, 0, 1])}, "class index 5 is outside 0..2"),
-        ({"labels": entries([-1, 0, 1])}, "class index -1 is outside 0..2"),
-        ({"labels": entries([0, 1, 2]), "label_names": ["a"]}, r"class index 1 is outside 0..0 \(its label_names"),
-        ({"labels": entries([0, 1, 2]), "label_names": ["a", "a", "b"]}, "label_names repeats a name"),
-        ({"labels": entries([0, 1, 2]), "label_names": "abc"}, "label_names is not a list of strings"),
-        ({"labels": entries(["x", 0, 1])}, "neither a class index"),
-        ({"labels": entries([True, 0, 1])}, "neither a class index"),
-        ({"labels": entries([[0.0], [0.0, 1.0], [1.0]])}, "label vectors differ in length"),
-        ({"labels": entries([[1e39], [0.0], [1.0]])}, "not finite in float32"),
-        ({"labels": entries([[10**400], [0.0], [1.0]])}, "not finite in float32"),
-        ({"labels": entries([["a"], [0.0], [1.0]])}, "holds something other than numbers"),
-        ({"labels": {"a": 1}}, '"labels" is not a list'),
-        ({"labels": [1, 2, 3]}, "labels entry 0 is not a"),
-        ({"labels": entries([0, 1])}, r"no label for 00000/img00000002\.png"),
-        ([1, 2], "not a JSON object"),
-        ({"labels": None, "ganforge": 3}, '"ganforge" entry is not an object'),
-        ({"labels": None, "ganforge": {"content_hash": "../x"}}, "content_hash is not 64 hex digits"),
-        (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
-        (b'{"labels": [', "not valid JSON"),
-        (b"\xff\xfe\x00", "not valid JSON"),
+        pytest.param({"labels": entries([10**8, 0, 1])}, "class index 100000000 is outside 0..2", id="class-1e8"),
+        pytest.param({"labels": entries([5, 0, 1])}, "class index 5 is outside 0..2", id="class-5-of-3-images"),
+        pytest.param({"labels": entries([-1, 0, 1])}, "class index -1 is outside 0..2", id="class-minus-1"),
+        pytest.param(
+            {"labels": entries([0, 1, 2]), "label_names": ["a"]},
+            r"class index 1 is outside 0..0 \(its label_names",
+            id="too-few-label-names",
+        ),
+        pytest.param(
+            {"labels": entries([0, 1, 2]), "label_names": ["a", "a", "b"]},
+            "label_names repeats a name",
+            id="repeated-label-names",
+        ),
+        pytest.param(
+            {"labels": entries([0, 1, 2]), "label_names": "abc"},
+            "label_names is not a list of strings",
+            id="label-names-a-string",
+        ),
+        pytest.param({"labels": entries(["x", 0, 1])}, "neither a class index", id="string-label"),
+        pytest.param({"labels": entries([True, 0, 1])}, "neither a class index", id="bool-label"),
+        pytest.param(
+            {"labels": entries([[0.0], [0.0, 1.0], [1.0]])}, "label vectors differ in length", id="ragged-vectors"
+        ),
+        pytest.param({"labels": entries([[1e39], [0.0], [1.0]])}, "not finite in float32", id="vector-past-float32"),
+        pytest.param({"labels": entries([[10**400], [0.0], [1.0]])}, "not finite in float32", id="vector-past-float64"),
+        pytest.param(
+            {"labels": entries([["a"], [0.0], [1.0]])}, "holds something other than numbers", id="vector-of-strings"
+        ),
+        pytest.param({"labels": {"a": 1}}, '"labels" is not a list', id="labels-a-dict"),
+        pytest.param({"labels": [1, 2, 3]}, "labels entry 0 is not a", id="labels-not-pairs"),
+        pytest.param({"labels": entries([0, 1])}, r"no label for 00000/img00000002\.png", id="missing-label"),
+        pytest.param([1, 2], "not a JSON object", id="a-list"),
+        pytest.param({"labels": None, "ganforge": 3}, '"ganforge" entry is not an object', id="ganforge-not-an-object"),
+        pytest.param(
+            {"labels": None, "ganforge": {"content_hash": "../x"}},
+            "content_hash is not 64 hex digits",
+            id="content-hash-a-path",
+        ),
+        pytest.param(b"[" * 100_000 + b"]" * 100_000, "nested too deeply", id="nested-100000-deep"),
+        pytest.param(b'{"labels": [', "not valid JSON", id="cut-short"),
+        pytest.param(b"\xff\xfe\x00", "not valid JSON", id="not-utf"),
     ],
 )
 def test_malformed_dataset_json_is_one_user_error_naming_it(tmp_path, meta, message):
