@@ -418,6 +418,19 @@ def _build_args(src: Path, scratch: Path, *extra: str) -> list[str]:
     return ["dataset", "build", str(src), str(scratch / "out.zip"), "--transform", "none", "--workers", "0", *extra]
 
 
+def make_image_files(folder: Path) -> Path:
+    """One small image in each format `dataset build` reads, so that mutations reach each of PIL's decoders."""
+    import numpy as np
+    from PIL import Image
+
+    folder.mkdir(parents=True)
+    for seed, (suffix, fmt) in enumerate(((".png", "PNG"), (".jpg", "JPEG"), (".bmp", "BMP"), (".tif", "TIFF"),
+                                          (".webp", "WEBP"))):  # fmt: skip
+        pixels = np.random.default_rng(seed).integers(0, 256, (16, 16, 3), dtype=np.uint8)
+        Image.fromarray(pixels).save(folder / f"image{suffix}", fmt)
+    return folder
+
+
 TARGETS["zip_dataset"] = Target(
     "zip_dataset", make_zip_dataset, lambda path, scratch: ["dataset", "verify", str(path), "--workers", "0"]
 )
@@ -439,6 +452,12 @@ TARGETS["fast_header"] = Target(
 TARGETS["dataset_json"] = Target(
     "dataset_json", make_dataset_json, lambda path, scratch: _build_args(path.parent, scratch), after=dataset_json_after
 )
+TARGETS["image_files"] = Target(
+    "image_files",
+    make_image_files,
+    lambda path, scratch: ["dataset", "build", str(path), str(scratch / "out.zip"), "--resolution", "8",
+                           "--on-error", "skip", "--workers", "0"],
+)  # fmt: skip
 TARGETS["label_csv"] = Target(
     "label_csv",
     make_label_csv,

@@ -112,8 +112,15 @@ def decode(data: bytes, max_side: int | None = None) -> Image.Image:
 
 def to_array(image: Image.Image, channels: int) -> np.ndarray:
     """EXIF orientation, mode conversion and alpha compositing -> uint8 array [H, W, channels]."""
+    image = _converted(image, channels)
+    return np.asarray(image).reshape(image.height, image.width, channels)
+
+
+def _converted(image: Image.Image, channels: int) -> Image.Image:
+    """EXIF orientation, mode conversion and alpha compositing -> an "L" or "RGB" image. Nothing is copied that needs
+    no change: a source image may hold ~89 megapixels, and each copy of it costs a quarter of a GB and a second."""
     try:
-        image = ImageOps.exif_transpose(image)
+        ImageOps.exif_transpose(image, in_place=True)
     except (OSError, SyntaxError, ValueError, KeyError, TypeError) as error:
         raise BadImage(f"unreadable EXIF orientation: {brief(error)}") from None
     if image.mode in _SIXTEEN_BIT_MODES:
@@ -126,8 +133,8 @@ def to_array(image: Image.Image, channels: int) -> np.ndarray:
         image = Image.alpha_composite(background, rgba).convert("RGB")
     if image.mode not in ("1", "L", "RGB", "CMYK", "YCbCr"):
         raise BadImage(f"unsupported image mode {image.mode}")
-    image = image.convert("L" if channels == 1 else "RGB")
-    return np.asarray(image).reshape(image.height, image.width, channels)
+    target = "L" if channels == 1 else "RGB"
+    return image if image.mode == target else image.convert(target)
 
 
 def _sixteen_to_eight_bit(image: Image.Image) -> Image.Image:
@@ -140,21 +147,24 @@ def _sixteen_to_eight_bit(image: Image.Image) -> Image.Image:
 
 def fit(pixels: np.ndarray, conversion: Conversion) -> np.ndarray:
     """Crop/pad and resize [H, W, C] to [R, R, C]; refuse to upscale (an image smaller than R is a bad file)."""
-    height, width = pixels.shape[:2]
+    image = _fitted(Image.fromarray(pixels.squeeze(-1) if pixels.shape[-1] == 1 else pixels), conversion)
+    return np.asarray(image).reshape(image.height, image.width, pixels.shape[-1])
+
+
+def _fitted(image: Image.Image, conversion: Conversion) -> Image.Image:
+    width, height = image.size
     size = conversion.resolution
     if conversion.transform == "none":
         if size is None:
             if height != width or width < 4 or width & (width - 1):
                 raise BadImage(f"size {width}x{height} is not square with a power-of-two side >= 4 (`ganforge "
                                "dataset build --resolution R` resizes)")  # fmt: skip
-            return pixels
+            return image
         if (width, height) != (size, size):
             raise BadImage(f"size {width}x{height}, not {size}x{size}; `ganforge dataset build --transform "
                            "center-crop` or `pad` resizes")  # fmt: skip
-        return pixels
-    image = Image.fromarray(pixels.squeeze(-1) if pixels.shape[-1] == 1 else pixels)
-    image = _CROPPERS[conversion.transform](image, size, RESIZE_FILTERS[conversion.resize_filter])
-    return np.asarray(image).reshape(size, size, pixels.shape[-1])
+        return image
+    return _CROPPERS[conversion.transform](image, size, RESIZE_FILTERS[conversion.resize_filter])
 
 
 def _center_crop(image: Image.Image, size: int, resample) -> Image.Image:
@@ -200,7 +210,9 @@ def load_pixels(data: bytes, conversion: Conversion) -> np.ndarray:
 
 def image_pixels(image: Image.Image, conversion: Conversion) -> np.ndarray:
     """A decoded image -> validated uint8 array [C, H, W]."""
-    return np.array(fit(to_array(image, conversion.channels), conversion).transpose(2, 0, 1), order="C")
+    image = _fitted(_converted(image, conversion.channels), conversion)
+    pixels = np.asarray(image).reshape(image.height, image.width, conversion.channels)
+    return np.array(pixels.transpose(2, 0, 1), order="C")
 
 
 def digest(pixels: np.ndarray) -> bytes:
