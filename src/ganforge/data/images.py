@@ -10,7 +10,7 @@ import io
 import warnings
 
 import numpy as np
-from PIL import Image, ImageOps
+from PIL import ExifTags, Image, ImageOps
 
 from ganforge.limits import MAX_RESOLUTION
 
@@ -120,7 +120,8 @@ def _converted(image: Image.Image, channels: int) -> Image.Image:
     """EXIF orientation, mode conversion and alpha compositing -> an "L" or "RGB" image. Nothing is copied that needs
     no change: a source image may hold ~89 megapixels, and each copy of it costs a quarter of a GB and a second."""
     try:
-        ImageOps.exif_transpose(image, in_place=True)
+        if image.getexif().get(ExifTags.Base.Orientation, 1) != 1:  # exif_transpose copies even when nothing turns
+            image = ImageOps.exif_transpose(image)
     except (OSError, SyntaxError, ValueError, KeyError, TypeError) as error:
         raise BadImage(f"unreadable EXIF orientation: {brief(error)}") from None
     if image.mode in _SIXTEEN_BIT_MODES:
@@ -133,8 +134,9 @@ def _converted(image: Image.Image, channels: int) -> Image.Image:
         image = Image.alpha_composite(background, rgba).convert("RGB")
     if image.mode not in ("1", "L", "RGB", "CMYK", "YCbCr"):
         raise BadImage(f"unsupported image mode {image.mode}")
-    target = "L" if channels == 1 else "RGB"
-    return image if image.mode == target else image.convert(target)
+    if image.mode != ("L" if channels == 1 else "RGB"):  # convert() copies even an image already in the mode
+        image = image.convert("L" if channels == 1 else "RGB")
+    return image
 
 
 def _sixteen_to_eight_bit(image: Image.Image) -> Image.Image:
