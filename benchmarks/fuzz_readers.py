@@ -119,9 +119,13 @@ def mutate_file(path: Path, rng: random.Random) -> None:
         except (ValueError, UnicodeDecodeError, RecursionError):
             doc = None
         if doc is not None:
-            text = json_text(mutate_json(doc, rng)) if rng.random() > 0.02 else data.decode() + "]" * 100
-            path.write_text(text)
-            return
+            try:
+                text = json_text(mutate_json(doc, rng)) if rng.random() > 0.02 else data.decode() + "]" * 100
+            except RecursionError:  # nesting added to a document an earlier edit already nested deeply
+                text = None
+            if text is not None:
+                path.write_text(text)
+                return
     path.write_bytes(mutate_bytes(data, rng))
 
 
@@ -146,6 +150,7 @@ def _alarm(signum, frame):
 def worker(cases_file: Path, outcomes_file: Path) -> None:
     from click.testing import CliRunner
 
+    import ganforge.data  # noqa: F401  (torch and the readers, imported before the first case's alarm)
     from ganforge.cli import main
 
     signal.signal(signal.SIGALRM, _alarm)
@@ -345,6 +350,185 @@ TARGETS["checkpoint"] = Target(
     "checkpoint", make_checkpoint, lambda ckpt, scratch: ["checkpoint", "verify", str(ckpt)], resign_checkpoint
 )
 TARGETS["checkpoint-resume"] = Target("checkpoint-resume", make_checkpoint, resume_args, resign_checkpoint)
+# ---- dataset readers: NVlabs-layout zips, the fast format, dataset.json and label CSVs ---------------------------
+
+
+def _dataset_pngs(count: int = 3, size: int = 8) -> dict[str, bytes]:
+    """Tiny random PNGs named as NVlabs' dataset_tool names them."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    files = {}
+    for index in range(count):
+        buffer = io.BytesIO()
+        Image.fromarray(np.random.default_rng(index).integers(0, 256, (size, size, 3), dtype=np.uint8)).save(
+            buffer, "PNG"
+        )
+        files[f"00000/img{index:08d}.png"] = buffer.getvalue()
+    return files
+
+
+def _dataset_json(names) -> bytes:
+    return json.dumps({"labels": [[name, i % 2] for i, name in enumerate(names)], "label_names": ["a", "b"]}).encode()
+
+
+def _write_zip(path: Path, members: dict[str, bytes]) -> Path:
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return path
+
+
+def _resign_png(data: bytes) -> bytes:
+    """Recompute each PNG chunk's CRC, so that an edit inside a chunk reaches the decoder instead of the CRC check."""
+    import zlib
+
+    out, at = bytearray(data[:8]), 8
+    while at + 12 <= len(data):
+        length = int.from_bytes(data[at : at + 4], "big")
+        if at + 12 + length > len(data):
+            break
+        body = data[at + 4 : at + 8 + length]
+        out += data[at : at + 4] + body + zlib.crc32(body).to_bytes(4, "big")
+        at += 12 + length
+    return bytes(out + data[at:])
+
+
+def make_zip_dataset(folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    pngs = _dataset_pngs()
+    return _write_zip(folder / "data.zip", {**pngs, "dataset.json": _dataset_json(pngs)})
+
+
+def make_zip_members(folder: Path) -> Path:
+    """The members of a zip dataset as files; `zip_members_after` zips them after each mutation."""
+    pngs = _dataset_pngs()
+    for name, data in {**pngs, "dataset.json": _dataset_json(pngs)}.items():
+        (folder / "members" / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / "members" / name).write_bytes(data)
+    return folder / "members"
+
+
+def zip_members_after(members: Path) -> None:
+    files = {p.relative_to(members).as_posix(): p.read_bytes() for p in sorted(members.rglob("*")) if p.is_file()}
+    files = {name: _resign_png(data) if name.endswith(".png") else data for name, data in files.items()}
+    _write_zip(members.with_name("members.zip"), files)
+
+
+def make_fast_format(folder: Path) -> Path:
+    """A valid fast file whose recorded content hash is correct (verify re-derives it)."""
+    import numpy as np
+
+    from ganforge.data import fastformat, images
+
+    folder.mkdir(parents=True)
+    writer, hasher = fastformat.FastWriter(folder / "data.gfd", 3, 8), fastformat.ContentHasher()
+    for index in range(3):
+        pixels = np.random.default_rng(index).integers(0, 256, (3, 8, 8), dtype=np.uint8)
+        writer.add(pixels)
+        hasher.add(images.digest(pixels))
+    classes = np.array([0, 1, 0])
+    header = {"label_names": ["a", "b"], "content_hash": hasher.finish(3, 8, ["a", "b"], classes), "build": {}}
+    writer.finish(classes, header)
+    return folder / "data.gfd"
+
+
+def make_fast_header(folder: Path) -> Path:
+    """A fast file split into its JSON header and its data; `fast_header_after` joins them with a correct prefix, so
+    that JSON edits of the header reach the header's validation."""
+    from ganforge.data import fastformat
+
+    data = make_fast_format(folder / "whole").read_bytes()
+    _, offset, length = fastformat._PREFIX.unpack(data[: fastformat._PREFIX.size])
+    (folder / "parts").mkdir()
+    (folder / "parts" / "header.json").write_bytes(data[offset : offset + length])
+    (folder / "parts" / "data.bin").write_bytes(data[fastformat._PREFIX.size : offset])
+    return folder / "parts"
+
+
+def fast_header_after(parts: Path) -> None:
+    from ganforge.data import fastformat
+
+    header, body = (parts / "header.json").read_bytes(), (parts / "data.bin").read_bytes()
+    prefix = fastformat._PREFIX.pack(fastformat.MAGIC, fastformat._PREFIX.size + len(body), len(header))
+    parts.with_name("parts.gfd").write_bytes(prefix + body + header)
+
+
+def make_dataset_json(folder: Path) -> Path:
+    """A dataset.json for a folder of images; `dataset_json_after` puts the images beside each mutant."""
+    folder.mkdir(parents=True)
+    (folder / "dataset.json").write_bytes(_dataset_json(_dataset_pngs()))
+    return folder / "dataset.json"
+
+
+def dataset_json_after(meta: Path) -> None:
+    for name, data in _dataset_pngs().items():
+        (meta.parent / name).parent.mkdir(parents=True, exist_ok=True)
+        (meta.parent / name).write_bytes(data)
+
+
+def make_label_csv(folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "labels.csv").write_text(
+        "file,label\n" + "".join(f"{n},{i % 2}\n" for i, n in enumerate(_dataset_pngs()))
+    )
+    return folder / "labels.csv"
+
+
+def _build_args(src: Path, scratch: Path, *extra: str) -> list[str]:
+    return ["dataset", "build", str(src), str(scratch / "out.zip"), "--transform", "none", "--workers", "0", *extra]
+
+
+def make_image_files(folder: Path) -> Path:
+    """One small image in each format `dataset build` reads, so that mutations reach each of PIL's decoders."""
+    import numpy as np
+    from PIL import Image
+
+    folder.mkdir(parents=True)
+    for seed, (suffix, fmt) in enumerate(((".png", "PNG"), (".jpg", "JPEG"), (".bmp", "BMP"), (".tif", "TIFF"),
+                                          (".webp", "WEBP"))):  # fmt: skip
+        pixels = np.random.default_rng(seed).integers(0, 256, (16, 16, 3), dtype=np.uint8)
+        Image.fromarray(pixels).save(folder / f"image{suffix}", fmt)
+    return folder
+
+
+TARGETS["zip_dataset"] = Target(
+    "zip_dataset", make_zip_dataset, lambda path, scratch: ["dataset", "verify", str(path), "--workers", "0"]
+)
+TARGETS["zip_members"] = Target(
+    "zip_members",
+    make_zip_members,
+    lambda path, scratch: ["dataset", "verify", str(path.with_name("members.zip")), "--workers", "0"],
+    after=zip_members_after,
+)
+TARGETS["fast_format"] = Target(
+    "fast_format", make_fast_format, lambda path, scratch: ["dataset", "verify", str(path), "--workers", "0"]
+)
+TARGETS["fast_header"] = Target(
+    "fast_header",
+    make_fast_header,
+    lambda path, scratch: ["dataset", "verify", str(path.with_name("parts.gfd")), "--workers", "0"],
+    after=fast_header_after,
+)
+TARGETS["dataset_json"] = Target(
+    "dataset_json", make_dataset_json, lambda path, scratch: _build_args(path.parent, scratch), after=dataset_json_after
+)
+TARGETS["image_files"] = Target(
+    "image_files",
+    make_image_files,
+    lambda path, scratch: ["dataset", "build", str(path), str(scratch / "out.zip"), "--resolution", "8",
+                           "--on-error", "skip", "--workers", "0"],
+)  # fmt: skip
+TARGETS["label_csv"] = Target(
+    "label_csv",
+    make_label_csv,
+    lambda path, scratch: _build_args(path.parent, scratch, "--labels", str(path)),
+    after=dataset_json_after,
+)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from ganforge.data import fastformat
+from ganforge.data import fastformat, images
 
 
 def pixels(seed: int, size: int = 16, channels: int = 3) -> np.ndarray:
@@ -77,12 +77,17 @@ def write_nvlabs_zip(path: Path, arrays: list[np.ndarray], labels: list[int] | N
     return path
 
 
-def write_fast(path: Path, arrays: list[np.ndarray], labels: list[int], label_names: list[str]) -> Path:
-    """A fast-format file of [H, W, C] arrays with class labels."""
-    writer = fastformat.FastWriter(path, channels=arrays[0].shape[2], resolution=arrays[0].shape[0])
+def write_fast(path: Path, arrays: list[np.ndarray], labels: list[int] | None, label_names: list[str]) -> Path:
+    """A fast-format file of [H, W, C] arrays with class labels (None and [] without), its content hash correct."""
+    channels, resolution = arrays[0].shape[2], arrays[0].shape[0]
+    writer, hasher = fastformat.FastWriter(path, channels, resolution), fastformat.ContentHasher()
     for array in arrays:
-        writer.add(np.ascontiguousarray(array.transpose(2, 0, 1)))
-    writer.finish(np.array(labels), {"label_names": label_names, "content_hash": "test", "build": {}})
+        pixels = np.ascontiguousarray(array.transpose(2, 0, 1))
+        writer.add(pixels)
+        hasher.add(images.digest(pixels))
+    classes = None if labels is None else np.array(labels, dtype=np.int64)
+    content_hash = hasher.finish(channels, resolution, label_names, classes)
+    writer.finish(classes, {"label_names": label_names, "content_hash": content_hash, "build": {}})
     return path
 
 

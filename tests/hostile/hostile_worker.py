@@ -16,6 +16,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+import ganforge.data  # noqa: F401  (torch and the readers: imported before the first case's clock starts)
+import ganforge.nets  # noqa: F401
 from ganforge.cli import main as ganforge_main
 
 ALARM_MARGIN_S = 20

@@ -15,7 +15,6 @@ computed on first use. `verify` re-derives the pixel-based hash to check a store
 
 import functools
 import hashlib
-import json
 import os
 import zipfile
 from pathlib import Path
@@ -23,48 +22,57 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ganforge.data import fastformat, images
+from ganforge.data import fastformat, images, labels
+from ganforge.data.files import ZipMembers, brief, read_file
 from ganforge.errors import UserError
 
 _GREY_MODES = ("1", "L", "LA", "La", "I", "I;16", "I;16L", "I;16B", "I;16N")
 
 
 class _FileSource:
-    """Shared logic of folders and zips: a sorted list of image names read as bytes and decoded on access."""
+    """Shared logic of folders and zips: a sorted list of image names read as bytes and decoded on access.
+
+    Until the first image is read, a file may hold an image of up to MAX_RESOLUTION on a side, and from then on of
+    the first image's side: each file's size and its header's image size are checked against that before decoding.
+    """
 
     format = ""
 
-    def __init__(self, path: Path, names: list[str], meta: dict | None):
+    def __init__(self, path: Path, names: list[str], meta_file: str | None):
         if not names:
             raise UserError(f"no images ({', '.join(images.IMAGE_SUFFIXES)}) found in {path}")
-        self.path, self.names = path, names
+        self.path, self.names, self.resolution = path, names, None
         try:
-            first_mode = images.decode(self.read(0)).mode
+            first = images.decode(self.read(0), self._conversion(3).max_side)
+            self.channels = 1 if first.mode in _GREY_MODES else 3
+            self.resolution = images.image_pixels(first, self._conversion(self.channels)).shape[-1]
         except images.BadImage as error:
             raise self._bad(0, error) from None
-        self.channels = 1 if first_mode in _GREY_MODES else 3
-        self.resolution = self._pixels(0, self.read(0)).shape[-1]
-        self.labels, self.label_names = _parse_labels(path, names, meta)
+        meta, where = None, f"{path}/{meta_file}"
+        if meta_file is not None:
+            try:
+                meta = labels.read_meta(self.read_named(meta_file, labels.metadata_cap(len(names))), where)
+            except images.BadImage as error:
+                raise UserError(f"{where}: {error}") from None
+        self.labels, self.label_names = labels.image_labels(meta, names, where)
         self.stored_hash = (meta or {}).get("ganforge", {}).get("content_hash")
 
-    def load(self, index: int) -> np.ndarray:
-        pixels = self._pixels(index, self.read(index))
-        if pixels.shape != (self.channels, self.resolution, self.resolution):
-            raise UserError(
-                f"{self.path}/{self.names[index]}: size {pixels.shape[2]}x{pixels.shape[1]}, expected "
-                f"{self.resolution}x{self.resolution} like the first image; `ganforge dataset build` makes an archive"
-            )
-        return pixels
+    def _conversion(self, channels: int) -> images.Conversion:
+        return images.reader_conversion(channels, self.resolution)
 
-    def _pixels(self, index: int, data: bytes) -> np.ndarray:
+    def read(self, index: int) -> bytes:
+        """The bytes of image `index`, at most what an image file of this dataset may take; BadImage if not."""
+        return self.read_named(self.names[index], images.max_file_bytes(self._conversion(3).max_side))
+
+    def load(self, index: int) -> np.ndarray:
         try:
-            return images.load_pixels(data, images.Conversion(channels=self.channels, transform="none"))
+            return images.load_pixels(self.read(index), self._conversion(self.channels))
         except images.BadImage as error:
             raise self._bad(index, error) from None
 
     def _bad(self, index: int, error: images.BadImage) -> UserError:
         return UserError(
-            f"{self.path}/{self.names[index]}: {error}; `ganforge dataset build --on-error skip` "
+            f"{self.path}/{brief(self.names[index])}: {error}; `ganforge dataset build --on-error skip` "
             "makes an archive without the bad files"
         )
 
@@ -73,17 +81,21 @@ class FolderSource(_FileSource):
     format = "folder"
 
     def __init__(self, path: Path):
-        names = sorted(p.relative_to(path).as_posix() for p in path.rglob("*") if images.is_image_name(p.name))
-        meta_path = path / "dataset.json"
-        super().__init__(path, names, json.loads(meta_path.read_text()) if meta_path.is_file() else None)
+        names = sorted(
+            p.relative_to(path).as_posix() for p in path.rglob("*") if images.is_image_name(p.name) and p.is_file()
+        )
+        super().__init__(path, names, "dataset.json" if (path / "dataset.json").is_file() else None)
 
-    def read(self, index: int) -> bytes:
-        return (self.path / self.names[index]).read_bytes()
+    def read_named(self, name: str, cap: int) -> bytes:
+        return read_file(self.path / name, cap)
 
     def fallback_hash(self) -> str:
         hasher = hashlib.sha256()
         for index, name in enumerate(self.names):
-            data = self.read(index)
+            try:
+                data = self.read(index)
+            except images.BadImage as error:
+                raise self._bad(index, error) from None
             hasher.update(f"{name}\0{len(data)}\0".encode())
             hasher.update(data)
         return hasher.hexdigest()
@@ -93,28 +105,38 @@ class ZipSource(_FileSource):
     format = "zip"
 
     def __init__(self, path: Path):
-        self.path, self._zip, self._pid = path, None, None
-        members = self._open().namelist()
-        names = sorted(name for name in members if images.is_image_name(name))
-        meta = json.loads(self._open().read("dataset.json")) if "dataset.json" in members else None
-        super().__init__(path, names, meta)
+        self.members = ZipMembers(path)
+        names = [name for name in self.members.names if images.is_image_name(name)]
+        super().__init__(path, names, "dataset.json" if "dataset.json" in self.members.names else None)
+        # What the directory tells is refused now, not when training reaches the member.
+        cap = images.max_file_bytes(self.resolution)
+        for index, name in enumerate(names):
+            problem = self.members.problem(name, cap)
+            if problem:
+                raise self._bad(index, images.BadImage(problem))
 
-    def _open(self) -> zipfile.ZipFile:
-        if self._pid != os.getpid():  # first use in this process (e.g. a freshly forked DataLoader worker)
-            self._zip, self._pid = zipfile.ZipFile(self.path), os.getpid()
-        return self._zip
-
-    def read(self, index: int) -> bytes:
-        return self._open().read(self.names[index])
-
-    def __getstate__(self):
-        return {**self.__dict__, "_zip": None, "_pid": None}
+    def read_named(self, name: str, cap: int) -> bytes:
+        return self.members.read(name, cap)
 
     def fallback_hash(self) -> str:
         hasher = hashlib.sha256()
-        for info in sorted(self._open().infolist(), key=lambda info: info.filename):
+        for info in self.members.infos():
             hasher.update(f"{info.filename}\0{info.file_size}\0{info.CRC}\0".encode())
         return hasher.hexdigest()
+
+
+class _ImageNames:
+    """`image 0`, `image 1`, ...: the names of a fast file's images, made on demand (a list would cost ~80 bytes an
+    image up front)."""
+
+    def __init__(self, count: int):
+        self.count = count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, index: int) -> str:
+        return f"image {range(self.count)[index]}"
 
 
 class FastSource:
@@ -123,13 +145,13 @@ class FastSource:
     def __init__(self, path: Path):
         try:
             header = fastformat.read_header(path)
-        except (ValueError, KeyError, OSError) as error:
-            raise UserError(f"{path}: damaged fast dataset ({error}); rebuild it") from None
+            class_labels = fastformat.read_labels(path, header)
+        except (ValueError, OSError) as error:
+            raise UserError(f"{path}: damaged fast dataset ({brief(error, 200)}); rebuild it") from None
         self.path, self.header = path, header
         self.channels, self.resolution = header["channels"], header["resolution"]
-        self.names = [f"image {i}" for i in range(header["count"])]
-        self.label_names = header["label_names"]
-        self.labels = fastformat.read_labels(path, header)
+        self.names = _ImageNames(header["count"])
+        self.label_names, self.labels = header["label_names"], class_labels
         self.stored_hash = header["content_hash"]
         self._images, self._pid = None, None
 
@@ -141,24 +163,6 @@ class FastSource:
 
     def __getstate__(self):
         return {**self.__dict__, "_images": None, "_pid": None}
-
-
-def _parse_labels(path: Path, names: list[str], meta: dict | None) -> tuple[np.ndarray | None, list[str]]:
-    """NVlabs' `labels` list -> class indices [N] (int) or label vectors [N, D] (float), plus label names."""
-    entries = (meta or {}).get("labels")
-    if not entries:
-        return None, []
-    table = {str(name).replace("\\", "/"): value for name, value in entries}
-    missing = [name for name in names if name not in table]
-    if missing:
-        raise UserError(*(f"{path}/dataset.json: no label for {name}" for name in missing[:20]))
-    values = [table[name] for name in names]
-    if all(isinstance(value, int) for value in values):
-        labels = np.array(values, dtype=np.int64)
-        default_names = [str(i) for i in range(int(labels.max()) + 1)]
-        return labels, list(meta.get("label_names") or default_names)
-    labels = np.array(values, dtype=np.float32).reshape(len(values), -1)
-    return labels, [str(i) for i in range(labels.shape[1])]
 
 
 class ImageDataset(torch.utils.data.Dataset):
@@ -235,12 +239,16 @@ def _batch_tensor(shape: tuple[int, ...]) -> torch.Tensor:
 def open_source(path: Path):
     if path.is_dir():
         return FolderSource(path)
+    if not path.exists():
+        raise UserError(f"{path} does not exist")
+    if not path.is_file():  # a FIFO or a device would block or never end
+        raise UserError(f"{path} is not a folder, a zip, or a ganforge fast dataset (not a regular file)")
     if zipfile.is_zipfile(path):
         return ZipSource(path)
     if fastformat.is_fast_file(path):
         return FastSource(path)
-    if not path.exists():
-        raise UserError(f"{path} does not exist")
+    if path.suffix.lower() == ".zip":
+        raise UserError(f"{path}: not a readable zip (its directory at the end is missing: cut short or damaged)")
     raise UserError(f"{path} is not a folder, a zip, or a ganforge fast dataset")
 
 

@@ -8,19 +8,19 @@ beyond the file list and a 16-byte digest per written image.
 """
 
 import collections
-import csv
+import contextlib
 import dataclasses
 import json
 import multiprocessing
 import os
 import zipfile
-import zlib
 from pathlib import Path
 
 import numpy as np
 
 from ganforge import __version__
-from ganforge.data import fastformat, images
+from ganforge.data import fastformat, images, labels
+from ganforge.data.files import ZipMembers, brief, read_file
 from ganforge.errors import UserError
 from ganforge.limits import RESOLUTIONS, resolution_ok
 from ganforge.outputs import check_writable_folder
@@ -28,6 +28,9 @@ from ganforge.progress import progress_bar
 
 FORMATS = ("zip", "fast")
 _IN_FLIGHT_PER_WORKER = 4  # enough queued work to keep each worker busy, little enough to bound memory
+# Source files waiting for a worker are held in memory (and pickled to it); past this many bytes, the oldest is
+# waited for first, so a few huge files never pile up.
+_IN_FLIGHT_BYTES = 256 * 2**20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,7 +53,8 @@ def default_workers() -> int:
 
 
 def ordered_map(function, items, workers: int):
-    """map() over a process pool that yields results in input order and keeps at most a few items per worker queued.
+    """map() over a process pool that yields results in input order and keeps at most a few items per worker (and
+    _IN_FLIGHT_BYTES of source bytes) queued.
 
     Pool.imap would consume the whole input eagerly and buffer every result a slow consumer has not taken yet.
     """
@@ -60,21 +64,24 @@ def ordered_map(function, items, workers: int):
     # fork starts workers instantly and shares the parent's imports; spawn where fork does not exist.
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
     with multiprocessing.get_context(method).Pool(workers) as pool:
-        pending = collections.deque()
+        pending, sizes = collections.deque(), collections.deque()
         for item in items:
             pending.append(pool.apply_async(function, (item,)))
-            if len(pending) >= _IN_FLIGHT_PER_WORKER * workers:
+            sizes.append(len(item[0]))
+            while len(pending) >= _IN_FLIGHT_PER_WORKER * workers or sum(sizes) > _IN_FLIGHT_BYTES:
+                sizes.popleft()
                 yield pending.popleft().get()
         while pending:
             yield pending.popleft().get()
 
 
 def read_or_reason(read, key) -> bytes | str:
-    """read(key), or the reason it failed: a damaged member or file is one bad file, not the end of the run."""
+    """read(key), or the reason it failed: a damaged, oversized or unreadable file is one bad file, not the end of
+    the run."""
     try:
         return read(key)
-    except (OSError, EOFError, zipfile.BadZipFile, zlib.error) as error:
-        return f"unreadable: {type(error).__name__}: {error}"
+    except images.BadImage as error:
+        return str(error)
 
 
 class SourceFiles:
@@ -82,17 +89,27 @@ class SourceFiles:
 
     def __init__(self, src: Path):
         self.src = src
-        self._zip = zipfile.ZipFile(src) if src.is_file() else None
+        self._zip = ZipMembers(src) if src.is_file() else None
         if self._zip is None:
             every = sorted(p.relative_to(src).as_posix() for p in src.rglob("*") if p.is_file())
         else:
-            every = sorted(info.filename for info in self._zip.infolist() if not info.is_dir())
+            every = self._zip.names
         self.names = [name for name in every if images.is_image_name(name)]
         self.ignored = len(every) - len(self.names)
-        self.meta = json.loads(self.read("dataset.json")) if "dataset.json" in every else None
+        self.meta_path, self.meta = f"{src}/dataset.json", None
+        if "dataset.json" in every:
+            try:
+                data = self._read("dataset.json", labels.metadata_cap(len(self.names)))
+            except images.BadImage as error:
+                raise UserError(f"{self.meta_path}: {error}") from None
+            self.meta = labels.read_meta(data, self.meta_path)
 
     def read(self, name: str) -> bytes:
-        return self._zip.read(name) if self._zip is not None else (self.src / name).read_bytes()
+        """Source image `name`, at most `images.max_source_bytes()`; BadImage if it cannot be read."""
+        return self._read(name, images.max_source_bytes())
+
+    def _read(self, name: str, cap: int) -> bytes:
+        return self._zip.read(name, cap) if self._zip is not None else read_file(self.src / name, cap)
 
     def close(self) -> None:
         if self._zip is not None:
@@ -117,42 +134,19 @@ def assign_labels(files: SourceFiles, spec: str) -> tuple[dict[str, int] | None,
         text = {name: name.split("/")[0] for name in files.names if "/" in name}
         problems = {name: "not inside a class sub-folder (--labels folders)" for name in files.names if "/" not in name}
     elif spec == "source":
-        text, problems = _source_labels(files)
+        text, problems = labels.source_classes(files.meta, files.names, files.meta_path)
     else:
-        text, problems = _csv_labels(Path(spec), files.names)
+        try:
+            data = read_file(Path(spec), labels.metadata_cap(len(files.names)))
+        except images.BadImage as error:
+            raise UserError(f"--labels {spec}: {error}") from None
+        text, problems = labels.csv_classes(data, Path(spec), files.names)
     label_names = _sorted_label_names(text.values())
+    if len(label_names) > labels.MAX_LABEL_DIM:
+        raise UserError(f"--labels {spec}: {len(label_names)} classes, more than the {labels.MAX_LABEL_DIM} "
+                        "ganforge takes")  # fmt: skip
     index = {name: i for i, name in enumerate(label_names)}
     return {name: index[value] for name, value in text.items()}, label_names, problems
-
-
-def _source_labels(files: SourceFiles) -> tuple[dict[str, str], dict[str, str]]:
-    """Class labels from SRC's NVlabs-style dataset.json, named by its `label_names` when it has them."""
-    entries = dict((files.meta or {}).get("labels") or [])
-    if not all(isinstance(value, int) for value in entries.values()):
-        raise UserError("--labels source: dataset.json holds label vectors; ganforge archives hold class labels only")
-    names = (files.meta or {}).get("label_names") or [str(i) for i in range(max(entries.values(), default=-1) + 1)]
-    text = {name: names[entries[name]] for name in files.names if name in entries}
-    problems = {name: "no label in SRC/dataset.json (--labels source)" for name in files.names if name not in entries}
-    return text, problems
-
-
-def _csv_labels(path: Path, names: list[str]) -> tuple[dict[str, str], dict[str, str]]:
-    """`file,label` rows (an optional `file,label` header row); file paths relative to SRC."""
-    with open(path, newline="", encoding="utf-8") as stream:
-        rows = list(csv.reader(stream))
-    if rows and [cell.strip().lower() for cell in rows[0]] == ["file", "label"]:
-        rows = rows[1:]
-    known, table, problems = set(names), {}, {}
-    for line, row in enumerate(rows, start=1):
-        file = row[0].strip().replace("\\", "/").removeprefix("./") if row else ""
-        if len(row) != 2 or not file or not row[1].strip():
-            problems[f"{path}:{line}"] = "expected a `file,label` row"
-        elif file not in known:
-            problems[f"{path}:{line}"] = f"{file} is not an image in SRC"
-        else:
-            table[file] = row[1].strip()
-    problems.update({name: f"no row in {path.name} (--labels)" for name in names if name not in table})
-    return table, problems
 
 
 def check_options(src: Path, dest: Path, options: BuildOptions) -> str:
@@ -208,7 +202,7 @@ class ZipWriter:
 
     def __init__(self, path: Path):
         self.count = 0
-        self._zip = zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED)
+        self._zip = zipfile.ZipFile(path, "x", compression=zipfile.ZIP_STORED)
 
     @staticmethod
     def member_name(index: int) -> str:
@@ -239,6 +233,7 @@ class _Build:
         self.shape, self.writer, self.hasher = None, None, None
         self.first_of: dict[bytes, str] = {}
         self.labels: list[int] = []
+        self.report_partial = partial.with_name(partial.name.removesuffix(".partial") + ".report.json.partial")
 
     def accept(self, name: str, result: tuple, label: int | None) -> None:
         if result[0] == "bad":
@@ -256,7 +251,8 @@ class _Build:
         self.first_of[digest[:16]] = name
         if self.skip_writes_after_problem and self.problems:
             return  # --on-error fail: nothing will be kept, so only validate from here on
-        self.writer.add(payload)
+        with writing(self.partial):
+            self.writer.add(payload)
         self.hasher.add(digest)
         if label is not None:
             self.labels.append(label)
@@ -267,19 +263,22 @@ class _Build:
         if not resolution_ok(resolution):
             raise UserError(f"SRC: the images are {resolution}x{resolution}, and `ganforge train` takes {RESOLUTIONS}; "
                             "pass --resolution R to resize them")  # fmt: skip
-        if self.fmt == "zip":
-            self.writer = ZipWriter(self.partial)
-        else:
-            self.writer = fastformat.FastWriter(self.partial, channels, resolution)
+        with writing(self.partial):
+            self.partial.unlink(missing_ok=True)  # left by a build that was killed; the writers create exclusively
+            if self.fmt == "zip":
+                self.writer = ZipWriter(self.partial)
+            else:
+                self.writer = fastformat.FastWriter(self.partial, channels, resolution)
         self.hasher = fastformat.ContentHasher()
 
     def finish(self, build_info: dict) -> str:
         label_names, labels = self._used_labels()
         content_hash = self.hasher.finish(self.shape[0], self.shape[1], label_names, labels)
         header = {"count": self.writer.count, "channels": self.shape[0], "resolution": self.shape[1]}
-        self.writer.finish(
-            labels, {**header, "label_names": label_names, "content_hash": content_hash, "build": build_info}
-        )
+        with writing(self.partial):
+            self.writer.finish(
+                labels, {**header, "label_names": label_names, "content_hash": content_hash, "build": build_info}
+            )
         return content_hash
 
     def _used_labels(self) -> tuple[list[str], np.ndarray | None]:
@@ -291,9 +290,26 @@ class _Build:
         return [self.label_names[i] for i in used], np.array([new_index[c] for c in self.labels], dtype=np.int64)
 
     def discard(self) -> None:
+        """Remove every partial output. Runs while another error propagates: closing a writer on a full disk fails
+        again (its buffered bytes cannot be flushed), which must not keep the partial files from being removed."""
         if self.writer is not None:
-            self.writer.close()
-        self.partial.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                self.writer.close()
+        for path in (self.partial, self.report_partial):
+            with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+                path.unlink()
+
+
+@contextlib.contextmanager
+def writing(path: Path):
+    """An OSError while writing `path` (a full disk, a folder made read-only or removed meanwhile) -> UserError."""
+    try:
+        yield
+    except OSError as error:
+        raise UserError(
+            f"DEST: cannot write {path} ({error.strerror or type(error).__name__}); free space or pass another "
+            "DEST; nothing was written"
+        ) from None
 
 
 def build(src, dest, options: BuildOptions | None = None) -> dict:
@@ -337,21 +353,24 @@ def _decode_all(files, names, label_of, state: _Build, options: BuildOptions, fm
             progress.update()
 
 
+def failure(listed: list[str], advice: str) -> UserError:
+    """Each problem on its line, then what to do; a lone problem and the advice share one line."""
+    if len(listed) == 1:
+        return UserError(f"{listed[0]}; {advice}")
+    return UserError(*listed, f"{len(listed)} problems; {advice}")
+
+
 def _finish(src: Path, dest: Path, state: _Build, options: BuildOptions, fmt: str) -> dict:
-    listed = [f"{src}/{name}: {reason}" for name, reason in state.problems]
+    listed = [f"{src}/{brief(name)}: {reason}" for name, reason in state.problems]
     if state.problems and options.on_error == "fail":
-        raise UserError(
-            *listed,
-            f"{len(listed)} problem(s); nothing written. Fix or remove these files, or pass "
-            "--on-error skip to build from the good images and list the rest in DEST.report.json",
-        )
+        raise failure(listed, "nothing written. Fix or remove these files, or pass --on-error skip to build from the "
+                              "good images and list the rest in DEST.report.json")  # fmt: skip
     if state.writer is None or state.writer.count == 0:
-        raise UserError(*listed, f"SRC: {src} holds no usable image; nothing written")
+        raise failure(listed or [f"SRC: {src}"], "no usable image; nothing written")
     # The worker count changes nothing in the output, so it is left out: equal inputs give byte-identical archives.
     options_used = {key: value for key, value in dataclasses.asdict(options).items() if key != "workers"}
     build_info = {"source": str(src), "ganforge": __version__, **options_used, "format": fmt}
     content_hash = state.finish(build_info)
-    os.replace(state.partial, dest)
     summary = {
         "dest": str(dest),
         "format": fmt,
@@ -360,8 +379,15 @@ def _finish(src: Path, dest: Path, state: _Build, options: BuildOptions, fmt: st
         "skipped": [{"file": name, "reason": reason} for name, reason in state.problems],
         "report": None,
     }
+    report = dest.with_name(dest.name + ".report.json")
     if options.on_error == "skip":
-        report = dest.with_name(dest.name + ".report.json")
-        report.write_text(json.dumps({**summary, "build": build_info}, indent=1))
         summary["report"] = str(report)
+        with writing(state.report_partial):
+            state.report_partial.unlink(missing_ok=True)
+            state.report_partial.write_text(json.dumps({**summary, "build": build_info}, indent=1))
+    # Both outputs are complete before either is renamed into place.
+    with writing(dest):
+        os.replace(state.partial, dest)
+    if options.on_error == "skip":
+        os.replace(state.report_partial, report)
     return summary

@@ -23,9 +23,14 @@ from pathlib import Path
 
 import numpy as np
 
+from ganforge.data import labels
+from ganforge.limits import MAX_RESOLUTION
+
 MAGIC = b"GFFAST01"
 DATA_OFFSET = 4096
 _PREFIX = struct.Struct("<8sQQ")
+# The header holds the label names (at most MAX_LABEL_DIM) and the build options: far less than this.
+MAX_HEADER_BYTES = 16 * 2**20
 
 
 class ContentHasher:
@@ -56,13 +61,30 @@ def is_fast_file(path: Path) -> bool:
 
 
 def read_header(path: Path) -> dict:
-    """The JSON header, with the byte offsets of the image and label arrays added; ValueError if malformed."""
+    """The validated JSON header, with the byte offsets of the image and label arrays added; ValueError saying what
+    is wrong otherwise. Every reader and command takes the header from here, so they accept the same files."""
+    size = path.stat().st_size
     with open(path, "rb") as file:
-        magic, offset, length = _PREFIX.unpack(file.read(_PREFIX.size))
+        prefix = file.read(_PREFIX.size)
+        if len(prefix) < _PREFIX.size:
+            raise ValueError(f"{size} bytes, shorter than the {_PREFIX.size}-byte prefix")
+        magic, offset, length = _PREFIX.unpack(prefix)
         if magic != MAGIC:
             raise ValueError("not a ganforge fast dataset (bad magic bytes)")
+        # The header is written last, so it ends the file; its length is checked before it is read.
+        if not (offset >= DATA_OFFSET and offset + length == size and length <= MAX_HEADER_BYTES):
+            raise ValueError(f"the prefix places the header at bytes {offset}+{length} of a {size}-byte file")
         file.seek(offset)
-        header = json.loads(file.read(length).decode())
+        text = file.read(length)
+    try:
+        header = json.loads(text)
+    except RecursionError:
+        raise ValueError("the header is JSON nested too deeply") from None
+    except ValueError:  # JSONDecodeError, UnicodeDecodeError
+        raise ValueError("the header is not JSON") from None
+    problem = header_problem(header)
+    if problem:
+        raise ValueError(problem)
     image_bytes = header["count"] * header["channels"] * header["resolution"] ** 2
     header["images_offset"] = DATA_OFFSET
     header["labels_offset"] = DATA_OFFSET + image_bytes
@@ -72,16 +94,45 @@ def read_header(path: Path) -> dict:
     return header
 
 
+def header_problem(header) -> str | None:
+    """What is wrong with a parsed header's fields (None: each has its type and range)."""
+    if not isinstance(header, dict):
+        return "the header is not a JSON object"
+    if header.get("format") != "ganforge-fast" or header.get("format_version") != 1:
+        return "the header is not format ganforge-fast version 1"
+    checks = (
+        ("count", lambda n: n >= 1, "a whole number >= 1"),
+        ("channels", lambda c: c in (1, 3), "1 or 3"),
+        ("resolution", lambda r: 1 <= r <= MAX_RESOLUTION, f"a whole number from 1 to {MAX_RESOLUTION}"),
+    )
+    for key, ok, expected in checks:
+        value = header.get(key)
+        if type(value) is not int or not ok(value):  # bool is an int subclass, 1.5 and "x" are not ints
+            return f"header field {key} is not {expected}"
+    names = header.get("label_names")
+    problem = labels.names_problem(names)
+    if problem:
+        return problem
+    if not labels.is_content_hash(header.get("content_hash")):
+        return "header field content_hash is not 64 hex digits"
+    return None
+
+
 def map_images(path: Path, header: dict) -> np.memmap:
     shape = (header["count"], header["channels"], header["resolution"], header["resolution"])
     return np.memmap(path, dtype=np.uint8, mode="r", offset=header["images_offset"], shape=shape)
 
 
 def read_labels(path: Path, header: dict) -> np.ndarray | None:
+    """The class indices [count] of a file whose header read_header() returned; ValueError if one is out of range."""
     if not header["label_names"]:
         return None
-    labels = np.memmap(path, dtype="<i8", mode="r", offset=header["labels_offset"], shape=(header["count"],))
-    return np.array(labels, dtype=np.int64)
+    mapped = np.memmap(path, dtype="<i8", mode="r", offset=header["labels_offset"], shape=(header["count"],))
+    classes = np.array(mapped, dtype=np.int64)
+    problem = labels.class_problem(classes, len(header["label_names"]))
+    if problem:
+        raise ValueError(problem)
+    return classes
 
 
 class FastWriter:
@@ -91,7 +142,7 @@ class FastWriter:
         self.path = path
         self.channels, self.resolution = channels, resolution
         self.count = 0
-        self._file = open(path, "wb")  # noqa: SIM115 -- closed by finish()/close(), it outlives this call
+        self._file = open(path, "xb")  # noqa: SIM115 -- closed by finish()/close(), it outlives this call
         self._file.write(b"\0" * DATA_OFFSET)
 
     def add(self, pixels: np.ndarray) -> None:

@@ -10,7 +10,9 @@ import io
 import warnings
 
 import numpy as np
-from PIL import Image, ImageOps
+from PIL import ExifTags, Image, ImageOps
+
+from ganforge.limits import MAX_RESOLUTION
 
 # Suffixes the tool reads; anything else in a source folder or zip (labels.csv, dataset.json, .DS_Store) is ignored.
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff")
@@ -26,6 +28,22 @@ ALPHA_BACKGROUND = 255
 PAD_FILL = 0
 _ALPHA_MODES = ("RGBA", "RGBa", "LA", "La", "PA")
 _SIXTEEN_BIT_MODES = ("I;16", "I;16L", "I;16B", "I;16N", "I")
+# An image file holds its pixels and some metadata: 16-bit RGBA without compression (8 bytes a pixel) is the most any
+# format read here stores per pixel, and headers, EXIF, ICC profiles and text chunks take far less than 16 MiB.
+_BYTES_PER_PIXEL, METADATA_BYTES = 8, 16 * 2**20
+
+
+def max_file_bytes(side: int) -> int:
+    """The most bytes an image file of at most `side` x `side` pixels may legitimately take: a zip member or file
+    declaring more is refused before a byte of it is read (a 1.5 MB zip can inflate to gigabytes)."""
+    return _BYTES_PER_PIXEL * side * side + METADATA_BYTES
+
+
+def max_source_bytes() -> int:
+    """The most bytes `dataset build` reads of one source image: Pillow's largest image (MAX_IMAGE_PIXELS, its
+    decompression-bomb limit) at 3 bytes a pixel, plus metadata. Any photo as JPEG or PNG fits; the cap keeps a
+    bomb member from being read whole."""
+    return 3 * (Image.MAX_IMAGE_PIXELS or 0) + METADATA_BYTES
 
 
 class BadImage(Exception):
@@ -40,14 +58,30 @@ class Conversion:
     resolution: int | None = None
     transform: str = "center-crop"
     resize_filter: str = "lanczos"
+    # The largest side a file may declare in its header, refused before decoding; None: Pillow's pixel limit only
+    # (the readers of a dataset know the side of its images, `dataset build` takes photos of any size).
+    max_side: int | None = None
+
+
+def reader_conversion(channels: int, resolution: int | None) -> Conversion:
+    """How the readers of a dataset take its images: as they are (no resize), each `resolution` x `resolution` (the
+    first image's size; None for the first image itself, which may be up to MAX_RESOLUTION on a side)."""
+    return Conversion(channels, resolution, transform="none", max_side=resolution or MAX_RESOLUTION)
+
+
+def brief(text, limit: int = 160) -> str:
+    """`text` cut to `limit` characters: parser messages about a file go into one-line errors."""
+    text = str(text)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def is_image_name(name: str) -> bool:
     return name.lower().endswith(IMAGE_SUFFIXES)
 
 
-def decode(data: bytes) -> Image.Image:
-    """Fully decode `data`, rejecting empty, unidentifiable, truncated, corrupt and decompression-bomb files.
+def decode(data: bytes, max_side: int | None = None) -> Image.Image:
+    """Fully decode `data`, rejecting empty, unidentifiable, truncated, corrupt and decompression-bomb files, and
+    files whose header declares a side above `max_side` (checked before any pixel is decoded).
 
     PIL's LOAD_TRUNCATED_IMAGES stays off, so a truncated file raises instead of decoding as grey padding; verify()
     additionally checks PNG chunk checksums and the end marker, which load() alone does not reach.
@@ -58,24 +92,38 @@ def decode(data: bytes) -> Image.Image:
         # PIL only warns between MAX_IMAGE_PIXELS and twice that; a bomb is a bomb either way.
         warnings.simplefilter("error", Image.DecompressionBombWarning)
         try:
-            Image.open(io.BytesIO(data)).verify()
+            header = Image.open(io.BytesIO(data))  # reads the header only
+            if max_side is not None and max(header.size) > max_side:
+                width, height = header.size
+                raise BadImage(f"size {width}x{height}, larger than the {max_side}x{max_side} this dataset's images "
+                               "may be (refused before decoding)")  # fmt: skip
+            header.verify()
             image = Image.open(io.BytesIO(data))
             image.load()
         except (Image.DecompressionBombError, Image.DecompressionBombWarning) as error:
-            raise BadImage(f"decompression bomb: {error}") from None
+            raise BadImage(f"decompression bomb: {brief(error)}") from None
         except Image.UnidentifiedImageError:
             raise BadImage("not an image PIL can identify (wrong suffix, or not an image at all)") from None
-        except (OSError, SyntaxError, ValueError, EOFError) as error:
-            raise BadImage(f"undecodable or truncated: {error}") from None
+        # What PIL's plugins raise on a malformed file; IndexError: PNG verify() of a file without image data.
+        except (OSError, SyntaxError, ValueError, EOFError, IndexError) as error:
+            raise BadImage(f"undecodable or truncated: {brief(error)}") from None
     return image
 
 
 def to_array(image: Image.Image, channels: int) -> np.ndarray:
     """EXIF orientation, mode conversion and alpha compositing -> uint8 array [H, W, channels]."""
+    image = _converted(image, channels)
+    return np.asarray(image).reshape(image.height, image.width, channels)
+
+
+def _converted(image: Image.Image, channels: int) -> Image.Image:
+    """EXIF orientation, mode conversion and alpha compositing -> an "L" or "RGB" image. Nothing is copied that needs
+    no change: a source image may hold ~89 megapixels, and each copy of it costs a quarter of a GB and a second."""
     try:
-        image = ImageOps.exif_transpose(image)
+        if image.getexif().get(ExifTags.Base.Orientation, 1) != 1:  # exif_transpose copies even when nothing turns
+            image = ImageOps.exif_transpose(image)
     except (OSError, SyntaxError, ValueError, KeyError, TypeError) as error:
-        raise BadImage(f"unreadable EXIF orientation: {error}") from None
+        raise BadImage(f"unreadable EXIF orientation: {brief(error)}") from None
     if image.mode in _SIXTEEN_BIT_MODES:
         image = _sixteen_to_eight_bit(image)
     if image.mode == "P":
@@ -86,8 +134,9 @@ def to_array(image: Image.Image, channels: int) -> np.ndarray:
         image = Image.alpha_composite(background, rgba).convert("RGB")
     if image.mode not in ("1", "L", "RGB", "CMYK", "YCbCr"):
         raise BadImage(f"unsupported image mode {image.mode}")
-    image = image.convert("L" if channels == 1 else "RGB")
-    return np.asarray(image).reshape(image.height, image.width, channels)
+    if image.mode != ("L" if channels == 1 else "RGB"):  # convert() copies even an image already in the mode
+        image = image.convert("L" if channels == 1 else "RGB")
+    return image
 
 
 def _sixteen_to_eight_bit(image: Image.Image) -> Image.Image:
@@ -100,20 +149,24 @@ def _sixteen_to_eight_bit(image: Image.Image) -> Image.Image:
 
 def fit(pixels: np.ndarray, conversion: Conversion) -> np.ndarray:
     """Crop/pad and resize [H, W, C] to [R, R, C]; refuse to upscale (an image smaller than R is a bad file)."""
-    height, width = pixels.shape[:2]
+    image = _fitted(Image.fromarray(pixels.squeeze(-1) if pixels.shape[-1] == 1 else pixels), conversion)
+    return np.asarray(image).reshape(image.height, image.width, pixels.shape[-1])
+
+
+def _fitted(image: Image.Image, conversion: Conversion) -> Image.Image:
+    width, height = image.size
     size = conversion.resolution
     if conversion.transform == "none":
         if size is None:
             if height != width or width < 4 or width & (width - 1):
                 raise BadImage(f"size {width}x{height} is not square with a power-of-two side >= 4 (`ganforge "
                                "dataset build --resolution R` resizes)")  # fmt: skip
-            return pixels
+            return image
         if (width, height) != (size, size):
-            raise BadImage(f"size {width}x{height} is not {size}x{size}; pass --transform center-crop or pad")
-        return pixels
-    image = Image.fromarray(pixels.squeeze(-1) if pixels.shape[-1] == 1 else pixels)
-    image = _CROPPERS[conversion.transform](image, size, RESIZE_FILTERS[conversion.resize_filter])
-    return np.asarray(image).reshape(size, size, pixels.shape[-1])
+            raise BadImage(f"size {width}x{height}, not {size}x{size}; `ganforge dataset build --transform "
+                           "center-crop` or `pad` resizes")  # fmt: skip
+        return image
+    return _CROPPERS[conversion.transform](image, size, RESIZE_FILTERS[conversion.resize_filter])
 
 
 def _center_crop(image: Image.Image, size: int, resample) -> Image.Image:
@@ -154,7 +207,14 @@ _CROPPERS = {"center-crop": _center_crop, "center-crop-wide": _center_crop_wide,
 
 def load_pixels(data: bytes, conversion: Conversion) -> np.ndarray:
     """File bytes -> validated uint8 array [C, H, W], the layout of every ganforge archive and of the training batch."""
-    return np.array(fit(to_array(decode(data), conversion.channels), conversion).transpose(2, 0, 1), order="C")
+    return image_pixels(decode(data, conversion.max_side), conversion)
+
+
+def image_pixels(image: Image.Image, conversion: Conversion) -> np.ndarray:
+    """A decoded image -> validated uint8 array [C, H, W]."""
+    image = _fitted(_converted(image, conversion.channels), conversion)
+    pixels = np.asarray(image).reshape(image.height, image.width, conversion.channels)
+    return np.array(pixels.transpose(2, 0, 1), order="C")
 
 
 def digest(pixels: np.ndarray) -> bytes:
