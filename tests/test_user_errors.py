@@ -20,7 +20,8 @@ QUOTED_COMMAND = re.compile(r"`ganforge ([^`]*)`")  # advice to run another comm
 DATA_READERS = ("train", "metrics", "doctor", "dataset info", "dataset verify", "bench")
 NETWORK_READERS = ("train", "generate", "export", "metrics", "import")
 RAISED_BY = {
-    "train/": ("train",), "config/": ("train", "bench"), "option.py": ("train", "bench"), "augment/": ("train", "bench"), "preempt.py": ("train",), "dist.py": ("train", "metrics"),
+    "train/": ("train",), "config/": ("train", "bench"), "option.py": ("train", "bench"),
+    "augment/": ("train", "bench"), "preempt.py": ("train",), "dist.py": ("train", "metrics"),
     "checkpoint/inspect.py": ("checkpoint verify", "checkpoint diff"), "checkpoint/": ("train",),
     "data/build.py": ("dataset build",), "data/check.py": ("dataset info", "dataset verify"), "data/": DATA_READERS,
     "metrics/": ("metrics", "train"), "generate/": ("generate",), "interop/": NETWORK_READERS,
