@@ -34,7 +34,7 @@ def trainer(args, bucket_mb: float):
     cfg = resolve(options, Facts(DatasetFacts(args.res, 3, 0, "bench"), dist.world_size(), "cpu"))
     t, phases, _ = build(cfg, torch.device("cpu"))
     waits = []
-    for sync in {id(p.sync): p.sync for p in phases}.values():  # the phases of one network share theirs
+    for sync in {id(p.network): p.network.sync for p in phases}.values():  # the phases of a network share its sync
         finish = sync.finish
 
         def timed(finish=finish):

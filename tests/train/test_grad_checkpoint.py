@@ -64,8 +64,8 @@ def _one_step(cfg: Config, phase_name: str) -> tuple[dict, dict, list[int]]:
     counts = _count_forwards(t.G.synthesis.b16, t.D.b16)
     images = torch.rand([8, 1, 16, 16], generator=torch.Generator().manual_seed(5)) * 2 - 1
     stats = run_phase(t, phase, index, 0, micro_batches(cfg, index, 0, images, torch.zeros([8, 0]), t.G.num_ws))
-    names = [name for name, _ in phase.module.named_parameters()]
-    moments = {names[i]: s["exp_avg"] for i, s in phase.opt.state_dict()["state"].items()}
+    names = [name for name, _ in phase.network.module.named_parameters()]
+    moments = {names[i]: s["exp_avg"] for i, s in phase.network.opt.state_dict()["state"].items()}
     return stats, moments, counts
 
 

@@ -73,5 +73,5 @@ def test_the_bucket_flag_reaches_the_phases_and_is_no_change_of_the_maths(tmp_pa
     small = resolve(tiny_options(tmp_path / "d", tmp_path / "o", allreduce_bucket_mb=0.001), facts)
     assert small.runtime.allreduce_bucket_mb == 0.001 and default.runtime.allreduce_bucket_mb == 25
     assert maths_differences(default.to_dict(), small.to_dict()) == []  # so a resume may change it
-    buckets = [[len(p.sync.buckets) for p in build(c, torch.device("cpu"))[1]] for c in (default, small)]
+    buckets = [[len(p.network.sync.buckets) for p in build(c, torch.device("cpu"))[1]] for c in (default, small)]
     assert buckets[0] == [1] * len(buckets[0]) and min(buckets[1]) > 1  # 1 KiB buckets: the tiny nets need several

@@ -21,19 +21,19 @@ def _d_phase(data, tmp_path, scale: float | None = None, **extra):
     t, phases, _ = build(resolve(tiny_options(data, tmp_path, **extra)), torch.device("cpu"))
     phase = next(p for p in phases if p.name == "D_main")
     if scale is not None:
-        phase.scaler = torch.amp.GradScaler("cpu", init_scale=scale)
-        phase.scaler.scale(torch.zeros([]))  # the scaler creates its scale at the first loss it scales
+        phase.network.scaler = torch.amp.GradScaler("cpu", init_scale=scale)
+        phase.network.scaler.scale(torch.zeros([]))  # the scaler creates its scale at the first loss it scales
     return t, phase
 
 
 def _step_with_gradient(t, phase, gradients: list[torch.Tensor]) -> tuple[dict, list[torch.Tensor]]:
     """Set the (scaled) gradients, finish the step; -> (stats, the gradients the optimiser stepped with)."""
-    params = list(phase.module.parameters())
+    params = list(phase.network.module.parameters())
     for p, g in zip(params, gradients, strict=True):
         p.grad = g.clone()
     seen = []
-    step = phase.opt.step
-    phase.opt.step = lambda *a, **k: seen.extend(p.grad.clone() for p in params) or step(*a, **k)
+    step = phase.network.opt.step
+    phase.network.opt.step = lambda *a, **k: seen.extend(p.grad.clone() for p in params) or step(*a, **k)
     return _finish_step(t, phase, {}, torch.zeros([])), seen
 
 
@@ -43,7 +43,7 @@ def _norm(tensors) -> float:
 
 def _gradients(phase, seed: int = 0) -> list[torch.Tensor]:
     gen = torch.Generator().manual_seed(seed)
-    return [torch.randn(p.shape, generator=gen) for p in phase.module.parameters()]
+    return [torch.randn(p.shape, generator=gen) for p in phase.network.module.parameters()]
 
 
 @pytest.mark.parametrize("scale", [None, 1024.0])

@@ -39,12 +39,12 @@ def _one_phase(cfg, phase_name: str, scale: float | None = None) -> tuple[dict, 
     index = [p.name for p in phases].index(phase_name)
     phase = phases[index]
     if scale is not None:
-        phase.scaler = torch.amp.GradScaler("cuda", init_scale=scale)
+        phase.network.scaler = torch.amp.GradScaler("cuda", init_scale=scale)
     images = (torch.rand([8, 1, 8, 8], generator=torch.Generator().manual_seed(5)) * 2 - 1).to(CUDA)
     mbs = micro_batches(cfg, index, 0, images, torch.zeros([8, 0], device=CUDA), t.G.num_ws)
     stats = {key: value.cpu() for key, value in run_phase(t, phase, index, 0, mbs).items()}
-    names = [name for name, _ in phase.module.named_parameters()]
-    moments = {names[i]: s["exp_avg"].cpu() for i, s in phase.opt.state_dict()["state"].items()}
+    names = [name for name, _ in phase.network.module.named_parameters()]
+    moments = {names[i]: s["exp_avg"].cpu() for i, s in phase.network.opt.state_dict()["state"].items()}
     return stats, moments
 
 

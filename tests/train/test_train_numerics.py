@@ -37,8 +37,8 @@ def _phase_gradients(data, tmp_path, phase_name: str, **extra) -> dict:
     mbs = micro_batches(cfg, index, 0, images, torch.zeros([8, 0]), t.G.num_ws)
     assert len(mbs) == 8 // cfg.schedule.batch_gpu
     run_phase(t, phase, index, 0, mbs)
-    names = [name for name, _ in phase.module.named_parameters()]
-    return {names[i]: s["exp_avg"] for i, s in phase.opt.state_dict()["state"].items()}
+    names = [name for name, _ in phase.network.module.named_parameters()]
+    return {names[i]: s["exp_avg"] for i, s in phase.network.opt.state_dict()["state"].items()}
 
 
 @pytest.mark.parametrize("phase_name", ["G_main", "D_main", "D_reg", "G_reg"])
@@ -77,13 +77,13 @@ def test_train_nonfinite_step_is_skipped_with_weights_bitwise_unchanged(data, tm
     phase = phases[0]
     assert phase.name == "G_main"
     before = {k: v.clone() for k, v in t.G.state_dict().items() if "w_avg" not in k}
-    adam_before = phase.opt.state_dict()
+    adam_before = phase.network.opt.state_dict()
     monkeypatch.setattr(L, "g_nonsaturating", lambda logits: logits.flatten() * float("nan"))
     stats = run_phase(t, phase, 0, 0, micro_batches(cfg, 0, 0, images, torch.zeros([8, 0]), t.G.num_ws))
     assert stats["Skipped/G_main"].item() == 1
     after = t.G.state_dict()
     assert all(torch.equal(before[k], after[k]) for k in before)
-    assert phase.opt.state_dict()["state"] == adam_before["state"] == {}
+    assert phase.network.opt.state_dict()["state"] == adam_before["state"] == {}
     assert t.nonfinite_in_a_row == 1
     # A finite step afterwards trains normally and resets the count.
     monkeypatch.undo()

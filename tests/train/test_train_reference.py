@@ -51,8 +51,8 @@ def _step(cfg, t, phases, images, name: str):
     assert torch.equal(mb.c, LABELS)
     before = copy.deepcopy(t.G), copy.deepcopy(t.D)
     stats = run_phase(t, phase, index, 0, [mb])
-    names = [n for n, _ in phase.module.named_parameters()]
-    grads = {names[i]: s["exp_avg"] for i, s in phase.opt.state_dict()["state"].items()}
+    names = [n for n, _ in phase.network.module.named_parameters()]
+    grads = {names[i]: s["exp_avg"] for i, s in phase.network.opt.state_dict()["state"].items()}
     return stats, grads, mb, before
 
 

@@ -44,7 +44,7 @@ def test_loop_runs_r1_every_16_and_path_length_every_4_steps_and_ramps_the_ema_u
 
 def _adam(phases, name):
     (phase,) = [p for p in phases if p.name == name]
-    group = phase.opt.param_groups[0]
+    group = phase.network.opt.param_groups[0]
     return group["lr"], group["betas"]
 
 

@@ -159,7 +159,7 @@ def test_d_sees_every_image_blurred_during_the_warm_up(data, tmp_path, name):
     t.D.register_forward_pre_hook(lambda module, args: seen.append(args[0].detach().clone()))
     t.G.synthesis.register_forward_hook(lambda module, args, out: fakes.append(out.detach().clone()))
     _run(cfg, t, phases, images, name)
-    assert t.d_blur_sigma == 1.5
+    assert micro_batches(cfg, 0, 0, images, torch.zeros([4, 0]), t.G.num_ws)[0].blur_sigma == 1.5
     # D main judges the fakes and the reals in one pass
     originals = {"G_main": fakes, "D_main": [torch.cat(fakes + [images])], "D_reg": [images]}[name]
     assert len(seen) == len(originals)
@@ -172,7 +172,7 @@ def test_r1_differentiates_through_the_blur(data, tmp_path):
     cfg, t, phases, images = _tiny3(data, tmp_path, blur_sigma=1.5, blur_fade_kimg=1.0, gamma=2.0)
     D = copy.deepcopy(t.D)
     _run(cfg, t, phases, images, "D_reg")
-    opt = phases[[p.name for p in phases].index("D_reg")].opt
+    opt = phases[[p.name for p in phases].index("D_reg")].network.opt
     grads = {i: s["exp_avg"] for i, s in opt.state_dict()["state"].items()}
     real = images.clone().requires_grad_(True)
     (g,) = torch.autograd.grad(D(blur_images(real, 1.5), torch.zeros([4, 0])).sum(), real, create_graph=True)

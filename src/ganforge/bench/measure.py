@@ -69,18 +69,21 @@ def _phase_calls(cfg: Config, phases, G_ema, device: torch.device) -> dict[str, 
     labels = torch.zeros([s.batch_gpu, d.label_dim], device=device)
 
     def phase_call(index: int, phase) -> Callable:
-        return lambda t: run_phase(t, phase, index, 0, micro_batches(cfg, index, 0, images, labels, t.G.num_ws))
+        def call(trainer: Trainer) -> dict:
+            return run_phase(trainer, phase, index, 0, micro_batches(cfg, index, 0, images, labels, trainer.G.num_ws))
+
+        return call
 
     calls = {phase.name: (phase.interval, phase_call(i, phase)) for i, phase in enumerate(phases)}
     beta = ema_beta(s.batch, 0, s.ema_kimg, None)
-    calls[EMA] = (1, lambda t: update_ema(G_ema, t.G, beta))
+    calls[EMA] = (1, lambda trainer: update_ema(G_ema, trainer.G, beta))
     return calls
 
 
-def _count(t: Trainer, calls: dict) -> tuple[float, int]:
+def _count(trainer: Trainer, calls: dict) -> tuple[float, int]:
     """FLOPs of one iteration and the saved activations of its largest phase, from one eager call of each (the
     compiled forwards are swapped for the eager ones: same maths, and the counter needs to see every operator)."""
-    eager = dataclasses.replace(t, synthesis_main=t.G.synthesis, D_main=t.D)
+    eager = dataclasses.replace(trainer, synthesis_main=trainer.G.synthesis, D_main=trainer.D)
     flops, saved = 0.0, 0
     for interval, call in calls.values():
         with SavedActivations() as activations:
@@ -89,14 +92,14 @@ def _count(t: Trainer, calls: dict) -> tuple[float, int]:
     return flops, saved
 
 
-def _time(t: Trainer, calls: dict, device: torch.device, steps: int, warmup: int, on_call: Callable) -> dict:
+def _time(trainer: Trainer, calls: dict, device: torch.device, steps: int, warmup: int, on_call: Callable) -> dict:
     """Median milliseconds per call of each phase over `steps` rounds after `warmup` rounds."""
     times = {name: [] for name in calls}
     for round_index in range(warmup + steps):
         for name, (_, call) in calls.items():
             synchronize(device)
             start = time.perf_counter()
-            call(t)
+            call(trainer)
             synchronize(device)
             if round_index >= warmup:
                 times[name].append((time.perf_counter() - start) * 1000)
@@ -110,18 +113,18 @@ def measure(cfg: Config, device: torch.device, steps: int, warmup: int, memory_c
 
     Raises OutOfMemory when the peak memory (measured on CUDA, estimated elsewhere) exceeds `memory_cap_gb`; on CPU
     this is decided from the estimate before any timing."""
-    t, phases, G_ema = build(cfg, device)
+    trainer, phases, G_ema = build(cfg, device)
     calls = _phase_calls(cfg, phases, G_ema, device)
-    flops, saved = _count(t, calls)
+    flops, saved = _count(trainer, calls)
     if device.type == "cuda":  # the peak of the timed calls: compiled forwards may need less than the eager count
         torch.cuda.reset_peak_memory_stats(device)
-    estimate = (training_state_bytes(t.G, t.D, G_ema) + saved) / GIB
+    estimate = (training_state_bytes(trainer.G, trainer.D, G_ema) + saved) / GIB
     if memory_cap_gb is not None and device.type != "cuda" and estimate > memory_cap_gb:
         raise OutOfMemory(f"estimated {estimate:.2f} GB > cap {memory_cap_gb:g} GB")
-    phase_ms = _time(t, calls, device, steps, warmup, on_call)
+    phase_ms = _time(trainer, calls, device, steps, warmup, on_call)
     peak = torch.cuda.max_memory_allocated(device) / GIB if device.type == "cuda" else None
     if memory_cap_gb is not None and peak is not None and peak > memory_cap_gb:
         raise OutOfMemory(f"peak {peak:.2f} GB > cap {memory_cap_gb:g} GB")
     intervals = {name: interval for name, (interval, _) in calls.items()}
-    params = [sum(p.numel() for p in net.parameters()) for net in (t.G, t.D)]
+    params = [sum(p.numel() for p in net.parameters()) for net in (trainer.G, trainer.D)]
     return Measurement(cfg.schedule.batch_gpu, cfg.world_size, *params, phase_ms, intervals, flops, estimate, peak)

@@ -83,7 +83,8 @@ def build(
     magnitude_beta = (
         magnitude_ema_beta(cfg.schedule.batch, cfg.accumulation) if cfg.model.generator != "stylegan2" else None
     )
-    t = Trainer(cfg=cfg, G=G, D=D, precision=precision, augment=augment, ada=ada,
-                pl_mean=torch.zeros([], device=device), synthesis_main=precision.compiled(G.synthesis),
-                D_main=precision.compiled(D), magnitude_beta=magnitude_beta)  # fmt: skip
-    return t, build_phases(cfg, G, D, precision), G_ema
+    networks, phases = build_phases(cfg, G, D, precision)
+    trainer = Trainer(cfg=cfg, G=G, D=D, networks=networks, precision=precision, augment=augment, ada=ada,
+                      pl_mean=torch.zeros([], device=device), synthesis_main=precision.compiled(G.synthesis),
+                      D_main=precision.compiled(D), magnitude_beta=magnitude_beta)  # fmt: skip
+    return trainer, phases, G_ema

@@ -15,53 +15,49 @@ from ganforge.config import Config, config_hash, maths_differences, maths_fields
 from ganforge.errors import UserError
 from ganforge.nets import Generator
 from ganforge.snapshot import DISCRIMINATOR_FORMAT, file_format, load_discriminator, load_snapshot
-from ganforge.train.phases import Phase, Trainer
+from ganforge.train.phases import Trainer
 
 
-def _first(phases: list[Phase], network: str) -> Phase:
-    return next(p for p in phases if p.network == network)
-
-
-def capture(t: Trainer, phases: list[Phase], G_ema: Generator, loop: dict) -> dict:
+def capture(trainer: Trainer, G_ema: Generator, loop: dict) -> dict:
     """The checkpoint state of everything, as nested dicts of tensors and plain values."""
-    G_phase, D_phase = _first(phases, "G"), _first(phases, "D")
+    G, D, cfg = trainer.networks["G"], trainer.networks["D"], trainer.cfg
+    augment = {} if trainer.ada is None else {"pipe": trainer.augment.state_dict(), "ada": trainer.ada.state_dict()}
     return {
-        "G": t.G.state_dict(), "D": t.D.state_dict(), "G_ema": G_ema.state_dict(),
-        "opt_G": G_phase.opt.state_dict(), "opt_D": D_phase.opt.state_dict(),
-        "scaler_G": G_phase.scaler.state_dict(), "scaler_D": D_phase.scaler.state_dict(),
+        "G": G.module.state_dict(), "D": D.module.state_dict(), "G_ema": G_ema.state_dict(),
+        "opt_G": G.opt.state_dict(), "opt_D": D.opt.state_dict(),
+        "scaler_G": G.scaler.state_dict(), "scaler_D": D.scaler.state_dict(),
         "rng": checkpoint.capture_rng(),
         "sampler": {"position": loop["cur_nimg"]},
-        "augment": {} if t.ada is None else {"pipe": t.augment.state_dict(), "ada": t.ada.state_dict()},
-        "loop": {**loop, "pl_mean": t.pl_mean.detach().cpu(), "nonfinite_in_a_row": t.nonfinite_in_a_row},
+        "augment": augment,
+        "loop": {**loop, "pl_mean": trainer.pl_mean.detach().cpu(), "nonfinite_in_a_row": trainer.nonfinite_in_a_row},
         # Only the fields that define the training maths (what a resume checks): no paths, so two runs of the same
         # command in different folders write identical checkpoints.
-        "config_hash": config_hash(t.cfg), "config": maths_fields(t.cfg.to_dict()),
+        "config_hash": config_hash(cfg), "config": maths_fields(cfg.to_dict()),
     }  # fmt: skip
 
 
-def restore(state: dict, t: Trainer, phases: list[Phase], G_ema: Generator) -> dict:
+def restore(state: dict, trainer: Trainer, G_ema: Generator) -> dict:
     """Load a checkpoint's state into the training objects; returns its loop counters."""
-    device = t.pl_mean.device
+    device = trainer.pl_mean.device
     try:
-        t.G.load_state_dict(state["G"])
-        t.D.load_state_dict(state["D"])
+        trainer.G.load_state_dict(state["G"])
+        trainer.D.load_state_dict(state["D"])
         G_ema.load_state_dict(state["G_ema"])
     except RuntimeError as error:
         raise UserError(
             f"--resume: the checkpoint's networks do not fit this configuration ({str(error).splitlines()[0][:200]}); "
             "resume with the configuration it was trained with, or pass --resume new"
         ) from None
-    for net in ("G", "D"):
-        phase = _first(phases, net)
-        _load_optimizer(phase.opt, state[f"opt_{net}"])
-        if state[f"scaler_{net}"]:
-            phase.scaler.load_state_dict(state[f"scaler_{net}"])
-    if t.ada is not None and state["augment"]:
-        t.augment.load_state_dict(state["augment"]["pipe"])
-        t.ada.load_state_dict(state["augment"]["ada"])
+    for name, network in trainer.networks.items():
+        _load_optimizer(network.opt, state[f"opt_{name}"])
+        if state[f"scaler_{name}"]:
+            network.scaler.load_state_dict(state[f"scaler_{name}"])
+    if trainer.ada is not None and state["augment"]:
+        trainer.augment.load_state_dict(state["augment"]["pipe"])
+        trainer.ada.load_state_dict(state["augment"]["ada"])
     loop = dict(state["loop"])
-    t.pl_mean = loop.pop("pl_mean").to(device)
-    t.nonfinite_in_a_row = int(loop.pop("nonfinite_in_a_row"))
+    trainer.pl_mean = loop.pop("pl_mean").to(device)
+    trainer.nonfinite_in_a_row = int(loop.pop("nonfinite_in_a_row"))
     checkpoint.restore_rng(state["rng"])
     return loop
 
@@ -139,7 +135,7 @@ def _weights_mismatch(path: Path, saved: dict, built: dict) -> str:
     )
 
 
-def load_weights(paths: list[Path], t: Trainer, G_ema: Generator) -> None:
+def load_weights(paths: list[Path], trainer: Trainer, G_ema: Generator) -> None:
     """Initialise G and G_ema from a snapshot and/or D from a discriminator file (weights only: optimisers and
     progress start fresh), each checked to have this configuration's architecture."""
     kinds = [file_format(path) == DISCRIMINATOR_FORMAT for path in paths]
@@ -147,7 +143,7 @@ def load_weights(paths: list[Path], t: Trainer, G_ema: Generator) -> None:
         raise UserError(f"--resume {','.join(map(str, paths))}: give one snapshot and one discriminator file")
     for path, is_discriminator in zip(paths, kinds, strict=True):
         net, _ = (load_discriminator if is_discriminator else load_snapshot)(path)
-        targets = [t.D] if is_discriminator else [t.G, G_ema]
+        targets = [trainer.D] if is_discriminator else [trainer.G, G_ema]
         if not _same_weights(net.config, targets[0].config):
             raise UserError(_weights_mismatch(path, net.config, targets[0].config))
         with torch.no_grad():

@@ -35,9 +35,9 @@ def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | N
     preemption checkpoint)."""
     s, device, dataset = cfg.schedule, runtime.device, runtime.dataset
     total_nimg, tick_nimg = round(s.kimg * 1000), round(s.tick_kimg * 1000)
-    t, phases, G_ema = build(cfg, device, runtime.precision)
-    loop = checkpointing.restore(resume, t, phases, G_ema) if resume else {"cur_nimg": 0}
-    checkpointing.load_weights(weights, t, G_ema)
+    trainer, phases, G_ema = build(cfg, device, runtime.precision)
+    loop = checkpointing.restore(resume, trainer, G_ema) if resume else {"cur_nimg": 0}
+    checkpointing.load_weights(weights, trainer, G_ema)
     cur_nimg = handled_nimg = saved_nimg = loop["cur_nimg"]
     if resume is None:
         handled_nimg = saved_nimg = -1  # a fresh run reports, samples and checkpoints its starting point
@@ -46,10 +46,10 @@ def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | N
                                      keep_max_age_days=cfg.run.keep_max_age)  # fmt: skip
     rank, world = dist.rank(), cfg.world_size
     monitor = Monitor(cfg, device, log.run_dir, cur_nimg, log.print)
-    t.probe = monitor.probe
+    trainer.probe = monitor.probe
     with contextlib.closing(log), PreemptionGuard() as guard, monitor:
         samples = logs.SampleGrid(cfg, dataset, device)
-        _start_report(cfg, log, t, samples, run_dir, cur_nimg)
+        _start_report(cfg, log, trainer, samples, run_dir, cur_nimg)
         loader = make_loader(dataset, s.batch // world, s.seed, rank, world, cur_nimg, cfg.data.workers, device)
         tick_stats = logs.TickStats()
         log.start_clock()
@@ -61,17 +61,17 @@ def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | N
 
             # Report: one status line and stats record per tick.
             if at_tick:
-                extra = {"PL/mean": float(t.pl_mean)} | _augment_stats(t)
+                extra = {"PL/mean": float(trainer.pl_mean)} | _augment_stats(trainer)
                 stats = monitor.tick(tick_stats.reduce(device) | extra)
                 log.tick(cur_nimg, cur_nimg // tick_nimg, stats, device, monitor.alerts.check)
 
             # Snapshot: replica check, sample grid, EMA generator for sharing.
             if at_snap:
-                _snapshot(cfg, runtime, run_dir, log, t, G_ema, samples, cur_nimg)
+                _snapshot(cfg, runtime, run_dir, log, trainer, G_ema, samples, cur_nimg)
 
             # Checkpoint: with every snapshot, and once when preempted.
             if (at_snap or preempted) and saved_nimg != cur_nimg:
-                saved_nimg = _checkpoint(run_dir, log, t, phases, G_ema, cur_nimg, tick_nimg, retention)
+                saved_nimg = _checkpoint(run_dir, log, trainer, G_ema, cur_nimg, tick_nimg, retention)
 
             # Done? Finished, or preempted (exit with the signal's conventional status).
             if preempted:
@@ -92,62 +92,65 @@ def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | N
                         images, labels = next(loader)
                 except UserError as error:  # a bad sample mid-run: keep the progress (one process: no peer waits)
                     if world == 1 and saved_nimg != cur_nimg:
-                        saved_nimg = _checkpoint(run_dir, log, t, phases, G_ema, cur_nimg, tick_nimg, retention)
+                        saved_nimg = _checkpoint(run_dir, log, trainer, G_ema, cur_nimg, tick_nimg, retention)
                     raise UserError(*error.problems, f"`ganforge dataset verify {cfg.data.path}` lists every bad "
                                     "file; rerun the same command after fixing them to resume") from None  # fmt: skip
                 log.data_wait(time.monotonic() - wait_start)
 
                 # Run phases: G main, G path length, D main, D R1, each on its interval (and G after D's warm-up).
                 for index, phase in enumerate(phases):
-                    if phase_due(s, phase.network, phase.interval, cur_nimg):
+                    if phase_due(s, phase.network.name, phase.interval, cur_nimg):
                         with monitor.probe.label(phase.name.replace("_", " ")):
-                            mbs = micro_batches(cfg, index, cur_nimg, images, labels, t.G.num_ws)
-                            tick_stats.add(run_phase(t, phase, index, cur_nimg, mbs))
-                if t.ada is not None:
-                    t.ada.update(t.augment, s.batch)
+                            mbs = micro_batches(cfg, index, cur_nimg, images, labels, trainer.G.num_ws)
+                            tick_stats.add(run_phase(trainer, phase, index, cur_nimg, mbs))
+                if trainer.ada is not None:
+                    trainer.ada.update(trainer.augment, s.batch)
 
                 # EMA: G_ema follows G with the configured half-life.
                 with monitor.probe.label("EMA"):
-                    update_ema(G_ema, t.G, ema_beta(s.batch, cur_nimg, s.ema_kimg, s.ema_rampup))
+                    update_ema(G_ema, trainer.G, ema_beta(s.batch, cur_nimg, s.ema_kimg, s.ema_rampup))
             cur_nimg += s.batch
 
 
-def _augment_stats(t) -> dict:
-    if t.ada is None:
+def _augment_stats(trainer) -> dict:
+    if trainer.ada is None:
         return {}
-    stats = t.ada.stats(t.augment)
+    stats = trainer.ada.stats(trainer.augment)
     return {"Aug/p": stats["p"], "Aug/rt": stats["rt"]}
 
 
-def _checkpoint(run_dir: Path, log: logs.RunLog, t, phases, G_ema, cur_nimg: int, tick_nimg: int, retention) -> int:
+def _checkpoint(run_dir: Path, log: logs.RunLog, trainer, G_ema, cur_nimg: int, tick_nimg: int, retention) -> int:
     """Save the training state at `cur_nimg` (collective); returns `cur_nimg`, the newest saved position."""
     loop_state = {"cur_nimg": cur_nimg, "cur_tick": cur_nimg // tick_nimg}
-    state = checkpointing.capture(t, phases, G_ema, loop_state)
+    state = checkpointing.capture(trainer, G_ema, loop_state)
     path = checkpoint.save(run_dir / "checkpoints", state, tag=str(cur_nimg), retention=retention)
     log.print(f"checkpoint {path}")
     return cur_nimg
 
 
-def _start_report(cfg: Config, log: logs.RunLog, t, samples, run_dir: Path, cur_nimg: int) -> None:
+def _start_report(cfg: Config, log: logs.RunLog, trainer, samples, run_dir: Path, cur_nimg: int) -> None:
     """Per-layer network summaries, derived values, and the grid of training images."""
-    z = torch.zeros([2, cfg.model.z_dim], device=t.pl_mean.device)
-    c = torch.zeros([2, cfg.data.label_dim], device=t.pl_mean.device)
+    z = torch.zeros([2, cfg.model.z_dim], device=trainer.pl_mean.device)
+    c = torch.zeros([2, cfg.data.label_dim], device=trainer.pl_mean.device)
     if dist.is_main():
-        img = t.G(z, c)
+        img = trainer.G(z, c)
         detail = log.print if cur_nimg == 0 else log.record  # a resumed run's terminal showed these when it started
-        detail(summary(t.G, z, c))
-        detail(summary(t.D, img, c))
+        detail(summary(trainer.G, z, c))
+        detail(summary(trainer.D, img, c))
         for line in describe_derived(cfg):
             detail(f"derived: {line}")
         log.print(f"{'resuming at' if cur_nimg else 'starting at'} {cur_nimg / 1000:g} kimg in {run_dir}")
         log.images("reals", samples.save_reals(run_dir / "reals.png"), cur_nimg)
 
 
-def _snapshot(cfg: Config, runtime: Runtime, run_dir: Path, log: logs.RunLog, t, G_ema, samples, cur_nimg: int) -> None:
+def _snapshot(
+    cfg: Config, runtime: Runtime, run_dir: Path, log: logs.RunLog, trainer, G_ema, samples, cur_nimg: int
+) -> None:
     """Check that every rank holds the same weights; rank 0 writes the fakes grid and the EMA snapshot; all ranks
     compute the --metrics of G_ema (collective) and rank 0 appends them to metric-<name>.jsonl."""
-    mismatched = dist.check_replicas({f"{name}.{k}": v for name, module in (("G", t.G), ("D", t.D), ("G_ema", G_ema))
-                                      for k, v in module.state_dict().items()})  # fmt: skip
+    modules = {"G": trainer.G, "D": trainer.D, "G_ema": G_ema}
+    weights = {f"{name}.{key}": value for name, module in modules.items() for key, value in module.state_dict().items()}
+    mismatched = dist.check_replicas(weights)
     assert not mismatched, f"replicas differ in {mismatched[:5]} (a bug or a faulty device)"
     kimg = logs.kimg_name(cur_nimg, cfg.schedule)
     path = run_dir / "snapshots" / f"network-snapshot-{kimg}.safetensors"

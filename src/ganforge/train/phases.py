@@ -51,15 +51,30 @@ class MicroBatch:
     z2: torch.Tensor  # [b, z_dim], second latent for style mixing
     cutoffs: torch.Tensor  # [b] layer where style mixing switches to z2
     positions: torch.Tensor  # [b] global image positions (cur_nimg + index in the step)
+    blur_sigma: float  # blur of every image D sees in this step (StyleGAN3-R warm-up; 0: none)
+
+
+@dataclass
+class Network:
+    """One trained network and what trains it: its Adam, its loss scaler (a pass-through outside fp16), and the sync
+    that sums its gradients over ranks; the network's phases share them."""
+
+    name: str  # "G" or "D"
+    module: torch.nn.Module
+    opt: torch.optim.Optimizer
+    scaler: torch.amp.GradScaler
+    sync: GradientSync
 
 
 @dataclass
 class Trainer:
-    """What the phase terms need: networks, augmentation, precision, and the path-length running mean."""
+    """The state training carries from step to step: the networks with their optimisers, augmentation, the numeric
+    policy, the path-length running mean and the count of non-finite steps in a row."""
 
     cfg: Config
     G: torch.nn.Module
     D: torch.nn.Module
+    networks: dict[str, Network]  # "G", "D"
     precision: Precision
     augment: torch.nn.Module | None
     ada: object | None
@@ -67,9 +82,7 @@ class Trainer:
     synthesis_main: Callable  # compiled or eager synthesis/D for the main phases; regularisers use G/D eagerly
     D_main: Callable
     nonfinite_in_a_row: int = 0
-    pl_lengths: list = field(default_factory=list)
     magnitude_beta: float | None = None  # StyleGAN3: decay of the layers' magnitude_ema per micro-batch round
-    d_blur_sigma: float = 0.0  # blur of every image D sees in the current step (StyleGAN3-R warm-up)
     probe: Probe = field(default_factory=Probe)  # times the step's sections for telemetry; labels them for profiling
 
     def generate(self, mb: MicroBatch, n: int | None = None, main: bool = True, update_emas: bool = True):
@@ -86,52 +99,52 @@ class Trainer:
             return synthesis(ws, magnitude_ema_beta=self.magnitude_beta), ws
         return synthesis(ws), ws
 
-    def discriminate(self, images: torch.Tensor, c: torch.Tensor, main: bool = True) -> torch.Tensor:
-        """D on blurred (StyleGAN3-R warm-up) then augmented images: ADA and DiffAugment augment every image D sees,
-        reals and fakes, the same way, and R1 differentiates through both."""
-        return (self.D_main if main else self.D)(self._prepare(images), c)
+    def discriminate(self, images: torch.Tensor, mb: MicroBatch, main: bool = True) -> torch.Tensor:
+        """D on blurred (StyleGAN3-R warm-up) then augmented images with the micro-batch's labels: ADA and
+        DiffAugment augment every image D sees, reals and fakes, the same way, and R1 differentiates through both."""
+        return (self.D_main if main else self.D)(self._prepare(images, mb.blur_sigma), mb.c)
 
-    def discriminate_pair(self, fakes: torch.Tensor, reals: torch.Tensor, c: torch.Tensor):
+    def discriminate_pair(self, fakes: torch.Tensor, reals: torch.Tensor, mb: MicroBatch):
         """(fake logits, real logits) of the main D from one pass over both batches: the same values as two calls
         (each batch is augmented on its own, fakes first, and grouped on its own by the minibatch stddev)."""
-        images = torch.cat([self._prepare(fakes), self._prepare(reals)])
-        return self.D_main(images, torch.cat([c, c]), batches=2).chunk(2)
+        images = torch.cat([self._prepare(fakes, mb.blur_sigma), self._prepare(reals, mb.blur_sigma)])
+        return self.D_main(images, torch.cat([mb.c, mb.c]), batches=2).chunk(2)
 
-    def _prepare(self, images: torch.Tensor) -> torch.Tensor:
-        images = blur_images(images, self.d_blur_sigma)
+    def _prepare(self, images: torch.Tensor, blur_sigma: float) -> torch.Tensor:
+        images = blur_images(images, blur_sigma)
         return images if self.augment is None else self.augment(images)
 
 
-def g_main(t: Trainer, mb: MicroBatch):
-    img, _ = t.generate(mb)
-    logits = t.discriminate(img, mb.c)
+def g_main(trainer: Trainer, mb: MicroBatch):
+    img, _ = trainer.generate(mb)
+    logits = trainer.discriminate(img, mb)
     loss = L.g_nonsaturating(logits)
     return loss, {"Loss/G/main": loss, "Scores/fake": logits}
 
 
-def g_reg(t: Trainer, mb: MicroBatch):
-    img, ws = t.generate(mb, n=len(mb.z) // t.cfg.loss.pl_batch_shrink, main=False)
-    noise = torch.stack([_position_noise(t.cfg, p, img.shape[1:], img.device) for p in mb.positions[: len(img)]])
+def g_reg(trainer: Trainer, mb: MicroBatch):
+    cfg = trainer.cfg
+    img, ws = trainer.generate(mb, n=len(mb.z) // cfg.loss.pl_batch_shrink, main=False)
+    noise = torch.stack([_position_noise(cfg, p, img.shape[1:], img.device) for p in mb.positions[: len(img)]])
     lengths = L.path_lengths(img, ws, noise / (img.shape[2] * img.shape[3]) ** 0.5)
-    t.pl_lengths.append(lengths.detach())
-    penalty = L.path_length_penalty(lengths, t.pl_mean) * t.cfg.loss.pl_weight
+    penalty = L.path_length_penalty(lengths, trainer.pl_mean) * cfg.loss.pl_weight
     return penalty, {"Loss/G/pl": penalty, "PL/length": lengths}
 
 
-def d_main(t: Trainer, mb: MicroBatch):
+def d_main(trainer: Trainer, mb: MicroBatch):
     with torch.no_grad():
-        img, _ = t.generate(mb, update_emas=False)
-    fake_logits, real_logits = t.discriminate_pair(img, mb.real, mb.c)
-    if t.ada is not None:
-        t.ada.accumulate(real_logits.detach())
+        img, _ = trainer.generate(mb, update_emas=False)
+    fake_logits, real_logits = trainer.discriminate_pair(img, mb.real, mb)
+    if trainer.ada is not None:
+        trainer.ada.accumulate(real_logits.detach())
     loss = L.d_logistic(real_logits, fake_logits)
     return loss, {"Loss/D/main": loss, "Scores/real": real_logits, "Scores/fake_D": fake_logits}
 
 
-def d_reg(t: Trainer, mb: MicroBatch):
+def d_reg(trainer: Trainer, mb: MicroBatch):
     real = mb.real.detach().requires_grad_(True)
-    logits = t.discriminate(real, mb.c, main=False)
-    penalty = L.r1_penalty(logits, real, t.cfg.loss.gamma)
+    logits = trainer.discriminate(real, mb, main=False)
+    penalty = L.r1_penalty(logits, real, trainer.cfg.loss.gamma)
     return penalty, {"Loss/D/r1": penalty}
 
 
@@ -141,65 +154,53 @@ def _position_noise(cfg: Config, position: torch.Tensor, shape, device) -> torch
     return torch.randn(shape, generator=gen, device=device)
 
 
-def update_pl_mean(t: Trainer) -> None:
-    """After a G_reg step: a <- lerp(a, mean length over all ranks and micro-batches, decay) (StyleGAN2 Sec. 3.2).
-    The penalty of the step used the mean from before it, so every micro-batch and rank saw the same target."""
-    lengths = torch.cat(t.pl_lengths)
+def update_pl_mean(trainer: Trainer, stats: dict) -> None:
+    """After a G_reg step, from the step's path lengths (its stats): a <- lerp(a, mean length over all ranks and
+    micro-batches, decay) (StyleGAN2 Sec. 3.2). The penalty of the step used the mean from before it, so every
+    micro-batch and rank saw the same target."""
+    lengths = stats["PL/length"]
     total = dist.all_reduce_sum_(torch.stack([lengths.sum(), torch.tensor(float(len(lengths)), device=lengths.device)]))
-    t.pl_mean = L.update_pl_mean(t.pl_mean, total[0] / total[1], t.cfg.loss.pl_decay)
+    trainer.pl_mean = L.update_pl_mean(trainer.pl_mean, total[0] / total[1], trainer.cfg.loss.pl_decay)
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class Phase:
-    """One GAN phase: which network it trains, with what, how often, and which loss terms."""
+    """One GAN phase: which network it trains, how often, and with which loss terms."""
 
     name: str
-    network: str  # "G" or "D"
-    module: torch.nn.Module
-    opt: torch.optim.Optimizer
-    scaler: torch.amp.GradScaler
+    network: Network
     lr: float  # base learning rate with the lazy-regularisation correction; the schedule scales it per step
-    interval: int  # runs on every interval-th step of its network (lazy regularisation, StyleGAN2 Sec. 3.1; cadence.py)
+    interval: int  # runs on every interval-th step of its network (lazy regularisation, StyleGAN2 Sec. 3.1)
     terms: Callable  # (Trainer, MicroBatch) -> (per-sample loss [n], stats dict of tensors)
     samples_per_mb: Callable[[int], int]  # micro-batch size -> samples this phase uses of it
-    sync: GradientSync  # sums the network's gradients over ranks (shared by the network's phases)
-    after_step: Callable | None = None
+    after_step: Callable | None = None  # (Trainer, the step's stats) after a step that was taken
 
 
-def build_phases(cfg: Config, G: torch.nn.Module, D: torch.nn.Module, precision: Precision) -> list[Phase]:
-    """G main, G path length (if its weight > 0), D main, D R1 (if gamma > 0), with one Adam and scaler each net.
+def build_phases(
+    cfg: Config, G: torch.nn.Module, D: torch.nn.Module, precision: Precision
+) -> tuple[dict[str, Network], list[Phase]]:
+    """G and D, each with one Adam, scaler and gradient sync; and their phases: G main, G path length (if its weight
+    > 0), D main, D R1 (if gamma > 0).
 
     Lazy regularisation corrects lr and betas by interval / (interval + 1) (StyleGAN2 App. C)."""
     o, lo = cfg.optim, cfg.loss
-    phases = []
-    for net, module, lr, reg_on, interval, main, reg in (
+    networks, phases = {}, []
+    for name, module, lr, reg_on, interval, main, reg in (
         ("G", G, o.g_lr, lo.pl_weight > 0, lo.pl_interval, g_main, g_reg),
         ("D", D, o.d_lr, lo.gamma > 0, lo.r1_interval, d_main, d_reg),
     ):
         ratio = lazy_ratio(interval) if reg_on else 1.0
         opt = torch.optim.Adam(module.parameters(), lr=lr * ratio, betas=(o.beta1**ratio, o.beta2**ratio), eps=o.eps)
-        scaler = precision.make_scaler()
         sync = GradientSync(list(module.parameters()), cfg.runtime.allreduce_bucket_mb)
-        phases.append(Phase(f"{net}_main", net, module, opt, scaler, lr * ratio, 1, main, lambda b: b, sync))
+        network = networks[name] = Network(name, module, opt, precision.make_scaler(), sync)
+        phases.append(Phase(name=f"{name}_main", network=network, lr=lr * ratio, interval=1, terms=main,
+                            samples_per_mb=lambda b: b))  # fmt: skip
         if reg_on:
-            shrink = lo.pl_batch_shrink if net == "G" else 1
-            after = update_pl_mean if net == "G" else None
-            phases.append(
-                Phase(
-                    f"{net}_reg",
-                    net,
-                    module,
-                    opt,
-                    scaler,
-                    lr * ratio,
-                    interval,
-                    reg,
-                    lambda b, s=shrink: b // s,
-                    sync,
-                    after,
-                )
-            )
-    return phases
+            shrink = lo.pl_batch_shrink if name == "G" else 1
+            phases.append(Phase(name=f"{name}_reg", network=network, lr=lr * ratio, interval=interval, terms=reg,
+                                samples_per_mb=lambda b, s=shrink: b // s,
+                                after_step=update_pl_mean if name == "G" else None))  # fmt: skip
+    return networks, phases
 
 
 def micro_batches(cfg: Config, phase_index: int, cur_nimg: int, images, labels, num_ws: int) -> list[MicroBatch]:
@@ -209,6 +210,7 @@ def micro_batches(cfg: Config, phase_index: int, cur_nimg: int, images, labels, 
     exactly the positions congruent to a*W + r modulo A*W, however the A*W micro-batches are spread over ranks."""
     s = cfg.schedule
     world, rank, acc = cfg.world_size, dist.rank(), cfg.accumulation
+    blur = blur_sigma(cur_nimg, cfg.loss.blur_sigma, cfg.loss.blur_fade_kimg)
     gen = torch.Generator().manual_seed(derive_seed(s.seed, cur_nimg, phase_index))
     z = torch.randn([s.batch, cfg.model.z_dim], generator=gen)
     z2 = torch.randn([s.batch, cfg.model.z_dim], generator=gen)
@@ -226,78 +228,80 @@ def micro_batches(cfg: Config, phase_index: int, cur_nimg: int, images, labels, 
                 z2=z2[index].to(images.device),
                 cutoffs=cutoffs[index],
                 positions=index + cur_nimg,
+                blur_sigma=blur,
             )
         )
     return out
 
 
-def _set_trainable(phase: Phase, others: list[torch.nn.Module]) -> None:
-    for module in others:
-        module.requires_grad_(module is phase.module)
+def _set_trainable(network: Network, modules: list[torch.nn.Module]) -> None:
+    for module in modules:
+        module.requires_grad_(module is network.module)
 
 
-def run_phase(t: Trainer, phase: Phase, phase_index: int, cur_nimg: int, mbs: list[MicroBatch]) -> dict:
+def run_phase(trainer: Trainer, phase: Phase, phase_index: int, cur_nimg: int, mbs: list[MicroBatch]) -> dict:
     """Accumulate the phase's loss over `mbs`, sum gradients over ranks, then step — or, if any loss or gradient on
     any rank is non-finite, skip the step with the weights untouched. Returns the tick statistics of this phase."""
-    _set_trainable(phase, [t.G, t.D])
-    for group in phase.opt.param_groups:
-        group["lr"] = phase.lr * lr_factor(t.cfg.optim, cur_nimg)
-    phase.opt.zero_grad(set_to_none=True)
-    total = sum(phase.samples_per_mb(len(mb.z)) for mb in mbs) * t.cfg.world_size
+    network, cfg = phase.network, trainer.cfg
+    _set_trainable(network, [trainer.G, trainer.D])
+    for group in network.opt.param_groups:
+        group["lr"] = phase.lr * lr_factor(cfg.optim, cur_nimg)
+    network.opt.zero_grad(set_to_none=True)
+    total = sum(phase.samples_per_mb(len(mb.z)) for mb in mbs) * cfg.world_size
     gain = phase.interval / total  # mean over the global batch; lazy regularisers weigh `interval` times more
     stats, loss_sum = {}, torch.zeros([], device=mbs[0].real.device)
-    t.pl_lengths = []
-    t.d_blur_sigma = blur_sigma(cur_nimg, t.cfg.loss.blur_sigma, t.cfg.loss.blur_fade_kimg)
     for count, mb in enumerate(mbs, 1):
-        torch.manual_seed(derive_seed(t.cfg.schedule.seed, cur_nimg, phase_index, mb.slot))
-        with t.probe.section("fwd_bwd"):
-            with t.precision.autocast():
-                per_sample, terms = phase.terms(t, mb)
+        torch.manual_seed(derive_seed(cfg.schedule.seed, cur_nimg, phase_index, mb.slot))
+        with trainer.probe.section("fwd_bwd"):
+            with trainer.precision.autocast():
+                per_sample, terms = phase.terms(trainer, mb)
             loss = per_sample.float().sum() * gain
             if count == len(mbs):
-                phase.sync.arm()  # the gradients are final in this backward: sum them over ranks as they land
-            phase.scaler.scale(loss).backward()
+                network.sync.arm()  # the gradients are final in this backward: sum them over ranks as they land
+            network.scaler.scale(loss).backward()
         loss_sum += loss.detach()
         for key, value in terms.items():
             stats.setdefault(key, []).append(value.detach().float().flatten())
-    return _finish_step(t, phase, stats, loss_sum)
+    return _finish_step(trainer, phase, {key: torch.cat(values) for key, values in stats.items()}, loss_sum)
 
 
-def _finish_step(t: Trainer, phase: Phase, stats: dict, loss_sum: torch.Tensor) -> dict:
-    params = list(phase.module.parameters())
-    with t.probe.section("allreduce", "all-reduce"):
-        phase.sync.finish()
-    with t.probe.section("optimizer"):
-        phase.scaler.unscale_(phase.opt)
+def _finish_step(trainer: Trainer, phase: Phase, stats: dict, loss_sum: torch.Tensor) -> dict:
+    network = phase.network
+    params = list(network.module.parameters())
+    with trainer.probe.section("allreduce", "all-reduce"):
+        network.sync.finish()
+    with trainer.probe.section("optimizer"):
+        network.scaler.unscale_(network.opt)
         grad_norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(p.grad) for p in params]))
-        clip = t.cfg.optim.clip_grad_g if phase.network == "G" else t.cfg.optim.clip_grad_d
+        clip = trainer.cfg.optim.clip_grad_g if network.name == "G" else trainer.cfg.optim.clip_grad_d
         if clip is not None:  # on the summed, unscaled gradient: every rank clips alike, the threshold is in true units
             torch.nn.utils.clip_grads_with_norm_(params, clip, grad_norm)
         finite = all_finite(loss_sum, grad_norm)
         if finite:
-            phase.scaler.step(phase.opt)
+            network.scaler.step(network.opt)
             if phase.after_step is not None:
-                phase.after_step(t)
-            t.nonfinite_in_a_row = 0
+                phase.after_step(trainer, stats)
+            trainer.nonfinite_in_a_row = 0
         else:
-            t.nonfinite_in_a_row += 1
-        phase.scaler.update()
-        phase.opt.zero_grad(set_to_none=True)
-    if phase.network == "G":
-        with t.probe.section("allreduce", "all-reduce"):
-            _average_buffers(t.G)
-    if t.nonfinite_in_a_row >= MAX_NONFINITE_IN_A_ROW:
+            trainer.nonfinite_in_a_row += 1
+        network.scaler.update()
+        network.opt.zero_grad(set_to_none=True)
+    if network.name == "G":
+        with trainer.probe.section("allreduce", "all-reduce"):
+            _average_buffers(trainer.G)
+    if trainer.nonfinite_in_a_row >= MAX_NONFINITE_IN_A_ROW:
         raise DivergedError(
-            f"training diverged: {t.nonfinite_in_a_row} optimizer steps in a row had non-finite losses or gradients "
-            f"(last in phase {phase.name}); the weights are those of the last good step. Try a lower --glr/--dlr, "
-            "a larger --gamma, or --precision fp32; resume from the last checkpoint with --allow-config-change"
+            f"training diverged: {trainer.nonfinite_in_a_row} optimizer steps in a row had non-finite losses or "
+            f"gradients (last in phase {phase.name}); the weights are those of the last good step. Try a lower "
+            "--glr/--dlr, a larger --gamma, or --precision fp32; resume from the last checkpoint with "
+            "--allow-config-change"
         )
-    out = {key: torch.cat(values) for key, values in stats.items()}
+    out = dict(stats)
     out[f"GradNorm/{phase.name}"] = grad_norm.reshape(1)  # before clipping
     if clip is not None:
         out[f"Clipped/{phase.name}"] = (grad_norm > clip).float().reshape(1)  # its tick mean: the share clipped
     out[f"Skipped/{phase.name}"] = torch.tensor([0.0 if finite else 1.0], device=grad_norm.device)
-    out[f"LR/{phase.name}"] = torch.tensor([phase.opt.param_groups[0]["lr"]], device=grad_norm.device)
+    out[f"LR/{phase.name}"] = torch.tensor([network.opt.param_groups[0]["lr"]], device=grad_norm.device)
     return out
 
 
