@@ -18,6 +18,7 @@ import multiprocessing
 import os
 import signal
 import threading
+import time
 
 import torch
 
@@ -36,14 +37,18 @@ class PreemptionGuard:
                     save checkpoint; sys.exit(guard.exit_code)
 
     A second SIGINT raises KeyboardInterrupt, so a person pressing Ctrl-C twice is never stuck waiting for a
-    save. On exit the handlers that were installed before are put back. Use from the main thread only (Python
-    delivers signals there).
+    save; only one that comes `repeat_after_s` or more after the first counts as a second. One sooner is the same
+    interrupt arriving twice: sent to every process of a job (SLURM, a control group) it reaches a torchrun worker
+    directly, and again when torchrun forwards the SIGINT it got itself. On exit the handlers that were installed
+    before are put back. Use from the main thread only (Python delivers signals there).
     """
 
-    def __init__(self):
+    def __init__(self, repeat_after_s: float = 1.0):
         self.requested = False
         self.signal_number: int | None = None
         self._previous: dict[int, object] = {}
+        self._repeat_after_s = repeat_after_s
+        self._first_sigint: float | None = None  # when this process itself got its first SIGINT
 
     @property
     def exit_code(self) -> int | None:
@@ -61,8 +66,12 @@ class PreemptionGuard:
         self._previous.clear()
 
     def _handle(self, signum: int, frame) -> None:
-        if signum == signal.SIGINT and self.signal_number == signal.SIGINT:
-            raise KeyboardInterrupt
+        if signum == signal.SIGINT:
+            now = time.monotonic()
+            if self._first_sigint is None:
+                self._first_sigint = now
+            elif now - self._first_sigint >= self._repeat_after_s:
+                raise KeyboardInterrupt
         self.requested = True
         self.signal_number = signum
 
