@@ -105,13 +105,16 @@ def leave_signals_to_parent(*_ignored) -> None:
     """Run first in a worker process (a DataLoader's worker_init_fn, a Pool's initializer): from now on SIGTERM and
     SIGINT from anyone but the parent are discarded, so a signal sent to the whole group is the parent's to act on.
 
-    The parent still stops its worker with SIGTERM (DataLoader's and multiprocessing's shutdown send it to a worker
-    that does not exit by itself): that one ends the worker at once. Both signals stay blocked in every thread of the
-    worker, and one thread takes them with sigwaitinfo, which tells who sent each; a handler could not (Python's
-    handlers do not see the sender). Without sigwaitinfo (macOS), the worker only ignores SIGINT. The worker is
-    killed when the process that forked it ends, however that ends: deaf to the group's SIGTERM, it would otherwise
-    outlive a parent that died of it. (Linux sends that signal when the forking thread ends: start workers from a
-    thread that outlives them, as the main thread does.)
+    The parent can still stop its worker with SIGTERM (DataLoader's and multiprocessing's shutdown send it to a
+    worker that does not exit by itself): that one ends the worker at once. Both signals stay blocked in every thread
+    of the worker, and one thread takes them with sigwaitinfo, which tells who sent each; a handler could not
+    (Python's handlers do not see the sender). Linux keeps one pending SIGTERM per process, so a parent's SIGTERM that
+    arrives while the group's is still pending merges into it and is lost: stop workers by their own protocol first
+    (DataLoader's end-of-work message, Pool.close), with SIGTERM as the late last resort DataLoader makes it.
+    Without sigwaitinfo (macOS), the worker only ignores SIGINT. The worker is killed when the process that forked
+    it ends, however that ends: deaf to the group's SIGTERM, it would otherwise outlive a parent that died of it.
+    (Linux sends that signal when the forking thread ends: start workers from a thread that outlives them, as the
+    main thread does.)
     """
     parent = multiprocessing.parent_process()  # the starting process, also where a fork server forked the worker
     owner = os.getppid() if parent is None else parent.pid
