@@ -175,7 +175,7 @@ MUTANTS = (
     M("resume_new_continues", "train/rundir.py", 'if key.resume == "new":', "if False:",
       ("tests/train/test_train_resume_options.py::test_resume_new_always_starts_a_run_from_scratch",)),
     M("sigint_not_caught", "preempt.py", "_SIGNALS = (signal.SIGTERM, signal.SIGINT)", "_SIGNALS = (signal.SIGTERM,)",
-      ("tests/test_resume.py::test_a_signal_saves_a_checkpoint_and_exits_128_plus_its_number",)),
+      ("tests/checkpoint/test_checkpoint_preempt.py::test_signal_sets_flag_and_handlers_are_restored",)),
     M("restart_reads_old_attempt", "dist.py", "{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}", "0",
       ("tests/test_scaleout.py::test_each_restart_attempt_sees_none_of_the_previous_attempts_keys",)),
     M("pg_pinned_by_late_import", "dist.py", 'importlib.import_module("torch.distributed.nn")', "pass",
@@ -333,6 +333,29 @@ MUTANTS = (
       ("tests/data/test_data_bounds.py::test_a_write_error_in_the_fast_format_and_the_report_leaves_nothing",)),
     M("build_queue_unbounded_in_bytes", "data/build.py", " or sum(sizes) > _IN_FLIGHT_BYTES", "",
       ("tests/data/test_data_bounds.py::test_files_queued_for_the_pool_are_bounded_in_bytes",)),
+    # A signal to every process of the run (process group, SLURM job step): workers leave it to the main process.
+    M("workers_die_of_group_signals", "data/loader.py", "loader = WorkerLoader(",
+      "loader = torch.utils.data.DataLoader(",
+      ("tests/data/test_data_loader.py::test_workers_leave_group_signals_to_this_process",
+       "tests/test_signal_group.py::test_group_signals_to_one_process_checkpoint_and_the_rerun_continues")),
+    M("workers_forked_before_signals_held", "data/loader.py", "with preempt.signals_held():  # workers",
+      "with contextlib.nullcontext():  # workers",
+      ("tests/data/test_data_loader.py::test_workers_leave_group_signals_to_this_process",)),
+    M("workers_deaf_to_their_parent", "preempt.py", "info.si_signo == signal.SIGTERM and info.si_pid == owner",
+      "info.si_signo == signal.SIGTERM and info.si_pid == -1",
+      ("tests/data/test_data_loader.py::test_workers_leave_group_signals_to_this_process",)),
+    M("workers_outlive_their_parent", "preempt.py", "    dist.parent_death_signal(signal.SIGKILL)\n", "",
+      ("tests/checkpoint/test_checkpoint_preempt.py::test_a_worker_outlives_others_signals_but_not_its_parent",)),
+    M("read_ahead_thread_takes_signals", "data/readahead.py", "with preempt.signals_held():\n            self._thread",
+      "if True:\n            self._thread",
+      ("tests/data/test_data_readahead.py::test_the_reading_thread_never_takes_sigterm_or_sigint",)),
+    M("forwarded_sigint_is_a_second_ctrl_c", "preempt.py", "elif now - self._first_sigint >= self._repeat_after_s:",
+      "else:",
+      ("tests/checkpoint/test_checkpoint_preempt.py::test_one_sigint_arriving_twice_at_once_is_one_interrupt",)),
+    M("adopted_sigint_counts_as_this_ranks", "preempt.py", "self.requested, self.signal_number = True, signum",
+      "self.requested, self.signal_number, self._first_sigint = True, signum, 0.0",
+      ("tests/checkpoint/test_checkpoint_preempt.py::test_a_sigint_adopted_from_another_rank_is_not_this_process_"
+       "first_ctrl_c",)),
 )  # fmt: skip
 
 

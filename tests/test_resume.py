@@ -13,7 +13,6 @@ adjustment moves p by 0.32, and --target 0.2 lies below what D reaches on these 
 
 import random
 import shutil
-import signal
 import sys
 import time
 from pathlib import Path
@@ -136,25 +135,6 @@ def test_sigkill_then_rerun_equals_uninterrupted_two_processes(data, tmp_path):
     window = _timed_run(_command(data, tmp_path / "uninterrupted", nproc=2), tmp_path / "uninterrupted")
     killed = _kill_and_resume(data, tmp_path / "killed", 2, window)
     assert_identical(_final_state(tmp_path / "uninterrupted"), killed)
-
-
-@pytest.mark.parametrize("signum, status", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
-def test_a_signal_saves_a_checkpoint_and_exits_128_plus_its_number(data, tmp_path, signum, status):
-    kimg = 0.4  # longer than the wait for the first checkpoint plus the signal can take
-    proc = start(_command(data, tmp_path, extra=("--kimg", str(kimg))))
-    try:
-        wait_for_checkpoint(proc, tmp_path)
-        signalled = time.time()
-        proc.send_signal(signum)
-        output = proc.communicate(timeout=TIMEOUT)[0]
-    finally:
-        kill_all(proc)
-    assert proc.returncode == status, output[-4000:]
-    assert "Traceback" not in output
-    newest = checkpoints(tmp_path)[-1]
-    written = (newest / "manifest.json").stat().st_mtime
-    assert written >= signalled - 0.5, f"no checkpoint was written on signal {signum}"
-    assert MIDDLE < checkpoint.load(newest)["loop"]["cur_nimg"] < round(kimg * 1000)
 
 
 # `ganforge train` with a disk that fills up after two checkpoints (each is 4 writes: 3 files and the pointer), so the

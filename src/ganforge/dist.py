@@ -75,10 +75,16 @@ def _stop_with_launcher() -> None:
     torchrun starts each worker in a session of its own, so nothing else would reach it: the workers would train on
     without anyone to report to. SIGTERM takes the same path as a preemption (every rank stops at the same step,
     checkpoints, exits 143). Elsewhere than Linux this is a no-op."""
+    parent_death_signal(signal.SIGTERM)
+
+
+def parent_death_signal(signum: int) -> None:
+    """Have Linux send this process `signum` when its parent ends (strictly, the parent's thread that started it).
+    Elsewhere than Linux this is a no-op."""
     if not sys.platform.startswith("linux"):
         return
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
+    if libc.prctl(_PR_SET_PDEATHSIG, signum, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
 
 

@@ -1,6 +1,7 @@
 import multiprocessing
 import os
 import signal
+import subprocess
 import time
 
 import numpy as np
@@ -8,6 +9,7 @@ import pytest
 import torch
 from data_testfiles import write_fast, write_nvlabs_zip
 
+from ganforge import preempt
 from ganforge.data import make_loader, open_dataset
 from ganforge.data.loader import host_loader, reads_in_process, to_float
 from ganforge.data.sampler import InfiniteSampler
@@ -122,3 +124,40 @@ def test_fast_format_starts_no_worker_processes_where_a_zip_does(fast_dataset, d
     zip_loader = make_loader(dataset, 4, workers=2, timeout_s=60)
     next(zip_loader)
     assert not reads_in_process(dataset) and len(set(multiprocessing.active_children()) - before) == 2
+
+
+def test_workers_leave_group_signals_to_this_process(dataset, tmp_path, monkeypatch):
+    """SIGTERM and SIGINT from anyone else (a signal to the whole process group, SLURM's to every process of a step)
+    leave the workers running: only this process acts on them. The workers are born with both signals blocked, so
+    none can kill them before they are set up; and SIGTERM from this process (DataLoader's own last resort) still
+    ends one at once."""
+    set_up = preempt.leave_signals_to_parent
+
+    def recording(worker_id):  # the mask the worker was born with: torch changes none before calling this
+        (tmp_path / f"born{worker_id}").write_text(repr(sorted(signal.pthread_sigmask(signal.SIG_BLOCK, []))))
+        set_up(worker_id)
+
+    monkeypatch.setattr(preempt, "leave_signals_to_parent", recording)
+    before = set(multiprocessing.active_children())
+    batches_ = iter(host_loader(dataset, 3, workers=2, timeout_s=60))
+    workers = sorted(set(multiprocessing.active_children()) - before, key=lambda w: w.pid)
+    try:
+        next(batches_)
+        for worker_id in range(2):
+            born = (tmp_path / f"born{worker_id}").read_text()
+            assert "SIGTERM" in born and "SIGINT" in born, born
+        for name in ("TERM", "INT"):
+            subprocess.run(["kill", f"-{name}", *(str(w.pid) for w in workers)], check=True)
+        time.sleep(0.3)
+        assert [next(batches_)[0].shape for _ in range(8)] == [(3, 3, 8, 8)] * 8  # a dead worker would raise here
+        assert len(workers) == 2 and all(w.is_alive() for w in workers)
+        workers[0].terminate()
+        workers[0].join(timeout=10)
+        assert workers[0].exitcode == 0
+        del batches_  # DataLoader shuts the other one down
+        workers[1].join(timeout=10)
+        assert not workers[1].is_alive()
+    finally:  # a worker deaf to its parent would otherwise hang this process's exit (multiprocessing joins it)
+        for worker in workers:
+            if worker.is_alive():
+                worker.kill()

@@ -1,5 +1,8 @@
+import re
+import signal
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -56,3 +59,12 @@ def test_reads_at_most_depth_ahead_and_dropping_it_ends_the_thread():
     del ahead
     thread.join(timeout=5)
     assert not thread.is_alive() and thread not in threading.enumerate()
+
+
+def test_the_reading_thread_never_takes_sigterm_or_sigint():
+    """Blocked there, they go to the main thread, where they wake a wait for the next item at once."""
+    ahead = ReadAhead(_counting([]), depth=2, timeout_s=10, stalled="stalled")
+    status = Path(f"/proc/self/task/{ahead._thread.native_id}/status").read_text()
+    mask = int(re.search(r"^SigBlk:\s*([0-9a-f]+)$", status, re.M).group(1), 16)
+    assert all(mask >> (signum - 1) & 1 for signum in (signal.SIGTERM, signal.SIGINT)), hex(mask)
+    ahead.close()

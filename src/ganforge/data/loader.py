@@ -7,6 +7,9 @@ receiving the same batches from workers, whose every batch crosses processes in 
 (benchmarks/data_throughput.py), so one thread of this process reads it `PREFETCH_BATCHES` batches ahead and
 `workers` does not apply. Either way the batches are the same, in the same order.
 
+Worker processes leave SIGTERM and SIGINT to this process (`WorkerLoader`): a signal sent to the whole process group
+must reach the training loop, which checkpoints, and not kill a worker under it.
+
 The uint8 -> float conversion happens on the device (4x less host-to-device traffic than float32) and is the same
 expression on CPU and CUDA, so both give identical numbers.
 """
@@ -15,6 +18,7 @@ import contextlib
 
 import torch
 
+from ganforge import preempt
 from ganforge.data.readahead import ReadAhead
 from ganforge.data.sampler import InfiniteSampler
 from ganforge.errors import UserError, carried_problems
@@ -55,6 +59,20 @@ def collate(samples):
     if isinstance(samples, tuple):
         return samples
     return torch.utils.data.default_collate(samples)
+
+
+class WorkerLoader(torch.utils.data.DataLoader):
+    """A DataLoader whose worker processes leave SIGTERM and SIGINT to this process (preempt.leave_signals_to_parent)
+    and are started with both signals held, so that not even a worker's first instructions can be killed by a signal
+    sent to the whole group. Use it for every DataLoader with workers; takes DataLoader's arguments but
+    worker_init_fn."""
+
+    def __init__(self, dataset, **kwargs):
+        super().__init__(dataset, worker_init_fn=preempt.leave_signals_to_parent, **kwargs)
+
+    def __iter__(self):
+        with preempt.signals_held():  # workers (and DataLoader's pin-memory thread) start here
+            return super().__iter__()
 
 
 class DeviceLoader:
@@ -132,7 +150,7 @@ def host_loader(
         in_process = reads_in_process(dataset)
     workers = 0 if in_process else workers
     sampler = InfiniteSampler(len(dataset), seed=seed, rank=rank, world_size=world_size, start=start)
-    loader = torch.utils.data.DataLoader(
+    loader = WorkerLoader(
         dataset,
         batch_size=batch_per_rank,
         sampler=sampler,

@@ -8,6 +8,7 @@ that makes DataLoader workers the slower path for such data.
 import queue
 import threading
 
+from ganforge import preempt
 from ganforge.errors import UserError
 
 
@@ -52,7 +53,11 @@ class ReadAhead:
         self._done = False
         args = (iter(items), self._slots, self._stop)
         self._thread = threading.Thread(target=_fill, args=args, name="ganforge-read-ahead", daemon=True)
-        self._thread.start()
+        # Started with SIGTERM and SIGINT blocked, the thread is never the one the kernel hands them to. Python runs
+        # handlers on the main thread, but only once that thread is interrupted: a signal taken by this thread would
+        # leave the main thread asleep in a wait for a stalled read, and a second Ctrl-C would not interrupt it.
+        with preempt.signals_held():
+            self._thread.start()
 
     def __iter__(self):
         return self
