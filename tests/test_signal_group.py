@@ -177,3 +177,32 @@ def test_the_slurm_examples_signal_to_every_process_of_its_step_checkpoints_and_
         assert position == 0 or f"resuming at {position / 1000:g} kimg" in output, output[-4000:]
         position = _stopped_at(outdir, position)
     _finish(launch((position + 8) / 1000), position)
+
+
+def test_a_group_sigterm_stops_dataset_build_and_its_workers_leaving_nothing_half_written(tmp_path):
+    """`dataset build --workers 2` signalled while its pool decodes: exit 143, no DEST or DEST.partial, no worker
+    left (before, it died by the signal leaving DEST.partial, or hung in Pool.terminate on a lock a killed worker
+    held)."""
+    import numpy as np
+    import PIL.Image
+
+    src = tmp_path / "src"
+    src.mkdir()
+    rng = np.random.default_rng(0)
+    for i in range(400):
+        PIL.Image.fromarray(rng.integers(0, 256, (64, 64, 3), dtype=np.uint8)).save(src / f"{i:03d}.png")
+    dest = tmp_path / "out.zip"
+    proc = _start([sys.executable, "-m", "ganforge", "dataset", "build", str(src), str(dest), "--resolution", "32",
+                   "--workers", "2"], start_new_session=True)  # fmt: skip
+    deadline = time.monotonic() + TIMEOUT
+    while len(descendants(proc.pid)) < 2 or not dest.with_name(dest.name + ".partial").exists():
+        assert proc.poll() is None, proc.stdout.read()[-4000:]
+        assert time.monotonic() < deadline, "the build's pool never started"
+        time.sleep(0.01)
+    below = descendants(proc.pid)
+    _send_group(signal.SIGTERM, [proc.pid])
+    output = proc.communicate(timeout=TIMEOUT)[0]
+    assert proc.returncode == 143 and "Traceback" not in output and output.strip() == "terminated", output[-4000:]
+    assert not dest.exists() and not dest.with_name(dest.name + ".partial").exists()
+    time.sleep(GONE_SECONDS)
+    assert not [pid for pid in below if alive(pid)]

@@ -3,6 +3,8 @@
 Heavy modules are imported inside each command so that `ganforge --help` stays instant.
 """
 
+import contextlib
+import signal
 import sys
 import warnings
 
@@ -41,7 +43,7 @@ class _Group(click.Group):
     without a traceback; warnings become one line."""
 
     def invoke(self, ctx: click.Context):
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _sigterm_unwinds():
             warnings.showwarning = _one_line_warnings()
             try:
                 return super().invoke(ctx)
@@ -55,6 +57,26 @@ class _Group(click.Group):
             except KeyboardInterrupt:  # Ctrl-C outside a training loop (which checkpoints and exits 130 itself)
                 click.echo("interrupted", err=True)
                 sys.exit(130)
+            except _Terminated:  # SIGTERM outside a training loop (which checkpoints and exits 143 itself)
+                click.echo("terminated", err=True)
+                sys.exit(143)
+
+
+class _Terminated(BaseException):
+    """SIGTERM raised as an exception, like Ctrl-C's KeyboardInterrupt, so that what a command leaves half-written
+    (`dataset build`'s DEST.partial, a temporary file) is removed on the way out."""
+
+
+@contextlib.contextmanager
+def _sigterm_unwinds():
+    def unwind(signum, frame):
+        raise _Terminated
+
+    previous = signal.signal(signal.SIGTERM, unwind)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _usage_line(error: click.UsageError) -> str:

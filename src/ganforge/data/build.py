@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ganforge import __version__
+from ganforge import __version__, preempt
 from ganforge.data import fastformat, images, labels
 from ganforge.data.files import ZipMembers, brief, read_file
 from ganforge.errors import UserError
@@ -61,9 +61,14 @@ def ordered_map(function, items, workers: int):
     if workers == 0:
         yield from map(function, items)
         return
-    # fork starts workers instantly and shares the parent's imports; spawn where fork does not exist.
+    # fork starts workers instantly and shares the parent's imports; spawn where fork does not exist. The workers
+    # leave SIGTERM and SIGINT to this process (a Ctrl-C or SIGTERM meant for the whole group would kill one, maybe
+    # holding the task queue's lock, on which Pool.terminate() then waits forever), so they are stopped by closing the
+    # pool: they finish the few files queued and exit.
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-    with multiprocessing.get_context(method).Pool(workers) as pool:
+    with preempt.signals_held():
+        pool = multiprocessing.get_context(method).Pool(workers, initializer=preempt.leave_signals_to_parent)
+    try:
         pending, sizes = collections.deque(), collections.deque()
         for item in items:
             pending.append(pool.apply_async(function, (item,)))
@@ -73,6 +78,9 @@ def ordered_map(function, items, workers: int):
                 yield pending.popleft().get()
         while pending:
             yield pending.popleft().get()
+    finally:
+        pool.close()
+        pool.join()
 
 
 def read_or_reason(read, key) -> bytes | str:
