@@ -249,6 +249,14 @@ def test_architectures_beyond_the_limits_are_refused(G, tmp_path):
         load_snapshot(path)
 
 
+def test_the_limits_are_checked_before_anything_is_built(G, tmp_path):
+    """Checked first, by arithmetic: not even the meta-device network (which would say "parameters") is made."""
+    path = tmp_path / "s.safetensors"
+    rewrite(path, G, generator=json.dumps({**G.config, "channel_max": 4096, "channel_base": 2**16}))
+    with pytest.raises(UserError, match="unsupported architecture, channel_max=4096: must be an integer from 1 to"):
+        load_snapshot(path)
+
+
 def test_an_architecture_the_file_cannot_hold_is_refused_before_it_is_built(G, tmp_path, monkeypatch):
     path = tmp_path / "s.safetensors"
     big = {**G.config, "resolution": 1024, "channel_max": 1024, "channel_base": 2**20}
@@ -304,3 +312,17 @@ def test_snapshots_written_today_are_the_same_bytes_each_time(G, tmp_path):
     save_snapshot(tmp_path / "b.safetensors", G, {"kimg": 1})
     assert (tmp_path / "a.safetensors").read_bytes() == (tmp_path / "b.safetensors").read_bytes()
     assert load_snapshot(tmp_path / "a.safetensors")[1] == {"kimg": 1}
+
+
+def test_a_weights_file_is_checked_whole_without_building_its_network(G, tmp_path):
+    from ganforge.snapshot import check_weights_file
+
+    save_snapshot(tmp_path / "G.safetensors", G, {})
+    save_discriminator(tmp_path / "D.safetensors", Discriminator(**ARCH), {})
+    assert check_weights_file(tmp_path / "G.safetensors") == "ganforge-snapshot"
+    assert check_weights_file(tmp_path / "D.safetensors") == "ganforge-discriminator"
+    rewrite(tmp_path / "G.safetensors", G, generator=json.dumps({**G.config, "mapping_layers": 10**7}))
+    with pytest.raises(UserError, match="mapping_layers=10000000: must be an integer from 1 to 32"):
+        check_weights_file(tmp_path / "G.safetensors")
+    with pytest.raises(UserError, match="no such file"):
+        check_weights_file(tmp_path / "missing.safetensors")

@@ -139,8 +139,25 @@ def load_discriminator(path, device="cpu") -> tuple[Discriminator, dict]:
     return _load(path, device, _DISCRIMINATOR)
 
 
+def check_weights_file(path) -> str:
+    """Everything loading `path` (a snapshot or a discriminator file, told apart by its format tag) checks: format,
+    checksum, metadata, architecture, tensors; without building the network. Returns the format tag. A command that
+    will load the file later calls it before writing anything, so that a bad file leaves nothing behind."""
+    if not Path(path).is_file():
+        raise UserError(f"{path}: no such file; pass a ganforge snapshot or discriminator file")
+    kind = _DISCRIMINATOR if file_format(path) == DISCRIMINATOR_FORMAT else _SNAPSHOT
+    network, config, tensors, _ = _checked_parts(Path(path), kind)
+    check_network(path, network, config, tensors, Path(path).stat().st_size)
+    return kind.format
+
+
 def _load(path, device, kind: _Kind):
-    path = Path(path)
+    network, config, tensors, meta = _checked_parts(Path(path), kind)
+    return build_network(path, network, config, tensors, device, Path(path).stat().st_size), meta
+
+
+def _checked_parts(path: Path, kind: _Kind) -> tuple[type, dict, dict, dict]:
+    """(network class, its constructor arguments as the file states them, tensors, meta) of a verified file."""
     if not path.is_file():
         raise UserError(f"{path}: no such {kind.noun} file; {kind.fix}")
     metadata, tensors = _read(path, kind)
@@ -160,8 +177,7 @@ def _load(path, device, kind: _Kind):
     if architecture not in kind.networks:
         raise UserError(f"{path}: unknown {kind.config_key} architecture {shown(architecture)}; use the ganforge "
                         "version that wrote it")  # fmt: skip
-    net = build_network(path, kind.networks[architecture], config, tensors, device, path.stat().st_size)
-    return net, meta
+    return kind.networks[architecture], config, tensors, meta
 
 
 def _verify(path: Path, metadata: dict, tensors: dict, kind: _Kind) -> None:
@@ -196,7 +212,7 @@ def _json(path: Path, metadata: dict, key: str, kind: _Kind):
         try:
             value = json.loads(text)
         except json.JSONDecodeError as err:
-            problem = f"'{key}' is not JSON ({err.msg} at character {err.pos})"
+            problem = f"'{key}' is not JSON ({err.msg}, character {err.pos})"
         except RecursionError:  # the C scanner recurses once per nesting level
             problem = f"'{key}' is nested too deeply"
         else:
@@ -269,16 +285,22 @@ def construct(where, network: type, arch: dict, device=None) -> torch.nn.Module:
         raise UserError(*listed(f"{where}: unsupported architecture, ", err.problems)) from None
 
 
-def build_network(where, network: type, arch: dict, tensors: dict, device, file_bytes: int) -> torch.nn.Module:
-    """`network(**arch)` on `device` in eval mode holding `tensors` (as float32). The architecture is built on the
-    meta device first: its parameter count is compared with what a file of `file_bytes` can hold and its tensors
-    with `tensors`, so that nothing is allocated for a network the file does not hold."""
+def check_network(where, network: type, arch: dict, tensors: dict, file_bytes: int) -> torch.nn.Module:
+    """`network(**arch)` on the meta device (shapes only), once `arch` is within the limits, its parameter count
+    compared with what a file of `file_bytes` can hold and its tensors with `tensors`: everything but allocating."""
     shapes_only = construct(where, network, arch, "meta")
     count = sum(v.numel() for v in shapes_only.state_dict().values())
     if count * MIN_PARAMETER_BYTES > file_bytes:
         raise UserError(f"{where}: its architecture has {count:,} parameters, more than a file of {file_bytes:,} "
                         "bytes can hold; the file is truncated or its architecture was altered")  # fmt: skip
     check_tensors(where, shapes_only, tensors)
+    return shapes_only
+
+
+def build_network(where, network: type, arch: dict, tensors: dict, device, file_bytes: int) -> torch.nn.Module:
+    """`network(**arch)` on `device` in eval mode holding `tensors` (as float32), built only once `check_network`
+    found the file holds exactly that network, so that nothing is allocated for a network the file does not hold."""
+    check_network(where, network, arch, tensors, file_bytes)
     net = construct(where, network, arch, device)
     net.load_state_dict({name: value.to(torch.float32) for name, value in tensors.items()})
     return net.eval()
@@ -292,7 +314,7 @@ def check_tensors(where, net: torch.nn.Module, tensors: dict) -> None:
     problems += [f"unexpected tensor {shown_name(k)}" for k in tensors if k not in expected]
     problems += [f"{k} is {_kind(v)}, not a tensor of floating-point numbers" for k, v in tensors.items()
                  if k in expected and not _plain_float(v)]  # fmt: skip
-    problems += [f"tensor {k} has shape {list(v.shape)}, the architecture needs {list(expected[k])}"
+    problems += [f"tensor {k} has shape {shown(list(v.shape))}, the architecture needs {list(expected[k])}"
                  for k, v in tensors.items()
                  if k in expected and _plain_float(v) and tuple(v.shape) != expected[k]]  # fmt: skip
     if problems:

@@ -212,6 +212,12 @@ def pt_bad_crc() -> bytes:
     return bytes(data)
 
 
+def pt_legacy_declared_length() -> bytes:
+    """torch.save's format before PyTorch 1.6, a string declaring 2^32 - 1 bytes (torch's reader allocates it)."""
+    data = torch_saved({"g_ema": rosinality_state()}, zip_format=False)
+    return data.replace(b"X\x05\x00\x00\x00g_ema", b"X\xff\xff\xff\xffg_ema")
+
+
 def pt_deflated_member() -> bytes:
     """data.pkl of 64 MB deflated into a few KB (torch.save stores members uncompressed)."""
     out = io.BytesIO()
@@ -319,6 +325,7 @@ IMPORTS = {  # file name -> bytes; each is read by `ganforge import NAME out.saf
     "truncated.pt": pt_truncated,
     "bad-crc.pt": pt_bad_crc,
     "deflated-member.pt": pt_deflated_member,
+    "legacy-declared-length.pt": pt_legacy_declared_length,
     "mapping-layers-300.pt": pt_many_mapping_layers,
     "wide-view.pt": pt_wide_view,
 }
@@ -350,6 +357,8 @@ def test_hostile_network_files_are_refused_by_every_reader(tmp_path):
         args = ("generate", "--network", f"g-{name}", "--seeds", "0", "--outdir", f"images-{name}", "--device", "cpu")
         cases.append(Case(f"generate {name}", args, absent=(f"images-{name}",)))
     cases += destination_cases(tmp_path)
+    if Path("/proc/self/mem").exists():  # Linux: a regular file whose every read fails (EIO)
+        cases.append(Case("import an unreadable file", ("import", "/proc/self/mem", "mem.safetensors")))
     (tmp_path / "deep-args.pt").write_bytes(pt_deep_args())  # harmless: read without recursion, then unused
     cases.append(Case("import deep-args.pt", ("import", "deep-args.pt", "deep.safetensors"), exit_code=0))
     outcomes = {o.name: o for o in assert_all_rejected(cases, tmp_path)}

@@ -119,6 +119,8 @@ def test_build_and_items_only_where_a_network_pickle_needs_them(G, tmp_path):
 
 
 def test_keys_are_plain_values_whose_hashing_costs_their_length(G, tmp_path):
+    tree = tree_of(G, synthesis_kwargs__x=Call(collections.OrderedDict, items=[((1, 2), 1)]))
+    refused(tmp_path, network_pickle({"G_ema": tree}), "a dict key or set item that is not a plain value")
     key = ()
     for _ in range(60):  # hashing it would visit 2^60 tuples
         key = (key, key)
@@ -151,6 +153,8 @@ def shared_modules(levels: int, width: int) -> Persistent:
 
 def test_a_module_reached_twice_is_refused_after_one_visit(G, tmp_path):
     tree = tree_of(G)
+    tree.state["_modules"]["synthesis"].state["_modules"]["b8"] = shared_modules(1, 2)
+    refused(tmp_path, network_pickle({"G_ema": tree}), r"module synthesis.b8.c0 appears twice in the module tree")
     tree.state["_modules"]["synthesis"].state["_modules"]["b8"] = shared_modules(5, 100)  # 10^10 paths
     twice = r"module synthesis.b8.c99.c99.c99.c99.c98 appears twice in the module tree"  # the first revisit
     refused(tmp_path, network_pickle({"G_ema": tree}), twice)
@@ -242,3 +246,15 @@ def test_snapshots_readers_share_the_limits(G, tmp_path):
 
     save_snapshot(tmp_path / "G.safetensors", G, {})
     assert load_snapshot(tmp_path / "G.safetensors")[0].config == G.config
+
+
+def test_lengths_declared_in_a_legacy_checkpoint_are_compared_with_the_file(tmp_path):
+    """torch.save's format before PyTorch 1.6 (rosinality's released checkpoints): torch's reader would allocate a
+    declared length before finding the file shorter."""
+    data = saved({"g_ema": generator_state(8, 4, 2, {4: 4, 8: 4}, seed=1)}, zip_format=False)
+    name = b"X\x05\x00\x00\x00g_ema"  # BINUNICODE "g_ema"
+    assert data.count(name) == 1
+    path = tmp_path / "g.pt"
+    path.write_bytes(data.replace(name, b"X\xff\xff\xff\xffg_ema"))
+    with pytest.raises(UserError, match="not a readable PyTorch checkpoint .the checkpoint declares 4294967295 bytes"):
+        load_network(path)

@@ -34,8 +34,11 @@ def file_kind(path: Path) -> str:
     """SNAPSHOT, NVLABS or ROSINALITY from the first bytes; UserError saying what the file is otherwise."""
     if not path.is_file():
         raise UserError(f"{path}: no such file; {SUPPORTED}")
-    with open(path, "rb") as file:
-        head = file.read(16)
+    try:
+        with open(path, "rb") as file:
+            head = file.read(16)
+    except OSError as err:
+        raise UserError(f"{path}: cannot be read ({err.strerror or type(err).__name__}); {SUPPORTED}") from None
     # safetensors: an 8-byte little-endian header length, then the JSON header; checked first, since the length's
     # low byte may be anything (0x80 too, a pickle's first byte)
     if len(head) > 8 and head[8:9] == b"{" and 8 + int.from_bytes(head[:8], "little") <= path.stat().st_size:
@@ -113,7 +116,10 @@ def import_network(src, dest, which: str = "G_ema") -> dict:
 
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        while chunk := file.read(1 << 20):
-            digest.update(chunk)
+    try:
+        with open(path, "rb") as file:
+            while chunk := file.read(1 << 20):
+                digest.update(chunk)
+    except OSError as err:
+        raise UserError(f"{path}: cannot be read ({err.strerror or type(err).__name__})") from None
     return digest.hexdigest()

@@ -139,7 +139,7 @@ def _load_storage(data) -> _Storage:
         warnings.filterwarnings("ignore", "TypedStorage is deprecated", UserWarning)
         try:
             storage = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
-        except _DECODE_ERRORS:
+        except (*_DECODE_ERRORS, AssertionError):  # torch's legacy reader asserts what the stream must hold
             raise pickle.UnpicklingError("a nested tensor storage is not plain tensor data (torch.load with "
                                          "weights_only=True refused or could not read it)") from None  # fmt: skip
         if not isinstance(storage, torch.TypedStorage):
@@ -345,7 +345,8 @@ def read_pickle(path: Path):
     except RefusedGlobal as err:
         raise UserError(_refusal(path, err.qualname)) from None
     except _DECODE_ERRORS as err:
-        detail = str(err)[:MAX_MESSAGE_DETAIL] or type(err).__name__
+        detail = str(err)[:MAX_MESSAGE_DETAIL]
+        detail = f"{type(err).__name__}: {detail}" if type(err) in (KeyError, EOFError) or not detail else detail
         raise UserError(f"{path}: not a readable NVlabs network pickle ({detail}); nothing from it was run") from None
     except OSError as err:
         raise UserError(f"{path}: cannot be read ({err.strerror or type(err).__name__})") from None

@@ -28,6 +28,9 @@ every tensor is checked against the ganforge network built from them.
 """
 
 import argparse
+import contextlib
+import io
+import os
 import pickle
 import re
 import struct
@@ -47,6 +50,7 @@ W_AVG_SEED = 0
 MAX_MESSAGE_DETAIL = 200  # characters of a decoding error quoted in a message
 MAX_ZIP_MEMBERS = 100_000  # torch.save writes one member per storage, and a few more
 MAX_NAME_CHARS = 128  # a state-dict name ("convs.12.conv.modulation.weight")
+PROBE_BYTES = 1 << 16  # a read this short may ask for more than remains (torch probes for a tar header)
 MAX_BLOCKS = 16  # resolution is 2^(blocks + 2): more blocks than any size ganforge allows, kept a small integer
 MODULATED = {"conv.weight": "weight", "conv.modulation.weight": "affine.weight", "conv.modulation.bias": "affine.bias"}
 STYLED_CONV = {**MODULATED, "noise.weight": "noise_strength", "activate.bias": "bias"}
@@ -64,18 +68,30 @@ def read_checkpoint(path: Path) -> dict:
     A zip checkpoint (torch.save's format) is first checked member by member: stored as torch writes them, within
     the file, and matching its CRC (torch checks none of these), so that a damaged or inflated archive is named
     before torch reads it."""
-    if _is_zip(path):
+    zipped = _is_zip(path)
+    if zipped:
         _check_zip(path)
     try:
-        with torch.serialization.safe_globals([argparse.Namespace]):
-            checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+        with torch.serialization.safe_globals([argparse.Namespace]), _open(path, zipped) as file:
+            checkpoint = torch.load(file, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as err:
         found = re.search(r"GLOBAL ([\w.]{1,100})", str(err)[:4000])
         what = f"asks for {found.group(1)}" if found else "holds objects other than tensors and plain data"
         raise UserError(f"{path}: refused: the checkpoint {what}; ganforge never runs code from a file, and nothing "
                         "from this one was run") from None  # fmt: skip
-    except (RuntimeError, EOFError, ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError,
-            struct.error, OSError) as err:  # fmt: skip
+    except (
+        RuntimeError,
+        EOFError,
+        ValueError,
+        TypeError,
+        KeyError,
+        IndexError,
+        AttributeError,
+        OverflowError,
+        struct.error,
+        OSError,
+        AssertionError,
+    ) as err:  # torch's legacy reader asserts what the stream holds
         raise UserError(f"{path}: not a readable PyTorch checkpoint ({_detail(err)})") from None
     except RecursionError:
         raise UserError(f"{path}: not a readable PyTorch checkpoint (nested too deeply)") from None
@@ -87,7 +103,34 @@ def read_checkpoint(path: Path) -> dict:
 
 
 def _detail(err: BaseException) -> str:
-    return str(err)[:MAX_MESSAGE_DETAIL] or type(err).__name__
+    """The start of a decoding error's message, with its kind where the message alone says little (a KeyError's is
+    the missing key)."""
+    text = str(err)[:MAX_MESSAGE_DETAIL]
+    return f"{type(err).__name__}: {text}" if type(err) in (KeyError, EOFError) or not text else text
+
+
+class _Truncated(EOFError):
+    """The stream declares more bytes than remain in the file."""
+
+
+class _BoundedReader(io.BufferedReader):
+    """A checkpoint in torch.save's format before PyTorch 1.6, refusing a read longer than what remains of the file:
+    torch's reader of that format asks for each length the stream declares (a string, a storage's dimensions), and
+    a read allocates what it asks for before it finds the file shorter."""
+
+    def __init__(self, raw):
+        super().__init__(raw)
+        self.size = os.fstat(raw.fileno()).st_size
+
+    def read(self, size=-1, /):
+        if size is not None and size > max(self.size - self.tell(), PROBE_BYTES):
+            raise _Truncated(f"the checkpoint declares {size} bytes where {self.size - self.tell()} remain")
+        return super().read(size)
+
+
+def _open(path: Path, zipped: bool):
+    """What torch.load reads: the path of a zip (read member by member, its sizes checked), a bounded file else."""
+    return contextlib.nullcontext(path) if zipped else _BoundedReader(open(path, "rb", buffering=0))  # noqa: SIM115
 
 
 def _is_zip(path: Path) -> bool:
