@@ -151,6 +151,8 @@ def worker(cases_file: Path, outcomes_file: Path) -> None:
     from click.testing import CliRunner
 
     import ganforge.data  # noqa: F401  (torch and the readers, imported before the first case's alarm)
+    import ganforge.generate.run  # noqa: F401
+    import ganforge.interop  # noqa: F401
     from ganforge.cli import main
 
     signal.signal(signal.SIGALRM, _alarm)
@@ -528,6 +530,167 @@ TARGETS["label_csv"] = Target(
     make_label_csv,
     lambda path, scratch: _build_args(path.parent, scratch, "--labels", str(path)),
     after=dataset_json_after,
+)
+
+
+# ---- network files: NVlabs pickles, rosinality checkpoints, ganforge snapshots (tiny networks, so that a mutant that
+# is accepted costs milliseconds). The pickle builders of the interop tests write the official object graph.
+
+NETWORK_ARCH = dict(resolution=8, z_dim=4, w_dim=4, channel_base=32, channel_max=4, mapping_layers=1)
+SNAPSHOT_TENSORS, SNAPSHOT_METADATA, SNAPSHOT = "tensors.safetensors", "metadata.json", "snapshot.safetensors"
+PT_MEMBERS = "members"  # a folder holding the members of a torch.save zip, zipped by `after`
+
+
+def _interop_fixtures():
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "interop"))
+    import interop_fixtures
+    import rosinality_reference
+
+    return interop_fixtures, rosinality_reference
+
+
+def make_official_pickle(folder: Path) -> Path:
+    from ganforge.nets import Discriminator, Generator
+
+    fx, _ = _interop_fixtures()
+    G = fx.random_weights(Generator(**NETWORK_ARCH, c_dim=2), seed=1)
+    D = fx.random_weights(Discriminator(**NETWORK_ARCH, c_dim=2, mbstd_group_size=2), seed=2)
+    trees = {
+        "G_ema": fx.persistent_tree(G, fx.generator_kwargs(G)),
+        "D": fx.persistent_tree(D, fx.discriminator_kwargs(D)),
+    }
+    folder.mkdir(parents=True)
+    path = folder / "network.pkl"
+    path.write_bytes(fx.network_pickle(trees))
+    return path
+
+
+def make_rosinality_pt(folder: Path) -> Path:
+    """The members of a torch.save zip as files (`after` zips them, stored and with correct CRCs, as torch does), so
+    that mutations reach the pickle and the storages rather than stopping at the archive's checksums."""
+    import io
+    import zipfile
+
+    import torch
+
+    _, ref = _interop_fixtures()
+    checkpoint = {"g_ema": ref.generator_state(8, 4, 2, {4: 4, 8: 4}, seed=1), "latent_avg": torch.zeros(4)}
+    buffer = io.BytesIO()
+    torch.save(checkpoint, buffer)
+    members = folder / PT_MEMBERS
+    with zipfile.ZipFile(buffer) as archive:
+        for info in archive.infolist():
+            (members / info.filename).parent.mkdir(parents=True, exist_ok=True)
+            (members / info.filename).write_bytes(archive.read(info))
+    zip_members(folder)
+    return folder
+
+
+def make_rosinality_legacy(folder: Path) -> Path:
+    """A checkpoint in torch.save's format before PyTorch 1.6 (pickles and raw storages, no zip), as rosinality's
+    released checkpoints are."""
+    import torch
+
+    _, ref = _interop_fixtures()
+    folder.mkdir(parents=True)
+    path = folder / "checkpoint.pt"
+    checkpoint = {"g_ema": ref.generator_state(8, 4, 2, {4: 4, 8: 4}, seed=1), "latent_avg": torch.zeros(4)}
+    torch.save(checkpoint, path, _use_new_zipfile_serialization=False)
+    return path
+
+
+def zip_members(folder: Path) -> None:
+    import zipfile
+
+    with zipfile.ZipFile(folder / "checkpoint.pt", "w", zipfile.ZIP_STORED) as archive:
+        for member in sorted(p for p in (folder / PT_MEMBERS).rglob("*") if p.is_file()):
+            archive.writestr(str(member.relative_to(folder / PT_MEMBERS)), member.read_bytes())
+
+
+def make_snapshot(folder: Path) -> Path:
+    """A snapshot as its metadata (JSON, the generator config and meta as objects so that JSON edits reach their
+    values) and its tensors; `after` writes the snapshot from them, signed when the metadata still names a checksum,
+    so that mutations reach the parsers behind the integrity check."""
+    import safetensors
+    import safetensors.torch
+
+    from ganforge.nets import Generator
+    from ganforge.snapshot import save_snapshot
+
+    fx, _ = _interop_fixtures()
+    folder.mkdir(parents=True)
+    save_snapshot(folder / SNAPSHOT, fx.random_weights(Generator(**NETWORK_ARCH), seed=3), {"kimg": 1.0})
+    with safetensors.safe_open(folder / SNAPSHOT, framework="pt") as f:
+        metadata, tensors = f.metadata(), {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118
+    metadata |= {key: json.loads(metadata[key]) for key in ("generator", "meta")}
+    (folder / SNAPSHOT_METADATA).write_text(json.dumps(metadata))
+    (folder / SNAPSHOT_TENSORS).write_bytes(safetensors.torch.save(tensors))
+    (folder / SNAPSHOT).unlink()
+    return folder
+
+
+def sign_snapshot(folder: Path) -> None:
+    import safetensors
+    import safetensors.torch
+
+    from ganforge.snapshot import CONTENT_HASH, content_sha256
+
+    raw = (folder / SNAPSHOT_TENSORS).read_bytes()
+    try:
+        tensors = safetensors.torch.load(raw)
+    except (safetensors.SafetensorError, ValueError, RuntimeError, OverflowError):
+        (folder / SNAPSHOT).write_bytes(raw)  # a damaged file reaches the reader as it is
+        return
+    text = (folder / SNAPSHOT_METADATA).read_bytes().decode("latin-1")
+    try:
+        metadata = json.loads(text)
+    except (ValueError, RecursionError):
+        metadata = None
+    if not isinstance(metadata, dict):  # a byte edit broke the document: it becomes the generator config's text
+        metadata = {"format": "ganforge-snapshot", "format_version": "1", "architecture": "stylegan2",
+                    "generator": text, "meta": "{}", CONTENT_HASH: ""}  # fmt: skip
+    text = {str(k): v if isinstance(v, str) else _dumps(v) for k, v in metadata.items()}
+    if CONTENT_HASH in text:
+        text[CONTENT_HASH] = content_sha256(text, tensors)
+    (folder / SNAPSHOT).write_bytes(safetensors.torch.save(tensors, metadata=text))
+
+
+def _dumps(value) -> str:
+    try:
+        return json.dumps(value)
+    except RecursionError:  # JSON edits nest 100,000 deep: write it as the text it was
+        return "[" * 100_000 + "]" * 100_000
+
+
+TARGETS["official_pickle"] = Target(
+    "official_pickle", make_official_pickle, lambda pkl, scratch: ["import", str(pkl), str(scratch / "G.safetensors")]
+)
+TARGETS["rosinality_pt"] = Target(
+    "rosinality_pt",
+    make_rosinality_pt,
+    lambda folder, scratch: ["import", str(folder / "checkpoint.pt"), str(scratch / "G.safetensors")],
+    after=zip_members,
+)
+TARGETS["rosinality_pt_legacy"] = Target(
+    "rosinality_pt_legacy",
+    make_rosinality_legacy,
+    lambda pt, scratch: ["import", str(pt), str(scratch / "G.safetensors")],
+)
+TARGETS["snapshot"] = Target(
+    "snapshot",
+    make_snapshot,
+    lambda folder, scratch: [
+        "generate",
+        "--network",
+        str(folder / SNAPSHOT),
+        "--seeds",
+        "0",
+        "--outdir",
+        str(scratch / "images"),
+        "--device",
+        "cpu",
+    ],  # fmt: skip
+    after=sign_snapshot,
 )
 
 

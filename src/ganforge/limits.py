@@ -1,11 +1,48 @@
-"""Limits that several commands check, stated once: a dataset `dataset build` accepts is one `train` can use."""
+"""Limits that several commands check, stated once: a dataset `dataset build` accepts is one `train` can use, and a
+network file (snapshot, NVlabs pickle, rosinality checkpoint) describes a network within the same bounds.
+
+A network file is untrusted: its architecture (constructor arguments) is checked here, by type and range and before
+anything is built, so that a file of a few kilobytes cannot ask for 10^7 mapping layers or 10^5 channels. The bounds
+are generous multiples of the largest published StyleGAN2/3 networks (config F: 512 channels, 8 mapping layers,
+z = w = 512; StyleGAN3-R: 1024 channels, recorded by ganforge as 512 and doubled inside), so no real network is
+refused, yet the largest network they allow is built in seconds and in a few GB.
+"""
+
+import math
 
 # The networks' block structure halves from the image side down to 4x4, with at least one block above it (and the
 # official networks stop at 1024).
 MIN_RESOLUTION, MAX_RESOLUTION = 8, 1024
-MAX_FP16_RES = 64  # more fp16 resolutions than the network has change nothing
 MAX_CHANNELS = 1024  # channel_max: twice config F's 512
 MAX_CHANNEL_BASE = MAX_CHANNELS * MAX_RESOLUTION  # channels at r are min(base // r, max): a larger base changes nothing
+MAX_LATENT_DIM = 2048  # z_dim, w_dim: four times the paper's 512
+MAX_MAPPING_LAYERS = 32  # four times config F's 8
+MAX_CLASSES = 65536  # c_dim, the label embedding's input size (ImageNet has 1000 classes)
+MAX_IMG_CHANNELS = 4  # grayscale, RGB, RGBA
+MAX_FP16_RES = 64  # more fp16 resolutions than the network has change nothing
+MAX_MBSTD_GROUP = 1024  # minibatch-stddev group (4 to 32 in the official configs)
+MAX_SYNTHESIS_LAYERS = 64  # StyleGAN3 synthesis layers (14 in the paper)
+MIN_PARAMETER_BYTES = 2  # a file stores a parameter in 2 bytes at the least (half precision)
+
+# name -> (smallest, largest) for the integer arguments of ganforge's network constructors
+INTEGER_LIMITS = {
+    "resolution": (MIN_RESOLUTION, MAX_RESOLUTION),
+    "img_channels": (1, MAX_IMG_CHANNELS),
+    "c_dim": (0, MAX_CLASSES),
+    "z_dim": (1, MAX_LATENT_DIM),
+    "w_dim": (1, MAX_LATENT_DIM),
+    "channel_base": (1, MAX_CHANNEL_BASE),
+    "channel_max": (1, MAX_CHANNELS),
+    "mapping_layers": (1, MAX_MAPPING_LAYERS),
+    "num_fp16_res": (0, MAX_FP16_RES),
+    "mbstd_group_size": (1, MAX_MBSTD_GROUP),
+    "num_layers": (3, MAX_SYNTHESIS_LAYERS),
+}
+CHOICES = {"config": ("t", "r")}  # StyleGAN3's configurations
+OPTIONAL_POSITIVE = ("conv_clamp",)  # None (no clamping) or a finite number > 0
+ARCHITECTURE_ARGUMENTS = (*INTEGER_LIMITS, *CHOICES, *OPTIONAL_POSITIVE)
+MAX_SHOWN_CHARS = 60  # what a message shows of a value read from a file
+MAX_SHOWN_ITEMS = 8
 
 
 def resolution_ok(resolution) -> bool:
@@ -15,3 +52,58 @@ def resolution_ok(resolution) -> bool:
 
 
 RESOLUTIONS = f"a power of two from {MIN_RESOLUTION} to {MAX_RESOLUTION}"
+
+
+def architecture_problems(arch: dict) -> list[str]:
+    """Every argument of a network architecture (the constructor kwargs a file records) that is not a value of the
+    right type within its limits, one message each; [] when all are. Names outside ARCHITECTURE_ARGUMENTS are
+    problems too. Only types and arithmetic: nothing is built, and a message never shows more than a short prefix of
+    a value."""
+    problems = []
+    for name, value in arch.items():
+        if name in INTEGER_LIMITS:
+            low, high = INTEGER_LIMITS[name]
+            if type(value) is not int or not low <= value <= high:  # bool is an int subclass, and never a size
+                problems.append(f"{name}={shown(value)}: must be an integer from {low} to {high}")
+        elif name in CHOICES:
+            if not isinstance(value, str) or value not in CHOICES[name]:
+                problems.append(f"{name}={shown(value)}: must be one of {', '.join(CHOICES[name])}")
+        elif name in OPTIONAL_POSITIVE:
+            if value is not None and not (type(value) in (int, float) and math.isfinite(value) and value > 0):
+                problems.append(f"{name}={shown(value)}: must be a finite number > 0, or null (none)")
+        else:
+            problems.append(f"{shown_name(name)}: not an argument of ganforge's networks")
+    resolution = arch.get("resolution")
+    if type(resolution) is int and not resolution_ok(resolution) and MIN_RESOLUTION <= resolution <= MAX_RESOLUTION:
+        problems.append(f"resolution={resolution}: must be {RESOLUTIONS}")
+    return problems
+
+
+def shown(value) -> str:
+    """A short, bounded text for a value read from an untrusted file, much like its repr: never more than
+    MAX_SHOWN_CHARS characters nor more than one line, and computed in time independent of the value's size (no
+    repr of a container, a long string or a huge integer)."""
+    if value is None or isinstance(value, (bool, float)):
+        text = repr(value)
+    elif isinstance(value, int):
+        text = repr(value) if value.bit_length() <= 64 else f"<an integer of {value.bit_length()} bits>"
+    elif isinstance(value, str):
+        text = repr(value[: MAX_SHOWN_CHARS + 1])
+    elif isinstance(value, (list, tuple)) and len(value) <= MAX_SHOWN_ITEMS and all(map(_scalar, value)):
+        inner = ", ".join(map(shown, value))
+        text = f"[{inner}]" if isinstance(value, list) else f"({inner}{',' if len(value) == 1 else ''})"
+    elif isinstance(value, (list, tuple, dict, set, frozenset)):
+        text = f"<a {type(value).__name__} of {len(value)} items>"
+    else:
+        text = f"<a {type(value).__name__}>"
+    return text if len(text) <= MAX_SHOWN_CHARS else text[: MAX_SHOWN_CHARS - 3] + "..."
+
+
+def shown_name(name) -> str:
+    """A name read from an untrusted file (a setting, a module): itself when it is a short printable string, else
+    as `shown` writes it."""
+    return name if isinstance(name, str) and len(name) <= MAX_SHOWN_CHARS and name.isprintable() else shown(name)
+
+
+def _scalar(value) -> bool:
+    return value is None or type(value) in (bool, int, float, str)

@@ -10,15 +10,25 @@ as in docs/official-tensor-mapping.md) and whose string metadata is
                     written before StyleGAN3 existed have no such field and are StyleGAN2
     generator       JSON of Generator.config (the constructor kwargs); "discriminator" in a discriminator file
     meta            JSON of a free-form dict from the writer (kimg, dataset, metrics, import source, ...)
-    tensors_sha256  SHA-256 over (name, raw bytes) of every tensor in name order; checked on load when present,
-                    since safetensors itself detects a truncated file but not flipped bytes
+    tensors_sha256  SHA-256 over (name, raw bytes) of every tensor in name order (read by older ganforge versions)
+    content_sha256  SHA-256 over every tensor (name, dtype, shape, raw bytes) in name order, then every other metadata
+                    field (canonical JSON): what the file says it is, as much as what it holds
 
-Loading never executes code from the file: it parses JSON, builds the network from the config and copies tensors.
+A file is checked against content_sha256. Files from before it existed are read as what they are: with only
+tensors_sha256 (the architecture and meta were not covered then), or, for the very first snapshots, with no checksum
+at all (exactly the fields format, format_version, generator and meta). Any other file without content_sha256 is
+refused: its content cannot be verified. safetensors itself detects a truncated file, not flipped bytes. A checksum
+is not a signature: it proves a file intact, not who wrote it.
+
+Loading never executes code from the file: it parses JSON, checks the architecture against ganforge.limits, builds
+the network on the meta device to compare its tensors with the file's, then builds it and copies tensors.
 """
 
 import dataclasses
 import hashlib
+import inspect
 import json
+import warnings
 from pathlib import Path
 
 import torch
@@ -26,12 +36,21 @@ from safetensors import SafetensorError, safe_open
 
 from ganforge.durable import replace_file
 from ganforge.errors import UserError
+from ganforge.limits import MIN_PARAMETER_BYTES, architecture_problems, shown, shown_name
 from ganforge.nets import Discriminator, Generator, StyleGAN3Generator
 from ganforge.tensorfile import tensor_file_bytes
 
 FORMAT = "ganforge-snapshot"
 DISCRIMINATOR_FORMAT = "ganforge-discriminator"
 FORMAT_VERSION = "1"
+CONTENT_HASH, TENSORS_HASH = "content_sha256", "tensors_sha256"
+# The fields of the first snapshots, written before snapshots carried any checksum.
+UNCHECKED_FIELDS = {"format", "format_version", "generator", "meta"}
+MAX_JSON_CHARS = 1 << 20  # a config or meta field; ganforge writes a few hundred characters
+MAX_JSON_DEPTH = 32  # nesting of meta (ganforge writes 3 levels)
+MAX_TENSORS = 10_000  # a 1024x1024 StyleGAN3 generator has about 400
+MAX_LISTED = 10  # problems listed one per line; the rest are counted
+TENSOR_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,7 +97,8 @@ def _save(path, net: torch.nn.Module, meta: dict, kind: _Kind) -> None:
     tensors = {k: v.detach().to("cpu", copy=True).contiguous() for k, v in net.state_dict().items()}
     metadata = {"format": kind.format, "format_version": FORMAT_VERSION, "architecture": architecture_of(net),
                 kind.config_key: json.dumps(net.config), "meta": json.dumps(meta),
-                "tensors_sha256": tensors_sha256(tensors)}  # fmt: skip
+                TENSORS_HASH: tensors_sha256(tensors)}  # fmt: skip
+    metadata[CONTENT_HASH] = content_sha256(metadata, tensors)
     replace_file(Path(path), tensor_file_bytes(tensors, metadata))
 
 
@@ -87,8 +107,26 @@ def tensors_sha256(tensors: dict) -> str:
     h = hashlib.sha256()
     for name in sorted(tensors):
         h.update(name.encode())
-        h.update(tensors[name].reshape(-1).contiguous().view(torch.uint8).numpy())  # 0-dim cannot view as bytes
+        h.update(_raw(tensors[name]))
     return h.hexdigest()
+
+
+def content_sha256(metadata: dict, tensors: dict) -> str:
+    """Hex SHA-256 over each tensor's name, dtype, shape and raw bytes in name order, then the canonical JSON of
+    every metadata field but CONTENT_HASH itself. Each tensor's description fixes the length of its bytes, so the
+    stream has one reading."""
+    h = hashlib.sha256()
+    for name in sorted(tensors):
+        value = tensors[name]
+        h.update(json.dumps([name, str(value.dtype), list(value.shape)]).encode())
+        h.update(_raw(value))
+    fields = {k: v for k, v in metadata.items() if k != CONTENT_HASH}
+    h.update(json.dumps(fields, sort_keys=True, ensure_ascii=True).encode())
+    return h.hexdigest()
+
+
+def _raw(tensor: torch.Tensor):
+    return tensor.reshape(-1).contiguous().view(torch.uint8).numpy()  # 0-dim cannot view as bytes
 
 
 def load_snapshot(path, device="cpu") -> tuple[Generator, dict]:
@@ -101,8 +139,25 @@ def load_discriminator(path, device="cpu") -> tuple[Discriminator, dict]:
     return _load(path, device, _DISCRIMINATOR)
 
 
+def check_weights_file(path) -> str:
+    """Everything loading `path` (a snapshot or a discriminator file, told apart by its format tag) checks: format,
+    checksum, metadata, architecture, tensors; without building the network. Returns the format tag. A command that
+    will load the file later calls it before writing anything, so that a bad file leaves nothing behind."""
+    if not Path(path).is_file():
+        raise UserError(f"{path}: no such file; pass a ganforge snapshot or discriminator file")
+    kind = _DISCRIMINATOR if file_format(path) == DISCRIMINATOR_FORMAT else _SNAPSHOT
+    network, config, tensors, _ = _checked_parts(Path(path), kind)
+    check_network(path, network, config, tensors, Path(path).stat().st_size)
+    return kind.format
+
+
 def _load(path, device, kind: _Kind):
-    path = Path(path)
+    network, config, tensors, meta = _checked_parts(Path(path), kind)
+    return build_network(path, network, config, tensors, device, Path(path).stat().st_size), meta
+
+
+def _checked_parts(path: Path, kind: _Kind) -> tuple[type, dict, dict, dict]:
+    """(network class, its constructor arguments as the file states them, tensors, meta) of a verified file."""
     if not path.is_file():
         raise UserError(f"{path}: no such {kind.noun} file; {kind.fix}")
     metadata, tensors = _read(path, kind)
@@ -112,60 +167,177 @@ def _load(path, device, kind: _Kind):
         raise UserError(f"{path}: {found} but not a ganforge {kind.noun} file (no '{kind.format}' metadata); "
                         f"{kind.fix}")  # fmt: skip
     if metadata.get("format_version") != FORMAT_VERSION:
-        raise UserError(f"{path}: {kind.noun} format version {metadata.get('format_version')!r}, but this ganforge "
-                        f"reads version {FORMAT_VERSION}; use the ganforge version that wrote it")  # fmt: skip
-    try:
-        config, meta = json.loads(metadata[kind.config_key]), json.loads(metadata["meta"])
-    except (KeyError, json.JSONDecodeError) as err:
-        raise UserError(f"{path}: {kind.noun} metadata is corrupt ({err!r}); copy the file again") from None
-    if "tensors_sha256" in metadata and metadata["tensors_sha256"] != tensors_sha256(tensors):
-        raise UserError(f"{path}: {kind.noun} tensors do not match their checksum, the file is corrupt; copy it again")
-    net = _build(path, metadata.get("architecture", "stylegan2"), config, device, kind)
-    check_tensors(path, net, tensors)
-    net.load_state_dict(tensors)
-    return net.eval(), meta
+        raise UserError(f"{path}: {kind.noun} format version {shown(metadata.get('format_version'))}, but this "
+                        f"ganforge reads version {FORMAT_VERSION}; use the ganforge version that wrote it")  # fmt: skip
+    _verify(path, metadata, tensors, kind)
+    config, meta = (_json(path, metadata, key, kind) for key in (kind.config_key, "meta"))
+    if not isinstance(meta, dict):
+        raise UserError(f"{path}: {kind.noun} metadata 'meta' is {shown(meta)}, not a JSON object; copy the file again")
+    architecture = metadata.get("architecture", "stylegan2")
+    if architecture not in kind.networks:
+        raise UserError(f"{path}: unknown {kind.config_key} architecture {shown(architecture)}; use the ganforge "
+                        "version that wrote it")  # fmt: skip
+    return kind.networks[architecture], config, tensors, meta
+
+
+def _verify(path: Path, metadata: dict, tensors: dict, kind: _Kind) -> None:
+    """UserError unless the file's checksum matches what it holds, or it is a ganforge format from before the
+    checksum covered the metadata (tensors_sha256 only), or from before snapshots had checksums."""
+    if CONTENT_HASH in metadata:
+        ok = metadata[CONTENT_HASH] == content_sha256(metadata, tensors)
+    elif TENSORS_HASH in metadata:  # ganforge before content_sha256: the tensors are covered, the metadata not
+        ok = metadata[TENSORS_HASH] == tensors_sha256(tensors)
+    elif kind is _SNAPSHOT and set(metadata) == UNCHECKED_FIELDS:  # the first snapshots, before any checksum
+        warnings.warn(
+            f"{path}: written before snapshots carried a checksum, so its integrity cannot be checked", stacklevel=3
+        )
+        return
+    else:
+        raise UserError(f"{path}: {kind.noun} without a checksum ({CONTENT_HASH}): every {kind.noun} ganforge "
+                        "writes has one, so this file was altered and its content cannot be verified; copy the "
+                        "original again")  # fmt: skip
+    if not ok:
+        raise UserError(f"{path}: {kind.noun} content does not match its checksum, the file is corrupt; copy it again")
+
+
+def _json(path: Path, metadata: dict, key: str, kind: _Kind):
+    """The JSON value of metadata field `key`, nested at most MAX_JSON_DEPTH deep; UserError if absent or bad."""
+    text = metadata.get(key)
+    problem = None
+    if text is None:
+        problem = f"no '{key}' field"
+    elif len(text) > MAX_JSON_CHARS:
+        problem = f"'{key}' is {len(text)} characters long (at most {MAX_JSON_CHARS})"
+    else:
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as err:
+            problem = f"'{key}' is not JSON ({err.msg}, character {err.pos})"
+        except RecursionError:  # the C scanner recurses once per nesting level
+            problem = f"'{key}' is nested too deeply"
+        else:
+            if _depth(value) > MAX_JSON_DEPTH:
+                problem = f"'{key}' is nested more than {MAX_JSON_DEPTH} levels deep"
+    if problem is not None:
+        raise UserError(f"{path}: {kind.noun} metadata is corrupt: {problem}; copy the file again")
+    return value
+
+
+def _depth(value) -> int:
+    """Nesting depth of a parsed JSON value (a tree: JSON has no shared parts), without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if depth <= MAX_JSON_DEPTH and isinstance(item, (dict, list)):
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
 
 
 def file_format(path) -> str | None:
-    """The `format` tag of a safetensors file (FORMAT, DISCRIMINATOR_FORMAT, ...), or None when it has none."""
-    metadata, _ = _read(Path(path), _SNAPSHOT)
-    return metadata.get("format")
+    """The `format` tag of a safetensors file (FORMAT, DISCRIMINATOR_FORMAT, ...), or None when it has none. Reads
+    the header only."""
+    try:
+        with safe_open(Path(path), framework="pt", device="cpu") as f:
+            return (f.metadata() or {}).get("format")
+    except (SafetensorError, OSError) as err:
+        raise UserError(f"{path}: not a readable safetensors file ({shown(str(err))}); pass a ganforge snapshot or "
+                        "discriminator file") from None  # fmt: skip
 
 
 def _read(path: Path, kind: _Kind) -> tuple[dict, dict]:
     """All metadata and tensors (CPU) of a safetensors file; UserError if it is not one or is damaged."""
     try:
         with safe_open(path, framework="pt", device="cpu") as f:
-            return f.metadata() or {}, {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 (safe_open has no iter)
-    except SafetensorError as err:
-        raise UserError(f"{path}: not a readable safetensors file ({err}); if it is a ganforge {kind.noun} it is "
-                        "truncated or corrupt, copy it again") from None  # fmt: skip
+            names = list(f.keys())
+            if len(names) > MAX_TENSORS:
+                raise UserError(f"{path}: holds {len(names)} tensors, more than any network ganforge reads "
+                                f"({MAX_TENSORS}); {kind.fix}")  # fmt: skip
+            return f.metadata() or {}, {k: f.get_tensor(k) for k in names}
+    except (SafetensorError, OSError) as err:
+        raise UserError(f"{path}: not a readable safetensors file ({shown(str(err))}); if it is a ganforge "
+                        f"{kind.noun} it is truncated or corrupt, copy it again") from None  # fmt: skip
 
 
-def _build(path: Path, architecture: str, config, device, kind: _Kind) -> torch.nn.Module:
-    """The network the file's config describes, on `device`; UserError if this ganforge cannot build it."""
-    if architecture not in kind.networks:
-        raise UserError(f"{path}: unknown {kind.config_key} architecture {architecture!r}; use the ganforge version "
-                        "that wrote it")  # fmt: skip
-    if not isinstance(config, dict):
-        raise UserError(f"{path}: {kind.config_key} config is not a JSON object; copy the file again")
+# --- networks from untrusted architectures and tensors ---------------------------------------------------------------
+
+
+def check_architecture(where, network: type, arch) -> None:
+    """UserError listing every problem of `arch` as constructor arguments of `network`: a name the constructor does
+    not take, a value out of ganforge.limits. Types and arithmetic only, before anything is built."""
+    if not isinstance(arch, dict):
+        raise UserError(f"{where}: the architecture is {shown(arch)}, not a JSON object of constructor arguments")
+    takes = [p.name for p in inspect.signature(network).parameters.values() if p.kind is p.POSITIONAL_OR_KEYWORD]
+    problems = [f"{shown_name(name)}: not an argument of {network.__name__}" for name in arch if name not in takes]
+    problems += architecture_problems({k: v for k, v in arch.items() if k in takes})
+    if problems:
+        raise UserError(*listed(f"{where}: unsupported architecture, ", problems))
+
+
+def construct(where, network: type, arch: dict, device=None) -> torch.nn.Module:
+    """`network(**arch)` on `device` ("meta" for shapes only) once `arch` is within the limits; an invalid one is
+    a UserError naming `where`."""
+    check_architecture(where, network, arch)
     try:
-        with torch.device(device):
-            return kind.networks[architecture](**config)
-    except TypeError as err:
-        raise UserError(f"{path}: architecture mismatch, this ganforge cannot build the file's "
-                        f"{kind.config_key} ({err}); use the ganforge version that wrote it") from None  # fmt: skip
+        with torch.device(device or "cpu"):
+            return network(**arch)
     except UserError as err:
-        raise UserError(*(f"{path}: architecture mismatch, {kind.config_key} {p}" for p in err.problems)) from None
+        raise UserError(*listed(f"{where}: unsupported architecture, ", err.problems)) from None
+
+
+def check_network(where, network: type, arch: dict, tensors: dict, file_bytes: int) -> torch.nn.Module:
+    """`network(**arch)` on the meta device (shapes only), once `arch` is within the limits, its parameter count
+    compared with what a file of `file_bytes` can hold and its tensors with `tensors`: everything but allocating."""
+    shapes_only = construct(where, network, arch, "meta")
+    count = sum(v.numel() for v in shapes_only.state_dict().values())
+    if count * MIN_PARAMETER_BYTES > file_bytes:
+        raise UserError(f"{where}: its architecture has {count:,} parameters, more than a file of {file_bytes:,} "
+                        "bytes can hold; the file is truncated or its architecture was altered")  # fmt: skip
+    check_tensors(where, shapes_only, tensors)
+    return shapes_only
+
+
+def build_network(where, network: type, arch: dict, tensors: dict, device, file_bytes: int) -> torch.nn.Module:
+    """`network(**arch)` on `device` in eval mode holding `tensors` (as float32), built only once `check_network`
+    found the file holds exactly that network, so that nothing is allocated for a network the file does not hold."""
+    check_network(where, network, arch, tensors, file_bytes)
+    net = construct(where, network, arch, device)
+    net.load_state_dict({name: value.to(torch.float32) for name, value in tensors.items()})
+    return net.eval()
 
 
 def check_tensors(where, net: torch.nn.Module, tensors: dict) -> None:
-    """UserError listing every tensor of `net.state_dict()` missing from `tensors`, every unexpected one and every
-    shape that differs, all at once; `where` (a file) prefixes each problem."""
+    """UserError listing every tensor of `net.state_dict()` missing from `tensors`, every unexpected one, every shape
+    that differs and every value that is not a finite floating-point tensor; `where` (a file) prefixes each."""
     expected = {k: tuple(v.shape) for k, v in net.state_dict().items()}
     problems = [f"missing tensor {k}" for k in expected if k not in tensors]
-    problems += [f"unexpected tensor {k}" for k in tensors if k not in expected]
-    problems += [f"tensor {k} has shape {list(v.shape)}, the architecture needs {list(expected[k])}"
-                 for k, v in tensors.items() if k in expected and tuple(v.shape) != expected[k]]  # fmt: skip
+    problems += [f"unexpected tensor {shown_name(k)}" for k in tensors if k not in expected]
+    problems += [f"{k} is {_kind(v)}, not a tensor of floating-point numbers" for k, v in tensors.items()
+                 if k in expected and not _plain_float(v)]  # fmt: skip
+    problems += [f"tensor {k} has shape {shown(list(v.shape))}, the architecture needs {list(expected[k])}"
+                 for k, v in tensors.items()
+                 if k in expected and _plain_float(v) and tuple(v.shape) != expected[k]]  # fmt: skip
     if problems:
-        raise UserError(*(f"{where}: architecture mismatch, {p}" for p in problems))
+        raise UserError(*listed(f"{where}: architecture mismatch, ", problems))
+    damaged = [k for k, v in tensors.items() if not torch.isfinite(v).all()]
+    if damaged:
+        names = ", ".join(damaged[:3]) + (f" and {len(damaged) - 3} more" if len(damaged) > 3 else "")
+        raise UserError(f"{where}: damaged weights, {len(damaged)} tensors hold NaN or infinite values ({names}); "
+                        "a network with them makes no images")  # fmt: skip
+
+
+def _plain_float(value) -> bool:
+    return isinstance(value, torch.Tensor) and value.layout == torch.strided and value.dtype in TENSOR_DTYPES
+
+
+def _kind(value) -> str:
+    return f"a {value.dtype} {value.layout} tensor" if isinstance(value, torch.Tensor) else f"a {type(value).__name__}"
+
+
+def listed(prefix: str, problems: list[str], where: str = "") -> list[str]:
+    """At most MAX_LISTED problems, each with `prefix`, and a line counting the rest (which starts with `where`, or
+    `prefix`): a file can hold any number of mistakes, a terminal shows a few."""
+    lines = [prefix + p for p in problems[:MAX_LISTED]]
+    if len(problems) > MAX_LISTED:
+        lines.append(f"{where or prefix}and {len(problems) - MAX_LISTED} more problems")
+    return lines

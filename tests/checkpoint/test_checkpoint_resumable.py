@@ -159,9 +159,9 @@ CASES = [
     ("config field of another type", _config("model.z_dim", "64"), "config/model.z_dim: '64' is no value of this"),
     ("config field unknown", _config("model.depth", 3), "config: holds 'model.depth', which is no field"),
     ("config of other networks", _config("model.channel_max", 32), "tensors.safetensors: G/"),
-    ("config resolution 7", _config("data.resolution", 7), "config/data.resolution: 7 is not a power of two"),
+    ("config resolution 7", _config("data.resolution", 7), "resolution=7: must be an integer from 8 to 1024"),
     ("config with a million mapping layers", _config("model.mapping_layers", 10**6),
-     "config (mapping_layers): must be a whole number from 0 to 64, not 1000000"),
+     "mapping_layers=1000000: must be an integer from 1 to 32"),
     ("config under fp16 without a scaler", _config("precision.mode", "fp16"), "scaler_G: has no 'scale'"),
     ("config not an object", _set("config", [1]), "config: must be an object, not a list of 1 items"),
 ]  # fmt: skip

@@ -31,17 +31,13 @@ from ganforge.checkpoint.serialize import describe
 from ganforge.checkpoint.store import MAX_NIMG, TENSORS, InvalidCheckpoint
 from ganforge.config import AUGMENTS, PRECISIONS, Config, field_defaults, flatten, is_maths, upgrade
 from ganforge.errors import UserError
-from ganforge.limits import RESOLUTIONS, resolution_ok
+from ganforge.limits import architecture_problems
 from ganforge.nets.configured import build_networks_from, network_arguments
 
 STATE_KEYS = ("G", "D", "G_ema", "opt_G", "opt_D", "scaler_G", "scaler_D", "rng", "sampler", "augment", "loop",
               "config_hash", "config")  # fmt: skip
 GENERATORS = ("stylegan2", "stylegan3-t", "stylegan3-r")
-# Bounds on the architecture a stored config may describe, checked before its networks are built (on the meta
-# device: no memory, but time per layer), far above any published StyleGAN configuration.
-_MAX_LAYERS = 64  # mapping layers (8 in the paper), StyleGAN3 synthesis layers (14)
-_MAX_WIDTH = 2**16  # z and w dimensions, image channels, label dimension, channel_max
-_MAX_CHANNEL_BASE = 2**20  # 32768 in StyleGAN3's configurations
+# Bounds on what a stored config may hold besides its architecture (limits.py bounds that, before anything is built).
 _MAX_TEXT = 255  # a maths field's string (a dataset's name is a file name); a resume's messages show them
 _MAX_PATH = 4096  # other strings: a path
 _MAX_ITEMS = 256  # a config list (the kimg of learning-rate steps)
@@ -167,23 +163,19 @@ class _Net:
 def _architecture(fields: dict) -> tuple[_Net, _Net]:
     """(G, D) as the stored config describes them (the construction `train` uses for a run's networks)."""
     g_arguments, d_arguments = network_arguments(fields)
-    _check_bounds(g_arguments)
+    _check_bounds(g_arguments, d_arguments)
     try:
         return _networks(tuple(sorted(g_arguments.items())), tuple(sorted(d_arguments.items())))
     except UserError as error:  # the constructors' own checks of their arguments
         refuse("config", f"describes no network this ganforge builds ({error.problems[0][:200]})")
 
 
-def _check_bounds(arch: dict) -> None:
-    if not resolution_ok(arch["resolution"]):
-        refuse("config/data.resolution", f"{describe(arch['resolution'])} is not {RESOLUTIONS}")
-    bounds = {"img_channels": _MAX_WIDTH, "c_dim": _MAX_WIDTH, "z_dim": _MAX_WIDTH, "w_dim": _MAX_WIDTH,
-              "channel_max": _MAX_WIDTH, "channel_base": _MAX_CHANNEL_BASE, "mapping_layers": _MAX_LAYERS,
-              "num_fp16_res": _MAX_LAYERS}  # fmt: skip
-    for name, high in bounds.items():
-        whole(arch[name], f"config ({name})", 0, high)
-    if arch.get("num_layers") is not None:
-        whole(arch["num_layers"], "config/model.synthesis_layers", 0, _MAX_LAYERS)
+def _check_bounds(g_arguments: dict, d_arguments: dict) -> None:
+    """The architecture within the limits every network file is held to (limits.py), before anything is built."""
+    arch = {key: value for key, value in g_arguments.items() if key != "generator"} | d_arguments
+    problems = architecture_problems(arch)
+    if problems:
+        refuse("config", f"describes a network beyond ganforge's limits: {problems[0]}")
 
 
 @functools.lru_cache(maxsize=8)

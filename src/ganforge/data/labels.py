@@ -19,9 +19,10 @@ import numpy as np
 
 from ganforge.data.files import brief, parse_json
 from ganforge.errors import UserError
+from ganforge.limits import MAX_CLASSES
 
 # ImageNet-21k's 21,841 classes fit; the conditioning layers take one input per class.
-MAX_LABEL_DIM = 32768
+MAX_LABEL_DIM = MAX_CLASSES  # what a network file may hold, so that every dataset trains a loadable network
 # A label file takes about 40 bytes a class-labelled image; 4 KiB each leaves room for label vectors of ~200 numbers,
 # 1 MiB for label names and ganforge's own header. 64 MiB holds ImageNet's 1.28M class labels, and parses into well
 # under 2 GB however it is written.

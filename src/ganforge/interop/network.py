@@ -8,6 +8,7 @@
 Nothing from any of them is executed.
 """
 
+import contextlib
 import hashlib
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from ganforge.errors import UserError
 from ganforge.interop import official, official_stylegan3, rosinality
 from ganforge.interop.official_pickle import read_pickle
 from ganforge.nets import Generator
+from ganforge.outputs import check_writable_folder
 from ganforge.snapshot import load_snapshot, save_discriminator, save_snapshot
 
 SNAPSHOT, NVLABS, ROSINALITY = "ganforge snapshot", "NVlabs pickle", "rosinality checkpoint"
@@ -32,8 +34,11 @@ def file_kind(path: Path) -> str:
     """SNAPSHOT, NVLABS or ROSINALITY from the first bytes; UserError saying what the file is otherwise."""
     if not path.is_file():
         raise UserError(f"{path}: no such file; {SUPPORTED}")
-    with open(path, "rb") as file:
-        head = file.read(16)
+    try:
+        with open(path, "rb") as file:
+            head = file.read(16)
+    except OSError as err:
+        raise UserError(f"{path}: cannot be read ({err.strerror or type(err).__name__}); {SUPPORTED}") from None
     # safetensors: an 8-byte little-endian header length, then the JSON header; checked first, since the length's
     # low byte may be anything (0x80 too, a pickle's first byte)
     if len(head) > 8 and head[8:9] == b"{" and 8 + int.from_bytes(head[:8], "little") <= path.stat().st_size:
@@ -87,19 +92,34 @@ def load_network(path, which: str = "G_ema", device="cpu") -> tuple[Generator, d
 
 def import_network(src, dest, which: str = "G_ema") -> dict:
     """Convert network `which` of `src` into a ganforge file at `dest` (a snapshot; a discriminator file for D),
-    written atomically. Returns the meta stored with it."""
+    written atomically. Returns the meta stored with it. Where `dest` cannot be written is found out before `src`
+    is read; a write that fails anyway (a full disk) leaves nothing behind, not even the folders made for it."""
     src, dest = Path(src), Path(dest)
     if dest.suffix != ".safetensors":
         raise UserError(f"DEST {dest}: name the output NAME.safetensors")
+    if dest.exists() and not dest.is_file():
+        raise UserError(f"DEST {dest}: exists and is not a regular file; name a file to write")
+    check_writable_folder(dest.parent, "DEST")
     net, meta = read_network(src, which)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    (save_discriminator if which == "D" else save_snapshot)(dest, net, meta)
+    made = [folder for folder in (dest.parent, *dest.parent.parents) if not folder.exists()]
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        (save_discriminator if which == "D" else save_snapshot)(dest, net, meta)
+    except OSError as err:
+        for folder in made:  # innermost first
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise UserError(f"DEST {dest}: could not be written ({err.strerror or type(err).__name__}); nothing was "
+                        "written, free some space or pass another path") from None  # fmt: skip
     return meta
 
 
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        while chunk := file.read(1 << 20):
-            digest.update(chunk)
+    try:
+        with open(path, "rb") as file:
+            while chunk := file.read(1 << 20):
+                digest.update(chunk)
+    except OSError as err:
+        raise UserError(f"{path}: cannot be read ({err.strerror or type(err).__name__})") from None
     return digest.hexdigest()

@@ -14,10 +14,15 @@ import torch
 from ganforge.errors import UserError
 from ganforge.interop.official_pickle import PersistentRecord
 from ganforge.interop.tensors import build_network, drop_resample_filters
+from ganforge.limits import shown, shown_name
 from ganforge.nets import Discriminator, Generator
 from ganforge.nets.layers import channels_at
+from ganforge.snapshot import listed
 
 NETWORKS = ("G_ema", "G", "D")
+MAX_MODULE_DEPTH = 8  # NVlabs' networks nest 4 deep (G_ema.synthesis.b64.conv0)
+MAX_NAME_CHARS = 64  # module, parameter and buffer names ("noise_const", "b1024", "magnitude_ema")
+MAX_LIST_SETTING = 16  # a list-valued setting: resample_filter [1, 3, 3, 1]
 G_REQUIRED = ("z_dim", "c_dim", "w_dim", "img_resolution", "img_channels")
 D_REQUIRED = ("c_dim", "img_resolution", "img_channels")
 # A rule for one constructor setting: IGNORE (it changes neither the tensors nor the images), or
@@ -70,36 +75,63 @@ def network_record(path: Path, data, which: str) -> PersistentRecord:
 
 
 def module_tensors(path: Path, record: PersistentRecord) -> dict[str, torch.Tensor]:
-    """Parameters and persistent buffers of a module tree by dotted name, as its `state_dict()` would list them."""
-    tensors = {}
-
-    def visit(rec: PersistentRecord, prefix: str) -> None:
-        params, buffers, children = (rec.state.get(k) for k in ("_parameters", "_buffers", "_modules"))
-        skip = rec.state.get("_non_persistent_buffers_set", set())
-        if not all(isinstance(x, dict) for x in (params, buffers, children)) or not isinstance(skip, set):
-            raise UserError(f"{path}: {prefix or 'the network'} ({rec.class_name}) is not a torch module")
-        named = [*params.items(), *((k, v) for k, v in buffers.items() if k not in skip)]
-        for name, value in named + list(children.items()):
-            if value is None:
-                continue
+    """Parameters and persistent buffers of a module tree by dotted name, as its `state_dict()` would list them.
+    Each module is visited once: a module reached twice (shared, or a cycle) is refused, since a walk of shared
+    children would cost 2^depth, and a network NVlabs wrote is a tree."""
+    tensors, seen, pending = {}, set(), [(record, "")]
+    while pending:
+        rec, prefix = pending.pop()
+        if id(rec) in seen:
+            raise UserError(f"{path}: module {prefix[:-1] or 'the network'} appears twice in the module tree; not a "
+                            "network NVlabs wrote")  # fmt: skip
+        seen.add(id(rec))
+        if prefix.count(".") > MAX_MODULE_DEPTH:
+            raise UserError(f"{path}: modules nested more than {MAX_MODULE_DEPTH} deep; not a StyleGAN network")
+        for name, value in _members(path, rec, prefix):
             if isinstance(value, PersistentRecord):
-                visit(value, f"{prefix}{name}.")
+                pending.append((value, f"{prefix}{name}."))
             elif isinstance(value, torch.Tensor):
                 tensors[prefix + name] = value
-            else:
+            elif value is not None:
                 raise UserError(f"{path}: {prefix}{name} is a {type(value).__name__}, not a tensor or a module")
-
-    visit(record, "")
     return tensors
+
+
+def _members(path: Path, rec: PersistentRecord, prefix: str) -> list:
+    """(name, value) of a module record's parameters, persistent buffers and children; names checked."""
+    params, buffers, children = (rec.state.get(k) for k in ("_parameters", "_buffers", "_modules"))
+    skip = rec.state.get("_non_persistent_buffers_set", set())
+    if not all(isinstance(x, dict) for x in (params, buffers, children)) or not isinstance(skip, set):
+        raise UserError(f"{path}: {prefix[:-1] or 'the network'} ({shown_name(rec.class_name)}) is not a torch module")
+    members = [*params.items(), *((k, v) for k, v in buffers.items() if k not in skip), *children.items()]
+    for name, _ in members:
+        if not (isinstance(name, str) and 0 < len(name) <= MAX_NAME_CHARS and "." not in name):
+            where = prefix[:-1] or "the network"
+            raise UserError(f"{path}: {where} has a member named {shown_name(name)}; not a torch module")
+    return members
+
+
+def child(record: PersistentRecord, name: str):
+    """The child module `name` of a module record, or None."""
+    modules = record.state.get("_modules")
+    return modules.get(name) if isinstance(modules, dict) else None
 
 
 def _init_kwargs(path: Path, record: PersistentRecord, class_name: str) -> dict:
     if record.class_name != class_name:
-        raise UserError(f"{path}: the network is a {record.class_name}, not a StyleGAN2 {class_name}")
+        raise UserError(f"{path}: the network is a {shown_name(record.class_name)}, not a StyleGAN2 {class_name}")
     kwargs, args = record.state.get("_init_kwargs"), record.state.get("_init_args", ())
-    if not isinstance(kwargs, dict) or args:
+    if not isinstance(kwargs, dict) or not (isinstance(args, (tuple, list)) and len(args) == 0):
         raise UserError(f"{path}: the {class_name} recorded no constructor keyword arguments; not an NVlabs network")
     return dict(kwargs)
+
+
+def _plain(value) -> bool:
+    """A setting's value as NVlabs records them: a number, string, None, or a short list of those (a filter)."""
+    scalars = (type(None), bool, int, float, str)
+    if isinstance(value, (list, tuple)):
+        return len(value) <= MAX_LIST_SETTING and all(type(v) in scalars for v in value)
+    return type(value) in scalars
 
 
 def settings(where: str, given, rules: dict, problems: list) -> dict:
@@ -111,20 +143,27 @@ def settings(where: str, given, rules: dict, problems: list) -> dict:
         return values
     for name, value in given.items():
         value = list(value) if isinstance(value, tuple) else value
-        rule = rules.get(name)
+        rule = rules.get(name) if isinstance(name, str) else None
         if rule is None:
-            problems.append(f"{where}{name}={value!r}: a setting ganforge's StyleGAN2 does not have")
+            problems.append(f"{where}{shown_name(name)}={shown(value)}: a setting ganforge's StyleGAN2 does not have")
+        elif rule != IGNORE and not _plain(value):
+            problems.append(f"{where}{name}={shown(value)}: not a number, string or short list")
         elif rule != IGNORE and rule[1] is not ANY and value not in rule[1]:
             allowed = " or ".join(repr(v) for v in rule[1])
-            problems.append(f"{where}{name}={value!r}: ganforge implements only {allowed}")
+            problems.append(f"{where}{name}={shown(value)}: ganforge implements only {allowed}")
         elif rule != IGNORE:
             values[name] = value
     return values
 
 
 def required_kwargs(path: Path, kwargs: dict, names: tuple, problems: list) -> dict:
+    """The constructor arguments `names` (removed from `kwargs`); a problem for each missing or not an integer
+    (their limits are checked with the whole architecture)."""
     problems += [f"{path}: constructor argument {n} is missing" for n in names if n not in kwargs]
-    return {n: kwargs.pop(n, None) for n in names}
+    values = {n: kwargs.pop(n, None) for n in names}
+    problems += [f"{path}: constructor argument {n}={shown(v)} is not an integer"
+                 for n, v in values.items() if v is not None and type(v) is not int]  # fmt: skip
+    return values
 
 
 def generator_arch(path: Path, kwargs: dict) -> dict:
@@ -138,7 +177,7 @@ def generator_arch(path: Path, kwargs: dict) -> dict:
     mapping = settings(f"{path}: mapping_kwargs.", mapping_given, _mapping_rules(w_dim, (8, ANY)), problems)
     synthesis = settings(f"{path}: synthesis_kwargs.", synthesis_given, SYNTHESIS_RULES, problems)
     if problems:
-        raise UserError(*problems)
+        raise UserError(*listed("", problems, f"{path}: "))
     return dict(resolution=top["img_resolution"], img_channels=top["img_channels"], c_dim=top["c_dim"],
                 z_dim=top["z_dim"], w_dim=w_dim, channel_base=synthesis["channel_base"],
                 channel_max=synthesis["channel_max"], mapping_layers=mapping["num_layers"],
@@ -161,7 +200,7 @@ def discriminator_arch(path: Path, kwargs: dict) -> dict:
     if head["mbstd_group_size"] is None:
         problems.append(f"{path}: epilogue_kwargs.mbstd_group_size=None (the whole minibatch) is not supported")
     if problems:
-        raise UserError(*problems)
+        raise UserError(*listed("", problems, f"{path}: "))
     return dict(resolution=top["img_resolution"], img_channels=top["img_channels"], c_dim=top["c_dim"],
                 channel_base=main["channel_base"], channel_max=main["channel_max"],
                 mbstd_group_size=head["mbstd_group_size"], num_fp16_res=main["num_fp16_res"],
@@ -176,8 +215,8 @@ def generator_kwargs(path: Path, record: PersistentRecord) -> dict:
 def read_generator(path: Path, record: PersistentRecord) -> tuple[Generator, dict]:
     """A ganforge Generator equal to an official StyleGAN2 one, and the architecture it was built from."""
     kwargs = _init_kwargs(path, record, "Generator")
-    synthesis = record.state.get("_modules", {}).get("synthesis")
-    if isinstance(synthesis, PersistentRecord) and "b4" not in synthesis.state.get("_modules", {}):
+    synthesis = child(record, "synthesis")
+    if isinstance(synthesis, PersistentRecord) and child(synthesis, "b4") is None:
         raise UserError(f"{path}: its synthesis network is neither StyleGAN2's (no b4 block) nor StyleGAN3's (no "
                         "input layer); not a network ganforge can read")  # fmt: skip
     arch = generator_arch(path, kwargs)

@@ -11,10 +11,12 @@ import math
 from pathlib import Path
 
 from ganforge.errors import UserError
-from ganforge.interop.official import ANY, IGNORE, module_tensors, required_kwargs, settings
+from ganforge.interop.official import ANY, IGNORE, child, module_tensors, required_kwargs, settings
 from ganforge.interop.official_pickle import PersistentRecord
 from ganforge.interop.tensors import build_network
+from ganforge.limits import shown
 from ganforge.nets import StyleGAN3Generator
+from ganforge.snapshot import listed
 
 G_REQUIRED = ("z_dim", "c_dim", "w_dim", "img_resolution", "img_channels")
 MAPPING_RULES = {"num_layers": (2, ANY), "lr_multiplier": (0.01, [0.01]), "w_avg_beta": IGNORE}
@@ -31,8 +33,8 @@ FLOAT_SETTINGS = ("first_stopband", "last_stopband_rel")  # exact powers of two 
 
 def is_stylegan3(record: PersistentRecord) -> bool:
     """Does this official Generator have an alias-free synthesis network (an `input` layer, no `b4` block)?"""
-    synthesis = record.state.get("_modules", {}).get("synthesis")
-    return isinstance(synthesis, PersistentRecord) and "input" in synthesis.state.get("_modules", {})
+    synthesis = child(record, "synthesis")
+    return isinstance(synthesis, PersistentRecord) and child(synthesis, "input") is not None
 
 
 def stylegan3_arch(path: Path, kwargs: dict) -> dict:
@@ -42,22 +44,27 @@ def stylegan3_arch(path: Path, kwargs: dict) -> dict:
     mapping = settings(f"{path}: mapping_kwargs.", kwargs.pop("mapping_kwargs", {}), MAPPING_RULES, problems)
     synthesis = settings(f"{path}: ", kwargs, SYNTHESIS_RULES, problems)
     for name in FLOAT_SETTINGS:
-        if not math.isclose(synthesis[name], SYNTHESIS_RULES[name][0], rel_tol=1e-9):
-            problems.append(
-                f"{path}: {name}={synthesis[name]!r}: ganforge implements only {SYNTHESIS_RULES[name][0]!r}"
-            )
+        value = synthesis[name]
+        if type(value) not in (int, float) or not math.isclose(value, SYNTHESIS_RULES[name][0], rel_tol=1e-9):
+            problems.append(f"{path}: {name}={shown(value)}: ganforge implements only {SYNTHESIS_RULES[name][0]!r}")
     radial, kernel = synthesis["use_radial_filters"], synthesis["conv_kernel"]
     if (kernel == 1) != radial:
         problems.append(f"{path}: conv_kernel={kernel} with use_radial_filters={radial}: ganforge implements config T "
                         "(3, False) and config R (1, True)")  # fmt: skip
     if problems:
-        raise UserError(*problems)
+        raise UserError(*listed("", problems, f"{path}: "))
     widen = 2 if radial else 1  # the official script recorded config R's doubled widths
     return dict(resolution=top["img_resolution"], img_channels=top["img_channels"], c_dim=top["c_dim"],
-                z_dim=top["z_dim"], w_dim=top["w_dim"], channel_base=synthesis["channel_base"] // widen,
-                channel_max=synthesis["channel_max"] // widen, mapping_layers=mapping["num_layers"],
+                z_dim=top["z_dim"], w_dim=top["w_dim"], channel_base=_narrowed(synthesis["channel_base"], widen),
+                channel_max=_narrowed(synthesis["channel_max"], widen), mapping_layers=mapping["num_layers"],
                 num_fp16_res=synthesis["num_fp16_res"], conv_clamp=synthesis["conv_clamp"],
                 config="r" if radial else "t", num_layers=synthesis["num_layers"])  # fmt: skip
+
+
+def _narrowed(width, widen: int):
+    """A recorded width divided by the factor config R widened it by; a value that is not an integer is kept for the
+    architecture check to report."""
+    return width // widen if type(width) is int else width
 
 
 def read_stylegan3(path: Path, record: PersistentRecord, kwargs: dict) -> tuple[StyleGAN3Generator, dict]:

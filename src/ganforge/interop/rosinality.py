@@ -28,19 +28,30 @@ every tensor is checked against the ganforge network built from them.
 """
 
 import argparse
+import contextlib
+import io
+import os
 import pickle
 import re
+import struct
+import zipfile
 from pathlib import Path
 
 import torch
 
 from ganforge.errors import UserError
 from ganforge.interop.tensors import build_network, check_fir, construct, fit_singleton_dims
+from ganforge.limits import shown, shown_name
 from ganforge.nets import Discriminator, Generator
 
 SOURCE_KEYS = {"G_ema": "g_ema", "G": "g", "D": "d"}
 W_AVG_SAMPLES = 4096  # as rosinality's generate.py estimates its truncation mean
 W_AVG_SEED = 0
+MAX_MESSAGE_DETAIL = 200  # characters of a decoding error quoted in a message
+MAX_ZIP_MEMBERS = 100_000  # torch.save writes one member per storage, and a few more
+MAX_NAME_CHARS = 128  # a state-dict name ("convs.12.conv.modulation.weight")
+PROBE_BYTES = 1 << 16  # a read this short may ask for more than remains (torch probes for a tar header)
+MAX_BLOCKS = 16  # resolution is 2^(blocks + 2): more blocks than any size ganforge allows, kept a small integer
 MODULATED = {"conv.weight": "weight", "conv.modulation.weight": "affine.weight", "conv.modulation.bias": "affine.bias"}
 STYLED_CONV = {**MODULATED, "noise.weight": "noise_strength", "activate.bias": "bias"}
 TO_RGB = {**MODULATED, "bias": "bias"}
@@ -53,30 +64,122 @@ D_HEAD = {"convs.0.0.weight": "b{R}.fromrgb.weight", "convs.0.1.bias": "b{R}.fro
 
 
 def read_checkpoint(path: Path) -> dict:
-    """The checkpoint dict, loaded with torch's tensors-only unpickler; UserError when refused or not rosinality's."""
+    """The checkpoint dict, loaded with torch's tensors-only unpickler; UserError when refused or not rosinality's.
+    A zip checkpoint (torch.save's format) is first checked member by member: stored as torch writes them, within
+    the file, and matching its CRC (torch checks none of these), so that a damaged or inflated archive is named
+    before torch reads it."""
+    zipped = _is_zip(path)
+    if zipped:
+        _check_zip(path)
     try:
-        with torch.serialization.safe_globals([argparse.Namespace]):
-            checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+        with torch.serialization.safe_globals([argparse.Namespace]), _open(path, zipped) as file:
+            checkpoint = torch.load(file, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as err:
-        found = re.search(r"GLOBAL ([\w.]+)", str(err))
+        found = re.search(r"GLOBAL ([\w.]{1,100})", str(err)[:4000])
         what = f"asks for {found.group(1)}" if found else "holds objects other than tensors and plain data"
         raise UserError(f"{path}: refused: the checkpoint {what}; ganforge never runs code from a file, and nothing "
                         "from this one was run") from None  # fmt: skip
-    except (RuntimeError, EOFError, ValueError) as err:
-        raise UserError(f"{path}: not a readable PyTorch checkpoint ({err})") from None
+    except (
+        RuntimeError,
+        EOFError,
+        ValueError,
+        TypeError,
+        KeyError,
+        IndexError,
+        AttributeError,
+        OverflowError,
+        struct.error,
+        OSError,
+        AssertionError,
+    ) as err:  # torch's legacy reader asserts what the stream holds
+        raise UserError(f"{path}: not a readable PyTorch checkpoint ({_detail(err)})") from None
+    except RecursionError:
+        raise UserError(f"{path}: not a readable PyTorch checkpoint (nested too deeply)") from None
     if not isinstance(checkpoint, dict) or not any(isinstance(checkpoint.get(k), dict) for k in SOURCE_KEYS.values()):
-        keys = ", ".join(map(str, checkpoint)) if isinstance(checkpoint, dict) else type(checkpoint).__name__
+        keys = ", ".join(map(shown_name, list(checkpoint)[:8])) if isinstance(checkpoint, dict) else shown(checkpoint)
         raise UserError(f"{path}: a PyTorch checkpoint, but not a rosinality stylegan2-pytorch one (no g_ema, g or d; "
                         f"it holds {keys})")  # fmt: skip
     return checkpoint
 
 
+def _detail(err: BaseException) -> str:
+    """The start of a decoding error's message, with its kind where the message alone says little (a KeyError's is
+    the missing key)."""
+    text = str(err)[:MAX_MESSAGE_DETAIL]
+    return f"{type(err).__name__}: {text}" if type(err) in (KeyError, EOFError) or not text else text
+
+
+class _Truncated(EOFError):
+    """The stream declares more bytes than remain in the file."""
+
+
+class _BoundedReader(io.BufferedReader):
+    """A checkpoint in torch.save's format before PyTorch 1.6, refusing a read longer than what remains of the file:
+    torch's reader of that format asks for each length the stream declares (a string, a storage's dimensions), and
+    a read allocates what it asks for before it finds the file shorter."""
+
+    def __init__(self, raw):
+        super().__init__(raw)
+        self.size = os.fstat(raw.fileno()).st_size
+
+    def read(self, size=-1, /):
+        if size is not None and size > max(self.size - self.tell(), PROBE_BYTES):
+            raise _Truncated(f"the checkpoint declares {size} bytes where {self.size - self.tell()} remain")
+        return super().read(size)
+
+
+def _open(path: Path, zipped: bool):
+    """What torch.load reads: the path of a zip (read member by member, its sizes checked), a bounded file else."""
+    return contextlib.nullcontext(path) if zipped else _BoundedReader(open(path, "rb", buffering=0))  # noqa: SIM115
+
+
+def _is_zip(path: Path) -> bool:
+    with open(path, "rb") as file:
+        return file.read(4) == b"PK\x03\x04"
+
+
+def _check_zip(path: Path) -> None:
+    """UserError unless every member of the zip at `path` is stored uncompressed (as torch.save writes them), lies
+    within the file, and matches its CRC-32."""
+    size = path.stat().st_size
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = archive.infolist()
+            if len(members) > MAX_ZIP_MEMBERS:
+                raise UserError(f"{path}: a zip of {len(members)} members, more than a checkpoint holds")
+            for info in members:
+                name = shown_name(info.filename)
+                if info.compress_type != zipfile.ZIP_STORED or info.file_size != info.compress_size:
+                    raise UserError(f"{path}: member {name} is compressed; torch.save stores its members uncompressed, "
+                                    "so this is not a checkpoint it wrote")  # fmt: skip
+                if info.header_offset + info.compress_size > size:
+                    raise UserError(f"{path}: member {name} reaches beyond the end of the file; it is truncated, copy "
+                                    "it again")  # fmt: skip
+                with archive.open(info) as member:  # reading to the end checks the CRC
+                    while member.read(1 << 20):
+                        pass
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, RuntimeError, ValueError, EOFError,
+            OverflowError, struct.error, OSError) as err:  # fmt: skip
+        raise UserError(f"{path}: not a readable PyTorch checkpoint, a damaged zip archive ({_detail(err)}); copy it "
+                        "again") from None  # fmt: skip
+
+
 def state_dict(path: Path, checkpoint: dict, which: str) -> dict:
-    """The state dict of network `which` (G_ema, G or D)."""
+    """The state dict of network `which` (G_ema, G or D): names and floating-point tensors, each checked."""
     tensors = checkpoint.get(SOURCE_KEYS[which])
     if not isinstance(tensors, dict):
         present = ", ".join(k for k, v in SOURCE_KEYS.items() if isinstance(checkpoint.get(v), dict))
         raise UserError(f"{path}: no {which} ({SOURCE_KEYS[which]}) in this checkpoint; it holds {present} (--which)")
+    for name, value in tensors.items():
+        if not (isinstance(name, str) and len(name) <= MAX_NAME_CHARS):
+            raise UserError(f"{path}: {SOURCE_KEYS[which]} has an entry named {shown_name(name)}; not a state dict")
+        if not (isinstance(value, torch.Tensor) and value.layout == torch.strided and value.is_floating_point()):
+            raise UserError(f"{path}: {SOURCE_KEYS[which]}.{name} is {shown(value)}, not a tensor of floating-point "
+                            "numbers")  # fmt: skip
+        if value.numel() * value.element_size() > value.untyped_storage().nbytes():
+            raise UserError(f"{path}: {SOURCE_KEYS[which]}.{name} has {value.numel()} elements over a storage of "
+                            f"{value.untyped_storage().nbytes()} bytes (elements repeated); not a state dict "
+                            "torch.save wrote of a network")  # fmt: skip
     return tensors
 
 
@@ -134,9 +237,13 @@ def _rename(path: Path, tensors: dict, name_of, kernel_gain: float) -> dict:
     return renamed
 
 
-def _shape(path: Path, tensors: dict, key: str) -> torch.Size:
+def _shape(path: Path, tensors: dict, key: str, dims: int) -> torch.Size:
+    """The shape of tensors[key], which must have `dims` dimensions."""
     if key not in tensors:
         raise UserError(f"{path}: tensor {key} is missing; not a rosinality StyleGAN2 network")
+    if tensors[key].ndim != dims:
+        raise UserError(f"{path}: tensor {key} has {tensors[key].ndim} dimensions, not {dims}; not a rosinality "
+                        "StyleGAN2 network")  # fmt: skip
     return tensors[key].shape
 
 
@@ -147,15 +254,17 @@ def _count(tensors: dict, pattern: str) -> int:
 def read_generator(path: Path, checkpoint: dict, which: str) -> tuple[Generator, dict]:
     """A ganforge Generator equal to a rosinality one, and what was inferred (size, style_dim, n_mlp, w_avg)."""
     tensors = state_dict(path, checkpoint, which)
-    size = 2 ** (_count(tensors, r"to_rgbs\.\d+\.conv\.weight") + 2)
-    style_dim, n_mlp = _shape(path, tensors, "style.1.weight")[1], _count(tensors, r"style\.\d+\.weight")
+    size = 2 ** (min(_count(tensors, r"to_rgbs\.\d+\.conv\.weight"), MAX_BLOCKS) + 2)
+    style_dim, n_mlp = _shape(path, tensors, "style.1.weight", 2)[1], _count(tensors, r"style\.\d+\.weight")
     top = "to_rgb1" if size == 4 else f"to_rgbs.{size.bit_length() - 4}"
-    arch = dict(resolution=size, img_channels=_shape(path, tensors, "to_rgb1.bias").numel(), c_dim=0, z_dim=style_dim,
-                w_dim=style_dim, channel_base=_shape(path, tensors, f"{top}.conv.weight")[2] * size,
-                channel_max=_shape(path, tensors, "input.input")[1], mapping_layers=n_mlp)  # fmt: skip
+    arch = dict(resolution=size, img_channels=_shape(path, tensors, "to_rgb1.bias", 4).numel(), c_dim=0,
+                z_dim=style_dim, w_dim=style_dim, channel_base=_shape(path, tensors, f"{top}.conv.weight", 5)[2] * size,
+                channel_max=_shape(path, tensors, "input.input", 4)[1], mapping_layers=n_mlp)  # fmt: skip
     renamed = _rename(path, tensors, _generator_name, kernel_gain=4.0)  # upsampling kernels carry the gain 4
     latent_avg = checkpoint.get("latent_avg") if which == "G_ema" else None
     estimate = not isinstance(latent_avg, torch.Tensor)
+    if not estimate and not (latent_avg.layout == torch.strided and latent_avg.is_floating_point()):
+        raise UserError(f"{path}: latent_avg is {shown(latent_avg)}, not a tensor of floating-point numbers")
     # a placeholder w_avg when there is none to load: it is estimated once the mapping network holds its weights
     renamed["mapping.w_avg"] = torch.zeros([style_dim]) if estimate else latent_avg.reshape(-1)
     shapes = {k: v.shape for k, v in construct(path, Generator, arch, "meta").state_dict().items()}
@@ -175,9 +284,9 @@ def _estimate_w_avg(G: Generator) -> str:
 def read_discriminator(path: Path, checkpoint: dict) -> tuple[Discriminator, dict]:
     """A ganforge Discriminator equal to a rosinality one (minibatch-stddev group 4), and its inferred size."""
     tensors = state_dict(path, checkpoint, "D")
-    size = 2 ** (_count(tensors, r"convs\.\d+\.conv1\.0\.weight") + 2)
-    arch = dict(resolution=size, img_channels=_shape(path, tensors, "convs.0.0.weight")[1], c_dim=0,
-                channel_base=_shape(path, tensors, "convs.0.0.weight")[0] * size,
-                channel_max=_shape(path, tensors, "final_conv.0.weight")[0], mbstd_group_size=4)  # fmt: skip
+    size = 2 ** (min(_count(tensors, r"convs\.\d+\.conv1\.0\.weight"), MAX_BLOCKS) + 2)
+    arch = dict(resolution=size, img_channels=_shape(path, tensors, "convs.0.0.weight", 4)[1], c_dim=0,
+                channel_base=_shape(path, tensors, "convs.0.0.weight", 4)[0] * size,
+                channel_max=_shape(path, tensors, "final_conv.0.weight", 4)[0], mbstd_group_size=4)  # fmt: skip
     renamed = _rename(path, tensors, lambda key: _discriminator_name(key, size), kernel_gain=1.0)
     return build_network(path, Discriminator, arch, renamed), {"size": size}

@@ -1,17 +1,23 @@
 """Tensors under the official StyleGAN2 names -> a ganforge network; shared by the NVlabs and rosinality readers."""
 
+from pathlib import Path
+
 import torch
 
 from ganforge.errors import UserError
 from ganforge.nets.layers import fir_kernel
-from ganforge.snapshot import check_tensors
+from ganforge.snapshot import build_network as _build_checked
+from ganforge.snapshot import construct
+
+__all__ = ["build_network", "check_fir", "construct", "drop_resample_filters", "fit_singleton_dims"]
 
 RESAMPLE_FILTER = ".resample_filter"
 
 
-def check_fir(where, name: str, value: torch.Tensor, gain: float = 1.0) -> None:
+def check_fir(where, name: str, value, gain: float = 1.0) -> None:
     """UserError unless `value` is the normalized [1, 3, 3, 1] kernel times `gain`, the only filter ganforge has."""
-    if not torch.equal(value.to(torch.float32), fir_kernel() * gain):
+    plain = isinstance(value, torch.Tensor) and value.layout == torch.strided and value.is_floating_point()
+    if not plain or value.shape != (4, 4) or not torch.equal(value.to(torch.float32), fir_kernel() * gain):
         raise UserError(f"{where}: {name} is not the [1, 3, 3, 1] FIR filter; only StyleGAN2's default is supported")
 
 
@@ -22,15 +28,6 @@ def drop_resample_filters(where, tensors: dict) -> dict:
         if name.endswith(RESAMPLE_FILTER):
             check_fir(where, name, value)
     return {name: value for name, value in tensors.items() if not name.endswith(RESAMPLE_FILTER)}
-
-
-def construct(where, network: type, arch: dict, device=None) -> torch.nn.Module:
-    """`network(**arch)` on `device` ("meta" for shapes only); an invalid architecture is a UserError naming `where`."""
-    try:
-        with torch.device(device or "cpu"):
-            return network(**arch)
-    except UserError as err:
-        raise UserError(*(f"{where}: unsupported architecture, {p}" for p in err.problems)) from None
 
 
 def fit_singleton_dims(tensors: dict, shapes: dict) -> dict:
@@ -44,9 +41,8 @@ def fit_singleton_dims(tensors: dict, shapes: dict) -> dict:
     return fitted
 
 
-def build_network(where, network: type, arch: dict, tensors: dict) -> torch.nn.Module:
-    """`network(**arch)` in eval mode holding `tensors` (float32); UserError listing every mismatch at once."""
-    net = construct(where, network, arch)
-    check_tensors(where, net, tensors)
-    net.load_state_dict({name: value.to(torch.float32) for name, value in tensors.items()})
-    return net.eval()
+def build_network(path: Path, network: type, arch: dict, tensors: dict) -> torch.nn.Module:
+    """`network(**arch)` on the CPU in eval mode holding `tensors` (float32); the architecture is checked against
+    the limits and against the size of `path` before anything is allocated (snapshot.build_network); UserError
+    listing every mismatch."""
+    return _build_checked(path, network, arch, tensors, "cpu", Path(path).stat().st_size)

@@ -13,7 +13,7 @@ import torch
 from ganforge import checkpoint, dist
 from ganforge.config import Config
 from ganforge.errors import UserError
-from ganforge.snapshot import DISCRIMINATOR_FORMAT, file_format
+from ganforge.snapshot import DISCRIMINATOR_FORMAT, check_weights_file, file_format
 from ganforge.train import rundir
 from ganforge.train.checkpointing import check_config
 
@@ -52,6 +52,11 @@ def _look(key: rundir.RunKey) -> Source | str:
     if len(paths) == 1 and paths[0].is_dir():
         return Source("checkpoint", resume)
     if len(paths) <= 2 and all(p.is_file() and p.suffix == ".safetensors" for p in paths):
+        try:  # a damaged or hostile file is refused here, before a run folder is made for it
+            for path in paths:
+                check_weights_file(path)
+        except UserError as error:
+            return error.problems[0]
         return Source("weights", resume)
     return (
         f"--resume {resume}: not a checkpoint folder (ckpt-*), a snapshot (.safetensors) or a snapshot and a "
