@@ -392,6 +392,9 @@ MUTANTS = (
     M("resume_weights_checked_after_the_run_folder", "train/resume.py", "                check_weights_file(path)\n",
       "                pass\n",
       ("tests/hostile/test_hostile_networks.py::test_hostile_network_files_are_refused_by_every_reader",)),
+    M("frozen_d_layers_still_step", "train/phases.py", 'frozen = module.frozen_parameters(o.freeze_d) if name == "D"',
+      'frozen = set() if name == "D"',
+      ("tests/train/test_train_freeze.py::test_frozen_layers_stay_bitwise_through_training_and_a_resume",)),
 )  # fmt: skip
 
 

@@ -1,6 +1,7 @@
 """The resolved configuration of every preset and of a table of option sets equals the one recorded before the
 options were declared on the Config fields (tests/train/dry_runs_recorded.json, written in the layout of that time:
-reading it through `upgrade`, as an old config.json is read, must give exactly today's Config)."""
+reading it through `upgrade`, as an old config.json is read, must give exactly today's Config; a field added since,
+like --freeze-d's, at its default)."""
 
 import json
 from pathlib import Path
@@ -8,7 +9,7 @@ from unittest import mock
 
 import pytest
 
-from ganforge.config import Config, upgrade
+from ganforge.config import Config, field_defaults, flatten, upgrade
 from ganforge.config.describe import describe_derived
 from ganforge.presets import PRESETS
 from ganforge.train.options import TrainOptions
@@ -28,6 +29,8 @@ def test_dry_run_config_equals_the_recorded_one(case):
     facts = Facts(DatasetFacts(**record["facts"]), record["world_size"], record["device_type"])
     with mock.patch("ganforge.devices.cpu_flags", return_value=frozenset()):
         cfg = resolve(options, facts)
-    assert json.loads(cfg.to_json()) == upgrade(record["config"])
+    recorded, now = flatten(upgrade(record["config"])), flatten(json.loads(cfg.to_json()))
+    added = {key: value for key, value in now.items() if key not in recorded}  # options declared since: at default
+    assert now == recorded | added and added == {key: field_defaults()[key] for key in added}
     assert Config.from_dict(record["config"]) == cfg  # an old config.json reads as today's Config
     assert describe_derived(cfg) == record["derived"]

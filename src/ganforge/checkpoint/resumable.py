@@ -164,8 +164,10 @@ def _architecture(fields: dict) -> tuple[_Net, _Net]:
     """(G, D) as the stored config describes them (the construction `train` uses for a run's networks)."""
     g_arguments, d_arguments = network_arguments(fields)
     _check_bounds(g_arguments, d_arguments)
+    freeze_d = fields.get("optim.freeze_d", 0)
+    whole(freeze_d, "config/optim.freeze_d", 0, 64)
     try:
-        return _networks(tuple(sorted(g_arguments.items())), tuple(sorted(d_arguments.items())))
+        return _networks(tuple(sorted(g_arguments.items())), tuple(sorted(d_arguments.items())), freeze_d)
     except UserError as error:  # the constructors' own checks of their arguments
         refuse("config", f"describes no network this ganforge builds ({error.problems[0][:200]})")
 
@@ -179,15 +181,16 @@ def _check_bounds(g_arguments: dict, d_arguments: dict) -> None:
 
 
 @functools.lru_cache(maxsize=8)
-def _networks(g_arguments: tuple, d_arguments: tuple) -> tuple[_Net, _Net]:
+def _networks(g_arguments: tuple, d_arguments: tuple, freeze_d: int) -> tuple[_Net, _Net]:
+    """G's and D's tensors; D's Adam holds its parameters but those of its first `freeze_d` layers (--freeze-d)."""
     with torch.device("meta"):
         G, D = build_networks_from(dict(g_arguments), dict(d_arguments))
-    return _spec(G), _spec(D)
+    return _spec(G), _spec(D, frozen=D.frozen_parameters(freeze_d))
 
 
-def _spec(net: torch.nn.Module) -> _Net:
+def _spec(net: torch.nn.Module, frozen: set[str] = frozenset()) -> _Net:
     tensors = {name: (t.dtype, tuple(t.shape)) for name, t in net.state_dict().items()}
-    return _Net(tensors, tuple(name for name, _ in net.named_parameters()))
+    return _Net(tensors, tuple(name for name, _ in net.named_parameters() if name not in frozen))
 
 
 def _check_network(value, where: str, spec: _Net) -> None:

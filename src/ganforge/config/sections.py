@@ -138,6 +138,13 @@ class OptimConfig:
         range=Range(0, 1, low_open=True),
         must="in (0, 1] (the factor at each of --lr-steps), e.g. 0.1",
     )
+    freeze_d: int = option(
+        CONTROLS,
+        "Freeze D's first N layers counted from the input (FreezeD, Mo et al. 2020; the official --freezed): they get "
+        "no gradient, no optimiser state and no regularisation. For fine-tuning on little data.",
+        default=0,
+        range=Range(0, 64),
+    )
     clip_grad_g: float | None = option(
         CONTROLS, "As --clip-grad, for G only (overrides it).", default=None, range=POSITIVE, must=GRADIENT_NORM
     )

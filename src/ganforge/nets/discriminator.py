@@ -149,6 +149,20 @@ class Discriminator(nn.Module):
         """JSON-serialisable constructor kwargs: Discriminator(**D.config) rebuilds the same architecture."""
         return dict(self._config)
 
+    def layers_from_input(self) -> list[str]:
+        """The names of D's layers counted from the input as the official code counts them for freezing: each
+        block from the top resolution down, its fromRGB, conv0, conv1 and skip (the last block, b4, is not counted)."""
+        names = []
+        for res in self.block_resolutions:
+            block = getattr(self, f"b{res}")
+            names += [f"b{res}.{layer}" for layer in ("fromrgb", "conv0", "conv1", "skip") if getattr(block, layer)]
+        return names
+
+    def frozen_parameters(self, layers: int) -> set[str]:
+        """The parameter names of the first `layers` layers counted from the input (`layers_from_input`)."""
+        frozen = tuple(f"{name}." for name in self.layers_from_input()[:layers])
+        return {name for name, _ in self.named_parameters() if name.startswith(frozen)}
+
     def use_cpu_kernels(self, enabled: bool = True) -> None:
         """The CPU's fast paths, chosen once when the network is built for CPU: the same-size 3x3 convolutions large
         enough to gain by Winograd's algorithm run that way (nets/winograd.py), and the image is taken channels-last.

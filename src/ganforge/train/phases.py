@@ -61,6 +61,7 @@ class Network:
 
     name: str  # "G" or "D"
     module: torch.nn.Module
+    params: list[torch.nn.Parameter]  # those it trains: all but the frozen ones (--freeze-d)
     opt: torch.optim.Optimizer
     scaler: torch.amp.GradScaler
     sync: GradientSync
@@ -190,9 +191,11 @@ def build_phases(
         ("D", D, o.d_lr, lo.gamma > 0, lo.r1_interval, d_main, d_reg),
     ):
         ratio = lazy_ratio(interval) if reg_on else 1.0
-        opt = torch.optim.Adam(module.parameters(), lr=lr * ratio, betas=(o.beta1**ratio, o.beta2**ratio), eps=o.eps)
-        sync = GradientSync(list(module.parameters()), cfg.runtime.allreduce_bucket_mb)
-        network = networks[name] = Network(name, module, opt, precision.make_scaler(), sync)
+        frozen = module.frozen_parameters(o.freeze_d) if name == "D" else set()
+        params = [p for key, p in module.named_parameters() if key not in frozen]
+        opt = torch.optim.Adam(params, lr=lr * ratio, betas=(o.beta1**ratio, o.beta2**ratio), eps=o.eps)
+        sync = GradientSync(params, cfg.runtime.allreduce_bucket_mb)
+        network = networks[name] = Network(name, module, params, opt, precision.make_scaler(), sync)
         phases.append(Phase(name=f"{name}_main", network=network, lr=lr * ratio, interval=1, terms=main,
                             samples_per_mb=lambda b: b))  # fmt: skip
         if reg_on:
@@ -235,8 +238,12 @@ def micro_batches(cfg: Config, phase_index: int, cur_nimg: int, images, labels, 
 
 
 def _set_trainable(network: Network, modules: list[torch.nn.Module]) -> None:
+    """Gradients for the parameters this phase's network trains, and for nothing else (the other network, and this
+    network's frozen layers, are constants of the phase)."""
     for module in modules:
-        module.requires_grad_(module is network.module)
+        module.requires_grad_(False)
+    for param in network.params:
+        param.requires_grad_(True)
 
 
 def run_phase(trainer: Trainer, phase: Phase, phase_index: int, cur_nimg: int, mbs: list[MicroBatch]) -> dict:
@@ -267,7 +274,7 @@ def run_phase(trainer: Trainer, phase: Phase, phase_index: int, cur_nimg: int, m
 
 def _finish_step(trainer: Trainer, phase: Phase, stats: dict, loss_sum: torch.Tensor) -> dict:
     network = phase.network
-    params = list(network.module.parameters())
+    params = network.params
     with trainer.probe.section("allreduce", "all-reduce"):
         network.sync.finish()
     with trainer.probe.section("optimizer"):

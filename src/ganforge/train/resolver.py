@@ -360,12 +360,25 @@ def _problems(cfg: Config, device_type: str) -> list[str]:
         problems.append("--fp16-res: the per-resolution fp16 recipe needs --precision fp16")
     if r.compile and p.mode == "fp16" and p.fp16_res:
         problems.append("--compile: not supported together with --fp16-res; drop one of them")
+    problems += _freeze_problems(cfg)
     if r.grad_checkpoint and cfg.model.generator != "stylegan2":
         problems.append(
             f"--grad-checkpoint: the {cfg.model.generator} generator updates running statistics in its "
             "layers' forward, which recomputation would repeat; use it with a StyleGAN2 --cfg or drop it"
         )
     return problems
+
+
+def _freeze_problems(cfg: Config) -> list[str]:
+    """--freeze-d counts layers of D that exist (its last block is never frozen)."""
+    if not cfg.optim.freeze_d:
+        return []
+    with torch.device("meta"):  # shapes only: nothing allocated
+        layers = len(make_networks(cfg)[1].layers_from_input())
+    if cfg.optim.freeze_d <= layers:
+        return []
+    return [f"--freeze-d {cfg.optim.freeze_d}: D at {cfg.data.resolution}x{cfg.data.resolution} has {layers} layers "
+            f"before its last block; freeze at most {layers}"]  # fmt: skip
 
 
 def _control_problems(cfg: Config) -> list[str]:
