@@ -10,8 +10,9 @@ never fails a run for a missing extra.
 
 from pathlib import Path
 
-from ganforge.durable import replace_file
+from ganforge.durable import WriteError, check_destination, replace_file, shorten
 from ganforge.errors import UserError
+from ganforge.outputs import check_writable_folder
 from ganforge.report.figures import INSTALL, require_matplotlib
 
 REPORT_NAME = "report.html"
@@ -31,9 +32,13 @@ def write_report(run_dirs, out=None) -> Path:
     run_dirs = [Path(run_dirs)] if isinstance(run_dirs, (str, Path)) else [Path(p) for p in run_dirs]
     if not run_dirs:
         raise UserError("RUN: name at least one run folder")
+    out = Path(out) if out is not None else default_out(run_dirs)
+    check_destination(out)  # before the work: a device, FIFO, folder or link there is never replaced
+    if not out.parent.is_dir():
+        raise WriteError(f"{shorten(out)}: cannot write: its folder does not exist; create it or choose another path")
+    check_writable_folder(out.parent, "--out")
     require_matplotlib()
     runs = [read_run(path) for path in run_dirs]
-    out = Path(out) if out is not None else default_out(run_dirs)
     replace_file(out, render(runs).encode("utf-8"))
     return out
 
@@ -44,4 +49,7 @@ def refresh_report(run_dir) -> str:
         import matplotlib  # noqa: F401
     except ImportError:
         return f"{REPORT_NAME} not written: it needs matplotlib ({INSTALL})"
-    return f"report {write_report(run_dir)}"
+    try:
+        return f"report {write_report(run_dir)}"
+    except UserError as error:  # a report is never worth the run: say why and train on
+        return f"{REPORT_NAME} not written: {error}"
