@@ -48,7 +48,8 @@ def check_destination(path: Path) -> None:
 
     A link is refused rather than followed: following it would let whoever can write the output's folder point a
     routine rewrite (report.html at every snapshot) at any file the user can write; replacing it would silently
-    break the link. The fix is the user's to choose: name the link's target, or remove the link."""
+    break the link. The fix is the user's to choose: name the link's target, or remove the link. (A folder above
+    the file may be a link: that is where the user keeps the outputs, not the output itself.)"""
     try:
         mode = os.lstat(path).st_mode
     except (FileNotFoundError, NotADirectoryError):
@@ -61,11 +62,11 @@ def check_destination(path: Path) -> None:
     if stat.S_ISLNK(mode):
         with contextlib.suppress(OSError):  # gone or changed since lstat: the message names the path alone
             kind = f"symbolic link (to {shorten(os.readlink(path))})"
-        raise WriteError(f"{shorten(path)}: is a {kind}; ganforge replaces a file by renaming a "
-                         "new one into place, which would replace the link, not what it points to: name the target "
-                         "instead, or remove the link")  # fmt: skip
-    raise WriteError(f"{shorten(path)}: is a {kind}, not a regular file; ganforge replaces a file by renaming a new "
-                     f"one into place, which would replace the {kind} itself: choose another path")  # fmt: skip
+        raise WriteError(f"{shorten(path)}: is a {kind}; outputs are not written through links (renaming a new file "
+                         "into place would replace the link, not what it points to): name the target instead, or "
+                         "remove the link")  # fmt: skip
+    raise WriteError(f"{shorten(path)}: is a {kind}, not a regular file; outputs are written only as regular files "
+                     f"(renaming a new file into place would replace the {kind}): choose another path")  # fmt: skip
 
 
 def write_problem(path: Path, error: OSError) -> str:

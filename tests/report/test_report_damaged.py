@@ -193,6 +193,8 @@ def test_the_page_is_never_written_over_what_is_not_a_regular_file(tmp_path, kin
 
 def test_a_page_for_a_folder_that_does_not_exist_is_one_line(tmp_path):
     run = handmade_run(tmp_path)
-    with pytest.raises(WriteError, match="missing/page.html: cannot write: its folder does not exist"):
+    with pytest.raises(
+        WriteError, match="missing/page.html: cannot write: its folder does not exist; choose another path"
+    ):
         write_report(run, tmp_path / "missing" / "page.html")
     assert not (run / "report.html").exists()

@@ -297,12 +297,17 @@ def _log(path: Path) -> list[str]:
     return [shorten(line, MAX_TEXT_CHARS) for line in text.splitlines()]
 
 
-def read_run(path: Path) -> Run:
-    """The run in `path`; UserError when it is not a run folder. Damaged parts are left out with a warning each."""
-    path = Path(path)
+def check_run_folder(path: Path) -> None:
+    """UserError unless `path` is a run folder (it has a config.json or a log.txt)."""
     if not _is_regular(path / "config.json") and not _is_regular(path / "log.txt"):
         raise UserError(f"RUN {shorten(path)}: not a ganforge run folder (no config.json or log.txt); pass the folder "
                         "that `ganforge train` made, e.g. runs/00000-mydata-auto-gpus1-batch32")  # fmt: skip
+
+
+def read_run(path: Path) -> Run:
+    """The run in `path`; UserError when it is not a run folder. Damaged parts are left out with a warning each."""
+    path = Path(path)
+    check_run_folder(path)
     log = _log(path / "log.txt")
     stats, bad = _stats(path / "stats.jsonl")
     reals = path / "reals.png"
