@@ -152,3 +152,10 @@ def test_files_larger_than_the_free_disk_are_warned_about(snapshot, tmp_path, mo
         match=r"--outdir .*: the images may need up to 3.0 KiB \(their uncompressed size\), 1.0 KiB is free",
     ):
         generate(options(snapshot, tmp_path, seeds=(0, 1, 2, 3)))
+
+
+def test_generate_checks_what_it_asks_against_the_memory_available_now(snapshot, tmp_path, monkeypatch):
+    monkeypatch.setattr(budget, "available_host_bytes", lambda: 1000)
+    with pytest.raises(UserError, match=r"needs .*; 1.0 KiB of memory is available"):
+        generate(options(snapshot, tmp_path / "out", seeds=(0, 1), grid=(2, 2)))
+    assert not (tmp_path / "out").exists()

@@ -169,8 +169,9 @@ def test_a_stats_file_with_thousands_of_keys_draws_a_bounded_number_of_figures(t
 
 
 @pytest.mark.parametrize("kind", ["fifo", "folder", "symlink", "device"])
-def test_the_page_is_never_written_over_what_is_not_a_regular_file(tmp_path, kind):
+def test_the_page_is_never_written_over_what_is_not_a_regular_file(tmp_path, kind, monkeypatch):
     run = handmade_run(tmp_path)
+    monkeypatch.setattr("ganforge.report.page.render", lambda runs: pytest.fail("checked after the work"))
     out = tmp_path / "page.html"
     if kind == "fifo":
         os.mkfifo(out)
@@ -189,6 +190,7 @@ def test_the_page_is_never_written_over_what_is_not_a_regular_file(tmp_path, kin
     assert (after.st_mode, after.st_ino) == (before.st_mode, before.st_ino)
     (run / "report.html").symlink_to(tmp_path / "elsewhere.html")
     assert refresh_report(run).startswith("report.html not written: ")  # training goes on
+    assert not (tmp_path / "elsewhere.html").exists()
 
 
 def test_a_page_for_a_folder_that_does_not_exist_is_one_line(tmp_path):
