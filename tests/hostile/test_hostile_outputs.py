@@ -148,6 +148,11 @@ def _report_cases(tmp: Path) -> list[Case]:
     (damaged / "fakes000000.008.png").write_bytes(b"\x89PNG\r\n\x1a\n" + os.urandom(100))
     _special(damaged / "env.json", "fifo")
     cases.append(Case("report of a damaged run", ("report", str(damaged)), exit_code=0, seconds=60.0))
+    huge = Path(_run_folder(tmp / "runs" / "00002-huge"))
+    for name in ("config.json", "stats.jsonl", "log.txt", "metric-fid50k_full.jsonl", "fakes000000.008.png"):
+        with open(huge / name, "ab") as f:  # sparse: gigabytes that take no disk
+            f.truncate(2**31)
+    cases.append(Case("report of a run of huge files", ("report", str(huge)), exit_code=0, seconds=60.0))
     return cases
 
 
@@ -198,6 +203,7 @@ def test_hostile_output_options_and_destinations_are_one_line_each(tmp_path):
     assert "not a ganforge run folder" in by_name["report RUN not a run"].stderr
     assert "warning: " in by_name["report of a damaged run"].stderr
     assert (tmp_path / "runs" / "00001-damaged" / "report.html").is_file()
+    assert by_name["report of a run of huge files"].peak_rss_mb < 2000
 
 
 FULL_DISK = """

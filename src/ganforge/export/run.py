@@ -51,7 +51,11 @@ def export_network(options: ExportOptions) -> dict:
                             "hint: " + HINTS[options.precision].format(last=layers[-1] if layers else ""))  # fmt: skip
         card = make_card(options, module, candidate, figures, limits, meta, opset, layers)
         write_card(card_path(options.out), card)  # the model's arrival is the commit: it comes last
-        move_file(candidate, options.out)
+        try:
+            move_file(candidate, options.out)
+        except WriteError:
+            card_path(options.out).unlink(missing_ok=True)  # no card for a model that is not there
+            raise
     return card
 
 

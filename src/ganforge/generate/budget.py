@@ -20,7 +20,6 @@ from torch.utils._pytree import tree_leaves
 from ganforge.errors import UserError
 
 GIB = 2**30
-HOST_COPIES = 3  # a canvas (grid, table) is held as the array, Pillow's copy of it, and the encoded PNG (<= raw)
 FRAME_COPIES = 2  # Pillow's animation writers hold every frame, plus the encoder's working copy
 
 

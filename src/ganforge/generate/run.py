@@ -86,37 +86,30 @@ def _check_budget(G, o: GenerateOptions, renderer: Renderer, device: torch.devic
 def needs_of(o: GenerateOptions, res: int, channels: int, per_image: int, cuda: bool, animation: str | None):
     """What `o` holds in memory at once ([budget.Need]) and the uncompressed bytes of the files it writes."""
     image = res * res * channels  # bytes of one uint8 image
-    largest_call = max([o.image_count] if o.mode != "style_mix" else [len(o.style_mix[0]) * len(o.style_mix[1]),
-                       len(o.style_mix[0]), len(o.style_mix[1])])  # fmt: skip
-    batch = min(o.batch, largest_call)
+    rows, cols = o.style_mix if o.mode == "style_mix" else ((), ())
+    batch = min(o.batch, max(len(rows) * len(cols), len(rows), len(cols), o.image_count if not rows else 0))
+    smaller = "use a smaller --batch"
     needs = [
-        budget.Need(
-            f"--batch {o.batch}: {batch:,} images of {res} px synthesized at once",
-            batch * per_image,
-            cuda,
-            "use a smaller --batch",
-        ),
-        budget.Need(
-            f"--batch {o.batch}: {batch:,} images of {res} px", batch * image * (4 + 1), False, "use a smaller --batch"
-        ),  # fmt: skip
-    ]
-    if o.mode in ("grid", "style_mix"):
-        rows, cols = o.grid if o.mode == "grid" else (len(o.style_mix[0]) + 1, len(o.style_mix[1]) + 1)
-        what = (
-            f"--grid {rows}x{cols} at {res} px: a {cols * res}x{rows * res} image"
-            if o.mode == "grid"
-            else f"--style-mix of {rows - 1:,} x {cols - 1:,} seeds at {res} px: a {cols * res}x{rows * res} table"
-        )
-        advice = "make a smaller grid, or several" if o.mode == "grid" else "use fewer row or column seeds"
-        needs.append(budget.Need(what, rows * cols * image, False, advice))
-        return needs, rows * cols * image
-    if o.mode == "interp" and animation != "mp4":
-        frames = o.image_count
-        needs.append(budget.Need(f"--interp {o.interp}: {frames:,} frames of {res} px in one {animation} file (held "
-                                 "at once)", budget.FRAME_COPIES * frames * image, False,
+        budget.Need(f"--batch {o.batch}: {batch:,} images of {res} px synthesized at once", batch * per_image, cuda,
+                    smaller),
+        budget.Need(f"--batch {o.batch}: {batch:,} images of {res} px", batch * image * (4 + 1), False, smaller),
+    ]  # fmt: skip
+    if o.mode == "grid":
+        r, c = o.grid
+        what = f"--grid {r}x{c} at {res} px: a {c * res}x{r * res} image"
+        needs.append(budget.Need(what, r * c * image, False, "make a smaller grid, or several"))
+        return needs, r * c * image
+    if o.mode == "style_mix":  # a blank corner, a row of column images, a column of row images
+        r, c = len(rows) + 1, len(cols) + 1
+        what = f"--style-mix of {len(rows):,} x {len(cols):,} seeds at {res} px: a {c * res}x{r * res} table"
+        needs.append(budget.Need(what, r * c * image, False, "use fewer row or column seeds"))
+        return needs, r * c * image
+    if o.mode == "interp" and animation != "mp4":  # mp4 streams its frames to ffmpeg
+        needs.append(budget.Need(f"--interp {o.interp}: {o.image_count:,} frames of {res} px in one {animation} file "
+                                 "(held at once)", budget.FRAME_COPIES * o.image_count * image, False,
                                  "use fewer frames or seeds, or mp4 (pip install 'ganforge[video]'), which streams "
                                  "them"))  # fmt: skip
-    return needs, o.image_count * image
+    return needs, 0 if animation == "mp4" else o.image_count * image
 
 
 def _ws(G, o: GenerateOptions, z: torch.Tensor) -> torch.Tensor:
