@@ -83,7 +83,7 @@ def test_counts_beyond_max_count_are_refused():
 
 @pytest.mark.parametrize("spherical", [True, False])
 def test_a_loop_made_in_pieces_is_the_loop_made_at_once(spherical):
-    keys = torch.randn(3, 4, 5)
+    keys = torch.randn(3, 14, 512)  # [keys, num_ws, w_dim] of a 256 px StyleGAN2: long enough for vectorized loops
     whole = loop_path(keys, 7, spherical)
     path = LoopPath(keys, 7, spherical)
     for size in (1, 3, 5, 7, 21):
@@ -159,3 +159,13 @@ def test_generate_checks_what_it_asks_against_the_memory_available_now(snapshot,
     with pytest.raises(UserError, match=r"needs .*; 1.0 KiB of memory is available"):
         generate(options(snapshot, tmp_path / "out", seeds=(0, 1), grid=(2, 2)))
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("space", ["z", "w"])
+def test_an_interpolation_made_in_batches_is_byte_identical_whatever_the_batch(snapshot, tmp_path, space):
+    made = []
+    for batch in (1, 4, 6):
+        generate(options(snapshot, tmp_path / str(batch), seeds=(0, 1, 2), interp=2, interp_space=space,
+                         interp_format="webp", batch=batch))  # fmt: skip
+        made.append((tmp_path / str(batch) / "interp.webp").read_bytes())
+    assert made[0] == made[1] == made[2]

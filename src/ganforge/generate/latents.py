@@ -50,8 +50,8 @@ class LoopPath:
 
     def _frames(self, k: int, first: int, last: int) -> torch.Tensor:
         a, b = self.keys[k], self.keys[(k + 1) % len(self.keys)]
-        if not self.spherical:
-            return torch.lerp(a, b, self._t[first:last].reshape(-1, *[1] * a.ndim))
+        if not self.spherical:  # a multiply and an add, each exact per element however many frames are made at once
+            return a + self._t[first:last].reshape(-1, *[1] * a.ndim) * (b - a)
         if self._segment is None or self._segment[0] != k:
             self._segment = (k, slerp_coefficients(a.flatten(), b.flatten(), self._t))
         ca, cb = self._segment[1]
