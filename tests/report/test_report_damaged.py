@@ -200,3 +200,16 @@ def test_a_page_for_a_folder_that_does_not_exist_is_one_line(tmp_path):
     ):
         write_report(run, tmp_path / "missing" / "page.html")
     assert not (run / "report.html").exists()
+
+
+def test_links_in_a_run_folder_are_not_followed_into_the_page(tmp_path):
+    run = handmade_run(tmp_path)
+    secret = tmp_path / "credentials.json"
+    secret.write_text(json.dumps({"auths": {"registry": {"auth": "c2VjcmV0LXRva2Vu"}}}))
+    (run / "env.json").symlink_to(secret)
+    (run / "stats.jsonl").unlink()
+    (run / "stats.jsonl").symlink_to(secret)
+    found, warned = read(run)
+    assert found.env is None and found.stats == []
+    assert sum("is a symbolic link, which is not followed" in w for w in warned) == 2
+    assert "c2VjcmV0LXRva2Vu" not in render([found])

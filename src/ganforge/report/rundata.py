@@ -12,6 +12,7 @@ warned about. Only a folder that is not a run at all is refused.
 """
 
 import dataclasses
+import errno
 import json
 import math
 import os
@@ -96,14 +97,20 @@ def _warn(path: Path, problem: str) -> None:
 
 def read_regular(path: Path, limit: int, tail: bool = False, cut: bool = True) -> bytes | None:
     """At most `limit` bytes of `path` (its first, or with `tail` its last), when it is a regular file; None when it
-    is absent, and with a warning when it is something else (a FIFO would block the reader forever) or unreadable.
-    A larger file is cut at the limit (with a warning), or without `cut` left out (with a warning)."""
+    is absent, and with a warning when it is something else (a FIFO would block the reader forever), a symbolic link
+    or unreadable. A larger file is cut at the limit (with a warning), or without `cut` left out (with a warning).
+
+    Links are not followed: train never makes one in a run folder, and a planted `config.json -> ~/.docker/config.json`
+    would put whatever file the user can read (credentials) into a page meant to be shared."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)  # never blocks, even on a FIFO
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # never blocks, even on a FIFO
+        fd = os.open(path, flags)
     except FileNotFoundError:
         return None
     except OSError as error:
-        _warn(path, f"cannot be read ({error.strerror or error}); left out")
+        link = error.errno == errno.ELOOP and os.path.islink(path)
+        _warn(path, "is a symbolic link, which is not followed; left out" if link else
+              f"cannot be read ({error.strerror or error}); left out")  # fmt: skip
         return None
     with os.fdopen(fd, "rb") as file:
         info = os.fstat(fd)
@@ -242,9 +249,10 @@ def _metrics(run: Path) -> dict[str, list[dict]]:
 
 
 def _is_regular(path: Path) -> bool:
+    """A regular file itself (not a link to one: links are not followed, see read_regular)."""
     try:
-        return stat.S_ISREG(path.stat().st_mode)
-    except OSError:  # absent, a dangling link, a loop of links, no permission
+        return stat.S_ISREG(path.lstat().st_mode)
+    except OSError:  # absent, no permission
         return False
 
 
