@@ -42,6 +42,9 @@ def test_stats_lines_that_are_not_tick_records_are_counted_and_skipped(tmp_path)
     assert found.unreadable_stats == len(GARBAGE_LINES)
     assert [r["kimg"] for r in found.stats] == [0.008, 0.016, 0.024]
     assert found.stats[-1] == {"kimg": 0.024, "alerts": ["ok"]}  # only finite, plausible numbers and alert texts
+    assert rundata._stats_record({"kimg": 1.0, "alerts": -1}) == {"kimg": 1.0}  # a number is no alert
+    assert tables.alerts(rundata.Run(**{**found.__dict__, "stats": [rundata._stats_record({"kimg": 1, "alerts": 2})]})
+                         ) == [("", "warning: data-bound")]  # fmt: skip
     assert any(f"{len(GARBAGE_LINES)} line(s) are not tick records" in w for w in warned)
     assert f"{len(GARBAGE_LINES)} line(s) of stats.jsonl could not be read" in render([found])  # the page says so too
 

@@ -203,6 +203,7 @@ def _stats_record(value) -> dict | None:
     if not isinstance(value, dict) or number(value.get("kimg")) is None:
         return None
     record = _numbers(value)
+    record.pop("alerts", None)  # a number there is no alert text
     alerts = value.get("alerts")
     texts = [alerts] if isinstance(alerts, str) else [a for a in alerts if isinstance(a, str)] if isinstance(
         alerts, list) else []  # fmt: skip
