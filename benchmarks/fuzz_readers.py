@@ -694,5 +694,89 @@ TARGETS["snapshot"] = Target(
 )
 
 
+# -- report_run: `ganforge report` on a run folder whose JSON, JSON-lines and PNG files are mutated --------------------
+
+
+def _tiny_png(width: int, height: int, shade: int) -> bytes:
+    import io
+
+    import PIL.Image
+
+    buffer = io.BytesIO()
+    PIL.Image.new("RGB", (width, height), (shade, 255 - shade, 90)).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def _report_config() -> str:
+    """A config.json as train writes it (every section and field), for a tiny 16 px run."""
+    from ganforge import config as c
+
+    cfg = c.Config(preset="tiny", world_size=1, data=c.DataConfig("squares.zip", "squares", 16, 3, 0),
+                   model=c.ModelConfig(8, 8, 2, 64, 8, 4), loss=c.LossConfig(gamma=0.1),
+                   optim=c.OptimConfig(g_lr=0.002, d_lr=0.002),
+                   schedule=c.ScheduleConfig(batch=8, batch_gpu=8, kimg=0.024, tick_kimg=0.008, snap=1, ema_kimg=0.01,
+                                             ema_rampup=0.05),
+                   precision=c.PrecisionConfig(precision="fp32"), augment=c.AugmentConfig(),
+                   run=c.RunConfig(outdir="runs"))  # fmt: skip
+    return cfg.to_json()
+
+
+def make_report_run(folder: Path) -> Path:
+    """A finished three-tick run as train leaves it: config, environment, log, stats, a metric, grids, a snapshot
+    and a checkpoint (the files `report` reads; the network files are only listed, so they hold placeholders)."""
+    run = folder / "00000-squares-tiny-gpus1-batch8"
+    (run / "snapshots").mkdir(parents=True)
+    (run / "checkpoints" / "ckpt-000000024").mkdir(parents=True)
+    (run / "config.json").write_text(_report_config())
+    (run / "env.json").write_text(json.dumps({"torch": "2.13.0", "devices": [{"name": "cpu", "threads": 2}],
+                                             "git": {"commit": "0" * 40, "dirty": False}}, indent=2))  # fmt: skip
+    ticks = []
+    for tick in range(1, 4):
+        # one key of each kind the report draws differently (each figure costs ~0.3 s to draw)
+        record = {"tick": tick, "kimg": tick * 0.008, "Loss/G/main": 0.7 + tick / 10, "Loss/D/main": 1.3 - tick / 10,
+                  "GradNorm/G": 2.0 / tick, "Skipped/D_main": float(tick == 2), "Timing/img_per_s": 40.0 + tick,
+                  "Timing/total_s": 0.2 * tick, "CPU/util": 50.0 + tick, "CPU/util/max": 90.0}  # fmt: skip
+        ticks.append(record | ({"alerts": ["data-bound: waiting 60% of the tick"]} if tick == 3 else {}))
+    (run / "stats.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ticks))
+    results = [{"snapshot": str(run / "snapshots" / f"network-snapshot-00000{k}.safetensors"),
+                "metric": "fid50k_full", "results": {"fid50k_full": 300.0 - k}, "num_real": 16, "num_fake": 16,
+                "protocol": "fid", "seconds": 1.0, "timestamp": "2025-01-01T00:00:00Z"} for k in (0, 1)]  # fmt: skip
+    (run / "metric-fid50k_full.jsonl").write_text("".join(json.dumps(r) + "\n" for r in results))
+    (run / "log.txt").write_text("starting at 0 kimg in runs/00000-squares-tiny-gpus1-batch8\n"
+                                 "tick 1 kimg 0.008\nwarning: data-bound: waiting 60% of the tick\n"
+                                 "done: 0.024 kimg; results in runs/00000-squares-tiny-gpus1-batch8\n")  # fmt: skip
+    for name, shade in (("reals.png", 10), ("fakes000000.000.png", 80), ("fakes000000.024.png", 200)):
+        (run / name).write_bytes(_tiny_png(32, 16, shade))
+    (run / "snapshots" / "network-snapshot-000000.024.safetensors").write_bytes(b"placeholder")
+    (run / "checkpoints" / "ckpt-000000024" / "manifest.json").write_text("{}")
+    return run
+
+
+def mutate_report_lines(run: Path) -> None:
+    """Half the time, also one JSON edit of a line of a JSON-lines file (the generic edits see a .jsonl file as
+    bytes); the edit is chosen from the folder's content, so a case is the same every time it is made."""
+    files = sorted(p for p in run.rglob("*") if p.is_file())
+    rng = random.Random(b"".join(p.read_bytes() for p in files))
+    lines_files = [p for p in files if p.suffix == ".jsonl"]
+    if not lines_files or rng.random() < 0.5:
+        return
+    path = rng.choice(lines_files)
+    lines = path.read_bytes().split(b"\n")
+    i = rng.randrange(len(lines))
+    try:
+        lines[i] = json.dumps(mutate_json(json.loads(lines[i]), rng)).encode()
+    except (ValueError, RecursionError):  # a line an earlier edit broke, or nested too deeply to write again
+        return
+    path.write_bytes(b"\n".join(lines))
+
+
+TARGETS["report_run"] = Target(
+    "report_run",
+    make_report_run,
+    lambda run, scratch: ["report", str(run), "--out", str(scratch / "report.html")],
+    after=mutate_report_lines,
+)
+
+
 if __name__ == "__main__":
     sys.exit(main())

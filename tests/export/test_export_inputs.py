@@ -1,12 +1,15 @@
 """Bad input to `ganforge export`: each problem is one line naming the flag or file and the fix, exit 2, no traceback,
 nothing written; and the defaults that depend on the precision."""
 
+import math
+import os
 import sys
 
 import pytest
 from export_helpers import export, tiny_snapshot
 
-from ganforge.export.options import UINT8_LEVEL, ExportOptions
+from ganforge.errors import UserError
+from ganforge.export.options import MAX_IMAGES, UINT8_LEVEL, ExportOptions
 from ganforge.nets import Discriminator
 from ganforge.snapshot import save_discriminator
 
@@ -22,7 +25,7 @@ def test_options_are_checked_together_before_anything_is_loaded(tmp_path):
                     "int8", "--batch", "0", "--trunc", "1.5", "--keep-float", "synthesis.b4")  # fmt: skip
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert result.output.splitlines() == [
-        "error: --batch 0: a positive number of images, or 'dynamic' for any batch size",
+        "error: --batch 0: a number of images from 1 to 65536, or 'dynamic' for any batch size",
         "error: --format pt2 --precision int8: not offered, PyTorch 2.13 no longer ships PT2E quantization (it moved "
         "to torchao), and a program quantized with it needs torchao to load; use --format onnx --precision int8",
         f"error: --out {missing}: folder {missing.parent} does not exist; create it first",
@@ -90,3 +93,46 @@ def test_limits_and_fid_counts_depend_on_the_precision(precision, uint8, given, 
     assert options.max_abs_diff_limit() == limit
     assert (options.fid_images("cpu"), options.fid_images("cuda")) == (fid_cpu, fid_cuda)
     assert ExportOptions(tmp_path / "G", tmp_path / "G.onnx", precision=precision, check_fid=5).fid_images("cpu") == 5
+
+
+def test_numbers_out_of_range_are_refused_where_they_are_parsed(tmp_path):
+    def problems(**fields):
+        with pytest.raises(UserError) as err:
+            ExportOptions.parse(network=tmp_path / "G.safetensors", out=tmp_path / "G.onnx", **fields)
+        return err.value.problems
+
+    huge = 10**4000  # click's IntRange(min=1) lets any size of integer through
+    assert problems(trunc=math.nan) == ["--trunc nan: psi must be from 0 (the average image) to 1 (no truncation)"]
+    assert problems(max_abs_diff=math.nan, max_fid_delta=math.inf) == [
+        "--max-abs-diff nan: a pixel difference on the [-1, 1] scale, from 0 to 2 (any difference)",
+        "--max-fid-delta inf: a finite FID of 0 or more",
+    ]
+    assert problems(check=huge, check_fid=MAX_IMAGES + 1, calib=huge, seed=2**64) == [
+        "--check 100000000000000000000...: must be from 1 to 50,000",
+        "--check-fid 50001: must be from 0 to 50,000",
+        "--calib 100000000000000000000...: must be from 1 to 50,000",
+        "--seed 18446744073709551616: must be from 0 to 9,223,372,036,854,775,806",
+    ]
+    assert problems(batch="9" * 5000) == [f"--batch {'9' * 21}...: a number of images from 1 to 65536, or 'dynamic' "
+                                          "for any batch size"]  # fmt: skip
+    assert ExportOptions.parse(network=tmp_path / "G", out=tmp_path / "G.onnx", batch="065536").batch == 65536
+
+
+def test_a_model_or_card_path_that_is_not_a_regular_file_is_refused_before_loading(tmp_path):
+    os.mkfifo(tmp_path / "G.onnx")
+    (tmp_path / "H.onnx.json").symlink_to(tmp_path / "elsewhere.json")
+    for name, kind in (("G.onnx", "G.onnx: is a FIFO"), ("H.onnx", "H.onnx.json: is a symbolic link")):
+        result = export("--network", tmp_path / "none.safetensors", "--out", tmp_path / name)
+        assert result.exit_code == 2 and len(result.output.splitlines()) == 1 and kind in result.output, result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["G.onnx", "H.onnx.json"]
+
+
+def test_a_fixed_batch_whose_check_does_not_fit_is_refused_with_the_figure(snapshot, tmp_path, monkeypatch):
+    monkeypatch.setattr("ganforge.generate.budget.available_host_bytes", lambda: 2**20)
+    monkeypatch.setattr("ganforge.generate.budget.available_device_bytes", lambda device: None)
+    result = export("--network", snapshot, "--out", tmp_path / "G.pt2", "--format", "pt2", "--batch", "4096")
+    assert result.exit_code == 2 and len(result.output.splitlines()) == 1, result.output
+    assert result.output.startswith("error: --batch 4096: the check runs 4096 images of 16 px at once, in PyTorch and "
+                                    "in the exported model, needs ")  # fmt: skip
+    assert "1.0 MiB of memory is available; use a smaller --batch, or dynamic" in result.output
+    assert list(tmp_path.iterdir()) == []

@@ -408,7 +408,7 @@ def test_import_onto_a_full_disk_exits_2_and_leaves_nothing(tmp_path):
     command = [sys.executable, "-m", "ganforge", "import", "good.pkl", "new/folder/out.safetensors"]
     proc = subprocess.run(command, cwd=tmp_path, preexec_fn=_small_files, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.startswith("error: DEST new/folder/out.safetensors: could not be written (File too large)")
+    assert proc.stderr.startswith("error: new/folder/out.safetensors: cannot write (File too large)")
     assert len(proc.stderr.splitlines()) == 1 and "Traceback" not in proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["good.pkl"]  # no partial file, no folder made for it
 

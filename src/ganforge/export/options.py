@@ -4,8 +4,10 @@ Imports nothing heavy, so the CLI can take its choices from here.
 """
 
 import dataclasses
+import math
 from pathlib import Path
 
+from ganforge.durable import WriteError, check_destination, shorten
 from ganforge.errors import UserError
 
 FORMATS = ("onnx", "pt2")
@@ -24,6 +26,12 @@ UINT8_LEVEL = 2 / 255  # one step of a uint8 pixel on the generator's [-1, 1] sc
 DEFAULT_MAX_ABS_DIFF = {"fp32": 1e-3, "fp16": 0.05, "int8": None}
 MIN_FID_IMAGES = 4  # KID takes every other image from each set, and needs 2 from each
 DEFAULT_CHECK_FID = {"cuda": 1000, "cpu": 128}  # Inception costs ~0.4 CPU-s per image: fewer images on a CPU
+# Images of the pixel check, the FID check and the int8 calibration: FID's standard protocol uses 50,000 images, and
+# a check larger than the metric itself is a typo that would run for days.
+MAX_IMAGES = 50_000
+MAX_BATCH = 1 << 16  # a fixed batch, as large as a dynamic one may be (wrapper.MAX_DYNAMIC_BATCH)
+MAX_SEED = 2**63 - 2  # torch.Generator takes 64-bit seeds; the calibration uses seed + 1
+MAX_PIXEL_DIFF = 2.0  # pixels are on [-1, 1]: no two differ by more
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,8 +83,15 @@ class ExportOptions:
             problems.append(f"--out {self.out}: is a folder; name the file to write, e.g. {self.out / 'G'}{suffix}")
         elif not self.out.parent.is_dir():
             problems.append(f"--out {self.out}: folder {self.out.parent} does not exist; create it first")
-        if not 0 <= self.trunc <= 1:
-            problems.append(f"--trunc {self.trunc}: psi must be from 0 (the average image) to 1 (no truncation)")
+        else:
+            for path in (self.out, self.out.with_name(self.out.name + ".json")):  # the model and its card
+                try:
+                    check_destination(path)
+                except WriteError as error:
+                    problems += error.problems
+        if not 0 <= self.trunc <= 1:  # also NaN
+            problems.append(f"--trunc {self.trunc:g}: psi must be from 0 (the average image) to 1 (no truncation)")
+        problems += self._range_problems()
         if self.calib < 1 and self.precision == "int8":
             problems.append(f"--calib {self.calib}: int8 needs at least 1 calibration latent (128 is the default)")
         if self.keep_float and self.precision != "int8":
@@ -84,6 +99,22 @@ class ExportOptions:
         if self.check_fid is not None and 0 < self.check_fid < MIN_FID_IMAGES:
             problems.append(f"--check-fid {self.check_fid}: FID and KID need at least {MIN_FID_IMAGES} images, or 0 "
                             "for no FID check")  # fmt: skip
+        return problems
+
+    def _range_problems(self) -> list[str]:
+        """Numbers outside what they can mean: counts beyond MAX_IMAGES, seeds beyond 64 bits, NaN or infinite
+        limits."""
+        problems = []
+        for flag, value, low, high in (("--check", self.check, 1, MAX_IMAGES), ("--check-fid", self.check_fid, 0,
+                                       MAX_IMAGES), ("--calib", self.calib, 1, MAX_IMAGES), ("--seed", self.seed, 0,
+                                       MAX_SEED)):  # fmt: skip
+            if value is not None and not low <= value <= high:
+                problems.append(f"{flag} {shorten(value, 24)}: must be from {low} to {high:,}")
+        if self.max_abs_diff is not None and not 0 <= self.max_abs_diff <= MAX_PIXEL_DIFF:
+            problems.append(f"--max-abs-diff {self.max_abs_diff:g}: a pixel difference on the [-1, 1] scale, from 0 "
+                            f"to {MAX_PIXEL_DIFF:g} (any difference)")  # fmt: skip
+        if not (math.isfinite(self.max_fid_delta) and self.max_fid_delta >= 0):
+            problems.append(f"--max-fid-delta {self.max_fid_delta:g}: a finite FID of 0 or more")
         return problems
 
     def max_abs_diff_limit(self) -> float | None:
@@ -104,7 +135,9 @@ class ExportOptions:
 def _parse_batch(text: str, problems: list) -> int | None:
     if text == "dynamic":
         return None
-    if not text.isdigit() or int(text) < 1:
-        problems.append(f"--batch {text}: a positive number of images, or 'dynamic' for any batch size")
+    digits = text.strip().lstrip("0")
+    if not (digits.isascii() and digits.isdigit() and len(digits) <= len(str(MAX_BATCH))) or int(digits) > MAX_BATCH:
+        problems.append(f"--batch {shorten(text, 24)}: a number of images from 1 to {MAX_BATCH}, or 'dynamic' for any "
+                        "batch size")  # fmt: skip
         return None
-    return int(text)
+    return int(digits)

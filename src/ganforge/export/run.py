@@ -8,7 +8,8 @@ from pathlib import Path
 
 import torch
 
-from ganforge.durable import move_file
+from ganforge import outputs
+from ganforge.durable import WriteError, move_file, shorten, write_problem
 from ganforge.errors import UserError
 from ganforge.export import check, onnx, pt2, quantize
 from ganforge.export.card import card_path, make_card, write_card
@@ -29,12 +30,17 @@ def export_network(options: ExportOptions) -> dict:
     """Everything `ganforge export` does; returns the card that was written next to the model."""
     if options.format == "onnx":
         onnx.require_extra()
+    outputs.check_writable_folder(options.out.parent, "--out")
     G, meta = load_network(options.network)
     module = DeployableGenerator(G, options.trunc, options.noise, options.uint8, options.batch)
     layers = _layers_to_quantize(module, options) if options.precision == "int8" else []
+    _check_memory(module, options)
     with tempfile.TemporaryDirectory(prefix=f".{options.out.name}.", dir=options.out.parent) as tmp:
         candidate = Path(tmp) / f"model{SUFFIXES[options.format]}"
-        runner, opset = _export(module, options, candidate, layers)
+        try:
+            runner, opset = _export(module, options, candidate, layers)
+        except OSError as error:  # the exporters write the candidate (and int8 its float model) beside --out
+            raise WriteError(f"--out {write_problem(options.out, error)}") from None
         figures = check.run_check(module, runner, options.check, options.fid_images(_device_type()), options.seed,
                                   options.inception)  # fmt: skip
         limits = {"max_abs_diff": options.max_abs_diff_limit(), "max_fid_delta": options.max_fid_delta}
@@ -45,8 +51,26 @@ def export_network(options: ExportOptions) -> dict:
                             "hint: " + HINTS[options.precision].format(last=layers[-1] if layers else ""))  # fmt: skip
         card = make_card(options, module, candidate, figures, limits, meta, opset, layers)
         write_card(card_path(options.out), card)  # the model's arrival is the commit: it comes last
-        move_file(candidate, options.out)
+        try:
+            move_file(candidate, options.out)
+        except WriteError:
+            card_path(options.out).unlink(missing_ok=True)  # no card for a model that is not there
+            raise
     return card
+
+
+def _check_memory(module: DeployableGenerator, options: ExportOptions) -> None:
+    """Refuse a fixed --batch whose check does not fit: the eager generator and the exported model each run batches
+    of that size (a dynamic-batch model is checked CHECK_BATCH images at a time)."""
+    from ganforge.generate import budget
+
+    batch = check.CHECK_BATCH if options.batch is None else options.batch
+    G, device = module.G, torch.device(_device_type())
+    per_image = budget.synthesis_peak_bytes(G, lambda ws: G.synthesis(ws, noise_mode="const"))
+    need = budget.Need(f"--batch {batch}: the check runs {batch} images of {G.resolution} px at once, in PyTorch and "
+                       "in the exported model,", 2 * batch * per_image, device.type == "cuda",
+                       "use a smaller --batch, or dynamic")  # fmt: skip
+    budget.check([need], budget.available_host_bytes(), budget.available_device_bytes(device))
 
 
 def _device_type() -> str:
@@ -56,10 +80,12 @@ def _device_type() -> str:
 def _layers_to_quantize(module: DeployableGenerator, options: ExportOptions) -> list[str]:
     """The quantizable layers less those under a --keep-float prefix; UserError for a prefix that matches none."""
     layers = quantize.quantizable_layers(module)
-    unknown = [p for p in options.keep_float if not any(_under(layer, p) for layer in layers)]
+    unknown = list(dict.fromkeys(p for p in options.keep_float if not any(_under(layer, p) for layer in layers)))
     if unknown:
-        raise UserError(*(f"--keep-float {p}: no quantizable layer there; choose from {', '.join(layers)}"
-                          for p in unknown))  # fmt: skip
+        shown = ", ".join(shorten(p, 40) for p in unknown[:5]) + (
+            f" and {len(unknown) - 5} more" if unknown[5:] else ""
+        )
+        raise UserError(f"--keep-float {shown}: no quantizable layer there; choose from {', '.join(layers)}")
     kept = [layer for layer in layers if not any(_under(layer, p) for p in options.keep_float)]
     if not kept:
         raise UserError("--keep-float: keeps every layer in float, so nothing is int8; use --precision fp32")

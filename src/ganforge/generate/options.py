@@ -14,6 +14,15 @@ INTERP_SPACES = ("z", "w")
 ANIMATION_FORMATS = ("auto", "mp4", "webp", "gif")
 MAX_SEED = 2**32 - 1  # numpy.random.RandomState accepts seeds below 2**32
 MAX_COUNT = 1_000_000  # images named by one option: a typo such as 0-100000000 fails fast instead of running for days
+# Truncation psi: 1 is none, 0 the average image, negative values the other side of the average (StyleGAN Fig. 8
+# shows -1 to 1); the styles are extrapolated beyond 1, and the images break up long before |psi| = 2.
+TRUNC_RANGE = (-2.0, 2.0)
+ROTATE_RANGE = (-360.0, 360.0)  # degrees: one turn either way names every rotation
+# StyleGAN3 moves its image by shifting the phases of its Fourier input (float32): 100 image widths already shift the
+# finest frequencies by ~10^4 radians, where float32 keeps ~2^-7 rad of the phase; further, the input loses detail.
+TRANSLATE_RANGE = (-100.0, 100.0)
+MAX_PROBLEMS_PER_FLAG = 10  # a value with thousands of bad parts is reported by its first few
+MAX_SHOWN = 60  # characters of a typed value repeated in a message
 COARSE_STYLES = range(7)  # StyleGAN Fig. 3 mixes the coarse styles 0-6 by default
 
 
@@ -67,6 +76,17 @@ class GenerateOptions:
             problems.append("--seeds: which images to make, e.g. --seeds 0-7,42 (or --style-mix ROWS COLS)")
         if mix_layers and not style_mix:
             problems.append("--mix-layers: only used with --style-mix")
+        for flag, value, (low, high), meaning in (
+            ("--trunc", fields.get("trunc", 1.0), TRUNC_RANGE, "truncation psi (1: none, 0: the average image)"),
+            ("--rotate", rotate or 0.0, ROTATE_RANGE, "degrees"),
+        ):
+            if not (math.isfinite(value) and low <= value <= high):
+                problems.append(f"{flag} {value:g}: {meaning} must be a number from {low:g} to {high:g}")
+        for flag, name, low in (("--batch", "batch", 1), ("--interp", "interp", 1),
+                                ("--trunc-cutoff", "trunc_cutoff", 1), ("--class", "class_index", 0)):  # fmt: skip
+            value = fields.get(name)
+            if value is not None and not low <= value <= MAX_COUNT:
+                problems.append(f"{flag} {_shown(str(value), 20)}: must be from {low} to {MAX_COUNT:,}")
         options = cls(
             **fields,
             seeds=parse_ranges("--seeds", seeds, problems) if seeds else (),
@@ -88,7 +108,27 @@ class GenerateOptions:
             problems.append(f"--grid {rows}x{cols}: holds {rows * cols} images, --seeds gives {len(self.seeds)}")
         if self.interp and len(self.seeds) < 2:
             problems.append("--interp: needs at least two --seeds to travel between")
+        elif self.image_count > MAX_COUNT:
+            problems.append(f"{self._count_flag()}: {self.image_count:,} images, more than {MAX_COUNT:,}; split the "
+                            "work into several runs")  # fmt: skip
         return problems
+
+    @property
+    def image_count(self) -> int:
+        """Images the synthesis network makes (grid cells left black and the table's corner are not made)."""
+        if self.mode == "interp":
+            return len(self.seeds) * self.interp
+        if self.mode == "style_mix":
+            rows, cols = self.style_mix
+            return len(rows) + len(cols) + len(rows) * len(cols)
+        return len(self.seeds)
+
+    def _count_flag(self) -> str:
+        if self.mode == "interp":
+            return f"--interp {self.interp} with {len(self.seeds):,} seeds"
+        if self.mode == "style_mix":
+            return f"--style-mix {len(self.style_mix[0]):,} rows x {len(self.style_mix[1]):,} columns"
+        return "--seeds"
 
     def check_network(self, G) -> None:
         """UserError listing every option the loaded generator cannot honour (class, cutoff, mixed layers)."""
@@ -117,41 +157,70 @@ class GenerateOptions:
 
 
 def parse_ranges(flag: str, text: str, problems: list) -> tuple[int, ...]:
-    """ "0-7,12,100-199" -> (0, ..., 7, 12, 100, ..., 199) in the order given; each problem is appended."""
-    values = []
+    """ "0-7,12,100-199" -> (0, ..., 7, 12, 100, ..., 199) in the order given; each problem is appended (the first
+    MAX_PROBLEMS_PER_FLAG of them, then their count). At most MAX_COUNT values, each from 0 to MAX_SEED."""
+    values, found = [], []
+    shown = _shown(text)
     for part in text.split(","):
-        match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
+        match = re.fullmatch(r"\s*([0-9]+)\s*(?:-\s*([0-9]+)\s*)?", part)
         if match is None:
-            problems.append(f"{flag} {text}: {part.strip()!r} is not N or N-M (e.g. 0-7,12,100-199)")
+            found.append(f"{flag} {shown}: {_shown(part.strip(), 20)!r} is not N or N-M (e.g. 0-7,12,100-199)")
             continue
-        first, last = int(match[1]), int(match[2] or match[1])
+        too_big = [d for d in (match[1], match[2]) if d and _above_max_seed(d)]
+        if too_big:
+            found.append(f"{flag} {shown}: {_shown(too_big[0], 20)} is above {MAX_SEED}")
+            continue
+        first, last = _int(match[1]), _int(match[2] or match[1])
         if last < first:
-            problems.append(f"{flag} {text}: range {first}-{last} runs backwards; write {last}-{first}")
-        elif last > MAX_SEED:
-            problems.append(f"{flag} {text}: {last} is above {MAX_SEED}")
+            found.append(f"{flag} {shown}: range {first}-{last} runs backwards; write {last}-{first}")
         elif len(values) + last - first + 1 > MAX_COUNT:
-            problems.append(f"{flag} {text}: more than {MAX_COUNT:,} values; split the work into several runs")
+            found.append(f"{flag} {shown}: more than {MAX_COUNT:,} values; split the work into several runs")
             break
         else:
             values.extend(range(first, last + 1))
+    found = list(dict.fromkeys(found))  # "x,x,x": one line
+    problems += found[:MAX_PROBLEMS_PER_FLAG]
+    if len(found) > MAX_PROBLEMS_PER_FLAG:
+        problems.append(f"{flag}: {len(found) - MAX_PROBLEMS_PER_FLAG} more bad part(s)")
     return tuple(values)
 
 
+def _above_max_seed(digits: str) -> bool:
+    """Is the number above MAX_SEED? Decided by length first, so that a 5,000-digit typo is not converted (Python
+    refuses to beyond 4,300 digits)."""
+    return len(digits.lstrip("0")) > len(str(MAX_SEED)) or _int(digits) > MAX_SEED
+
+
+def _int(digits: str) -> int:
+    """A decimal number of at most a few significant digits, whatever its leading zeros."""
+    return int(digits.lstrip("0") or "0")
+
+
+def _shown(text: str, limit: int = MAX_SHOWN) -> str:
+    """A typed value as a message repeats it: at most `limit` characters."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _parse_grid(text: str, problems: list) -> tuple[int, int] | None:
-    match = re.fullmatch(r"\s*(\d+)\s*[xX]\s*(\d+)\s*", text)
-    if match is None or min(int(match[1]), int(match[2])) < 1:
-        problems.append(f"--grid {text}: write ROWSxCOLUMNS with both at least 1, e.g. 4x8")
+    match = re.fullmatch(r"\s*([0-9]+)\s*[xX]\s*([0-9]+)\s*", text)
+    if match is None or "" in (match[1].strip("0"), match[2].strip("0")):
+        problems.append(f"--grid {_shown(text)}: write ROWSxCOLUMNS with both at least 1, e.g. 4x8")
         return None
-    return int(match[1]), int(match[2])
+    if max(len(match[1].lstrip("0")), len(match[2].lstrip("0"))) > len(str(MAX_COUNT)):
+        problems.append(f"--grid {_shown(text)}: more than {MAX_COUNT:,} images; split the work into several grids")
+        return None
+    return _int(match[1]), _int(match[2])
 
 
 def _parse_translate(text: str, problems: list) -> tuple[float, float]:
+    low, high = TRANSLATE_RANGE
     parts = text.split(",")
     try:
         x, y = (float(part) for part in parts)
-        if all(math.isfinite(v) for v in (x, y)):
+        if all(math.isfinite(v) and low <= v <= high for v in (x, y)):
             return x, y
     except ValueError:
         pass  # reported below, with the other malformed forms
-    problems.append(f"--translate {text}: write X,Y in image widths, e.g. 0.25,-0.1")
+    problems.append(f"--translate {_shown(text)}: write X,Y in image widths, each from {low:g} to {high:g}, e.g. "
+                    "0.25,-0.1")  # fmt: skip
     return (0.0, 0.0)

@@ -73,6 +73,10 @@ class Renderer:
             self.bar.update(len(chunk))
         return torch.cat(out)
 
+    def synthesize_ws(self, ws: torch.Tensor) -> torch.Tensor:
+        """One forward of the synthesis network as __call__ runs it, uncounted (for measuring its memory)."""
+        return self._synthesize(ws, [0] * len(ws))
+
     def _synthesize(self, ws: torch.Tensor, seeds) -> torch.Tensor:
         if self.transform is not None:  # StyleGAN3: no noise inputs; the image moves through the Fourier input
             return self.G.synthesis(ws, noise_mode=self.noise_mode, transform=self.transform)

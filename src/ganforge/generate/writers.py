@@ -1,10 +1,9 @@
-"""Files written by `ganforge generate`, each atomically (a temporary file in the same folder, fsync, rename):
-PNG images, grids, and looping animations (mp4 through imageio-ffmpeg, the `video` extra; else WebP or GIF through
-Pillow)."""
+"""Files written by `ganforge generate`, each atomically (a temporary file in the same folder, fsync, rename; see
+ganforge.durable): PNG images, grids, and looping animations (mp4 through imageio-ffmpeg, the `video` extra; else
+WebP or GIF through Pillow)."""
 
 import importlib.util
 import io
-import os
 from pathlib import Path
 
 import numpy as np
@@ -12,9 +11,8 @@ import PIL.features
 import PIL.Image
 import torch
 
-from ganforge.data.grid import image_grid
 from ganforge.data.loader import to_uint8
-from ganforge.durable import fsync_dir, replace_file
+from ganforge.durable import replace_file, replacing
 from ganforge.errors import UserError
 
 FPS = 30
@@ -37,9 +35,24 @@ def write_images(outdir: Path, images: torch.Tensor, names) -> None:
         replace_file(outdir / name, png_bytes(array))
 
 
-def write_grid(path: Path, images: torch.Tensor, columns: int) -> None:
-    """Images row-major in a grid `columns` wide; a short last row is padded with black."""
-    replace_file(path, png_bytes(image_grid(images, columns)))
+class Canvas:
+    """A grid of equal cells, row-major, black where nothing is pasted, held once (as Pillow's image: the PNG
+    encoder streams it to the file without another copy)."""
+
+    def __init__(self, rows: int, columns: int, height: int, width: int, channels: int):
+        self.columns, self.height, self.width = columns, height, width
+        self.image = PIL.Image.new("L" if channels == 1 else "RGB", (columns * width, rows * height), 0)
+
+    def paste(self, first: int, images: torch.Tensor) -> None:
+        """Generator output [N, C, H, W] in [-1, 1] into cells first, first + 1, ... (row-major)."""
+        for i, array in enumerate(hwc(images), start=first):
+            row, col = divmod(i, self.columns)
+            cell = PIL.Image.fromarray(array[:, :, 0] if array.shape[2] == 1 else array)
+            self.image.paste(cell, (col * self.width, row * self.height))
+
+    def write(self, path: Path) -> None:
+        with replacing(path) as tmp:
+            self.image.save(tmp, format="PNG")
 
 
 def ffmpeg_available() -> bool:
@@ -60,15 +73,8 @@ def animation_format(requested: str) -> str:
 def write_animation(path: Path, frame_batches, fps: int = FPS) -> None:
     """Batches of frames [T, H, W, C] uint8 -> a looping animation at `path`, its format taken from the suffix.
     mp4 frames stream to ffmpeg; Pillow needs them all at once."""
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}{path.suffix}")
-    try:
+    with replacing(path) as tmp:
         (_write_mp4 if path.suffix == ".mp4" else _write_pillow)(tmp, frame_batches, fps)
-        with open(tmp, "rb+") as file:
-            os.fsync(file.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    fsync_dir(path.parent)
 
 
 def _write_mp4(path: Path, frame_batches, fps: int) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import torch
 
+from ganforge.durable import WriteError, check_destination, write_problem
 from ganforge.errors import UserError
 from ganforge.interop import official, official_stylegan3, rosinality
 from ganforge.interop.official_pickle import read_pickle
@@ -97,20 +98,20 @@ def import_network(src, dest, which: str = "G_ema") -> dict:
     src, dest = Path(src), Path(dest)
     if dest.suffix != ".safetensors":
         raise UserError(f"DEST {dest}: name the output NAME.safetensors")
-    if dest.exists() and not dest.is_file():
-        raise UserError(f"DEST {dest}: exists and is not a regular file; name a file to write")
+    check_destination(dest)
     check_writable_folder(dest.parent, "DEST")
     net, meta = read_network(src, which)
     made = [folder for folder in (dest.parent, *dest.parent.parents) if not folder.exists()]
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
         (save_discriminator if which == "D" else save_snapshot)(dest, net, meta)
-    except OSError as err:
+    except (OSError, WriteError) as err:  # nothing written: no folder made for it stays either
         for folder in made:  # innermost first
             with contextlib.suppress(OSError):
                 folder.rmdir()
-        raise UserError(f"DEST {dest}: could not be written ({err.strerror or type(err).__name__}); nothing was "
-                        "written, free some space or pass another path") from None  # fmt: skip
+        if isinstance(err, WriteError):
+            raise
+        raise WriteError(write_problem(dest, err)) from None
     return meta
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import torch
 
 from ganforge import dist
+from ganforge.durable import WriteError, check_destination, write_problem
 from ganforge.errors import UserError
 from ganforge.metrics import METRICS, append_result, compute_metrics, parse_names
 from ganforge.metrics.registry import name_problems
@@ -35,6 +36,17 @@ def _check_sources(network, data, fake, names: list[str]) -> None:
         raise UserError(*problems)
 
 
+def result_path(outdir: Path, name: str) -> Path:
+    return outdir / f"metric-{name}.jsonl"
+
+
+def _append(path: Path, record: dict, network) -> None:
+    try:
+        append_result(path, record, snapshot=network)
+    except OSError as error:  # a full disk or a folder made read-only while the metric ran
+        raise WriteError(write_problem(path, error)) from None
+
+
 def format_result(record: dict) -> str:
     values = "  ".join(f"{key} {value:.6g}" for key, value in record["results"].items())
     counts = f"{record['num_real']} real / {record['num_fake']} fake"
@@ -51,6 +63,8 @@ def run(metrics, network=None, data=None, fake=None, outdir=None, device: str = 
     target = Path(outdir) if outdir is not None else snapshot_run_dir(Path(network)) if network else None
     if target is not None:  # before the hours of computing, not after
         check_writable_folder(target, "--outdir" if outdir is not None else "--network's run folder (or pass --outdir)")
+        for name in names:  # appended to: a FIFO would block, a device or folder would fail after the work
+            check_destination(result_path(target, name))
     owns_process_group = not torch.distributed.is_initialized()
     dev = dist.init(device)
     try:
@@ -63,7 +77,7 @@ def run(metrics, network=None, data=None, fake=None, outdir=None, device: str = 
         for record in records:
             dist.print0(format_result(record))
             if target is not None:
-                append_result(target / f"metric-{record['metric']}.jsonl", record, snapshot=network)
+                _append(result_path(target, record["metric"]), record, network)
         dist.barrier()  # no rank tears the group down while a peer is still in its last collective
         return records
     finally:

@@ -10,6 +10,9 @@ for generated images also the per-batch noise), and `gather_rows` restores globa
 import hashlib
 import io
 import json
+import math
+import warnings
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,8 +21,11 @@ import torch
 
 from ganforge import dist
 from ganforge.data.loader import to_uint8
-from ganforge.durable import replace_file
+from ganforge.durable import WriteError, replace_file, shorten
 from ganforge.progress import progress_bar
+
+# What np.load or zipfile raise for a damaged cache file (bad zip, bad .npy header, truncated member).
+_UNREADABLE = (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile)
 
 
 def position_seed(seed: int, stream: str, position: int) -> int:
@@ -140,27 +146,66 @@ class FeatureStats:
         return mean.cpu().numpy(), cov.cpu().numpy()
 
     def save(self, path: Path, meta: dict) -> None:
-        """Atomic .npz (no pickle): sums, count, and the vectors when captured."""
+        """Atomic .npz (no pickle): sums, count, and the vectors when captured. A cache that cannot be written (a
+        read-only or full disk) costs only the time to compute the statistics again next time: a warning."""
         arrays = {"sum": self.sum.cpu().numpy(), "outer": self.outer.cpu().numpy(), "count": np.array(self.count)}
         if self.all is not None:
             arrays["all"] = self.all.cpu().numpy()
-        path.parent.mkdir(parents=True, exist_ok=True)
         buffer = io.BytesIO()
         np.savez(buffer, meta=np.array(json.dumps(meta, sort_keys=True)), **arrays)
-        replace_file(path, buffer.getvalue())
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            replace_file(path, buffer.getvalue())
+        except (OSError, WriteError) as error:
+            warnings.warn(f"{shorten(path)}: the reference statistics are not cached ({shorten(error, 300)})",
+                          stacklevel=2)  # fmt: skip
 
     @classmethod
     def load(cls, path: Path, capture_all: bool, device) -> "FeatureStats | None":
-        """The stats in `path`, or None when they lack the vectors this caller needs."""
-        with np.load(path, allow_pickle=False) as data:
-            if capture_all and "all" not in data:
-                return None
-            stats = cls(int(data["sum"].shape[0]), capture_all, device)
-            stats.sum.copy_(torch.from_numpy(data["sum"]))
-            stats.outer.copy_(torch.from_numpy(data["outer"]))
-            stats.count = int(data["count"])
-            stats.all = torch.from_numpy(data["all"]).to(device) if capture_all else None
-        return stats
+        """The stats in `path`, or None when they lack the vectors this caller needs, or (with a warning) when the
+        file is not what `save` writes; the statistics are then computed again."""
+        try:
+            problem = _layout_problem(path)
+            if problem is None:
+                with np.load(path, allow_pickle=False) as data:
+                    if capture_all and "all" not in data:
+                        return None
+                    stats = cls(int(data["sum"].shape[0]), capture_all, device)
+                    stats.sum.copy_(torch.from_numpy(data["sum"]))
+                    stats.outer.copy_(torch.from_numpy(data["outer"]))
+                    stats.count = int(data["count"])
+                    stats.all = torch.from_numpy(data["all"]).to(device) if capture_all else None
+                return stats
+        except _UNREADABLE as error:
+            problem = f"cannot be read ({shorten(error, 200)})"
+        warnings.warn(f"{shorten(path)}: cached statistics {problem}; computing them again", stacklevel=2)
+        return None
+
+
+def _layout_problem(path: Path) -> str | None:
+    """What is wrong with a statistics file, judged from its zip directory and .npy headers before any array is
+    read (so a small file cannot declare a huge array): None when it holds what `save` writes, with every member
+    stored uncompressed at exactly the size its header declares."""
+    with zipfile.ZipFile(path) as archive:
+        headers = {}
+        for info in archive.infolist():
+            if info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 0x1:
+                return "are compressed or encrypted, which save never does"
+            with archive.open(info) as member:
+                version = np.lib.format.read_magic(member)
+                read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+                shape, _fortran, dtype = read(member)
+                if member.tell() + math.prod(shape) * dtype.itemsize != info.file_size:
+                    return f"declare a {info.filename} of another size than the file holds"
+            headers[info.filename.removesuffix(".npy")] = (shape, dtype)
+    sum_shape = headers.get("sum", ((), None))[0]
+    dim = sum_shape[0] if len(sum_shape) == 1 else 0
+    wanted = {"sum": ((dim,), np.float64), "outer": ((dim, dim), np.float64), "count": ((), np.int64)}
+    if dim == 0 or any(headers.get(name) != (shape, np.dtype(kind)) for name, (shape, kind) in wanted.items()):
+        return "do not hold the sums and count of feature vectors"
+    if "all" in headers and (len(headers["all"][0]) != 2 or headers["all"][0][1] != dim):
+        return "hold feature vectors of another size"
+    return None
 
 
 def cache_path(cache_dir: Path, name: str, key: dict) -> Path:

@@ -10,8 +10,9 @@ never fails a run for a missing extra.
 
 from pathlib import Path
 
-from ganforge.durable import replace_file
+from ganforge.durable import WriteError, check_destination, replace_file, shorten
 from ganforge.errors import UserError
+from ganforge.outputs import check_writable_folder
 from ganforge.report.figures import INSTALL, require_matplotlib
 
 REPORT_NAME = "report.html"
@@ -26,14 +27,21 @@ def write_report(run_dirs, out=None) -> Path:
     """Read the run folder(s), write the page (atomically: an open page is never half-written) and return its path.
     `run_dirs` is one path or a list; UserError for a folder that is not a run or when matplotlib is missing."""
     from ganforge.report.page import render
-    from ganforge.report.rundata import read_run
+    from ganforge.report.rundata import check_run_folder, read_run
 
     run_dirs = [Path(run_dirs)] if isinstance(run_dirs, (str, Path)) else [Path(p) for p in run_dirs]
     if not run_dirs:
         raise UserError("RUN: name at least one run folder")
+    for path in run_dirs:
+        check_run_folder(path)
+    out = Path(out) if out is not None else default_out(run_dirs)
+    check_destination(out)  # before the work: a device, FIFO, folder or link there is never replaced
+    if not out.parent.is_dir():
+        why = "is not a folder" if out.parent.exists() else "does not exist"
+        raise WriteError(f"{shorten(out)}: cannot write: its folder {why}; choose another path")
+    check_writable_folder(out.parent, "--out")
     require_matplotlib()
     runs = [read_run(path) for path in run_dirs]
-    out = Path(out) if out is not None else default_out(run_dirs)
     replace_file(out, render(runs).encode("utf-8"))
     return out
 
@@ -44,4 +52,7 @@ def refresh_report(run_dir) -> str:
         import matplotlib  # noqa: F401
     except ImportError:
         return f"{REPORT_NAME} not written: it needs matplotlib ({INSTALL})"
-    return f"report {write_report(run_dir)}"
+    try:
+        return f"report {write_report(run_dir)}"
+    except UserError as error:  # a report is never worth the run: say why and train on
+        return f"{REPORT_NAME} not written: {error}"

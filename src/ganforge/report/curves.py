@@ -6,11 +6,17 @@ ticks, so the page stays small and the plot shows the trend rather than per-tick
 
 import math
 import re
+import warnings
 from dataclasses import dataclass
 
 from ganforge.report.rundata import Run
 
 MAX_POINTS = 400
+# A run has ~30 figures (losses, norms, rates, 7 metrics, speed, ~8 telemetry signals) of at most a few hundred
+# curves (3 per GPU of a 64-GPU job); a stats file with more distinct keys was not written by train, and each figure
+# costs a fraction of a second to draw.
+MAX_PLOTS = 64
+MAX_CURVES = 256
 
 # (title, {stats key: legend label}, logarithmic y axis)
 _FIXED = (
@@ -76,8 +82,15 @@ def ratio_curve(stats: list[dict]) -> Curve | None:
     return stats_curve(ratios, "ratio", "D/G")
 
 
+def _capped(keys: list, what: str) -> list:
+    if len(keys) > MAX_CURVES:
+        warnings.warn(f"report: {len(keys)} {what}, more than a run records; the first {MAX_CURVES} are drawn",
+                      stacklevel=3)  # fmt: skip
+    return keys[:MAX_CURVES]
+
+
 def _keyed(stats: list[dict], prefix: str) -> dict[str, str]:
-    keys = sorted({k for r in stats for k in r if k.startswith(prefix)})
+    keys = _capped(sorted({k for r in stats for k in r if k.startswith(prefix)}), f"{prefix} curves")
     return {k: k.removeprefix(prefix) for k in keys}
 
 
@@ -88,7 +101,8 @@ def _telemetry(stats: list[dict]) -> dict[str, dict[str, str]]:
     for key in sorted({k for r in stats for k in r}):
         if match := _TELEMETRY.match(key):
             device, signal, bound = match.groups()
-            groups.setdefault(signal, {})[key] = f"{device} {bound}" if bound else device
+            if len(groups.get(signal, ())) < MAX_CURVES:
+                groups.setdefault(signal, {})[key] = f"{device} {bound}" if bound else device
     return groups
 
 
@@ -97,7 +111,7 @@ def _metric_curves(run: Run) -> dict[str, list[Curve]]:
     out = {}
     for name, records in run.metrics.items():
         dated = [r for r in records if r.get("kimg") is not None and isinstance(r.get("results"), dict)]
-        keys = sorted({k for r in dated for k in r["results"]})
+        keys = _capped(sorted({k for r in dated for k in r["results"]}), f"results of metric {name}")
         curves = [stats_curve([{"kimg": r["kimg"], **r["results"]} for r in dated], key, key) for key in keys]
         out[name] = [c for c in curves if c is not None]
     return out
@@ -128,6 +142,10 @@ def plots(runs: list[Run]) -> list[Plot]:
             Plot(f"Metric {name}", [(run, c) for run, curves in metric_curves for c in curves.get(name, [])])
         )
     everything += [from_keys(*spec) for spec in _stats_specs(runs, _LATER)]
-    for signal, keys in _telemetry(all_stats).items():
+    for signal, keys in list(_telemetry(all_stats).items())[:MAX_PLOTS]:
         everything.append(from_keys(f"Telemetry: {signal}", keys))
-    return [p for p in everything if p.curves]
+    drawn = [p for p in everything if p.curves]
+    if len(drawn) > MAX_PLOTS:
+        warnings.warn(f"report: {len(drawn)} figures, more than a run has; the first {MAX_PLOTS} are drawn",
+                      stacklevel=2)  # fmt: skip
+    return drawn[:MAX_PLOTS]

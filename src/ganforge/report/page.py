@@ -85,10 +85,14 @@ def _curves(runs: list[Run]) -> str:
 
 
 def _grid_figure(path, caption: str, newest: bool = False) -> str:
-    """A grid with its caption; small grids are shown enlarged (up to 4x, pixels kept sharp)."""
-    uri, width = images.grid_data_uri(path, images.NEWEST_WIDTH if newest else images.THUMB_WIDTH)
-    shown = min(4 * width, 900) if newest else 200
-    return f'<figure><img class="grid" style="width: min(100%, {shown}px)" alt="{_e(caption)}" src="{uri}">' \
+    """A grid with its caption; small grids are shown enlarged (up to 4x, pixels kept sharp). Empty for a grid that
+    cannot be shown (warned about)."""
+    shown = images.grid_data_uri(path, images.NEWEST_WIDTH if newest else images.THUMB_WIDTH)
+    if shown is None:
+        return ""
+    uri, width = shown
+    size = min(4 * width, 900) if newest else 200
+    return f'<figure><img class="grid" style="width: min(100%, {size}px)" alt="{_e(caption)}" src="{uri}">' \
            f"<figcaption>{_e(caption)}</figcaption></figure>"  # fmt: skip
 
 

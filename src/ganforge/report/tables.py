@@ -1,11 +1,20 @@
 """The report's facts and tables of one run: the summary line, best metrics, the resolved config and what was
-derived, the environment, alerts and skipped steps, checkpoints and snapshots."""
+derived, the environment, alerts and skipped steps, checkpoints and snapshots.
+
+config.json and env.json come from the run folder as any JSON (rundata bounds their size and depth): every value is
+looked up with its type checked, and shown cut to MAX_CELL_CHARS."""
 
 import dataclasses
+import types
+import typing
 
 from ganforge.config import Config, flatten
 from ganforge.config.describe import describe_derived
-from ganforge.report.rundata import Run
+from ganforge.durable import shorten
+from ganforge.report.rundata import Run, number
+
+MAX_CELL_CHARS = 1000
+MAX_ETA_S = 10 * 365 * 86400  # an ETA beyond ten years is no estimate
 
 HIGHER_IS_BETTER = ("precision", "recall", "eqt", "eqr")  # PR and the equivariance PSNRs; FID, KID, SWD: lower
 
@@ -21,71 +30,105 @@ def best_metrics(run: Run) -> list[tuple[str, float, float | None]]:
     best = {}
     for records in run.metrics.values():
         for record in records:
-            for key, value in (record.get("results") or {}).items():
+            for key, value in record["results"].items():
                 higher = any(word in key for word in HIGHER_IS_BETTER)
                 old = best.get(key)
                 if old is None or (value > old[0] if higher else value < old[0]):
-                    best[key] = (value, record.get("kimg"))
+                    best[key] = (value, record["kimg"])
     return [(key, value, kimg) for key, (value, kimg) in sorted(best.items())]
+
+
+def _section(cfg: dict, name: str) -> dict:
+    value = cfg.get(name)
+    return value if isinstance(value, dict) else {}
+
+
+def _eta(run: Run, done: float, total: float | None, rate: float | None) -> str:
+    if run.status.state != "running" or not rate or total is None:
+        return "-"
+    seconds = (total - done) * 1000 / rate
+    return duration(seconds) if 0 <= seconds <= MAX_ETA_S else "-"
 
 
 def summary(run: Run) -> dict[str, str]:
     """The header facts: status, dataset, preset, progress, speed, ETA, best metrics."""
     cfg = run.config or {}
     last = run.stats[-1] if run.stats else {}
-    done, total = last.get("kimg", 0.0), cfg.get("schedule", {}).get("kimg")
+    done, total = last.get("kimg", 0.0), number(_section(cfg, "schedule").get("kimg"))
     rate = last.get("Timing/img_per_s")
-    eta = "-"
-    if run.status.state == "running" and rate and total is not None:
-        eta = duration((total - done) * 1000 / rate)
-    data = cfg.get("data", {})
+    data = _section(cfg, "data")
     best = [
         f"{key} {value:.4g} at {'?' if kimg is None else f'{kimg:g}'} kimg" for key, value, kimg in best_metrics(run)
     ]
+    name, resolution, channels = (shorten(data.get(k, "?"), 100) for k in ("name", "resolution", "channels"))
     return {
         "status": run.status.state,
-        "dataset": f"{data.get('name', '?')} ({data.get('resolution', '?')} px, {data.get('channels', '?')} ch)",
-        "preset": str(cfg.get("preset", "?")),
+        "dataset": f"{name} ({resolution} px, {channels} ch)",
+        "preset": shorten(cfg.get("preset", "?"), 100),
         "kimg": f"{done:g} / {'?' if total is None else f'{total:g}'}",
         "img/s": "-" if rate is None else f"{rate:.1f}",
-        "ETA": eta,
-        "best": "; ".join(best) or "-",
+        "ETA": _eta(run, done, total, rate),
+        "best": shorten("; ".join(best), MAX_CELL_CHARS) or "-",
     }
 
 
 def _value(value) -> str:
     if isinstance(value, list):
-        return ", ".join(map(str, value)) or "-"
-    return "-" if value is None else str(value)
+        return shorten(", ".join(map(str, value)), MAX_CELL_CHARS) or "-"
+    return "-" if value is None else shorten(value, MAX_CELL_CHARS)
 
 
 def config_rows(run: Run) -> list[tuple[str, str]]:
-    return [(key, _value(value)) for key, value in sorted(flatten(run.config or {}).items())]
+    return [(shorten(key), _value(value)) for key, value in sorted(flatten(run.config or {}).items())]
+
+
+def _fits(value, kind) -> bool:
+    """Does a JSON value have the type a Config field declares (int, float, str, bool, X | None, tuple[X, ...])?"""
+    if isinstance(kind, types.UnionType):
+        return any(_fits(value, k) for k in typing.get_args(kind))
+    if kind is type(None):
+        return value is None
+    if typing.get_origin(kind) is tuple:
+        return isinstance(value, list) and all(_fits(v, typing.get_args(kind)[0]) for v in value)
+    if kind is bool:
+        return isinstance(value, bool)
+    if kind in (int, float):
+        return number(value) is not None and (kind is float or isinstance(value, int))
+    return isinstance(value, kind)
 
 
 def derived_lines(run: Run) -> list[str]:
-    """What the preset and flags implied (as printed at start), when config.json has this version's layout."""
+    """What the preset and flags implied (as printed at start), when config.json has this version's layout and every
+    field the type it declares."""
     config, kinds = run.config or {}, {f.name: f.type for f in dataclasses.fields(Config)}
     if set(config) != set(kinds):
         return []
     for name, kind in kinds.items():
-        if dataclasses.is_dataclass(kind) and set(config[name]) != {f.name for f in dataclasses.fields(kind)}:
+        if not dataclasses.is_dataclass(kind):
+            if not _fits(config[name], kind):
+                return []
+            continue
+        fields = {f.name: f.type for f in dataclasses.fields(kind)}
+        if not isinstance(config[name], dict) or set(config[name]) != set(fields):
             return []
-    return describe_derived(Config.from_dict(config))
+        if not all(_fits(config[name][field], fields[field]) for field in fields):
+            return []
+    try:
+        return describe_derived(Config.from_dict(config))
+    except ArithmeticError:  # well-typed values that no run has (a zero batch per device, a resolution of 0)
+        return []
 
 
 def env_rows(run: Run) -> list[tuple[str, str]]:
-    return [(key, _value(value)) for key, value in sorted(flatten(run.env or {}).items())]
+    return [(shorten(key), _value(value)) for key, value in sorted(flatten(run.env or {}).items())]
 
 
 def alerts(run: Run) -> list[tuple[str, str]]:
     """(kimg, message): alerts recorded per tick in stats.jsonl, then warning lines of log.txt."""
     out = []
     for record in run.stats:
-        found = record.get("alerts") or []
-        kimg = record.get("kimg")
-        for alert in [found] if isinstance(found, (str, dict)) else found:
-            out.append(("?" if kimg is None else f"{kimg:g}", _value(alert)))
+        found = record.get("alerts", [])
+        out += [(f"{record['kimg']:g}", alert) for alert in ([found] if isinstance(found, str) else found)]
     return out + [("", line) for line in run.log if line.startswith("warning:")]
 
 
