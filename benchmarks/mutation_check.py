@@ -331,7 +331,7 @@ MUTANTS = (
     M("build_leaves_partial_output", "data/build.py", "for path in (self.partial, self.report_partial):",
       "for path in ():",
       ("tests/data/test_data_bounds.py::test_a_write_error_in_the_fast_format_and_the_report_leaves_nothing",)),
-    M("build_queue_unbounded_in_bytes", "data/build.py", " or sum(sizes) > _IN_FLIGHT_BYTES", "",
+    M("build_queue_unbounded_in_bytes", "data/pool.py", " or sum(sizes) > _IN_FLIGHT_BYTES", "",
       ("tests/data/test_data_bounds.py::test_files_queued_for_the_pool_are_bounded_in_bytes",)),
     # A signal to every process of the run (process group, SLURM job step): workers leave it to the main process.
     M("workers_die_of_group_signals", "data/loader.py", "loader = WorkerLoader(",

@@ -99,6 +99,21 @@ def _fsync_file(path: Path) -> None:
         os.fsync(file.fileno())
 
 
+def append_text(path: Path, text: str) -> None:
+    """Append `text` (whole lines) to `path`, a regular file or none yet: a failed write (a full disk) is cut back
+    to where the file ended, so no half line is left for a reader to meet, and is one WriteError line."""
+    path = Path(path)
+    check_destination(path)
+    size = path.stat().st_size if path.exists() else 0
+    try:
+        with open(path, "a", encoding="utf-8") as file:
+            file.write(text)
+    except OSError as error:
+        with contextlib.suppress(OSError):
+            os.truncate(path, size)
+        raise WriteError(write_problem(path, error)) from None
+
+
 @contextlib.contextmanager
 def replacing(path: Path):
     """Yields a temporary path beside `path` (same folder, same suffix, so libraries that choose the format by the

@@ -17,8 +17,7 @@ import numpy as np
 import pytest
 from data_testfiles import png, write_fast, write_folder
 
-from ganforge.data import build as build_module
-from ganforge.data import fastformat, images, labels, open_dataset
+from ganforge.data import fastformat, images, labels, open_dataset, pool
 from ganforge.data.build import BuildOptions, build
 from ganforge.data.files import ZipMembers
 from ganforge.errors import UserError
@@ -323,7 +322,7 @@ def test_a_stale_partial_is_replaced_not_written_through(tmp_path):
 
 
 def test_files_queued_for_the_pool_are_bounded_in_bytes(monkeypatch):
-    monkeypatch.setattr(build_module, "_IN_FLIGHT_BYTES", 10)
+    monkeypatch.setattr(pool, "_IN_FLIGHT_BYTES", 10)
     pulled = []
 
     def items():
@@ -331,7 +330,7 @@ def test_files_queued_for_the_pool_are_bounded_in_bytes(monkeypatch):
             pulled.append(index)
             yield (b"x" * 8, index)
 
-    first = next(build_module.ordered_map(_second, items(), workers=1))
+    first = next(pool.ordered_map(_second, items(), workers=1))
     assert first == 0 and len(pulled) == 2  # 16 bytes queued > 10: the oldest is waited for before reading more
 
 

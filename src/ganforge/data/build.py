@@ -7,30 +7,25 @@ flight; the main process reads files, checks duplicates and writes, so memory do
 beyond the file list and a 16-byte digest per written image.
 """
 
-import collections
 import contextlib
 import dataclasses
 import json
-import multiprocessing
-import os
 import zipfile
 from pathlib import Path
 
 import numpy as np
 
-from ganforge import __version__, preempt
+from ganforge import __version__
 from ganforge.data import fastformat, images, labels
 from ganforge.data.files import ZipMembers, brief, read_file
+from ganforge.data.pool import default_workers, ordered_map
+from ganforge.durable import check_destination, move_file
 from ganforge.errors import UserError
 from ganforge.limits import RESOLUTIONS, resolution_ok
 from ganforge.outputs import check_writable_folder
 from ganforge.progress import progress_bar
 
 FORMATS = ("zip", "fast")
-_IN_FLIGHT_PER_WORKER = 4  # enough queued work to keep each worker busy, little enough to bound memory
-# Source files waiting for a worker are held in memory (and pickled to it); past this many bytes, the oldest is
-# waited for first, so a few huge files never pile up.
-_IN_FLIGHT_BYTES = 256 * 2**20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,41 +41,6 @@ class BuildOptions:
     format: str | None = None  # None: zip when DEST ends in .zip, else fast
     on_error: str = "fail"
     workers: int | None = None  # None: every CPU this process may use
-
-
-def default_workers() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
-def ordered_map(function, items, workers: int):
-    """map() over a process pool that yields results in input order and keeps at most a few items per worker (and
-    _IN_FLIGHT_BYTES of source bytes) queued.
-
-    Pool.imap would consume the whole input eagerly and buffer every result a slow consumer has not taken yet.
-    """
-    if workers == 0:
-        yield from map(function, items)
-        return
-    # fork starts workers instantly and shares the parent's imports; spawn where fork does not exist. The workers
-    # leave SIGTERM and SIGINT to this process (a Ctrl-C or SIGTERM meant for the whole group would kill one, maybe
-    # holding the task queue's lock, on which Pool.terminate() then waits forever), so they are stopped by closing the
-    # pool: they finish the few files queued and exit.
-    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-    with preempt.signals_held():
-        pool = multiprocessing.get_context(method).Pool(workers, initializer=preempt.leave_signals_to_parent)
-    try:
-        pending, sizes = collections.deque(), collections.deque()
-        for item in items:
-            pending.append(pool.apply_async(function, (item,)))
-            sizes.append(len(item[0]))
-            while len(pending) >= _IN_FLIGHT_PER_WORKER * workers or sum(sizes) > _IN_FLIGHT_BYTES:
-                sizes.popleft()
-                yield pending.popleft().get()
-        while pending:
-            yield pending.popleft().get()
-    finally:
-        pool.close()
-        pool.join()
 
 
 def read_or_reason(read, key) -> bytes | str:
@@ -324,6 +284,8 @@ def build(src, dest, options: BuildOptions | None = None) -> dict:
     """Validate SRC and write DEST; returns a summary dict. Raises UserError listing every problem (--on-error fail)."""
     src, dest, options = Path(src), Path(dest), options or BuildOptions()
     fmt = check_options(src, dest, options)
+    for output in (dest, dest.with_name(dest.name + ".report.json")):  # a device or link there is refused first
+        check_destination(output)
     files = SourceFiles(src)
     try:
         label_of, label_names, label_problems = assign_labels(files, options.labels)
@@ -394,8 +356,7 @@ def _finish(src: Path, dest: Path, state: _Build, options: BuildOptions, fmt: st
             state.report_partial.unlink(missing_ok=True)
             state.report_partial.write_text(json.dumps({**summary, "build": build_info}, indent=1))
     # Both outputs are complete before either is renamed into place.
-    with writing(dest):
-        os.replace(state.partial, dest)
+    move_file(state.partial, dest)
     if options.on_error == "skip":
-        os.replace(state.report_partial, report)
+        move_file(state.report_partial, report)
     return summary

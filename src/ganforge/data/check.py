@@ -7,6 +7,7 @@ import numpy as np
 from ganforge.data import build, fastformat, images
 from ganforge.data.archive import open_dataset
 from ganforge.data.files import brief
+from ganforge.data.pool import default_workers, ordered_map
 from ganforge.errors import UserError
 from ganforge.limits import RESOLUTIONS, resolution_ok
 from ganforge.progress import progress_bar
@@ -67,7 +68,7 @@ def verify(path, workers: int | None = None) -> dict:
     if ds.format == "fast":
         digests, problems = _fast_digests(ds)
     else:
-        digests, problems = _file_digests(ds, build.default_workers() if workers is None else workers)
+        digests, problems = _file_digests(ds, default_workers() if workers is None else workers)
     stored = ds.source.stored_hash
     if stored and not problems:
         hasher = fastformat.ContentHasher()
@@ -107,7 +108,7 @@ def _file_digests(ds, workers: int) -> tuple[list[bytes], list[str]]:
     conversion = images.reader_conversion(ds.channels, ds.resolution)
     items = ((build.read_or_reason(source.read, i), conversion, "digest") for i in range(ds.num_raw))
     digests, problems = [], []
-    results = build.ordered_map(build.process_file, items, workers)
+    results = ordered_map(build.process_file, items, workers)
     for name, result in progress_bar(
         zip(source.names, results, strict=True),
         total=ds.num_raw,

@@ -14,7 +14,6 @@ Fields (format_version 1):
 """
 
 import dataclasses
-import hashlib
 import importlib.metadata
 import json
 from pathlib import Path
@@ -22,6 +21,7 @@ from pathlib import Path
 import torch
 
 from ganforge import __version__
+from ganforge.digest import file_sha256
 from ganforge.durable import replace_file
 from ganforge.export.check import Figures
 from ganforge.export.options import ExportOptions
@@ -40,14 +40,6 @@ LIBRARIES = ("onnx", "onnxscript", "onnxruntime")
 def card_path(model: Path) -> Path:
     """G.onnx -> G.onnx.json"""
     return model.with_name(model.name + ".json")
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        while chunk := file.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def make_card(options: ExportOptions, module: DeployableGenerator, model: Path, figures: Figures, limits: dict,

@@ -9,11 +9,11 @@ Nothing from any of them is executed.
 """
 
 import contextlib
-import hashlib
 from pathlib import Path
 
 import torch
 
+from ganforge.digest import file_sha256
 from ganforge.durable import WriteError, check_destination, write_problem
 from ganforge.errors import UserError
 from ganforge.interop import official, official_stylegan3, rosinality
@@ -116,11 +116,7 @@ def import_network(src, dest, which: str = "G_ema") -> dict:
 
 
 def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     try:
-        with open(path, "rb") as file:
-            while chunk := file.read(1 << 20):
-                digest.update(chunk)
+        return file_sha256(path)
     except OSError as err:
         raise UserError(f"{path}: cannot be read ({err.strerror or type(err).__name__})") from None
-    return digest.hexdigest()

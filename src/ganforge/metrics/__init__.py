@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from ganforge import dist
+from ganforge.durable import append_text
 from ganforge.metrics.evaluator import MetricOptions
 from ganforge.metrics.registry import (
     METRICS,
@@ -43,5 +44,4 @@ def append_result(jsonl_path: str | Path, result: dict, snapshot: str | Path | N
     line["timestamp"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     path = Path(jsonl_path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(json.dumps(line) + "\n")
+    append_text(path, json.dumps(line) + "\n")

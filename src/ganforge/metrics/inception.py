@@ -21,6 +21,7 @@ from pathlib import Path
 
 import torch
 
+from ganforge.digest import file_sha256
 from ganforge.durable import replace_file
 from ganforge.errors import UserError
 from ganforge.numerics import fp32_math
@@ -56,14 +57,6 @@ def package_weights_path() -> Path | None:
     return None
 
 
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def resolve_weights(
     path: str | Path | None = None,
     *,
@@ -86,7 +79,7 @@ def resolve_weights(
     packaged = package_weights_path() if package_file is True else package_file or None
     for candidate in (cached, packaged):
         if candidate is not None and candidate.is_file():
-            if sha256_of(candidate) == sha256:
+            if file_sha256(candidate) == sha256:
                 return candidate
             warnings.warn(f"skipping Inception weights {candidate}: SHA-256 differs from {sha256}", stacklevel=2)
     download_error = _download(url, cached, sha256) if url else "disabled"
@@ -98,7 +91,7 @@ def resolve_weights(
 def _check_explicit(path: Path, sha256: str) -> Path:
     if not path.is_file():
         raise UserError(f"--inception/GANFORGE_INCEPTION: no such file: {path}")
-    actual = sha256_of(path)
+    actual = file_sha256(path)
     if actual != sha256:
         raise UserError(
             f"--inception/GANFORGE_INCEPTION: {path} is not the standard TF-FID Inception file "

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import torch
 
+from ganforge.durable import replace_file
 from ganforge.monitor.probe import Probe
 
 STEP_LABEL = "step"
@@ -67,7 +68,7 @@ class StepProfiler:
                  if e.name in (STEP_LABEL, *LABELS) and e.device_type == torch.autograd.DeviceType.CPU]  # fmt: skip
         top = profile.key_averages().table(sort_by=sort_by, row_limit=TOP_OPS)
         text = summary_text(self._count, self._first_nimg, *label_times(spans), top)
-        (self.out_dir / "summary.txt").write_text(text, encoding="utf-8")
+        replace_file(self.out_dir / "summary.txt", text.encode())
         self.say(f"profile of {self._count} steps in {self.out_dir}: summary.txt, and {TRACE_NAME} for TensorBoard's "
                  "profiler view or https://ui.perfetto.dev")  # fmt: skip
         return self.out_dir

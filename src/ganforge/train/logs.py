@@ -18,6 +18,7 @@ import torch
 from ganforge import dist
 from ganforge.data.grid import image_grid
 from ganforge.data.loader import to_float
+from ganforge.durable import check_destination, replacing
 from ganforge.monitor.telemetry import status_text
 from ganforge.progress import progress_bar
 
@@ -58,7 +59,8 @@ def peak_memory_gb(device: torch.device) -> float:
 
 def save_grid(images: torch.Tensor, path: Path, columns: int) -> np.ndarray:
     grid = image_grid(images, columns)
-    PIL.Image.fromarray(grid[:, :, 0] if grid.shape[2] == 1 else grid).save(path)
+    with replacing(path) as tmp:
+        PIL.Image.fromarray(grid[:, :, 0] if grid.shape[2] == 1 else grid).save(tmp)
     return grid
 
 
@@ -72,6 +74,8 @@ class RunLog:
         self._data_seconds = 0.0
         self._text = self._jsonl = self._tb = self._bar = None
         if run_dir is not None:
+            for name in ("log.txt", "stats.jsonl"):  # a FIFO planted there would block every line
+                check_destination(run_dir / name)
             self._text = open(run_dir / "log.txt", "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
             self._jsonl = open(run_dir / "stats.jsonl", "a", encoding="utf-8")  # noqa: SIM115
             from torch.utils.tensorboard import SummaryWriter  # slow import; rank 0 only

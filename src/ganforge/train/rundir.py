@@ -9,6 +9,7 @@ never reached its first checkpoint (killed or failed during start-up): holding n
 so retrying a command that failed early does not leave a trail of empty runs.
 """
 
+import contextlib
 import json
 import os
 import platform
@@ -25,6 +26,7 @@ import torch
 
 from ganforge import __version__
 from ganforge.config import Config, upgrade
+from ganforge.durable import WriteError, append_text, replace_file
 from ganforge.errors import UserError
 
 _RUN_NAME = re.compile(r"^(\d{5})-")
@@ -162,19 +164,20 @@ def create_run(cfg: Config) -> Path:
 
 
 def record_failure(run: Path, error: BaseException) -> None:
-    """Append why the run stopped to its log.txt: a user error's lines as printed, anything else with its traceback."""
+    """Append why the run stopped to its log.txt: a user error's lines as printed, anything else with its traceback.
+    Best effort: a log that cannot be written (the disk that stopped the run is full) must not hide the error."""
     if isinstance(error, UserError):
         text = "".join(f"error: {problem}\n" for problem in error.problems)
     elif isinstance(error, KeyboardInterrupt):
         text = "interrupted\n"
     else:
         text = "".join(traceback.format_exception(error))
-    with open(run / "log.txt", "a", encoding="utf-8") as log:
-        log.write(text)
+    with contextlib.suppress(WriteError):
+        append_text(run / "log.txt", text)
 
 
 def write_config(run: Path, cfg: Config) -> None:
-    (run / "config.json").write_text(cfg.to_json() + "\n")
+    replace_file(run / "config.json", (cfg.to_json() + "\n").encode())
 
 
 def environment(device: torch.device) -> dict:
@@ -196,7 +199,7 @@ def environment(device: torch.device) -> dict:
 
 
 def write_env(run: Path, device: torch.device) -> None:
-    (run / "env.json").write_text(json.dumps(environment(device), indent=2) + "\n")
+    replace_file(run / "env.json", (json.dumps(environment(device), indent=2) + "\n").encode())
 
 
 def _git_commit() -> str | None:

@@ -1,0 +1,47 @@
+"""Decoding images on every core: a process pool that keeps results in input order and bounds what is queued."""
+
+import collections
+import multiprocessing
+import os
+
+from ganforge import preempt
+
+_IN_FLIGHT_PER_WORKER = 4  # enough queued work to keep each worker busy, little enough to bound memory
+# Source files waiting for a worker are held in memory (and pickled to it); past this many bytes, the oldest is
+# waited for first, so a few huge files never pile up.
+_IN_FLIGHT_BYTES = 256 * 2**20
+
+
+def default_workers() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def ordered_map(function, items, workers: int):
+    """map() over a process pool that yields results in input order and keeps at most a few items per worker (and
+    _IN_FLIGHT_BYTES of source bytes) queued.
+
+    Pool.imap would consume the whole input eagerly and buffer every result a slow consumer has not taken yet.
+    """
+    if workers == 0:
+        yield from map(function, items)
+        return
+    # fork starts workers instantly and shares the parent's imports; spawn where fork does not exist. The workers
+    # leave SIGTERM and SIGINT to this process (a Ctrl-C or SIGTERM meant for the whole group would kill one, maybe
+    # holding the task queue's lock, on which Pool.terminate() then waits forever), so they are stopped by closing the
+    # pool: they finish the few files queued and exit.
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    with preempt.signals_held():
+        pool = multiprocessing.get_context(method).Pool(workers, initializer=preempt.leave_signals_to_parent)
+    try:
+        pending, sizes = collections.deque(), collections.deque()
+        for item in items:
+            pending.append(pool.apply_async(function, (item,)))
+            sizes.append(len(item[0]))
+            while len(pending) >= _IN_FLIGHT_PER_WORKER * workers or sum(sizes) > _IN_FLIGHT_BYTES:
+                sizes.popleft()
+                yield pending.popleft().get()
+        while pending:
+            yield pending.popleft().get()
+    finally:
+        pool.close()
+        pool.join()
