@@ -111,6 +111,12 @@ def _generate_cases(tmp: Path) -> list[Case]:
             "generate --interp 10^30", _generate(net16, "g", "--seeds", "1,2", "--interp", str(10**30)), absent=("g",)
         ),  # fmt: skip
         Case("generate --batch 10^30", _generate(net16, "g", "--seeds", "1", "--batch", str(10**30)), absent=("g",)),
+        Case(
+            "generate --trunc-cutoff 10^30",
+            _generate(net16, "g", "--seeds", "1", "--trunc-cutoff", str(10**30)),
+            absent=("g",),
+        ),
+        Case("generate --class 10^30", _generate(net16, "g", "--seeds", "1", "--class", str(10**30)), absent=("g",)),
         Case("generate --outdir under a file", _generate(net16, str(tmp / "file" / "out"), "--seeds", "1")),
         Case(
             "generate output is a FIFO",
@@ -173,6 +179,8 @@ def _export_cases(tmp: Path) -> list[Case]:
         Case("export --batch 5000 digits", export("--out", out, "--batch", "9" * 5000), absent=(out,)),
         Case("export --check 10^30", export("--out", out, "--check", str(10**30)), absent=(out,)),
         Case("export --seed 2^64", export("--out", out, "--seed", str(2**64)), absent=(out,)),
+        Case("export --check-fid 10^30", export("--out", out, "--check-fid", str(10**30)), absent=(out,)),
+        Case("export --calib 10^30", export("--out", out, "--calib", str(10**30)), absent=(out,)),
         Case("export --out FIFO", export("--out", fifo)),
         Case(
             "export card is a symlink",

@@ -38,7 +38,7 @@ def checkpoint_verify(path: Path):
 @checkpoint_group.command("diff")
 @click.argument("first", type=click.Path(path_type=Path))
 @click.argument("second", type=click.Path(path_type=Path))
-@click.option("--limit", type=click.IntRange(min=1), default=50, help="Print at most this many differences.")
+@click.option("--limit", type=click.IntRange(1, 10**6), default=50, help="Print at most this many differences.")
 @click.pass_context
 def checkpoint_diff(ctx: click.Context, first: Path, second: Path, limit: int):
     """List the tensors (with their max abs difference) and state fields that differ between two checkpoints, each a

@@ -2,6 +2,10 @@
 
 import click
 
+from ganforge.config.sections import MAX_WORKERS
+
+WORKERS_HELP = "Decoding processes (0: none).  [default: all CPUs]"
+
 
 @click.group()
 def dataset():
@@ -27,7 +31,7 @@ def dataset():
     "auto: source when SRC has labels, else none.",
 )
 @click.option("--channels", type=click.Choice(["1", "3"]), default="3", help="1: greyscale, 3: RGB.")
-@click.option("--max-images", type=click.IntRange(min=1), help="Use only the first N files (sorted by path).")
+@click.option("--max-images", type=click.IntRange(1, 10**9), help="Use only the first N files (sorted by path).")
 @click.option("--format", type=click.Choice(["zip", "fast"]), help="Default: zip if DEST ends in .zip, else fast.")
 @click.option(
     "--on-error",
@@ -36,7 +40,9 @@ def dataset():
     help="fail: write nothing and list every bad file; skip: build from the good ones, list the rest in "
     "DEST.report.json.",
 )
-@click.option("--workers", type=click.IntRange(min=0), help="Decoding processes (0: none).  [default: all CPUs]")
+@click.option(
+    "--workers", type=click.IntRange(0, MAX_WORKERS), help="Decoding processes (0: none).  [default: all CPUs]"
+)
 def dataset_build(src, dest, channels, **options):
     """Validate and convert a folder or zip of images (SRC) into a training archive (DEST).
 
@@ -68,7 +74,9 @@ def dataset_info(path, as_json):
 
 @dataset.command("verify")
 @click.argument("path", type=click.Path(path_type=str))
-@click.option("--workers", type=click.IntRange(min=0), help="Decoding processes (0: none).  [default: all CPUs]")
+@click.option(
+    "--workers", type=click.IntRange(0, MAX_WORKERS), help="Decoding processes (0: none).  [default: all CPUs]"
+)
 def dataset_verify(path, workers):
     """Decode every image and recompute the content hash; exit 2 listing every problem."""
     from ganforge.data.check import verify

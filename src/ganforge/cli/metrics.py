@@ -2,7 +2,10 @@
 
 import click
 
+from ganforge.config.sections import MAX_BATCH, MAX_WORKERS
 from ganforge.devices import DEVICE_CHOICES
+
+MAX_IMAGES = 10_000_000  # a metric over more images than this is no longer a measurement one waits for
 
 
 @click.command()
@@ -20,14 +23,15 @@ from ganforge.devices import DEVICE_CHOICES
     type=click.Path(path_type=str),
     help="Append metric-NAME.jsonl here.  [default: the snapshot's run directory; folder-vs-folder: only print]",
 )
-@click.option("--num-gen", type=click.IntRange(min=2), help="Number of fakes instead of the metric's own.")
-@click.option("--num-real", type=click.IntRange(min=2), help="Cap on the number of reals.")
-@click.option("--batch", type=click.IntRange(min=1), default=32, help="Images per forward pass, per device.")
-@click.option("--seed", type=int, default=0, help="Latents, labels, noise, real subsets and metric sampling.")
+@click.option("--num-gen", type=click.IntRange(2, MAX_IMAGES), help="Number of fakes instead of the metric's own.")
+@click.option("--num-real", type=click.IntRange(2, MAX_IMAGES), help="Cap on the number of reals.")
+@click.option("--batch", type=click.IntRange(1, MAX_BATCH), default=32, help="Images per forward pass, per device.")
+@click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=0,
+              help="Latents, labels, noise, real subsets and metric sampling.")  # fmt: skip
 @click.option("--device", type=click.Choice(DEVICE_CHOICES), default="auto")
 @click.option(
     "--workers",
-    type=click.IntRange(min=0),
+    type=click.IntRange(0, MAX_WORKERS),
     default=2,
     help="DataLoader processes decoding zip or folder images (a fast-format dataset is read in-process).",
 )

@@ -21,8 +21,8 @@ LR_SCHEDULES = ("constant", "cosine", "step")
 
 POSITIVE, NON_NEGATIVE, FRACTION = Range(0, low_open=True), Range(0), Range(0, 1)
 # Counts are bounded too, far beyond any use, so that no derivation meets a number it cannot hold.
-MAX_BATCH = 65536
-BATCHES, WORKERS, STEPS, TICKS = Range(1, MAX_BATCH), Range(0, 256), Range(1, 1000), Range(1, 10**6)
+MAX_BATCH, MAX_WORKERS = 65536, 256
+BATCHES, WORKERS, STEPS, TICKS = Range(1, MAX_BATCH), Range(0, MAX_WORKERS), Range(1, 1000), Range(1, 10**6)
 SEEDS = Range(0, 2**32 - 1)  # numpy's legacy seeding, which the seed also goes through, takes 32 bits
 GRADIENT_NORM = "a positive gradient norm; try 0.5 to 1"
 

@@ -66,12 +66,12 @@ def dataset_batches(ds, indices: list[int], batch_size: int, workers: int) -> It
 
     Zips and folders are decoded by `workers` processes; the fast format is read in this process, where copying out
     of its memory map is faster than receiving the batches from workers (as in training, data/loader.py)."""
-    from ganforge.data.loader import collate, reads_in_process  # ImageDataset hands over whole stacked batches
+    from ganforge.data.loader import WorkerLoader, collate, reads_in_process  # ImageDataset: whole stacked batches
 
     workers = 0 if reads_in_process(ds) else workers
     local = indices[dist.rank() :: dist.world_size()]
     subset = torch.utils.data.Subset(ds, local)
-    loader = torch.utils.data.DataLoader(subset, batch_size, shuffle=False, num_workers=workers, collate_fn=collate)
+    loader = WorkerLoader(subset, batch_size=batch_size, shuffle=False, num_workers=workers, collate_fn=collate)
     for images, _labels in loader:
         yield images
 
