@@ -284,7 +284,8 @@ def test_metadata_is_parsed_within_bounds(G, tmp_path):
     rewrite(path, G, generator=json.dumps({**G.config, "x" * 5000: 1}))
     with pytest.raises(UserError) as err:
         load_snapshot(path)
-    assert len(err.value.problems[0]) < 200 and "...: not an argument of Generator" in err.value.problems[0]
+    message = err.value.problems[0].removeprefix(str(path))  # the path's length is the test folder's, not the file's
+    assert len(message) < 160 and "...: not an argument of Generator" in message
 
 
 def test_weights_that_are_not_finite_are_refused(G, tmp_path):
