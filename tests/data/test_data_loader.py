@@ -139,25 +139,29 @@ def test_workers_leave_group_signals_to_this_process(dataset, tmp_path, monkeypa
 
     monkeypatch.setattr(preempt, "leave_signals_to_parent", recording)
     before = set(multiprocessing.active_children())
-    batches_ = iter(host_loader(dataset, 3, workers=2, timeout_s=60))
+    held = [iter(host_loader(dataset, 3, workers=2, timeout_s=60))]  # dropped, the loader stops its workers
     workers = sorted(set(multiprocessing.active_children()) - before, key=lambda w: w.pid)
     try:
-        next(batches_)
+        next(held[0])
+        deadline = time.monotonic() + 60  # the other worker may not have started yet on a busy machine
+        while not all((tmp_path / f"born{i}").exists() for i in range(2)) and time.monotonic() < deadline:
+            time.sleep(0.01)
         for worker_id in range(2):
             born = (tmp_path / f"born{worker_id}").read_text()
             assert "SIGTERM" in born and "SIGINT" in born, born
         for name in ("TERM", "INT"):
             subprocess.run(["kill", f"-{name}", *(str(w.pid) for w in workers)], check=True)
         time.sleep(0.3)
-        assert [next(batches_)[0].shape for _ in range(8)] == [(3, 3, 8, 8)] * 8  # a dead worker would raise here
+        assert [next(held[0])[0].shape for _ in range(8)] == [(3, 3, 8, 8)] * 8  # a dead worker would raise here
         assert len(workers) == 2 and all(w.is_alive() for w in workers)
         workers[0].terminate()
         workers[0].join(timeout=10)
         assert workers[0].exitcode == 0
-        del batches_  # DataLoader shuts the other one down
+        held.clear()  # DataLoader shuts the other one down
         workers[1].join(timeout=10)
         assert not workers[1].is_alive()
     finally:  # a worker deaf to its parent would otherwise hang this process's exit (multiprocessing joins it)
+        held.clear()  # the loader shut down first: its SIGCHLD handler must not meet the kill below
         for worker in workers:
             if worker.is_alive():
                 worker.kill()
