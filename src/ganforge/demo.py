@@ -54,8 +54,19 @@ def build_digits(dest: Path) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         count = write_digit_pngs(Path(tmp))
         print(f"wrote {count} digit images ({RESOLUTION}x{RESOLUTION}, 1 channel) to {tmp}")
-        command = [sys.executable, "-m", "ganforge", "dataset", "build", tmp, str(dest), "--transform", "none",
-                   "--channels", "1"]  # fmt: skip
+        command = [
+            sys.executable,
+            "-m",
+            "ganforge",
+            "dataset",
+            "build",
+            tmp,
+            str(dest),
+            "--transform",
+            "none",
+            "--channels",
+            "1",
+        ]
         print("$", " ".join(command[2:]).replace("-m ganforge", "ganforge"))
         subprocess.run(command, check=True)
 

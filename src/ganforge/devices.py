@@ -26,10 +26,15 @@ def pick_device(choice: str, index: int = 0):
     import torch
 
     if choice == "cuda" and not torch.cuda.is_available():
-        why = ("this PyTorch is a CPU-only build" if torch.version.cuda is None
-               else "PyTorch sees no CUDA GPU (check the driver and CUDA_VISIBLE_DEVICES)")  # fmt: skip
-        raise UserError(f"--device cuda: {why} (torch {torch.__version__}); pass --device cpu, or install a CUDA "
-                        "build of PyTorch (`ganforge doctor` checks the setup)")  # fmt: skip
+        why = (
+            "this PyTorch is a CPU-only build"
+            if torch.version.cuda is None
+            else "PyTorch sees no CUDA GPU (check the driver and CUDA_VISIBLE_DEVICES)"
+        )
+        raise UserError(
+            f"--device cuda: {why} (torch {torch.__version__}); pass --device cpu, or install a CUDA "
+            "build of PyTorch (`ganforge doctor` checks the setup)"
+        )
     if choice == "cpu" or not torch.cuda.is_available():
         return torch.device("cpu")
     return torch.device("cuda", index)
@@ -52,8 +57,10 @@ def pick_precision(device_type: str, capability: tuple[int, int] | None, cpu_fla
         return "fp32", f"CUDA compute capability {version} < 8.0 has no bf16 tensor cores"
     native = [flag for flag in CPU_BF16_FLAGS if flag in cpu_flags]
     if native:
-        return "fp32", (f"on CPU, even with native bf16 ({', '.join(native)}): bf16 trained to worse quality at equal "
-                        "images on the digits; --precision bf16 asks for it")  # fmt: skip
+        return "fp32", (
+            f"on CPU, even with native bf16 ({', '.join(native)}): bf16 trained to worse quality at equal "
+            "images on the digits; --precision bf16 asks for it"
+        )
     return "fp32", "the CPU has no native bf16 instructions (AMX or AVX512-BF16); bf16 would be emulated"
 
 

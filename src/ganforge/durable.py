@@ -19,8 +19,14 @@ from ganforge.errors import UserError
 
 MAX_SHOWN_CHARS = 200  # a link target is shown up to this many characters
 
-_KINDS = ((stat.S_ISDIR, "folder"), (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"),
-          (stat.S_ISFIFO, "FIFO (named pipe)"), (stat.S_ISSOCK, "socket"), (stat.S_ISLNK, "symbolic link"))  # fmt: skip
+_KINDS = (
+    (stat.S_ISDIR, "folder"),
+    (stat.S_ISCHR, "character device"),
+    (stat.S_ISBLK, "block device"),
+    (stat.S_ISFIFO, "FIFO (named pipe)"),
+    (stat.S_ISSOCK, "socket"),
+    (stat.S_ISLNK, "symbolic link"),
+)
 _HINTS = {
     errno.ENOSPC: "free some space or write elsewhere",
     errno.EDQUOT: "free some space (disk quota) or write elsewhere",
@@ -62,11 +68,15 @@ def check_destination(path: Path) -> None:
     if stat.S_ISLNK(mode):
         with contextlib.suppress(OSError):  # gone or changed since lstat: the message names the path alone
             kind = f"symbolic link (to {shorten(os.readlink(path))})"
-        raise WriteError(f"{shorten(path)}: is a {kind}; outputs are not written through links (renaming a new file "
-                         "into place would replace the link, not what it points to): name the target instead, or "
-                         "remove the link")  # fmt: skip
-    raise WriteError(f"{shorten(path)}: is a {kind}, not a regular file; outputs are written only as regular files "
-                     f"(renaming a new file into place would replace the {kind}): choose another path")  # fmt: skip
+        raise WriteError(
+            f"{shorten(path)}: is a {kind}; outputs are not written through links (renaming a new file "
+            "into place would replace the link, not what it points to): name the target instead, or "
+            "remove the link"
+        )
+    raise WriteError(
+        f"{shorten(path)}: is a {kind}, not a regular file; outputs are written only as regular files "
+        f"(renaming a new file into place would replace the {kind}): choose another path"
+    )
 
 
 def write_problem(path: Path, error: OSError) -> str:

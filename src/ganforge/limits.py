@@ -47,8 +47,11 @@ MAX_SHOWN_ITEMS = 8
 
 def resolution_ok(resolution) -> bool:
     """A power of two from MIN_RESOLUTION to MAX_RESOLUTION."""
-    return (isinstance(resolution, int) and MIN_RESOLUTION <= resolution <= MAX_RESOLUTION
-            and resolution & (resolution - 1) == 0)  # fmt: skip
+    return (
+        isinstance(resolution, int)
+        and MIN_RESOLUTION <= resolution <= MAX_RESOLUTION
+        and resolution & (resolution - 1) == 0
+    )
 
 
 RESOLUTIONS = f"a power of two from {MIN_RESOLUTION} to {MAX_RESOLUTION}"

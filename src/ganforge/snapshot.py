@@ -65,10 +65,16 @@ class _Kind:
 
 
 ARCHITECTURES = {"stylegan2": Generator, "stylegan3": StyleGAN3Generator}
-_SNAPSHOT = _Kind("snapshot", FORMAT, "generator", ARCHITECTURES,
-                  "pass a .safetensors file from a run's snapshots/ folder")  # fmt: skip
-_DISCRIMINATOR = _Kind("discriminator", DISCRIMINATOR_FORMAT, "discriminator", {"stylegan2": Discriminator},
-                       "pass a file written by `ganforge import --which D`")  # fmt: skip
+_SNAPSHOT = _Kind(
+    "snapshot", FORMAT, "generator", ARCHITECTURES, "pass a .safetensors file from a run's snapshots/ folder"
+)
+_DISCRIMINATOR = _Kind(
+    "discriminator",
+    DISCRIMINATOR_FORMAT,
+    "discriminator",
+    {"stylegan2": Discriminator},
+    "pass a file written by `ganforge import --which D`",
+)
 
 
 def save_snapshot(path, G: Generator, meta: dict) -> None:
@@ -95,9 +101,14 @@ def architecture_of(net: torch.nn.Module) -> str:
 
 def _save(path, net: torch.nn.Module, meta: dict, kind: _Kind) -> None:
     tensors = {k: v.detach().to("cpu", copy=True).contiguous() for k, v in net.state_dict().items()}
-    metadata = {"format": kind.format, "format_version": FORMAT_VERSION, "architecture": architecture_of(net),
-                kind.config_key: json.dumps(net.config), "meta": json.dumps(meta),
-                TENSORS_HASH: tensors_sha256(tensors)}  # fmt: skip
+    metadata = {
+        "format": kind.format,
+        "format_version": FORMAT_VERSION,
+        "architecture": architecture_of(net),
+        kind.config_key: json.dumps(net.config),
+        "meta": json.dumps(meta),
+        TENSORS_HASH: tensors_sha256(tensors),
+    }
     metadata[CONTENT_HASH] = content_sha256(metadata, tensors)
     replace_file(Path(path), tensor_file_bytes(tensors, metadata))
 
@@ -164,19 +175,24 @@ def _checked_parts(path: Path, kind: _Kind) -> tuple[type, dict, dict, dict]:
     if metadata.get("format") != kind.format:
         other = _DISCRIMINATOR if kind is _SNAPSHOT else _SNAPSHOT
         found = f"a ganforge {other.noun} file" if metadata.get("format") == other.format else "a safetensors file"
-        raise UserError(f"{path}: {found} but not a ganforge {kind.noun} file (no '{kind.format}' metadata); "
-                        f"{kind.fix}")  # fmt: skip
+        raise UserError(
+            f"{path}: {found} but not a ganforge {kind.noun} file (no '{kind.format}' metadata); {kind.fix}"
+        )
     if metadata.get("format_version") != FORMAT_VERSION:
-        raise UserError(f"{path}: {kind.noun} format version {shown(metadata.get('format_version'))}, but this "
-                        f"ganforge reads version {FORMAT_VERSION}; use the ganforge version that wrote it")  # fmt: skip
+        raise UserError(
+            f"{path}: {kind.noun} format version {shown(metadata.get('format_version'))}, but this "
+            f"ganforge reads version {FORMAT_VERSION}; use the ganforge version that wrote it"
+        )
     _verify(path, metadata, tensors, kind)
     config, meta = (_json(path, metadata, key, kind) for key in (kind.config_key, "meta"))
     if not isinstance(meta, dict):
         raise UserError(f"{path}: {kind.noun} metadata 'meta' is {shown(meta)}, not a JSON object; copy the file again")
     architecture = metadata.get("architecture", "stylegan2")
     if architecture not in kind.networks:
-        raise UserError(f"{path}: unknown {kind.config_key} architecture {shown(architecture)}; use the ganforge "
-                        "version that wrote it")  # fmt: skip
+        raise UserError(
+            f"{path}: unknown {kind.config_key} architecture {shown(architecture)}; use the ganforge "
+            "version that wrote it"
+        )
     return kind.networks[architecture], config, tensors, meta
 
 
@@ -193,9 +209,11 @@ def _verify(path: Path, metadata: dict, tensors: dict, kind: _Kind) -> None:
         )
         return
     else:
-        raise UserError(f"{path}: {kind.noun} without a checksum ({CONTENT_HASH}): every {kind.noun} ganforge "
-                        "writes has one, so this file was altered and its content cannot be verified; copy the "
-                        "original again")  # fmt: skip
+        raise UserError(
+            f"{path}: {kind.noun} without a checksum ({CONTENT_HASH}): every {kind.noun} ganforge "
+            "writes has one, so this file was altered and its content cannot be verified; copy the "
+            "original again"
+        )
     if not ok:
         raise UserError(f"{path}: {kind.noun} content does not match its checksum, the file is corrupt; copy it again")
 
@@ -241,8 +259,10 @@ def file_format(path) -> str | None:
         with safe_open(Path(path), framework="pt", device="cpu") as f:
             return (f.metadata() or {}).get("format")
     except (SafetensorError, OSError) as err:
-        raise UserError(f"{path}: not a readable safetensors file ({shown(str(err))}); pass a ganforge snapshot or "
-                        "discriminator file") from None  # fmt: skip
+        raise UserError(
+            f"{path}: not a readable safetensors file ({shown(str(err))}); pass a ganforge snapshot or "
+            "discriminator file"
+        ) from None
 
 
 def _read(path: Path, kind: _Kind) -> tuple[dict, dict]:
@@ -251,12 +271,16 @@ def _read(path: Path, kind: _Kind) -> tuple[dict, dict]:
         with safe_open(path, framework="pt", device="cpu") as f:
             names = list(f.keys())
             if len(names) > MAX_TENSORS:
-                raise UserError(f"{path}: holds {len(names)} tensors, more than any network ganforge reads "
-                                f"({MAX_TENSORS}); {kind.fix}")  # fmt: skip
+                raise UserError(
+                    f"{path}: holds {len(names)} tensors, more than any network ganforge reads "
+                    f"({MAX_TENSORS}); {kind.fix}"
+                )
             return f.metadata() or {}, {k: f.get_tensor(k) for k in names}
     except (SafetensorError, OSError) as err:
-        raise UserError(f"{path}: not a readable safetensors file ({shown(str(err))}); if it is a ganforge "
-                        f"{kind.noun} it is truncated or corrupt, copy it again") from None  # fmt: skip
+        raise UserError(
+            f"{path}: not a readable safetensors file ({shown(str(err))}); if it is a ganforge "
+            f"{kind.noun} it is truncated or corrupt, copy it again"
+        ) from None
 
 
 # --- networks from untrusted architectures and tensors ---------------------------------------------------------------
@@ -291,8 +315,10 @@ def check_network(where, network: type, arch: dict, tensors: dict, file_bytes: i
     shapes_only = construct(where, network, arch, "meta")
     count = sum(v.numel() for v in shapes_only.state_dict().values())
     if count * MIN_PARAMETER_BYTES > file_bytes:
-        raise UserError(f"{where}: its architecture has {count:,} parameters, more than a file of {file_bytes:,} "
-                        "bytes can hold; the file is truncated or its architecture was altered")  # fmt: skip
+        raise UserError(
+            f"{where}: its architecture has {count:,} parameters, more than a file of {file_bytes:,} "
+            "bytes can hold; the file is truncated or its architecture was altered"
+        )
     check_tensors(where, shapes_only, tensors)
     return shapes_only
 
@@ -312,18 +338,25 @@ def check_tensors(where, net: torch.nn.Module, tensors: dict) -> None:
     expected = {k: tuple(v.shape) for k, v in net.state_dict().items()}
     problems = [f"missing tensor {k}" for k in expected if k not in tensors]
     problems += [f"unexpected tensor {shown_name(k)}" for k in tensors if k not in expected]
-    problems += [f"{k} is {_kind(v)}, not a tensor of floating-point numbers" for k, v in tensors.items()
-                 if k in expected and not _plain_float(v)]  # fmt: skip
-    problems += [f"tensor {k} has shape {shown(list(v.shape))}, the architecture needs {list(expected[k])}"
-                 for k, v in tensors.items()
-                 if k in expected and _plain_float(v) and tuple(v.shape) != expected[k]]  # fmt: skip
+    problems += [
+        f"{k} is {_kind(v)}, not a tensor of floating-point numbers"
+        for k, v in tensors.items()
+        if k in expected and not _plain_float(v)
+    ]
+    problems += [
+        f"tensor {k} has shape {shown(list(v.shape))}, the architecture needs {list(expected[k])}"
+        for k, v in tensors.items()
+        if k in expected and _plain_float(v) and tuple(v.shape) != expected[k]
+    ]
     if problems:
         raise UserError(*listed(f"{where}: architecture mismatch, ", problems))
     damaged = [k for k, v in tensors.items() if not torch.isfinite(v).all()]
     if damaged:
         names = ", ".join(damaged[:3]) + (f" and {len(damaged) - 3} more" if len(damaged) > 3 else "")
-        raise UserError(f"{where}: damaged weights, {len(damaged)} tensors hold NaN or infinite values ({names}); "
-                        "a network with them makes no images")  # fmt: skip
+        raise UserError(
+            f"{where}: damaged weights, {len(damaged)} tensors hold NaN or infinite values ({names}); "
+            "a network with them makes no images"
+        )
 
 
 def _plain_float(value) -> bool:

@@ -50,8 +50,9 @@ class _Measurer:
     def measure(self, cfg, label: str, cap: float | None) -> Measurement:
         o = self.options
         calls = 3 + (cfg.loss.pl_weight > 0) + (cfg.loss.gamma > 0)  # G main, D main, EMA, and the regularisers
-        with progress_bar(total=(o.warmup + o.steps) * calls, desc=label, unit="call", leave=False,
-                          enabled=self.bars) as bar:  # fmt: skip
+        with progress_bar(
+            total=(o.warmup + o.steps) * calls, desc=label, unit="call", leave=False, enabled=self.bars
+        ) as bar:
             return measure(cfg, self.device, o.steps, o.warmup, cap, on_call=bar.update)
 
     def one_device(self, batch_gpu: int) -> Measurement:
@@ -91,8 +92,10 @@ def _fixed_batch(measurer: _Measurer, batch_gpu: int) -> Measurement:
         return measurer.one_device(batch_gpu)
     except (torch.cuda.OutOfMemoryError, OutOfMemory) as error:
         reason = str(error).splitlines()[0]
-        raise UserError(f"--batch-gpu {batch_gpu}: out of memory on {measurer.device} ({reason}); use a smaller "
-                        "--batch-gpu, or --batch-gpu auto to find the largest that fits") from None  # fmt: skip
+        raise UserError(
+            f"--batch-gpu {batch_gpu}: out of memory on {measurer.device} ({reason}); use a smaller "
+            "--batch-gpu, or --batch-gpu auto to find the largest that fits"
+        ) from None
 
 
 def _distributed(measurer: _Measurer, world: int, batch_gpu: int) -> Measurement:

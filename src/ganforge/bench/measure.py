@@ -107,8 +107,14 @@ def _time(trainer: Trainer, calls: dict, device: torch.device, steps: int, warmu
     return {name: statistics.median(values) for name, values in times.items()}
 
 
-def measure(cfg: Config, device: torch.device, steps: int, warmup: int, memory_cap_gb: float | None = None,
-            on_call: Callable = lambda: None) -> Measurement:  # fmt: skip
+def measure(
+    cfg: Config,
+    device: torch.device,
+    steps: int,
+    warmup: int,
+    memory_cap_gb: float | None = None,
+    on_call: Callable = lambda: None,
+) -> Measurement:
     """Build the networks and phases of `cfg`, count one iteration's FLOPs, then time every phase.
 
     Raises OutOfMemory when the peak memory (measured on CUDA, estimated elsewhere) exceeds `memory_cap_gb`; on CPU

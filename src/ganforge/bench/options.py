@@ -124,8 +124,10 @@ def check(options: BenchOptions) -> None:
     if not problems and not resolution_ok(res):
         problems.append(f"--resolution {res}: not {RESOLUTIONS}; use 8, 16, ..., 1024")
     if made_for is not None and res != made_for:
-        problems.append(f"--resolution {res}: --cfg {options.cfg} is made for {made_for}; drop --resolution or use "
-                        "--cfg auto or stylegan2")  # fmt: skip
+        problems.append(
+            f"--resolution {res}: --cfg {options.cfg} is made for {made_for}; drop --resolution or use "
+            "--cfg auto or stylegan2"
+        )
     if options.aug_p is not None and options.aug != "fixed":
         problems.append(f"--aug-p {options.aug_p:g}: only used by --aug fixed; add --aug fixed or drop --aug-p")
     if problems:

@@ -18,8 +18,9 @@ def training_config(options: BenchOptions, world_size: int, device_type: str, ba
     accumulation (batch = batch_gpu x world_size); `batch_gpu` None keeps the preset's batch."""
     batches = {} if batch_gpu is None else {"batch": batch_gpu * world_size, "batch_gpu": batch_gpu}
     training = {name: getattr(options, name) for name in TRAINING}
-    train_options = TrainOptions(data="synthetic", outdir="bench", aug_p=options.fixed_p,
-                                 **training | {"device": device_type}, **batches)  # fmt: skip
+    train_options = TrainOptions(
+        data="synthetic", outdir="bench", aug_p=options.fixed_p, **training | {"device": device_type}, **batches
+    )
     synthetic = DatasetFacts(options.image_resolution, options.channels, label_dim=0, name="synthetic")
     cfg = resolve(train_options, Facts(synthetic, world_size, device_type))
     widths = {"channel_base": options.cbase, "channel_max": options.cmax}

@@ -31,16 +31,18 @@ def checkpoint_folders(path: Path) -> list[Path]:
     Raises UserError when `path` is none of these."""
     path = Path(path)
     if not path.exists():
-        raise UserError(f"{path}: no such file or folder; pass a checkpoint folder (ckpt-*), a checkpoints/ folder or "
-                        "a run folder")  # fmt: skip
+        raise UserError(
+            f"{path}: no such file or folder; pass a checkpoint folder (ckpt-*), a checkpoints/ folder or a run folder"
+        )
     if path.name.startswith(store.PREFIX):
         return [path]
     for folder in (path, path / "checkpoints"):
         found = store.list_checkpoints(folder)
         if found:
             return found
-    raise UserError(f"{path}: holds no checkpoint folders (ckpt-*); pass a checkpoint folder, a checkpoints/ folder "
-                    "or a run folder")  # fmt: skip
+    raise UserError(
+        f"{path}: holds no checkpoint folders (ckpt-*); pass a checkpoint folder, a checkpoints/ folder or a run folder"
+    )
 
 
 def verify(path: Path) -> list[Verdict]:

@@ -34,8 +34,21 @@ from ganforge.errors import UserError
 from ganforge.limits import architecture_problems
 from ganforge.nets.configured import build_networks_from, network_arguments
 
-STATE_KEYS = ("G", "D", "G_ema", "opt_G", "opt_D", "scaler_G", "scaler_D", "rng", "sampler", "augment", "loop",
-              "config_hash", "config")  # fmt: skip
+STATE_KEYS = (
+    "G",
+    "D",
+    "G_ema",
+    "opt_G",
+    "opt_D",
+    "scaler_G",
+    "scaler_D",
+    "rng",
+    "sampler",
+    "augment",
+    "loop",
+    "config_hash",
+    "config",
+)
 GENERATORS = ("stylegan2", "stylegan3-t", "stylegan3-r")
 # Bounds on what a stored config may hold besides its architecture (limits.py bounds that, before anything is built).
 _MAX_TEXT = 255  # a maths field's string (a dataset's name is a file name); a resume's messages show them
@@ -144,8 +157,7 @@ def _sha256(config: dict) -> str | None:
 
 
 def _check_choices(fields: dict) -> None:
-    for name, choices in (("precision.mode", PRECISIONS), ("augment.mode", AUGMENTS),
-                          ("model.generator", GENERATORS)):  # fmt: skip
+    for name, choices in (("precision.mode", PRECISIONS), ("augment.mode", AUGMENTS), ("model.generator", GENERATORS)):
         if fields[name] not in choices:
             refuse(f"config/{name}", f"{describe(fields[name])} is not one of {', '.join(choices)}")
     whole(fields["schedule.batch"], "config/schedule.batch", 1, _MAX_COUNT)

@@ -170,9 +170,11 @@ def _manifest_problem(manifest) -> str | None:
         _whole(manifest.get("nimg"), 0, MAX_NIMG)
         and isinstance(files, dict)
         and set(files) == {TENSORS, STATE}
-        and all(isinstance(e, dict) and _is_sha256(e.get("sha256")) and _whole(e.get("size"), 0, 2**63)
-                for e in files.values())
-    )  # fmt: skip
+        and all(
+            isinstance(e, dict) and _is_sha256(e.get("sha256")) and _whole(e.get("size"), 0, 2**63)
+            for e in files.values()
+        )
+    )
     if not well_formed:
         return (
             f"{MANIFEST} is not a valid manifest: it must hold an int nimg and exactly {TENSORS} and {STATE} with "

@@ -86,8 +86,11 @@ def _usage_line(error: click.UsageError) -> str:
     return f"{command}: {message} (see `{command} --help`)"
 
 
-@click.group(cls=_Group, invoke_without_command=True,
-             context_settings={"help_option_names": ["-h", "--help"], "show_default": True})  # fmt: skip
+@click.group(
+    cls=_Group,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"], "show_default": True},
+)
 @click.version_option(__version__, prog_name="ganforge")
 @click.pass_context
 def main(ctx: click.Context):

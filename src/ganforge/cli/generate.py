@@ -9,28 +9,48 @@ from ganforge.generate.options import ANIMATION_FORMATS, INTERP_SPACES, NOISE_MO
 
 
 @click.command()
-@click.option("--network", type=click.Path(path_type=Path), required=True,
-              help="Generator: a ganforge snapshot (.safetensors), an NVlabs pickle (.pkl) or a rosinality checkpoint "
-              "(.pt); foreign files are converted in memory, never executed.")  # fmt: skip
+@click.option(
+    "--network",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="Generator: a ganforge snapshot (.safetensors), an NVlabs pickle (.pkl) or a rosinality checkpoint "
+    "(.pt); foreign files are converted in memory, never executed.",
+)
 @click.option("--outdir", type=click.Path(file_okay=False, path_type=Path), required=True, help="Output folder.")
 @click.option("--seeds", help="Images to make, by seed: ranges and lists, e.g. 0-7,12,100-199.")
 @click.option("--trunc", type=float, default=1.0, help="Truncation psi: 1 is none; 0.5-0.7 trade variety for quality.")
 @click.option("--trunc-cutoff", type=click.IntRange(min=1), help="Truncate only the first N ws.  [default: all]")
 @click.option("--class", "class_index", type=click.IntRange(min=0), help="Class of a conditional network.")
-@click.option("--noise-mode", type=click.Choice(NOISE_MODES), default="const",
-              help="const: the network's fixed noise; random: drawn from each image's seed; none.")  # fmt: skip
+@click.option(
+    "--noise-mode",
+    type=click.Choice(NOISE_MODES),
+    default="const",
+    help="const: the network's fixed noise; random: drawn from each image's seed; none.",
+)
 @click.option("--batch", type=click.IntRange(min=1), default=16, help="Images per forward pass.")
 @click.option("--device", type=click.Choice(DEVICE_CHOICES), default="auto")
 @click.option("--grid", metavar="RxC", help="One grid.png, R rows by C columns, instead of a PNG per seed.")
-@click.option("--interp", type=click.IntRange(min=1), metavar="FRAMES",
-              help="Looping interpolation through the seeds, FRAMES per seed (interp.mp4, .webp or .gif).")  # fmt: skip
+@click.option(
+    "--interp",
+    type=click.IntRange(min=1),
+    metavar="FRAMES",
+    help="Looping interpolation through the seeds, FRAMES per seed (interp.mp4, .webp or .gif).",
+)
 @click.option(
     "--interp-space", type=click.Choice(INTERP_SPACES), default="z", help="z: spherical in z; w: linear in w."
 )
-@click.option("--interp-format", type=click.Choice(ANIMATION_FORMATS), default="auto",
-              help="auto: mp4 when the video extra (imageio-ffmpeg) is installed, else webp.")  # fmt: skip
-@click.option("--style-mix", nargs=2, metavar="ROWSEEDS COLSEEDS",
-              help="stylemix.png: each row seed's image with the --mix-layers ws of each column seed.")  # fmt: skip
+@click.option(
+    "--interp-format",
+    type=click.Choice(ANIMATION_FORMATS),
+    default="auto",
+    help="auto: mp4 when the video extra (imageio-ffmpeg) is installed, else webp.",
+)
+@click.option(
+    "--style-mix",
+    nargs=2,
+    metavar="ROWSEEDS COLSEEDS",
+    help="stylemix.png: each row seed's image with the --mix-layers ws of each column seed.",
+)
 @click.option("--mix-layers", metavar="LAYERS", help="ws taken from the column seeds, e.g. 0-3.  [default: 0-6]")
 @click.option(
     "--translate",

@@ -9,8 +9,11 @@ MAX_IMAGES = 10_000_000  # a metric over more images than this is no longer a me
 
 
 @click.command()
-@click.option("--network", type=click.Path(path_type=str),
-              help="Generator to evaluate: a ganforge snapshot, an NVlabs pickle or a rosinality .pt.")  # fmt: skip
+@click.option(
+    "--network",
+    type=click.Path(path_type=str),
+    help="Generator to evaluate: a ganforge snapshot, an NVlabs pickle or a rosinality .pt.",
+)
 @click.option("--data", "--real", "data", type=click.Path(path_type=str), help="Real images: dataset, folder or zip.")
 @click.option("--fake", type=click.Path(path_type=str), help="Fake images (folder or zip) instead of --network.")
 @click.option(
@@ -26,8 +29,12 @@ MAX_IMAGES = 10_000_000  # a metric over more images than this is no longer a me
 @click.option("--num-gen", type=click.IntRange(2, MAX_IMAGES), help="Number of fakes instead of the metric's own.")
 @click.option("--num-real", type=click.IntRange(2, MAX_IMAGES), help="Cap on the number of reals.")
 @click.option("--batch", type=click.IntRange(1, MAX_BATCH), default=32, help="Images per forward pass, per device.")
-@click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=0,
-              help="Latents, labels, noise, real subsets and metric sampling.")  # fmt: skip
+@click.option(
+    "--seed",
+    type=click.IntRange(0, 2**63 - 1),
+    default=0,
+    help="Latents, labels, noise, real subsets and metric sampling.",
+)
 @click.option("--device", type=click.Choice(DEVICE_CHOICES), default="auto")
 @click.option(
     "--workers",

@@ -8,8 +8,12 @@ import click
 @click.command("import")
 @click.argument("src", type=click.Path(path_type=Path))
 @click.argument("dest", type=click.Path(path_type=Path))
-@click.option("--which", type=click.Choice(["G_ema", "G", "D"]), default="G_ema",
-              help="Network to take; D is written as a discriminator file for fine-tuning.")  # fmt: skip
+@click.option(
+    "--which",
+    type=click.Choice(["G_ema", "G", "D"]),
+    default="G_ema",
+    help="Network to take; D is written as a discriminator file for fine-tuning.",
+)
 def import_(src: Path, dest: Path, which: str):
     """Convert an NVlabs pickle (.pkl) or rosinality checkpoint (.pt) into DEST.safetensors, without executing it."""
     from ganforge.interop import import_network

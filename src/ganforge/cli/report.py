@@ -7,8 +7,11 @@ import click
 
 @click.command()
 @click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
-              help="Page to write.  [default: RUN/report.html; with several runs, report.html here]")  # fmt: skip
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Page to write.  [default: RUN/report.html; with several runs, report.html here]",
+)
 def report(runs: tuple[Path, ...], out: Path | None):
     """One self-contained HTML page of a run (summary, curves, sample grids, config, environment, alerts, files);
     with several runs their curves are overlaid. Opens offline in any browser."""

@@ -34,11 +34,13 @@ def _describe_controls(cfg: Config) -> list[str]:
     lines = []
     warmup = f" after a linear warm-up of {o.lr_warmup_kimg:g} kimg" if o.lr_warmup_kimg else ""
     if o.lr_schedule == "cosine":
-        lines.append(f"learning rate: cosine from the base rate to x{o.lr_min_ratio:g} at {o.lr_horizon_kimg:g} "
-                     f"kimg{warmup}")  # fmt: skip
+        lines.append(
+            f"learning rate: cosine from the base rate to x{o.lr_min_ratio:g} at {o.lr_horizon_kimg:g} kimg{warmup}"
+        )
     elif o.lr_schedule == "step":
-        lines.append(f"learning rate: x{o.lr_gamma:g} at each of {', '.join(f'{k:g}' for k in o.lr_steps)} kimg"
-                     f"{warmup}")  # fmt: skip
+        lines.append(
+            f"learning rate: x{o.lr_gamma:g} at each of {', '.join(f'{k:g}' for k in o.lr_steps)} kimg{warmup}"
+        )
     elif warmup:
         lines.append(f"learning rate: constant{warmup}")
     if o.freeze_d:
@@ -54,8 +56,10 @@ def _describe_controls(cfg: Config) -> list[str]:
 def _describe_memory(cfg: Config) -> list[str]:
     if not cfg.runtime.grad_checkpoint:
         return []
-    return ["gradient checkpointing: G's synthesis blocks and D's blocks recompute their activations in backward "
-            "(less memory, one more forward of each block per backward; the same gradients)"]  # fmt: skip
+    return [
+        "gradient checkpointing: G's synthesis blocks and D's blocks recompute their activations in backward "
+        "(less memory, one more forward of each block per backward; the same gradients)"
+    ]
 
 
 def _describe_auto(p: PrecisionConfig) -> list[str]:
@@ -64,8 +68,10 @@ def _describe_auto(p: PrecisionConfig) -> list[str]:
 
 def _describe_augment(a: AugmentConfig) -> str:
     if a.mode == "ada":
-        return (f"augmentation: ADA pipe {a.pipe}, target {a.target:g}, p adjusted every {a.ada_interval} D steps, "
-                f"0 to 1 in {a.ada_kimg:g} kimg")  # fmt: skip
+        return (
+            f"augmentation: ADA pipe {a.pipe}, target {a.target:g}, p adjusted every {a.ada_interval} D steps, "
+            f"0 to 1 in {a.ada_kimg:g} kimg"
+        )
     if a.mode == "fixed":
         return f"augmentation: pipe {a.pipe} at fixed p {a.p:g}"
     if a.mode == "diffaug":
@@ -78,10 +84,14 @@ def _preset_notes(cfg: Config) -> list[str]:
     notes = []
     derived_batch = auto_batch(cfg.data.resolution, cfg.world_size)
     if cfg.preset == "auto" and cfg.schedule.batch != derived_batch:
-        notes.append(f"--cfg auto with --batch {cfg.schedule.batch}: gamma and the EMA half-life are those derived "
-                     f"for the auto batch {derived_batch}, as in the official train.py, which derives them before "
-                     "--batch replaces the batch; pass --gamma to change gamma")  # fmt: skip
+        notes.append(
+            f"--cfg auto with --batch {cfg.schedule.batch}: gamma and the EMA half-life are those derived "
+            f"for the auto batch {derived_batch}, as in the official train.py, which derives them before "
+            "--batch replaces the batch; pass --gamma to change gamma"
+        )
     if cfg.preset == "cifar":
-        notes.append("--cfg cifar: D is the residual discriminator; the official cifar configuration uses the plain "
-                     "('orig') one, which ganforge does not build (see README, Presets)")  # fmt: skip
+        notes.append(
+            "--cfg cifar: D is the residual discriminator; the official cifar configuration uses the plain "
+            "('orig') one, which ganforge does not build (see README, Presets)"
+        )
     return notes

@@ -111,8 +111,9 @@ def assign_labels(files: SourceFiles, spec: str) -> tuple[dict[str, int] | None,
         text, problems = labels.csv_classes(data, Path(spec), files.names)
     label_names = _sorted_label_names(text.values())
     if len(label_names) > labels.MAX_LABEL_DIM:
-        raise UserError(f"--labels {spec}: {len(label_names)} classes, more than the {labels.MAX_LABEL_DIM} "
-                        "ganforge takes")  # fmt: skip
+        raise UserError(
+            f"--labels {spec}: {len(label_names)} classes, more than the {labels.MAX_LABEL_DIM} ganforge takes"
+        )
     index = {name: i for i, name in enumerate(label_names)}
     return {name: index[value] for name, value in text.items()}, label_names, problems
 
@@ -229,8 +230,10 @@ class _Build:
         self.shape = shape
         channels, resolution = shape[0], shape[1]
         if not resolution_ok(resolution):
-            raise UserError(f"SRC: the images are {resolution}x{resolution}, and `ganforge train` takes {RESOLUTIONS}; "
-                            "pass --resolution R to resize them")  # fmt: skip
+            raise UserError(
+                f"SRC: the images are {resolution}x{resolution}, and `ganforge train` takes {RESOLUTIONS}; "
+                "pass --resolution R to resize them"
+            )
         with writing(self.partial):
             self.partial.unlink(missing_ok=True)  # left by a build that was killed; the writers create exclusively
             if self.fmt == "zip":
@@ -333,8 +336,11 @@ def failure(listed: list[str], advice: str) -> UserError:
 def _finish(src: Path, dest: Path, state: _Build, options: BuildOptions, fmt: str) -> dict:
     listed = [f"{src}/{brief(name)}: {reason}" for name, reason in state.problems]
     if state.problems and options.on_error == "fail":
-        raise failure(listed, "nothing written. Fix or remove these files, or pass --on-error skip to build from the "
-                              "good images and list the rest in DEST.report.json")  # fmt: skip
+        raise failure(
+            listed,
+            "nothing written. Fix or remove these files, or pass --on-error skip to build from the "
+            "good images and list the rest in DEST.report.json",
+        )
     if state.writer is None or state.writer.count == 0:
         raise failure(listed or [f"SRC: {src}"], "no usable image; nothing written")
     # The worker count changes nothing in the output, so it is left out: equal inputs give byte-identical archives.

@@ -43,8 +43,10 @@ def _header_problems(ds) -> list[str]:
     """What `info` can tell without decoding every image: the limits `train` applies."""
     if resolution_ok(ds.resolution):
         return []
-    return [f"resolution {ds.resolution} is not one `ganforge train` takes ({RESOLUTIONS}); rebuild with "
-            "`ganforge dataset build --resolution R`"]  # fmt: skip
+    return [
+        f"resolution {ds.resolution} is not one `ganforge train` takes ({RESOLUTIONS}); rebuild with "
+        "`ganforge dataset build --resolution R`"
+    ]
 
 
 def info_text(summary: dict) -> str:

@@ -95,8 +95,10 @@ def decode(data: bytes, max_side: int | None = None) -> Image.Image:
             header = Image.open(io.BytesIO(data))  # reads the header only
             if max_side is not None and max(header.size) > max_side:
                 width, height = header.size
-                raise BadImage(f"size {width}x{height}, larger than the {max_side}x{max_side} this dataset's images "
-                               "may be (refused before decoding)")  # fmt: skip
+                raise BadImage(
+                    f"size {width}x{height}, larger than the {max_side}x{max_side} this dataset's images "
+                    "may be (refused before decoding)"
+                )
             header.verify()
             image = Image.open(io.BytesIO(data))
             image.load()
@@ -159,12 +161,16 @@ def _fitted(image: Image.Image, conversion: Conversion) -> Image.Image:
     if conversion.transform == "none":
         if size is None:
             if height != width or width < 4 or width & (width - 1):
-                raise BadImage(f"size {width}x{height} is not square with a power-of-two side >= 4 (`ganforge "
-                               "dataset build --resolution R` resizes)")  # fmt: skip
+                raise BadImage(
+                    f"size {width}x{height} is not square with a power-of-two side >= 4 (`ganforge "
+                    "dataset build --resolution R` resizes)"
+                )
             return image
         if (width, height) != (size, size):
-            raise BadImage(f"size {width}x{height}, not {size}x{size}; `ganforge dataset build --transform "
-                           "center-crop` or `pad` resizes")  # fmt: skip
+            raise BadImage(
+                f"size {width}x{height}, not {size}x{size}; `ganforge dataset build --transform "
+                "center-crop` or `pad` resizes"
+            )
         return image
     return _CROPPERS[conversion.transform](image, size, RESIZE_FILTERS[conversion.resize_filter])
 

@@ -91,8 +91,9 @@ def _parse_values(meta: dict, values: list, image_count: int, where: str) -> tup
         return _classes(meta, values, image_count, where)
     if all(isinstance(value, list) for value in values):
         return _vectors(values, where)
-    raise UserError(f"{where}: a label is neither a class index (a whole number) nor a list of numbers, or the two "
-                    "kinds are mixed")  # fmt: skip
+    raise UserError(
+        f"{where}: a label is neither a class index (a whole number) nor a list of numbers, or the two kinds are mixed"
+    )
 
 
 def _label_table(meta: dict | None, where: str) -> dict:

@@ -42,15 +42,31 @@ def card_path(model: Path) -> Path:
     return model.with_name(model.name + ".json")
 
 
-def make_card(options: ExportOptions, module: DeployableGenerator, model: Path, figures: Figures, limits: dict,
-              source_meta: dict, opset: int | None, quantized: list[str]) -> dict:  # fmt: skip
+def make_card(
+    options: ExportOptions,
+    module: DeployableGenerator,
+    model: Path,
+    figures: Figures,
+    limits: dict,
+    source_meta: dict,
+    opset: int | None,
+    quantized: list[str],
+) -> dict:
     """The card's fields for the candidate file `model` (hashed here) that passed its check."""
-    card = {"format_version": FORMAT_VERSION, "format": options.format, "precision": options.precision,
-            "file": options.out.name, "file_sha256": file_sha256(model), "file_bytes": model.stat().st_size,
-            "inputs": [dataclasses.asdict(spec) for spec in module.inputs()],
-            "output": dataclasses.asdict(module.output()),
-            "batch": "dynamic" if options.batch is None else options.batch, "truncation_psi": options.trunc,
-            "noise": options.noise, "output_layout": "NHWC uint8" if options.uint8 else "NCHW float32"}  # fmt: skip
+    card = {
+        "format_version": FORMAT_VERSION,
+        "format": options.format,
+        "precision": options.precision,
+        "file": options.out.name,
+        "file_sha256": file_sha256(model),
+        "file_bytes": model.stat().st_size,
+        "inputs": [dataclasses.asdict(spec) for spec in module.inputs()],
+        "output": dataclasses.asdict(module.output()),
+        "batch": "dynamic" if options.batch is None else options.batch,
+        "truncation_psi": options.trunc,
+        "noise": options.noise,
+        "output_layout": "NHWC uint8" if options.uint8 else "NCHW float32",
+    }
     if opset is not None:
         card["opset"] = opset
     card |= _precision_fields(options.precision, quantized)
@@ -73,9 +89,13 @@ def _precision_fields(precision: str, quantized: list[str]) -> dict:
 
 
 def _source(network: Path, module: DeployableGenerator, meta: dict) -> dict:
-    return {"network": network.name, "sha256": file_sha256(network),
-            "source_format": meta.get("source_format", "ganforge snapshot"),
-            "architecture": architecture_of(module.G), "config": module.G.config}  # fmt: skip
+    return {
+        "network": network.name,
+        "sha256": file_sha256(network),
+        "source_format": meta.get("source_format", "ganforge snapshot"),
+        "architecture": architecture_of(module.G),
+        "config": module.G.config,
+    }
 
 
 def _versions(fmt: str) -> dict:

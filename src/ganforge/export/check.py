@@ -80,8 +80,9 @@ class _PixelStats:
         return math.inf if mse == 0 else 10 * math.log10(2.0**2 / mse)
 
 
-def run_check(module: DeployableGenerator, runner, pixel_images: int, fid_images: int, seed: int,
-              inception_path=None) -> Figures:  # fmt: skip
+def run_check(
+    module: DeployableGenerator, runner, pixel_images: int, fid_images: int, seed: int, inception_path=None
+) -> Figures:
     """Run eager `module` and the exported model (`runner`, same call signature, CPU tensors in and out) on the same
     generated inputs. The eager module (moved there) and Inception run on the GPU when there is one, in IEEE fp32."""
     assert pixel_images >= 1 and fid_images >= 0, (pixel_images, fid_images)
@@ -106,8 +107,17 @@ def run_check(module: DeployableGenerator, runner, pixel_images: int, fid_images
                 stats.append(net(as_nchw_uint8(img[: fid_images - done]).to(device)))
         done += size
     fid, kid = _fid_kid(eager_stats, exported_stats, fid_images, seed) if net is not None else (None, None)
-    return Figures(pixel_images, pixels.max, pixels.abs_sum / pixels.count, pixels.psnr(), fid_images, fid, kid,
-                   tuple(sizes), runner.runtime)  # fmt: skip
+    return Figures(
+        pixel_images,
+        pixels.max,
+        pixels.abs_sum / pixels.count,
+        pixels.psnr(),
+        fid_images,
+        fid,
+        kid,
+        tuple(sizes),
+        runner.runtime,
+    )
 
 
 def _fid_kid(eager: FeatureStats, exported: FeatureStats, count: int, seed: int) -> tuple[float, float]:

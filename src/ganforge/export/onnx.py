@@ -36,9 +36,16 @@ def export_onnx(module: DeployableGenerator, path: Path, example: tuple) -> None
     """Write `module` as an ONNX model (opset OPSET) to `path`."""
     names = [spec.name for spec in module.inputs()]
     with quiet_exporter(), torch.no_grad():
-        program = torch.onnx.export(module, example, dynamo=True, opset_version=OPSET, input_names=names,
-                                    output_names=[module.output().name], verbose=False,
-                                    dynamic_shapes=module.dynamic_shapes(len(example)))  # fmt: skip
+        program = torch.onnx.export(
+            module,
+            example,
+            dynamo=True,
+            opset_version=OPSET,
+            input_names=names,
+            output_names=[module.output().name],
+            verbose=False,
+            dynamic_shapes=module.dynamic_shapes(len(example)),
+        )
         program.save(str(path))
 
 

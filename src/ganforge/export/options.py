@@ -97,22 +97,29 @@ class ExportOptions:
         if self.keep_float and self.precision != "int8":
             problems.append("--keep-float: only used with --precision int8")
         if self.check_fid is not None and 0 < self.check_fid < MIN_FID_IMAGES:
-            problems.append(f"--check-fid {self.check_fid}: FID and KID need at least {MIN_FID_IMAGES} images, or 0 "
-                            "for no FID check")  # fmt: skip
+            problems.append(
+                f"--check-fid {self.check_fid}: FID and KID need at least {MIN_FID_IMAGES} images, or 0 "
+                "for no FID check"
+            )
         return problems
 
     def _range_problems(self) -> list[str]:
         """Numbers outside what they can mean: counts beyond MAX_IMAGES, seeds beyond 64 bits, NaN or infinite
         limits."""
         problems = []
-        for flag, value, low, high in (("--check", self.check, 1, MAX_IMAGES), ("--check-fid", self.check_fid, 0,
-                                       MAX_IMAGES), ("--calib", self.calib, 1, MAX_IMAGES), ("--seed", self.seed, 0,
-                                       MAX_SEED)):  # fmt: skip
+        for flag, value, low, high in (
+            ("--check", self.check, 1, MAX_IMAGES),
+            ("--check-fid", self.check_fid, 0, MAX_IMAGES),
+            ("--calib", self.calib, 1, MAX_IMAGES),
+            ("--seed", self.seed, 0, MAX_SEED),
+        ):
             if value is not None and not low <= value <= high:
                 problems.append(f"{flag} {shorten(value, 24)}: must be from {low} to {high:,}")
         if self.max_abs_diff is not None and not 0 <= self.max_abs_diff <= MAX_PIXEL_DIFF:
-            problems.append(f"--max-abs-diff {self.max_abs_diff:g}: a pixel difference on the [-1, 1] scale, from 0 "
-                            f"to {MAX_PIXEL_DIFF:g} (any difference)")  # fmt: skip
+            problems.append(
+                f"--max-abs-diff {self.max_abs_diff:g}: a pixel difference on the [-1, 1] scale, from 0 "
+                f"to {MAX_PIXEL_DIFF:g} (any difference)"
+            )
         if not (math.isfinite(self.max_fid_delta) and self.max_fid_delta >= 0):
             problems.append(f"--max-fid-delta {self.max_fid_delta:g}: a finite FID of 0 or more")
         return problems
@@ -137,7 +144,8 @@ def _parse_batch(text: str, problems: list) -> int | None:
         return None
     digits = text.strip().lstrip("0")
     if not (digits.isascii() and digits.isdigit() and len(digits) <= len(str(MAX_BATCH))) or int(digits) > MAX_BATCH:
-        problems.append(f"--batch {shorten(text, 24)}: a number of images from 1 to {MAX_BATCH}, or 'dynamic' for any "
-                        "batch size")  # fmt: skip
+        problems.append(
+            f"--batch {shorten(text, 24)}: a number of images from 1 to {MAX_BATCH}, or 'dynamic' for any batch size"
+        )
         return None
     return int(digits)

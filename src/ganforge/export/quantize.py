@@ -73,7 +73,15 @@ def quantize_int8(src: Path, dst: Path, module: DeployableGenerator, layers: lis
     nodes = nodes_to_quantize(src, layers)
     assert nodes, f"no quantizable convolution found for {layers}"
     with quiet_exporter():
-        quantize_static(str(src), str(dst), _Calibration(module, calib, seed), quant_format=QuantFormat.QDQ,
-                        op_types_to_quantize=list(QUANTIZED_OPS), nodes_to_quantize=nodes, per_channel=True,
-                        activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
-                        calibrate_method=CalibrationMethod.MinMax)  # fmt: skip
+        quantize_static(
+            str(src),
+            str(dst),
+            _Calibration(module, calib, seed),
+            quant_format=QuantFormat.QDQ,
+            op_types_to_quantize=list(QUANTIZED_OPS),
+            nodes_to_quantize=nodes,
+            per_channel=True,
+            activation_type=QuantType.QUInt8,
+            weight_type=QuantType.QInt8,
+            calibrate_method=CalibrationMethod.MinMax,
+        )

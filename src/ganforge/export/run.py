@@ -41,14 +41,18 @@ def export_network(options: ExportOptions) -> dict:
             runner, opset = _export(module, options, candidate, layers)
         except OSError as error:  # the exporters write the candidate (and int8 its float model) beside --out
             raise WriteError(f"--out {write_problem(options.out, error)}") from None
-        figures = check.run_check(module, runner, options.check, options.fid_images(_device_type()), options.seed,
-                                  options.inception)  # fmt: skip
+        figures = check.run_check(
+            module, runner, options.check, options.fid_images(_device_type()), options.seed, options.inception
+        )
         limits = {"max_abs_diff": options.max_abs_diff_limit(), "max_fid_delta": options.max_fid_delta}
         failed = check.problems(figures, limits["max_abs_diff"], limits["max_fid_delta"])
         if failed:
-            raise UserError(f"--out {options.out}: not written, the export fails its check:", *failed,
-                            summary(dataclasses.asdict(figures)),
-                            "hint: " + HINTS[options.precision].format(last=layers[-1] if layers else ""))  # fmt: skip
+            raise UserError(
+                f"--out {options.out}: not written, the export fails its check:",
+                *failed,
+                summary(dataclasses.asdict(figures)),
+                "hint: " + HINTS[options.precision].format(last=layers[-1] if layers else ""),
+            )
         card = make_card(options, module, candidate, figures, limits, meta, opset, layers)
         write_card(card_path(options.out), card)  # the model's arrival is the commit: it comes last
         try:
@@ -67,9 +71,13 @@ def _check_memory(module: DeployableGenerator, options: ExportOptions) -> None:
     batch = check.CHECK_BATCH if options.batch is None else options.batch
     G, device = module.G, torch.device(_device_type())
     per_image = budget.synthesis_peak_bytes(G, lambda ws: G.synthesis(ws, noise_mode="const"))
-    need = budget.Need(f"--batch {batch}: the check runs {batch} images of {G.resolution} px at once, in PyTorch and "
-                       "in the exported model,", 2 * batch * per_image, device.type == "cuda",
-                       "use a smaller --batch, or dynamic")  # fmt: skip
+    need = budget.Need(
+        f"--batch {batch}: the check runs {batch} images of {G.resolution} px at once, in PyTorch and "
+        "in the exported model,",
+        2 * batch * per_image,
+        device.type == "cuda",
+        "use a smaller --batch, or dynamic",
+    )
     budget.check([need], budget.available_host_bytes(), budget.available_device_bytes(device))
 
 
@@ -116,8 +124,10 @@ def _export(module: DeployableGenerator, options: ExportOptions, candidate: Path
 
 def summary(figures: dict) -> str:
     """One line of the check's figures (a Figures as a dict, as in the card)."""
-    line = (f"checked {figures['images']} images: max abs diff {figures['max_abs_diff']:.3g}, mean abs diff "
-            f"{figures['mean_abs_diff']:.3g}, PSNR {figures['psnr_db']:.1f} dB")  # fmt: skip
+    line = (
+        f"checked {figures['images']} images: max abs diff {figures['max_abs_diff']:.3g}, mean abs diff "
+        f"{figures['mean_abs_diff']:.3g}, PSNR {figures['psnr_db']:.1f} dB"
+    )
     if figures["fid"] is not None:
         line += f"; FID {figures['fid']:.4g}, KID {figures['kid']:.3g} over {figures['fid_images']} images"
     return line + f" ({figures['runtime']})"

@@ -106,8 +106,9 @@ def available_host_bytes(meminfo: Path = Path("/proc/meminfo"), status: Path = P
             limits.append(info["MemAvailable"])
     soft, _hard = resource.getrlimit(resource.RLIMIT_AS)
     if soft != resource.RLIM_INFINITY and status.is_file():
-        used = next((int(line.split()[1]) * 1024 for line in status.read_text().splitlines()
-                     if line.startswith("VmSize:")), 0)  # fmt: skip
+        used = next(
+            (int(line.split()[1]) * 1024 for line in status.read_text().splitlines() if line.startswith("VmSize:")), 0
+        )
         limits.append(max(soft - used, 0))
     return min(limits) if limits else None
 
@@ -133,7 +134,9 @@ def check(needs: list[Need], host: int | None, device: int | None) -> None:
             continue
         biggest = max(mine, key=lambda n: n.nbytes)
         in_all = f" ({size_text(total)} in all)" if size_text(total) != size_text(biggest.nbytes) else ""
-        problems.append(f"{biggest.what} needs {size_text(biggest.nbytes)}{in_all}; {size_text(available)} of "
-                        f"{where} is available; {biggest.advice}")  # fmt: skip
+        problems.append(
+            f"{biggest.what} needs {size_text(biggest.nbytes)}{in_all}; {size_text(available)} of "
+            f"{where} is available; {biggest.advice}"
+        )
     if problems:
         raise UserError(*problems)

@@ -63,12 +63,16 @@ class GenerateOptions:
         return "grid" if self.grid else "interp" if self.interp else "style_mix" if self.style_mix else "images"
 
     @classmethod
-    def parse(cls, *, seeds=None, grid=None, style_mix=None, mix_layers=None, translate=None, rotate=None,
-              **fields) -> "GenerateOptions":  # fmt: skip
+    def parse(
+        cls, *, seeds=None, grid=None, style_mix=None, mix_layers=None, translate=None, rotate=None, **fields
+    ) -> "GenerateOptions":
         """From the CLI's values (seeds, grid, style_mix, mix_layers and translate as typed); UserError listing every
         problem."""
-        modes = [flag for flag, value in (("--grid", grid), ("--interp", fields.get("interp")),
-                                          ("--style-mix", style_mix)) if value]  # fmt: skip
+        modes = [
+            flag
+            for flag, value in (("--grid", grid), ("--interp", fields.get("interp")), ("--style-mix", style_mix))
+            if value
+        ]
         problems = [f"{' and '.join(modes)}: choose one output mode"] if len(modes) > 1 else []
         if style_mix and seeds:
             problems.append("--seeds: --style-mix takes its own row and column seeds; drop --seeds")
@@ -82,8 +86,12 @@ class GenerateOptions:
         ):
             if not (math.isfinite(value) and low <= value <= high):
                 problems.append(f"{flag} {value:g}: {meaning} must be a number from {low:g} to {high:g}")
-        for flag, name, low in (("--batch", "batch", 1), ("--interp", "interp", 1),
-                                ("--trunc-cutoff", "trunc_cutoff", 1), ("--class", "class_index", 0)):  # fmt: skip
+        for flag, name, low in (
+            ("--batch", "batch", 1),
+            ("--interp", "interp", 1),
+            ("--trunc-cutoff", "trunc_cutoff", 1),
+            ("--class", "class_index", 0),
+        ):
             value = fields.get(name)
             if value is not None and not low <= value <= MAX_COUNT:
                 problems.append(f"{flag} {_shown(str(value), 20)}: must be from {low} to {MAX_COUNT:,}")
@@ -109,8 +117,10 @@ class GenerateOptions:
         if self.interp and len(self.seeds) < 2:
             problems.append("--interp: needs at least two --seeds to travel between")
         elif self.image_count > MAX_COUNT:
-            problems.append(f"{self._count_flag()}: {self.image_count:,} images, more than {MAX_COUNT:,}; split the "
-                            "work into several runs")  # fmt: skip
+            problems.append(
+                f"{self._count_flag()}: {self.image_count:,} images, more than {MAX_COUNT:,}; split the "
+                "work into several runs"
+            )
         return problems
 
     @property
@@ -144,8 +154,10 @@ class GenerateOptions:
                 f"--trunc-cutoff {self.trunc_cutoff}: {self.network} has {G.num_ws} ws; use 1 to {G.num_ws}"
             )
         if self.moves and not hasattr(G.synthesis, "input"):
-            problems.append(f"--translate/--rotate: {self.network} is a StyleGAN2 generator; only StyleGAN3 moves its "
-                            "image through the input transform")  # fmt: skip
+            problems.append(
+                f"--translate/--rotate: {self.network} is a StyleGAN2 generator; only StyleGAN3 moves its "
+                "image through the input transform"
+            )
         too_deep = [layer for layer in self.mix_layers or () if layer >= G.num_ws]
         if too_deep:
             problems.append(f"--mix-layers: {self.network} has layers 0 to {G.num_ws - 1}, not {too_deep}")
@@ -221,6 +233,7 @@ def _parse_translate(text: str, problems: list) -> tuple[float, float]:
             return x, y
     except ValueError:
         pass  # reported below, with the other malformed forms
-    problems.append(f"--translate {_shown(text)}: write X,Y in image widths, each from {low:g} to {high:g}, e.g. "
-                    "0.25,-0.1")  # fmt: skip
+    problems.append(
+        f"--translate {_shown(text)}: write X,Y in image widths, each from {low:g} to {high:g}, e.g. 0.25,-0.1"
+    )
     return (0.0, 0.0)

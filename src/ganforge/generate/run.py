@@ -46,8 +46,12 @@ def generate(options: GenerateOptions) -> dict:
             _style_mix(G, options, renderer)
     finally:
         renderer.close()
-    return {"written": names, "images": renderer.images, "images_per_second": renderer.images_per_second,
-            "device": str(device)}  # fmt: skip
+    return {
+        "written": names,
+        "images": renderer.images,
+        "images_per_second": renderer.images_per_second,
+        "device": str(device),
+    }
 
 
 def _file_names(o: GenerateOptions, animation: str | None) -> list[str]:
@@ -79,8 +83,11 @@ def _check_budget(G, o: GenerateOptions, renderer: Renderer, device: torch.devic
     budget.check(needs, budget.available_host_bytes(), budget.available_device_bytes(device))
     free = outputs.free_bytes(o.outdir)
     if disk > free:
-        warnings.warn(f"--outdir {o.outdir}: the images may need up to {budget.size_text(disk)} (their uncompressed "
-                      f"size), {budget.size_text(free)} is free there", stacklevel=2)  # fmt: skip
+        warnings.warn(
+            f"--outdir {o.outdir}: the images may need up to {budget.size_text(disk)} (their uncompressed "
+            f"size), {budget.size_text(free)} is free there",
+            stacklevel=2,
+        )
 
 
 def needs_of(o: GenerateOptions, res: int, channels: int, per_image: int, cuda: bool, animation: str | None):
@@ -90,10 +97,11 @@ def needs_of(o: GenerateOptions, res: int, channels: int, per_image: int, cuda: 
     batch = min(o.batch, max(len(rows) * len(cols), len(rows), len(cols), o.image_count if not rows else 0))
     smaller = "use a smaller --batch"
     needs = [
-        budget.Need(f"--batch {o.batch}: {batch:,} images of {res} px synthesized at once", batch * per_image, cuda,
-                    smaller),
+        budget.Need(
+            f"--batch {o.batch}: {batch:,} images of {res} px synthesized at once", batch * per_image, cuda, smaller
+        ),
         budget.Need(f"--batch {o.batch}: {batch:,} images of {res} px", batch * image * (4 + 1), False, smaller),
-    ]  # fmt: skip
+    ]
     if o.mode == "grid":
         r, c = o.grid
         what = f"--grid {r}x{c} at {res} px: a {c * res}x{r * res} image"
@@ -105,10 +113,14 @@ def needs_of(o: GenerateOptions, res: int, channels: int, per_image: int, cuda: 
         needs.append(budget.Need(what, r * c * image, False, "use fewer row or column seeds"))
         return needs, r * c * image
     if o.mode == "interp" and animation != "mp4":  # mp4 streams its frames to ffmpeg
-        needs.append(budget.Need(f"--interp {o.interp}: {o.image_count:,} frames of {res} px in one {animation} file "
-                                 "(held at once)", budget.FRAME_COPIES * o.image_count * image, False,
-                                 "use fewer frames or seeds, or mp4 (pip install 'ganforge[video]'), which streams "
-                                 "them"))  # fmt: skip
+        needs.append(
+            budget.Need(
+                f"--interp {o.interp}: {o.image_count:,} frames of {res} px in one {animation} file (held at once)",
+                budget.FRAME_COPIES * o.image_count * image,
+                False,
+                "use fewer frames or seeds, or mp4 (pip install 'ganforge[video]'), which streams them",
+            )
+        )
     return needs, 0 if animation == "mp4" else o.image_count * image
 
 
@@ -179,5 +191,7 @@ def _style_mix(G, o: GenerateOptions, render: Renderer) -> None:
 def closing_note(summary: dict, outdir: Path) -> str:
     written = summary["written"]
     what = written[0] if len(written) == 1 else f"{len(written)} images ({written[0]} ... {written[-1]})"
-    return (f"wrote {what} to {outdir}: {summary['images']} images generated, "
-            f"{summary['images_per_second']:.1f} img/s on {summary['device']}")  # fmt: skip
+    return (
+        f"wrote {what} to {outdir}: {summary['images']} images generated, "
+        f"{summary['images_per_second']:.1f} img/s on {summary['device']}"
+    )

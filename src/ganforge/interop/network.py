@@ -24,8 +24,10 @@ from ganforge.snapshot import load_snapshot, save_discriminator, save_snapshot
 
 SNAPSHOT, NVLABS, ROSINALITY = "ganforge snapshot", "NVlabs pickle", "rosinality checkpoint"
 WHICH = ("G_ema", "G", "D")
-SUPPORTED = ("supported: a ganforge snapshot (.safetensors), an NVlabs stylegan2-ada-pytorch or stylegan3 network "
-             "pickle (.pkl), a rosinality stylegan2-pytorch checkpoint (.pt)")  # fmt: skip
+SUPPORTED = (
+    "supported: a ganforge snapshot (.safetensors), an NVlabs stylegan2-ada-pytorch or stylegan3 network "
+    "pickle (.pkl), a rosinality stylegan2-pytorch checkpoint (.pt)"
+)
 ZIP_MAGIC = b"PK\x03\x04"  # torch.save's format since PyTorch 1.6
 LEGACY_TORCH_MAGIC = b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19"  # older torch.save: a pickled magic
 PICKLE_PROTO = b"\x80"  # then the protocol number, 2 to 5

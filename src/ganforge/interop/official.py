@@ -82,8 +82,10 @@ def module_tensors(path: Path, record: PersistentRecord) -> dict[str, torch.Tens
     while pending:
         rec, prefix = pending.pop()
         if id(rec) in seen:
-            raise UserError(f"{path}: module {prefix[:-1] or 'the network'} appears twice in the module tree; not a "
-                            "network NVlabs wrote")  # fmt: skip
+            raise UserError(
+                f"{path}: module {prefix[:-1] or 'the network'} appears twice in the module tree; not a "
+                "network NVlabs wrote"
+            )
         seen.add(id(rec))
         if prefix.count(".") > MAX_MODULE_DEPTH:
             raise UserError(f"{path}: modules nested more than {MAX_MODULE_DEPTH} deep; not a StyleGAN network")
@@ -161,8 +163,11 @@ def required_kwargs(path: Path, kwargs: dict, names: tuple, problems: list) -> d
     (their limits are checked with the whole architecture)."""
     problems += [f"{path}: constructor argument {n} is missing" for n in names if n not in kwargs]
     values = {n: kwargs.pop(n, None) for n in names}
-    problems += [f"{path}: constructor argument {n}={shown(v)} is not an integer"
-                 for n, v in values.items() if v is not None and type(v) is not int]  # fmt: skip
+    problems += [
+        f"{path}: constructor argument {n}={shown(v)} is not an integer"
+        for n, v in values.items()
+        if v is not None and type(v) is not int
+    ]
     return values
 
 
@@ -178,10 +183,18 @@ def generator_arch(path: Path, kwargs: dict) -> dict:
     synthesis = settings(f"{path}: synthesis_kwargs.", synthesis_given, SYNTHESIS_RULES, problems)
     if problems:
         raise UserError(*listed("", problems, f"{path}: "))
-    return dict(resolution=top["img_resolution"], img_channels=top["img_channels"], c_dim=top["c_dim"],
-                z_dim=top["z_dim"], w_dim=w_dim, channel_base=synthesis["channel_base"],
-                channel_max=synthesis["channel_max"], mapping_layers=mapping["num_layers"],
-                num_fp16_res=synthesis["num_fp16_res"], conv_clamp=synthesis["conv_clamp"])  # fmt: skip
+    return dict(
+        resolution=top["img_resolution"],
+        img_channels=top["img_channels"],
+        c_dim=top["c_dim"],
+        z_dim=top["z_dim"],
+        w_dim=w_dim,
+        channel_base=synthesis["channel_base"],
+        channel_max=synthesis["channel_max"],
+        mapping_layers=mapping["num_layers"],
+        num_fp16_res=synthesis["num_fp16_res"],
+        conv_clamp=synthesis["conv_clamp"],
+    )
 
 
 def discriminator_arch(path: Path, kwargs: dict) -> dict:
@@ -201,10 +214,16 @@ def discriminator_arch(path: Path, kwargs: dict) -> dict:
         problems.append(f"{path}: epilogue_kwargs.mbstd_group_size=None (the whole minibatch) is not supported")
     if problems:
         raise UserError(*listed("", problems, f"{path}: "))
-    return dict(resolution=top["img_resolution"], img_channels=top["img_channels"], c_dim=top["c_dim"],
-                channel_base=main["channel_base"], channel_max=main["channel_max"],
-                mbstd_group_size=head["mbstd_group_size"], num_fp16_res=main["num_fp16_res"],
-                conv_clamp=main["conv_clamp"])  # fmt: skip
+    return dict(
+        resolution=top["img_resolution"],
+        img_channels=top["img_channels"],
+        c_dim=top["c_dim"],
+        channel_base=main["channel_base"],
+        channel_max=main["channel_max"],
+        mbstd_group_size=head["mbstd_group_size"],
+        num_fp16_res=main["num_fp16_res"],
+        conv_clamp=main["conv_clamp"],
+    )
 
 
 def generator_kwargs(path: Path, record: PersistentRecord) -> dict:
@@ -217,8 +236,10 @@ def read_generator(path: Path, record: PersistentRecord) -> tuple[Generator, dic
     kwargs = _init_kwargs(path, record, "Generator")
     synthesis = child(record, "synthesis")
     if isinstance(synthesis, PersistentRecord) and child(synthesis, "b4") is None:
-        raise UserError(f"{path}: its synthesis network is neither StyleGAN2's (no b4 block) nor StyleGAN3's (no "
-                        "input layer); not a network ganforge can read")  # fmt: skip
+        raise UserError(
+            f"{path}: its synthesis network is neither StyleGAN2's (no b4 block) nor StyleGAN3's (no "
+            "input layer); not a network ganforge can read"
+        )
     arch = generator_arch(path, kwargs)
     tensors = drop_resample_filters(path, module_tensors(path, record))
     return build_network(path, Generator, arch, tensors), arch

@@ -41,8 +41,18 @@ from ganforge.errors import UserError
 from ganforge.limits import shown_name
 
 # Malformed streams surface as any of these from pickle, from our stand-ins, or from torch.load.
-_DECODE_ERRORS = (pickle.UnpicklingError, EOFError, ValueError, TypeError, KeyError, IndexError, AttributeError,
-                  RuntimeError, OverflowError, struct.error)  # fmt: skip
+_DECODE_ERRORS = (
+    pickle.UnpicklingError,
+    EOFError,
+    ValueError,
+    TypeError,
+    KeyError,
+    IndexError,
+    AttributeError,
+    RuntimeError,
+    OverflowError,
+    struct.error,
+)
 MAX_MESSAGE_DETAIL = 200  # characters of a decoding error quoted in a message
 
 
@@ -140,8 +150,10 @@ def _load_storage(data) -> _Storage:
         try:
             storage = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
         except (*_DECODE_ERRORS, AssertionError):  # torch's legacy reader asserts what the stream must hold
-            raise pickle.UnpicklingError("a nested tensor storage is not plain tensor data (torch.load with "
-                                         "weights_only=True refused or could not read it)") from None  # fmt: skip
+            raise pickle.UnpicklingError(
+                "a nested tensor storage is not plain tensor data (torch.load with "
+                "weights_only=True refused or could not read it)"
+            ) from None
         if not isinstance(storage, torch.TypedStorage):
             raise pickle.UnpicklingError(f"a nested storage holds {type(storage).__name__}, not a tensor storage")
         untyped = storage.untyped()
@@ -241,8 +253,9 @@ class _RestrictedUnpickler(pickle._Unpickler):
         if type(target) in BUILD_TARGETS:
             target.__setstate__(state)
         elif not (type(target) in DICTS and (state is None or (type(state) is dict and not state))):  # a no-op
-            raise pickle.UnpicklingError(f"the pickle sets the state of a {_kind(target)} (BUILD), which a network "
-                                         "pickle never does")  # fmt: skip
+            raise pickle.UnpicklingError(
+                f"the pickle sets the state of a {_kind(target)} (BUILD), which a network pickle never does"
+            )
         self.stack.pop()
 
     def load_setitem(self):
@@ -286,13 +299,19 @@ class _RestrictedUnpickler(pickle._Unpickler):
         return self.metastack[-1][-1]
 
 
-_RestrictedUnpickler.dispatch.update({
-    pickle.BUILD[0]: _RestrictedUnpickler.load_build, pickle.SETITEM[0]: _RestrictedUnpickler.load_setitem,
-    pickle.SETITEMS[0]: _RestrictedUnpickler.load_setitems, pickle.APPEND[0]: _RestrictedUnpickler.load_append,
-    pickle.APPENDS[0]: _RestrictedUnpickler.load_appends, pickle.ADDITEMS[0]: _RestrictedUnpickler.load_additems,
-    pickle.DICT[0]: _RestrictedUnpickler.load_dict, pickle.FROZENSET[0]: _RestrictedUnpickler.load_frozenset,
-    pickle.BYTEARRAY8[0]: _RestrictedUnpickler.load_bytearray8,
-})  # fmt: skip
+_RestrictedUnpickler.dispatch.update(
+    {
+        pickle.BUILD[0]: _RestrictedUnpickler.load_build,
+        pickle.SETITEM[0]: _RestrictedUnpickler.load_setitem,
+        pickle.SETITEMS[0]: _RestrictedUnpickler.load_setitems,
+        pickle.APPEND[0]: _RestrictedUnpickler.load_append,
+        pickle.APPENDS[0]: _RestrictedUnpickler.load_appends,
+        pickle.ADDITEMS[0]: _RestrictedUnpickler.load_additems,
+        pickle.DICT[0]: _RestrictedUnpickler.load_dict,
+        pickle.FROZENSET[0]: _RestrictedUnpickler.load_frozenset,
+        pickle.BYTEARRAY8[0]: _RestrictedUnpickler.load_bytearray8,
+    }
+)
 
 
 def _expect(target, types: tuple, opcode: str) -> None:
@@ -328,8 +347,9 @@ def _check_storages(built: list) -> None:
     for tensor, storage in built:
         current = tensor.untyped_storage()
         if current.data_ptr() != storage.data_ptr or current.nbytes() != storage.nbytes:
-            raise pickle.UnpicklingError(f"a tensor's storage now holds {current.nbytes()} bytes, but the file "
-                                         f"supplied {storage.nbytes}")  # fmt: skip
+            raise pickle.UnpicklingError(
+                f"a tensor's storage now holds {current.nbytes()} bytes, but the file supplied {storage.nbytes}"
+            )
         if tensor.dtype != storage.dtype:
             raise pickle.UnpicklingError("a tensor's element type changed after it was read")
         _check_view(storage, tensor.storage_offset(), tuple(tensor.shape), tuple(tensor.stride()))
@@ -355,7 +375,11 @@ def read_pickle(path: Path):
 
 def _refusal(path: Path, qualname: str) -> str:
     if qualname.startswith("dnnlib.tflib"):
-        return (f"{path}: a TensorFlow StyleGAN pickle ({qualname}); ganforge reads the PyTorch pickles of "
-                "stylegan2-ada-pytorch and stylegan3: convert it with stylegan2-ada-pytorch's legacy.py")  # fmt: skip
-    return (f"{path}: refused: the pickle asks for {qualname}, which is not part of a StyleGAN2 network pickle; "
-            "ganforge never runs code from a file, and nothing from this one was run")  # fmt: skip
+        return (
+            f"{path}: a TensorFlow StyleGAN pickle ({qualname}); ganforge reads the PyTorch pickles of "
+            "stylegan2-ada-pytorch and stylegan3: convert it with stylegan2-ada-pytorch's legacy.py"
+        )
+    return (
+        f"{path}: refused: the pickle asks for {qualname}, which is not part of a StyleGAN2 network pickle; "
+        "ganforge never runs code from a file, and nothing from this one was run"
+    )

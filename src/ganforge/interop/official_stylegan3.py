@@ -22,12 +22,24 @@ G_REQUIRED = ("z_dim", "c_dim", "w_dim", "img_resolution", "img_channels")
 MAPPING_RULES = {"num_layers": (2, ANY), "lr_multiplier": (0.01, [0.01]), "w_avg_beta": IGNORE}
 # Defaults of the official SynthesisNetwork and SynthesisLayer (Karras et al. 2021, App. F and its released code).
 SYNTHESIS_RULES = {
-    "channel_base": (32768, ANY), "channel_max": (512, ANY), "num_fp16_res": (4, ANY), "conv_clamp": (256, ANY),
-    "num_layers": (14, ANY), "num_critical": (2, [2]), "first_cutoff": (2, [2]), "first_stopband": (2**2.1, ANY),
-    "last_stopband_rel": (2**0.3, ANY), "margin_size": (10, [10]), "output_scale": (0.25, [0.25]),
-    "conv_kernel": (3, [3, 1]), "use_radial_filters": (False, [False, True]), "filter_size": (6, [6]),
-    "lrelu_upsampling": (2, [2]), "use_fp16": IGNORE, "magnitude_ema_beta": IGNORE,
-}  # fmt: skip
+    "channel_base": (32768, ANY),
+    "channel_max": (512, ANY),
+    "num_fp16_res": (4, ANY),
+    "conv_clamp": (256, ANY),
+    "num_layers": (14, ANY),
+    "num_critical": (2, [2]),
+    "first_cutoff": (2, [2]),
+    "first_stopband": (2**2.1, ANY),
+    "last_stopband_rel": (2**0.3, ANY),
+    "margin_size": (10, [10]),
+    "output_scale": (0.25, [0.25]),
+    "conv_kernel": (3, [3, 1]),
+    "use_radial_filters": (False, [False, True]),
+    "filter_size": (6, [6]),
+    "lrelu_upsampling": (2, [2]),
+    "use_fp16": IGNORE,
+    "magnitude_ema_beta": IGNORE,
+}
 FLOAT_SETTINGS = ("first_stopband", "last_stopband_rel")  # exact powers of two in float, compared within rounding
 
 
@@ -49,16 +61,27 @@ def stylegan3_arch(path: Path, kwargs: dict) -> dict:
             problems.append(f"{path}: {name}={shown(value)}: ganforge implements only {SYNTHESIS_RULES[name][0]!r}")
     radial, kernel = synthesis["use_radial_filters"], synthesis["conv_kernel"]
     if (kernel == 1) != radial:
-        problems.append(f"{path}: conv_kernel={kernel} with use_radial_filters={radial}: ganforge implements config T "
-                        "(3, False) and config R (1, True)")  # fmt: skip
+        problems.append(
+            f"{path}: conv_kernel={kernel} with use_radial_filters={radial}: ganforge implements config T "
+            "(3, False) and config R (1, True)"
+        )
     if problems:
         raise UserError(*listed("", problems, f"{path}: "))
     widen = 2 if radial else 1  # the official script recorded config R's doubled widths
-    return dict(resolution=top["img_resolution"], img_channels=top["img_channels"], c_dim=top["c_dim"],
-                z_dim=top["z_dim"], w_dim=top["w_dim"], channel_base=_narrowed(synthesis["channel_base"], widen),
-                channel_max=_narrowed(synthesis["channel_max"], widen), mapping_layers=mapping["num_layers"],
-                num_fp16_res=synthesis["num_fp16_res"], conv_clamp=synthesis["conv_clamp"],
-                config="r" if radial else "t", num_layers=synthesis["num_layers"])  # fmt: skip
+    return dict(
+        resolution=top["img_resolution"],
+        img_channels=top["img_channels"],
+        c_dim=top["c_dim"],
+        z_dim=top["z_dim"],
+        w_dim=top["w_dim"],
+        channel_base=_narrowed(synthesis["channel_base"], widen),
+        channel_max=_narrowed(synthesis["channel_max"], widen),
+        mapping_layers=mapping["num_layers"],
+        num_fp16_res=synthesis["num_fp16_res"],
+        conv_clamp=synthesis["conv_clamp"],
+        config="r" if radial else "t",
+        num_layers=synthesis["num_layers"],
+    )
 
 
 def _narrowed(width, widen: int):

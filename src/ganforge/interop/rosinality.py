@@ -55,12 +55,23 @@ MAX_BLOCKS = 16  # resolution is 2^(blocks + 2): more blocks than any size ganfo
 MODULATED = {"conv.weight": "weight", "conv.modulation.weight": "affine.weight", "conv.modulation.bias": "affine.bias"}
 STYLED_CONV = {**MODULATED, "noise.weight": "noise_strength", "activate.bias": "bias"}
 TO_RGB = {**MODULATED, "bias": "bias"}
-D_LAYERS = {"conv1.0.weight": "conv0.weight", "conv1.1.bias": "conv0.bias", "conv2.1.weight": "conv1.weight",
-            "conv2.2.bias": "conv1.bias", "skip.1.weight": "skip.weight"}  # fmt: skip
-D_HEAD = {"convs.0.0.weight": "b{R}.fromrgb.weight", "convs.0.1.bias": "b{R}.fromrgb.bias",
-          "final_conv.0.weight": "b4.conv.weight", "final_conv.1.bias": "b4.conv.bias",
-          "final_linear.0.weight": "b4.fc.weight", "final_linear.0.bias": "b4.fc.bias",
-          "final_linear.1.weight": "b4.out.weight", "final_linear.1.bias": "b4.out.bias"}  # fmt: skip
+D_LAYERS = {
+    "conv1.0.weight": "conv0.weight",
+    "conv1.1.bias": "conv0.bias",
+    "conv2.1.weight": "conv1.weight",
+    "conv2.2.bias": "conv1.bias",
+    "skip.1.weight": "skip.weight",
+}
+D_HEAD = {
+    "convs.0.0.weight": "b{R}.fromrgb.weight",
+    "convs.0.1.bias": "b{R}.fromrgb.bias",
+    "final_conv.0.weight": "b4.conv.weight",
+    "final_conv.1.bias": "b4.conv.bias",
+    "final_linear.0.weight": "b4.fc.weight",
+    "final_linear.0.bias": "b4.fc.bias",
+    "final_linear.1.weight": "b4.out.weight",
+    "final_linear.1.bias": "b4.out.bias",
+}
 
 
 def read_checkpoint(path: Path) -> dict:
@@ -77,8 +88,10 @@ def read_checkpoint(path: Path) -> dict:
     except pickle.UnpicklingError as err:
         found = re.search(r"GLOBAL ([\w.]{1,100})", str(err)[:4000])
         what = f"asks for {found.group(1)}" if found else "holds objects other than tensors and plain data"
-        raise UserError(f"{path}: refused: the checkpoint {what}; ganforge never runs code from a file, and nothing "
-                        "from this one was run") from None  # fmt: skip
+        raise UserError(
+            f"{path}: refused: the checkpoint {what}; ganforge never runs code from a file, and nothing "
+            "from this one was run"
+        ) from None
     except (
         RuntimeError,
         EOFError,
@@ -97,8 +110,10 @@ def read_checkpoint(path: Path) -> dict:
         raise UserError(f"{path}: not a readable PyTorch checkpoint (nested too deeply)") from None
     if not isinstance(checkpoint, dict) or not any(isinstance(checkpoint.get(k), dict) for k in SOURCE_KEYS.values()):
         keys = ", ".join(map(shown_name, list(checkpoint)[:8])) if isinstance(checkpoint, dict) else shown(checkpoint)
-        raise UserError(f"{path}: a PyTorch checkpoint, but not a rosinality stylegan2-pytorch one (no g_ema, g or d; "
-                        f"it holds {keys})")  # fmt: skip
+        raise UserError(
+            f"{path}: a PyTorch checkpoint, but not a rosinality stylegan2-pytorch one (no g_ema, g or d; "
+            f"it holds {keys})"
+        )
     return checkpoint
 
 
@@ -150,18 +165,31 @@ def _check_zip(path: Path) -> None:
             for info in members:
                 name = shown_name(info.filename)
                 if info.compress_type != zipfile.ZIP_STORED or info.file_size != info.compress_size:
-                    raise UserError(f"{path}: member {name} is compressed; torch.save stores its members uncompressed, "
-                                    "so this is not a checkpoint it wrote")  # fmt: skip
+                    raise UserError(
+                        f"{path}: member {name} is compressed; torch.save stores its members uncompressed, "
+                        "so this is not a checkpoint it wrote"
+                    )
                 if info.header_offset + info.compress_size > size:
-                    raise UserError(f"{path}: member {name} reaches beyond the end of the file; it is truncated, copy "
-                                    "it again")  # fmt: skip
+                    raise UserError(
+                        f"{path}: member {name} reaches beyond the end of the file; it is truncated, copy it again"
+                    )
                 with archive.open(info) as member:  # reading to the end checks the CRC
                     while member.read(1 << 20):
                         pass
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, RuntimeError, ValueError, EOFError,
-            OverflowError, struct.error, OSError) as err:  # fmt: skip
-        raise UserError(f"{path}: not a readable PyTorch checkpoint, a damaged zip archive ({_detail(err)}); copy it "
-                        "again") from None  # fmt: skip
+    except (
+        zipfile.BadZipFile,
+        zipfile.LargeZipFile,
+        NotImplementedError,
+        RuntimeError,
+        ValueError,
+        EOFError,
+        OverflowError,
+        struct.error,
+        OSError,
+    ) as err:
+        raise UserError(
+            f"{path}: not a readable PyTorch checkpoint, a damaged zip archive ({_detail(err)}); copy it again"
+        ) from None
 
 
 def state_dict(path: Path, checkpoint: dict, which: str) -> dict:
@@ -174,12 +202,15 @@ def state_dict(path: Path, checkpoint: dict, which: str) -> dict:
         if not (isinstance(name, str) and len(name) <= MAX_NAME_CHARS):
             raise UserError(f"{path}: {SOURCE_KEYS[which]} has an entry named {shown_name(name)}; not a state dict")
         if not (isinstance(value, torch.Tensor) and value.layout == torch.strided and value.is_floating_point()):
-            raise UserError(f"{path}: {SOURCE_KEYS[which]}.{name} is {shown(value)}, not a tensor of floating-point "
-                            "numbers")  # fmt: skip
+            raise UserError(
+                f"{path}: {SOURCE_KEYS[which]}.{name} is {shown(value)}, not a tensor of floating-point numbers"
+            )
         if value.numel() * value.element_size() > value.untyped_storage().nbytes():
-            raise UserError(f"{path}: {SOURCE_KEYS[which]}.{name} has {value.numel()} elements over a storage of "
-                            f"{value.untyped_storage().nbytes()} bytes (elements repeated); not a state dict "
-                            "torch.save wrote of a network")  # fmt: skip
+            raise UserError(
+                f"{path}: {SOURCE_KEYS[which]}.{name} has {value.numel()} elements over a storage of "
+                f"{value.untyped_storage().nbytes()} bytes (elements repeated); not a state dict "
+                "torch.save wrote of a network"
+            )
     return tensors
 
 
@@ -242,8 +273,9 @@ def _shape(path: Path, tensors: dict, key: str, dims: int) -> torch.Size:
     if key not in tensors:
         raise UserError(f"{path}: tensor {key} is missing; not a rosinality StyleGAN2 network")
     if tensors[key].ndim != dims:
-        raise UserError(f"{path}: tensor {key} has {tensors[key].ndim} dimensions, not {dims}; not a rosinality "
-                        "StyleGAN2 network")  # fmt: skip
+        raise UserError(
+            f"{path}: tensor {key} has {tensors[key].ndim} dimensions, not {dims}; not a rosinality StyleGAN2 network"
+        )
     return tensors[key].shape
 
 
@@ -257,9 +289,16 @@ def read_generator(path: Path, checkpoint: dict, which: str) -> tuple[Generator,
     size = 2 ** (min(_count(tensors, r"to_rgbs\.\d+\.conv\.weight"), MAX_BLOCKS) + 2)
     style_dim, n_mlp = _shape(path, tensors, "style.1.weight", 2)[1], _count(tensors, r"style\.\d+\.weight")
     top = "to_rgb1" if size == 4 else f"to_rgbs.{size.bit_length() - 4}"
-    arch = dict(resolution=size, img_channels=_shape(path, tensors, "to_rgb1.bias", 4).numel(), c_dim=0,
-                z_dim=style_dim, w_dim=style_dim, channel_base=_shape(path, tensors, f"{top}.conv.weight", 5)[2] * size,
-                channel_max=_shape(path, tensors, "input.input", 4)[1], mapping_layers=n_mlp)  # fmt: skip
+    arch = dict(
+        resolution=size,
+        img_channels=_shape(path, tensors, "to_rgb1.bias", 4).numel(),
+        c_dim=0,
+        z_dim=style_dim,
+        w_dim=style_dim,
+        channel_base=_shape(path, tensors, f"{top}.conv.weight", 5)[2] * size,
+        channel_max=_shape(path, tensors, "input.input", 4)[1],
+        mapping_layers=n_mlp,
+    )
     renamed = _rename(path, tensors, _generator_name, kernel_gain=4.0)  # upsampling kernels carry the gain 4
     latent_avg = checkpoint.get("latent_avg") if which == "G_ema" else None
     estimate = not isinstance(latent_avg, torch.Tensor)
@@ -285,8 +324,13 @@ def read_discriminator(path: Path, checkpoint: dict) -> tuple[Discriminator, dic
     """A ganforge Discriminator equal to a rosinality one (minibatch-stddev group 4), and its inferred size."""
     tensors = state_dict(path, checkpoint, "D")
     size = 2 ** (min(_count(tensors, r"convs\.\d+\.conv1\.0\.weight"), MAX_BLOCKS) + 2)
-    arch = dict(resolution=size, img_channels=_shape(path, tensors, "convs.0.0.weight", 4)[1], c_dim=0,
-                channel_base=_shape(path, tensors, "convs.0.0.weight", 4)[0] * size,
-                channel_max=_shape(path, tensors, "final_conv.0.weight", 4)[0], mbstd_group_size=4)  # fmt: skip
+    arch = dict(
+        resolution=size,
+        img_channels=_shape(path, tensors, "convs.0.0.weight", 4)[1],
+        c_dim=0,
+        channel_base=_shape(path, tensors, "convs.0.0.weight", 4)[0] * size,
+        channel_max=_shape(path, tensors, "final_conv.0.weight", 4)[0],
+        mbstd_group_size=4,
+    )
     renamed = _rename(path, tensors, lambda key: _discriminator_name(key, size), kernel_gain=1.0)
     return build_network(path, Discriminator, arch, renamed), {"size": size}

@@ -84,8 +84,13 @@ def _lanczos_window(x: torch.Tensor, a: int) -> torch.Tensor:
     return torch.where(x.abs() < a, torch.sinc(x / a), torch.zeros_like(x))
 
 
-def bandlimit_filter(motion: torch.Tensor, up: int, a: int = LANCZOS_A, support: int = ROTATE_SUPPORT,
-                     design_support: int = DESIGN_SUPPORT) -> torch.Tensor:  # fmt: skip
+def bandlimit_filter(
+    motion: torch.Tensor,
+    up: int,
+    a: int = LANCZOS_A,
+    support: int = ROTATE_SUPPORT,
+    design_support: int = DESIGN_SUPPORT,
+) -> torch.Tensor:
     """2-D FIR filter, sampled at 1/up pixel, that keeps the frequencies inside both the image's Nyquist square and
     that square rotated by the 2x2 `motion`, windowed the same way (App. E.3). [2 support up - 1] squared taps.
 
@@ -201,8 +206,9 @@ def _check_generator(G, name: str) -> None:
     if G is None:
         raise UserError(f"--metrics: {name} measures a generator; pass --network SNAPSHOT instead of --fake images")
     if "transform" not in inspect.signature(G.synthesis.forward).parameters:
-        raise UserError(f"--network: {name} needs a generator with an input transform (StyleGAN3); "
-                        f"this {type(G).__name__} has none")  # fmt: skip
+        raise UserError(
+            f"--network: {name} needs a generator with an input transform (StyleGAN3); this {type(G).__name__} has none"
+        )
 
 
 def _labels(G, positions: list[int], seed: int) -> torch.Tensor:

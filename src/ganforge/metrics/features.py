@@ -157,8 +157,9 @@ class FeatureStats:
             path.parent.mkdir(parents=True, exist_ok=True)
             replace_file(path, buffer.getvalue())
         except (OSError, WriteError) as error:
-            warnings.warn(f"{shorten(path)}: the reference statistics are not cached ({shorten(error, 300)})",
-                          stacklevel=2)  # fmt: skip
+            warnings.warn(
+                f"{shorten(path)}: the reference statistics are not cached ({shorten(error, 300)})", stacklevel=2
+            )
 
     @classmethod
     def load(cls, path: Path, capture_all: bool, device) -> "FeatureStats | None":

@@ -35,8 +35,10 @@ def pr(ev, num_real: int | None, num_gen: int, k: int = 3) -> dict | None:
     """Precision and recall with k-NN balls on Inception features; None on ranks other than 0."""
     counts = ev.real_count(num_real), ev.fake_count(num_gen)
     if min(counts) <= k:
-        raise UserError(f"pr: {min(counts)} images, but k={k} nearest neighbours need more than {k} in each set; "
-                        "raise --num-gen / --num-real or use more images")  # fmt: skip
+        raise UserError(
+            f"pr: {min(counts)} images, but k={k} nearest neighbours need more than {k} in each set; "
+            "raise --num-gen / --num-real or use more images"
+        )
     real = ev.real_features(num_real, capture_all=True)
     fake = ev.fake_features(num_gen, capture_all=True)
     if not dist.is_main():

@@ -50,9 +50,11 @@ def data_bound(record: dict, history: list[dict], world: int) -> dict[str, str]:
     wait = record.get("Timing/data_wait_share", 0.0)
     if not utils or wait < DATA_WAIT_SHARE or sum(utils) / len(utils) >= LOW_UTIL_PCT:
         return {}
-    return {"data_bound": f"data-bound: GPU utilisation {sum(utils) / len(utils):.0f}% while {100 * wait:.0f}% of "
-                          "the time goes to waiting for data; build the dataset with `ganforge dataset build --format "
-                          "fast`, raise --workers, or read it from local disk or /dev/shm"}  # fmt: skip
+    return {
+        "data_bound": f"data-bound: GPU utilisation {sum(utils) / len(utils):.0f}% while {100 * wait:.0f}% of "
+        "the time goes to waiting for data; build the dataset with `ganforge dataset build --format "
+        "fast`, raise --workers, or read it from local disk or /dev/shm"
+    }
 
 
 def memory_growth(record: dict, history: list[dict], world: int) -> dict[str, str]:
@@ -62,26 +64,32 @@ def memory_growth(record: dict, history: list[dict], world: int) -> dict[str, st
     if len(recent) <= GROWTH_TICKS or not all(b > a for a, b in zip(recent, recent[1:], strict=False)):
         return {}
     growth = recent[-1] - recent[0]
-    return {"memory_growth": f"possible memory leak: allocated memory grew {GROWTH_TICKS} ticks in a row, by "
-                             f"{growth:.3f} GB up to tick {record['tick']} ({series[-1]:.2f} GB); look for tensors "
-                             "kept across steps (statistics that are not detached)"}  # fmt: skip
+    return {
+        "memory_growth": f"possible memory leak: allocated memory grew {GROWTH_TICKS} ticks in a row, by "
+        f"{growth:.3f} GB up to tick {record['tick']} ({series[-1]:.2f} GB); look for tensors "
+        "kept across steps (statistics that are not detached)"
+    }
 
 
 def memory_full(record: dict, history: list[dict], world: int) -> dict[str, str]:
     peak, total = record.get("Memory/peak_gb"), record.get("Memory/total_gb")
     if peak is None or not total or peak < MEMORY_SHARE * total:
         return {}
-    return {"memory_full": f"peak memory {peak:.1f} GB is {100 * peak / total:.0f}% of the device's {total:.1f} GB: "
-                           "lower --batch-gpu (gradient accumulation keeps the global --batch)"}  # fmt: skip
+    return {
+        "memory_full": f"peak memory {peak:.1f} GB is {100 * peak / total:.0f}% of the device's {total:.1f} GB: "
+        "lower --batch-gpu (gradient accumulation keeps the global --batch)"
+    }
 
 
 def interconnect_bound(record: dict, history: list[dict], world: int) -> dict[str, str]:
     share = record.get("Timing/allreduce_share", 0.0)
     if world < 2 or share < ALLREDUCE_SHARE:
         return {}
-    return {"interconnect": f"interconnect-bound: all-reduce takes {100 * share:.0f}% of the step on {world} "
-                            "processes; raise --batch-gpu (fewer all-reduces per image) and check NVLink/InfiniBand "
-                            "with `ganforge doctor`"}  # fmt: skip
+    return {
+        "interconnect": f"interconnect-bound: all-reduce takes {100 * share:.0f}% of the step on {world} "
+        "processes; raise --batch-gpu (fewer all-reduces per image) and check NVLink/InfiniBand "
+        "with `ganforge doctor`"
+    }
 
 
 def scores_flipped(record: dict, history: list[dict], world: int) -> dict[str, str]:
@@ -91,9 +99,11 @@ def scores_flipped(record: dict, history: list[dict], world: int) -> dict[str, s
     margin = record["Scores/real"] - record["Scores/fake_D"]
     if margin >= 0:
         return {}
-    return {"scores_flipped": f"D(real) - D(fake) turned negative ({margin:+.3f}): D rates fakes above reals; if it "
-                              "lasts, look at the fakes*.png grids and resume an earlier checkpoint with a lower "
-                              "--glr or a larger --gamma (--allow-config-change)"}  # fmt: skip
+    return {
+        "scores_flipped": f"D(real) - D(fake) turned negative ({margin:+.3f}): D rates fakes above reals; if it "
+        "lasts, look at the fakes*.png grids and resume an earlier checkpoint with a lower "
+        "--glr or a larger --gamma (--allow-config-change)"
+    }
 
 
 def losses_stuck(record: dict, history: list[dict], world: int) -> dict[str, str]:
@@ -102,9 +112,11 @@ def losses_stuck(record: dict, history: list[dict], world: int) -> dict[str, str
     for key in WATCHED_LOSSES:
         series = [r[key] for r in [*history, record] if key in r][-STUCK_TICKS:]
         if len(series) == STUCK_TICKS and max(series) - min(series) <= STUCK_TOLERANCE * max(1.0, abs(series[-1])):
-            out[f"stuck:{key}"] = (f"{key} has stayed at {series[-1]:.4f} for {STUCK_TICKS} ticks: training may "
-                                   "have collapsed; check the fakes*.png grids and resume an earlier checkpoint with "
-                                   "a larger --gamma or lower --glr/--dlr (--allow-config-change)")  # fmt: skip
+            out[f"stuck:{key}"] = (
+                f"{key} has stayed at {series[-1]:.4f} for {STUCK_TICKS} ticks: training may "
+                "have collapsed; check the fakes*.png grids and resume an earlier checkpoint with "
+                "a larger --gamma or lower --glr/--dlr (--allow-config-change)"
+            )
     return out
 
 
@@ -114,12 +126,22 @@ def skipped_rising(record: dict, history: list[dict], world: int) -> dict[str, s
     before = sum(v for k, v in history[-1].items() if k.startswith("Skipped/")) if history else 0.0
     if now <= before:
         return {}
-    return {"skipped_rising": f"non-finite steps rising: {now:g} skipped this tick (previous tick {before:g}); try "
-                              "--precision bf16 or fp32, a lower --glr/--dlr or a larger --gamma"}  # fmt: skip
+    return {
+        "skipped_rising": f"non-finite steps rising: {now:g} skipped this tick (previous tick {before:g}); try "
+        "--precision bf16 or fp32, a lower --glr/--dlr or a larger --gamma"
+    }
 
 
-RULES: tuple[Rule, ...] = (hot_gpus, data_bound, memory_growth, memory_full, interconnect_bound, scores_flipped,
-                           losses_stuck, skipped_rising)  # fmt: skip
+RULES: tuple[Rule, ...] = (
+    hot_gpus,
+    data_bound,
+    memory_growth,
+    memory_full,
+    interconnect_bound,
+    scores_flipped,
+    losses_stuck,
+    skipped_rising,
+)
 
 
 class Alerts:

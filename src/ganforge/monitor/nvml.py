@@ -9,8 +9,13 @@ from typing import Any
 POWER_CAP = 0x4
 # Clock-event reason bits that mean the GPU runs below its clocks for heat, power or the board (nvml.h,
 # nvmlClocksEventReason*). Idling (0x1) and application clock settings (0x2) are left out: they are not slowdowns.
-THROTTLE_REASONS = {POWER_CAP: "power cap", 0x8: "hardware slowdown", 0x20: "software thermal slowdown",
-                    0x40: "hardware thermal slowdown", 0x80: "power-brake slowdown"}  # fmt: skip
+THROTTLE_REASONS = {
+    POWER_CAP: "power cap",
+    0x8: "hardware slowdown",
+    0x20: "software thermal slowdown",
+    0x40: "hardware thermal slowdown",
+    0x80: "power-brake slowdown",
+}
 
 
 @contextlib.contextmanager
@@ -56,18 +61,20 @@ def read_device(nvml: Any, handle: Any) -> dict[str, Any]:
     limit = query(nvml, "nvmlDeviceGetEnforcedPowerLimit", handle)
     return {
         "ecc_enabled": bool(ecc[0]) if ecc is not None else None,
-        "ecc_uncorrected": query(nvml, "nvmlDeviceGetTotalEccErrors", handle,
-                                 nvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, nvml.NVML_VOLATILE_ECC),
+        "ecc_uncorrected": query(
+            nvml, "nvmlDeviceGetTotalEccErrors", handle, nvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, nvml.NVML_VOLATILE_ECC
+        ),
         "sm_clock_mhz": query(nvml, "nvmlDeviceGetClockInfo", handle, nvml.NVML_CLOCK_SM),
         "sm_clock_max_mhz": query(nvml, "nvmlDeviceGetMaxClockInfo", handle, nvml.NVML_CLOCK_SM),
         "memory_clock_mhz": query(nvml, "nvmlDeviceGetClockInfo", handle, nvml.NVML_CLOCK_MEM),
         "temperature_c": query(nvml, "nvmlDeviceGetTemperature", handle, nvml.NVML_TEMPERATURE_GPU),
-        "slowdown_temperature_c": query(nvml, "nvmlDeviceGetTemperatureThreshold", handle,
-                                        nvml.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN),
+        "slowdown_temperature_c": query(
+            nvml, "nvmlDeviceGetTemperatureThreshold", handle, nvml.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN
+        ),
         "power_w": power / 1000 if power is not None else None,
         "power_limit_w": limit / 1000 if limit is not None else None,
         "clock_event_reasons": query(nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", handle),
-    }  # fmt: skip
+    }
 
 
 def read_load(nvml: Any, handle: Any) -> dict[str, float]:
@@ -76,8 +83,12 @@ def read_load(nvml: Any, handle: Any) -> dict[str, float]:
     cannot answer (a GPU that fell off the bus); the others are left out where the board does not report them."""
     rates = nvml.nvmlDeviceGetUtilizationRates(handle)
     memory = nvml.nvmlDeviceGetMemoryInfo(handle)
-    load = {"util": float(rates.gpu), "mem_used_gb": memory.used / 2**30, "mem_total_gb": memory.total / 2**30,
-            "temp": float(nvml.nvmlDeviceGetTemperature(handle, nvml.NVML_TEMPERATURE_GPU))}  # fmt: skip
+    load = {
+        "util": float(rates.gpu),
+        "mem_used_gb": memory.used / 2**30,
+        "mem_total_gb": memory.total / 2**30,
+        "temp": float(nvml.nvmlDeviceGetTemperature(handle, nvml.NVML_TEMPERATURE_GPU)),
+    }
     optional = {
         "power_w": (1 / 1000, "nvmlDeviceGetPowerUsage", ()),
         "power_limit_w": (1 / 1000, "nvmlDeviceGetEnforcedPowerLimit", ()),

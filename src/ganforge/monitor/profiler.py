@@ -23,8 +23,15 @@ TRACE_NAME = "ganforge.pt.trace.json"
 class StepProfiler:
     """Profiles `steps` steps from the first one at or after `start_nimg` images; `out_dir` None: never."""
 
-    def __init__(self, steps: int, start_nimg: int, out_dir: Path | None, device: torch.device, probe: Probe,
-                 say: Callable[[str], None]):  # fmt: skip
+    def __init__(
+        self,
+        steps: int,
+        start_nimg: int,
+        out_dir: Path | None,
+        device: torch.device,
+        probe: Probe,
+        say: Callable[[str], None],
+    ):
         self.steps, self.start_nimg, self.out_dir = steps, start_nimg, out_dir
         self.device, self.probe, self.say = device, probe, say
         self._profile: torch.profiler.profile | None = None
@@ -57,20 +64,27 @@ class StepProfiler:
         """Stop profiling and write the trace and summary (of the steps profiled so far); -> the profile folder."""
         started, profile = self._first_nimg is not None, self._stop()
         if not started and self.steps and self.out_dir is not None:
-            self.say("warning: the profiler did not start: the run ended within its first tick, which is the "
-                     "profiler's warm-up; profile a run that trains for more than one tick")  # fmt: skip
+            self.say(
+                "warning: the profiler did not start: the run ended within its first tick, which is the "
+                "profiler's warm-up; profile a run that trains for more than one tick"
+            )
         if profile is None or self._count == 0:
             return None
         self.out_dir.mkdir(parents=True, exist_ok=True)
         profile.export_chrome_trace(str(self.out_dir / TRACE_NAME))
         sort_by = "self_device_time_total" if self.device.type == "cuda" else "self_cpu_time_total"
-        spans = [(e.name, e.time_range.start, e.time_range.end) for e in profile.events()
-                 if e.name in (STEP_LABEL, *LABELS) and e.device_type == torch.autograd.DeviceType.CPU]  # fmt: skip
+        spans = [
+            (e.name, e.time_range.start, e.time_range.end)
+            for e in profile.events()
+            if e.name in (STEP_LABEL, *LABELS) and e.device_type == torch.autograd.DeviceType.CPU
+        ]
         top = profile.key_averages().table(sort_by=sort_by, row_limit=TOP_OPS)
         text = summary_text(self._count, self._first_nimg, *label_times(spans), top)
         replace_file(self.out_dir / "summary.txt", text.encode())
-        self.say(f"profile of {self._count} steps in {self.out_dir}: summary.txt, and {TRACE_NAME} for TensorBoard's "
-                 "profiler view or https://ui.perfetto.dev")  # fmt: skip
+        self.say(
+            f"profile of {self._count} steps in {self.out_dir}: summary.txt, and {TRACE_NAME} for TensorBoard's "
+            "profiler view or https://ui.perfetto.dev"
+        )
         return self.out_dir
 
     def abort(self) -> None:
@@ -106,8 +120,12 @@ def label_times(spans: list[tuple[str, float, float]]) -> tuple[float, dict[str,
 def summary_text(steps: int, first_nimg: int, total: float, times: dict[str, float], top_ops: str) -> str:
     """summary.txt: label shares (host wall-clock; on CUDA, kernels launched under one label may run under the
     next), then torch's operator table."""
-    lines = [f"ganforge profile: {steps} steps from {first_nimg / 1000:g} kimg, {total / 1000 / max(steps, 1):.2f} "
-             "ms per step (host wall-clock)", "", "time per label, share of the step:"]  # fmt: skip
+    lines = [
+        f"ganforge profile: {steps} steps from {first_nimg / 1000:g} kimg, {total / 1000 / max(steps, 1):.2f} "
+        "ms per step (host wall-clock)",
+        "",
+        "time per label, share of the step:",
+    ]
     for name, spent in times.items():
         lines.append(
             f"  {name:<12} {100 * spent / max(total, 1e-9):6.1f}%  {spent / 1000 / max(steps, 1):9.2f} ms/step"

@@ -36,8 +36,11 @@ class CpuReader:
         self.process.cpu_percent()  # the first call only starts psutil's interval
 
     def read(self) -> dict[str, float]:
-        return {"CPU/util": self.process.cpu_percent(), "CPU/rss_gb": self.process.memory_info().rss / 2**30,
-                "CPU/avail_gb": psutil.virtual_memory().available / 2**30}  # fmt: skip
+        return {
+            "CPU/util": self.process.cpu_percent(),
+            "CPU/rss_gb": self.process.memory_info().rss / 2**30,
+            "CPU/avail_gb": psutil.virtual_memory().available / 2**30,
+        }
 
 
 def gpu_handles(nvml: Any, uuids: list[str]) -> list[Any] | str:

@@ -114,9 +114,12 @@ def allocator_stats(device: torch.device) -> dict[str, float]:
     if device.type != "cuda":
         return {}
     allocated, reserved = torch.cuda.memory_allocated(device) / 2**30, torch.cuda.memory_reserved(device) / 2**30
-    return {"Memory/allocated_gb": allocated, "Memory/reserved_gb": reserved,
-            "Memory/fragmentation_gb": reserved - allocated,
-            "Memory/total_gb": torch.cuda.get_device_properties(device).total_memory / 2**30}  # fmt: skip
+    return {
+        "Memory/allocated_gb": allocated,
+        "Memory/reserved_gb": reserved,
+        "Memory/fragmentation_gb": reserved - allocated,
+        "Memory/total_gb": torch.cuda.get_device_properties(device).total_memory / 2**30,
+    }
 
 
 def status_text(record: dict) -> str | None:

@@ -13,10 +13,15 @@ from ganforge.nets.stylegan3 import StyleGAN3Generator
 def network_arguments(fields: Mapping) -> tuple[dict, dict]:
     """(G's constructor arguments, D's) from a Config's flattened fields (`loss.gamma`-style names, as checkpoints
     store them); G's include `generator` ("stylegan2", "stylegan3-t" or "stylegan3-r")."""
-    common = dict(resolution=fields["data.resolution"], img_channels=fields["data.channels"],
-                  c_dim=fields["data.label_dim"], channel_base=fields["model.channel_base"],
-                  channel_max=fields["model.channel_max"], num_fp16_res=fields["precision.fp16_res"],
-                  conv_clamp=fields["precision.conv_clamp"])  # fmt: skip
+    common = dict(
+        resolution=fields["data.resolution"],
+        img_channels=fields["data.channels"],
+        c_dim=fields["data.label_dim"],
+        channel_base=fields["model.channel_base"],
+        channel_max=fields["model.channel_max"],
+        num_fp16_res=fields["precision.fp16_res"],
+        conv_clamp=fields["precision.conv_clamp"],
+    )
     mapping = dict(
         z_dim=fields["model.z_dim"], w_dim=fields["model.w_dim"], mapping_layers=fields["model.mapping_layers"]
     )

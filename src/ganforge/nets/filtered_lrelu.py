@@ -118,8 +118,11 @@ class _FilteredLReLU(torch.autograd.Function):
         ctx.save_for_backward(fu, fd, positive, inside)
         ctx.args = (up, down, padding, gain, slope, size)
         # the incoming gradient gets the output's memory layout: mixed layouts take slow elementwise and conv paths
-        ctx.layout = torch.channels_last if x.dim() == 4 and not x.is_contiguous() and x.is_contiguous(
-            memory_format=torch.channels_last) else torch.contiguous_format  # fmt: skip
+        ctx.layout = (
+            torch.channels_last
+            if x.dim() == 4 and not x.is_contiguous() and x.is_contiguous(memory_format=torch.channels_last)
+            else torch.contiguous_format
+        )
         return y
 
     @staticmethod
@@ -136,8 +139,9 @@ class _FilteredLReLU(torch.autograd.Function):
         return gx, gb, None, None, None, None, None, None, None, None
 
 
-def filtered_lrelu(x, fu=None, fd=None, b=None, up=1, down=1, padding=(0, 0, 0, 0), gain=LRELU_GAIN, slope=0.2,
-                   clamp=None) -> torch.Tensor:  # fmt: skip
+def filtered_lrelu(
+    x, fu=None, fd=None, b=None, up=1, down=1, padding=(0, 0, 0, 0), gain=LRELU_GAIN, slope=0.2, clamp=None
+) -> torch.Tensor:
     """bias -> upfir(fu, up, padding) -> leaky ReLU(slope) * gain -> clamp to +-clamp -> firdown(fd, down).
 
     x [N, C, H, W]; fu, fd: None, [taps] (separable) or [taps, taps]; b [C] or None; padding (left, right, top,

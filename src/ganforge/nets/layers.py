@@ -187,8 +187,9 @@ class Conv2dLayer(nn.Module):
     reference "convolve, then FIR-filter and decimate", but cheaper.
     """
 
-    def __init__(self, in_channels, out_channels, kernel_size, activation="linear", bias=True, down=False,
-                 conv_clamp=None):  # fmt: skip
+    def __init__(
+        self, in_channels, out_channels, kernel_size, activation="linear", bias=True, down=False, conv_clamp=None
+    ):
         super().__init__()
         assert activation in ("lrelu", "linear"), activation
         self.activation, self.down, self.conv_clamp = activation, down, conv_clamp
@@ -243,8 +244,9 @@ def modulated_conv2d(x, weight, styles, *, demodulate=True, up=False, fused=Fals
         w = weight.unsqueeze(0) * styles.reshape(n, 1, in_ch, 1, 1)  # [N, O, I, k, k]
         if demodulate:
             w = w * (w.square().sum(dim=[2, 3, 4]) + 1e-8).rsqrt().reshape(n, out_ch, 1, 1, 1)
-        y = _conv_resample(x.reshape(1, n * in_ch, *x.shape[2:]), w.reshape(n * out_ch, in_ch, kh, kw), up, n,
-                           resample_filter)  # fmt: skip
+        y = _conv_resample(
+            x.reshape(1, n * in_ch, *x.shape[2:]), w.reshape(n * out_ch, in_ch, kh, kw), up, n, resample_filter
+        )
         return y.reshape(n, out_ch, *y.shape[2:])
     x = x * styles.to(x.dtype).reshape(n, in_ch, 1, 1)
     x = _conv_resample(x, weight.to(x.dtype), up, 1, resample_filter, fast)

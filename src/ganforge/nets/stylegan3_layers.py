@@ -92,8 +92,11 @@ class SynthesisInput(nn.Module):
         amplitudes = (1 - (freqs.norm(dim=2) - bw) / (sr / 2 - bw)).clamp(0, 1)
         size = self.band.size
         coords = (torch.arange(size, device=w.device, dtype=torch.float32) + 0.5 - size / 2) / sr  # pixel centres
-        x = (coords[None, None, :, None] * freqs[:, None, None, :, 0]  # [N, H, W, C]; x along width
-             + coords[None, :, None, None] * freqs[:, None, None, :, 1] + phases[:, None, None, :])  # fmt: skip
+        x = (
+            coords[None, None, :, None] * freqs[:, None, None, :, 0]  # [N, H, W, C]; x along width
+            + coords[None, :, None, None] * freqs[:, None, None, :, 1]
+            + phases[:, None, None, :]
+        )
         x = torch.sin(x * (2 * math.pi)) * amplitudes[:, None, None, :]
         x = x @ (self.weight / math.sqrt(self.band.channels)).t()
         return x.permute(0, 3, 1, 2)
@@ -122,8 +125,18 @@ class SynthesisLayer(nn.Module):
     1x1 conv without demodulation, bias and clamp only.
     """
 
-    def __init__(self, w_dim, inp: Band, out: Band, is_torgb, critically_sampled, use_fp16, conv_kernel=3,
-                 radial=False, conv_clamp=None):  # fmt: skip
+    def __init__(
+        self,
+        w_dim,
+        inp: Band,
+        out: Band,
+        is_torgb,
+        critically_sampled,
+        use_fp16,
+        conv_kernel=3,
+        radial=False,
+        conv_clamp=None,
+    ):
         super().__init__()
         self.inp, self.out, self.is_torgb, self.use_fp16 = inp, out, is_torgb, use_fp16
         self.critically_sampled, self.conv_clamp = critically_sampled, conv_clamp
@@ -139,8 +152,9 @@ class SynthesisLayer(nn.Module):
         down_taps = FILTER_SIZE * self.down if self.down > 1 and not is_torgb else 1
         self.down_radial = radial and not critically_sampled
         self.register_buffer("up_filter", lowpass_filter(up_taps, inp.cutoff, inp.half_width * 2, tmp_rate))
-        self.register_buffer("down_filter", lowpass_filter(down_taps, out.cutoff, out.half_width * 2, tmp_rate,
-                                                           radial=self.down_radial))  # fmt: skip
+        self.register_buffer(
+            "down_filter", lowpass_filter(down_taps, out.cutoff, out.half_width * 2, tmp_rate, radial=self.down_radial)
+        )
         self.padding = self._padding(up_taps, down_taps)
 
     def _padding(self, up_taps: int, down_taps: int) -> tuple[int, int, int, int]:
@@ -166,21 +180,49 @@ class SynthesisLayer(nn.Module):
         if self.is_torgb:
             styles = styles * (1 / math.sqrt(self.inp.channels * self.conv_kernel**2))  # equalized lr, no demod
         dtype = block_dtype(self.use_fp16, force_fp32, x.device)
-        x = modulated_conv2d(x.to(dtype), self.weight, styles, padding=self.conv_kernel - 1,
-                             demodulate=not self.is_torgb, input_gain=self.magnitude_ema.rsqrt())  # fmt: skip
+        x = modulated_conv2d(
+            x.to(dtype),
+            self.weight,
+            styles,
+            padding=self.conv_kernel - 1,
+            demodulate=not self.is_torgb,
+            input_gain=self.magnitude_ema.rsqrt(),
+        )
         gain, slope = (1.0, 1.0) if self.is_torgb else (LRELU_GAIN, 0.2)
-        return filtered_lrelu(x, self.up_filter, self.down_filter, self.bias, up=self.up, down=self.down,
-                              padding=self.padding, gain=gain, slope=slope, clamp=self.conv_clamp)  # fmt: skip
+        return filtered_lrelu(
+            x,
+            self.up_filter,
+            self.down_filter,
+            self.bias,
+            up=self.up,
+            down=self.down,
+            padding=self.padding,
+            gain=gain,
+            slope=slope,
+            clamp=self.conv_clamp,
+        )
 
     def extra_repr(self) -> str:
         i, o = self.inp, self.out
-        return (f"in={i.channels}x{i.size}@{i.sampling_rate:g}, out={o.channels}x{o.size}@{o.sampling_rate:g}, "
-                f"cutoff={o.cutoff:.3g}, up={self.up}, down={self.down}, k={self.conv_kernel}, "
-                f"critical={self.critically_sampled}, radial={self.down_radial}, fp16={self.use_fp16}")  # fmt: skip
+        return (
+            f"in={i.channels}x{i.size}@{i.sampling_rate:g}, out={o.channels}x{o.size}@{o.sampling_rate:g}, "
+            f"cutoff={o.cutoff:.3g}, up={self.up}, down={self.down}, k={self.conv_kernel}, "
+            f"critical={self.critically_sampled}, radial={self.down_radial}, fp16={self.use_fp16}"
+        )
 
 
-def layer_bands(resolution, img_channels, channel_base, channel_max, num_layers=14, num_critical=2, first_cutoff=2.0,
-                first_stopband=2**2.1, last_stopband_rel=2**0.3, margin=10) -> list[Band]:  # fmt: skip
+def layer_bands(
+    resolution,
+    img_channels,
+    channel_base,
+    channel_max,
+    num_layers=14,
+    num_critical=2,
+    first_cutoff=2.0,
+    first_stopband=2**2.1,
+    last_stopband_rel=2**0.3,
+    margin=10,
+) -> list[Band]:
     """The output band of each layer L0 .. L{num_layers} (the last is toRGB's) (App. F, Fig. 4c); the Fourier
     input produces band 0 as well, so layer i maps band max(i - 1, 0) to band i.
 
@@ -199,5 +241,7 @@ def layer_bands(resolution, img_channels, channel_base, channel_max, num_layers=
     sizes[-2:] = resolution
     channels = np.rint(np.minimum((channel_base / 2) / cutoffs, channel_max))
     channels[-1] = img_channels
-    return [Band(int(sizes[i]), int(rates[i]), float(cutoffs[i]), float(half_widths[i]), int(channels[i]))
-            for i in range(num_layers + 1)]  # fmt: skip
+    return [
+        Band(int(sizes[i]), int(rates[i]), float(cutoffs[i]), float(half_widths[i]), int(channels[i]))
+        for i in range(num_layers + 1)
+    ]

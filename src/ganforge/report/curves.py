@@ -20,11 +20,17 @@ MAX_CURVES = 256
 
 # (title, {stats key: legend label}, logarithmic y axis)
 _FIXED = (
-    ("Losses", {"Loss/G/main": "G main", "Loss/D/main": "D main", "Loss/G/pl": "G path length", "Loss/D/r1": "D R1"},
-     False),
-    ("D outputs (logits)", {"Scores/real": "D(real)", "Scores/fake": "D(fake), G step",
-                            "Scores/fake_D": "D(fake), D step"}, False),
-)  # fmt: skip
+    (
+        "Losses",
+        {"Loss/G/main": "G main", "Loss/D/main": "D main", "Loss/G/pl": "G path length", "Loss/D/r1": "D R1"},
+        False,
+    ),
+    (
+        "D outputs (logits)",
+        {"Scores/real": "D(real)", "Scores/fake": "D(fake), G step", "Scores/fake_D": "D(fake), D step"},
+        False,
+    ),
+)
 _LATER = (
     ("Speed (img/s)", {"Timing/img_per_s": "img/s"}, False),
     ("Data wait (share of tick time)", {"Timing/data_wait_share": "data wait"}, False),
@@ -77,15 +83,19 @@ def ratio_curve(stats: list[dict]) -> Curve | None:
     """D loss / G loss per tick: the recorded `Loss/D_over_G`, else computed from the two main losses."""
     if any("Loss/D_over_G" in r for r in stats):
         return stats_curve(stats, "Loss/D_over_G", "D/G")
-    ratios = [r | {"ratio": r["Loss/D/main"] / r["Loss/G/main"]} for r in stats
-              if _finite(r.get("Loss/D/main")) and _finite(r.get("Loss/G/main")) and r["Loss/G/main"] != 0]  # fmt: skip
+    ratios = [
+        r | {"ratio": r["Loss/D/main"] / r["Loss/G/main"]}
+        for r in stats
+        if _finite(r.get("Loss/D/main")) and _finite(r.get("Loss/G/main")) and r["Loss/G/main"] != 0
+    ]
     return stats_curve(ratios, "ratio", "D/G")
 
 
 def _capped(keys: list, what: str) -> list:
     if len(keys) > MAX_CURVES:
-        warnings.warn(f"report: {len(keys)} {what}, more than a run records; the first {MAX_CURVES} are drawn",
-                      stacklevel=3)  # fmt: skip
+        warnings.warn(
+            f"report: {len(keys)} {what}, more than a run records; the first {MAX_CURVES} are drawn", stacklevel=3
+        )
     return keys[:MAX_CURVES]
 
 
@@ -118,8 +128,10 @@ def _metric_curves(run: Run) -> dict[str, list[Curve]]:
 
 
 def _stats_specs(runs: list[Run], table) -> list[tuple[str, dict, bool]]:
-    return [(title, {key: label for key, label in keys.items() if any(key in r for run in runs for r in run.stats)},
-             log_y) for title, keys, log_y in table]  # fmt: skip
+    return [
+        (title, {key: label for key, label in keys.items() if any(key in r for run in runs for r in run.stats)}, log_y)
+        for title, keys, log_y in table
+    ]
 
 
 def plots(runs: list[Run]) -> list[Plot]:
@@ -127,8 +139,12 @@ def plots(runs: list[Run]) -> list[Plot]:
     learning rates, metrics, speed, data wait, memory, ADA, telemetry."""
 
     def from_keys(title: str, keys: dict[str, str], log_y: bool = False) -> Plot:
-        curves = [(run.label, c) for run in runs for key, label in keys.items()
-                  if (c := stats_curve(run.stats, key, label)) is not None]  # fmt: skip
+        curves = [
+            (run.label, c)
+            for run in runs
+            for key, label in keys.items()
+            if (c := stats_curve(run.stats, key, label)) is not None
+        ]
         return Plot(title, curves, log_y)
 
     everything = [from_keys(*spec) for spec in _stats_specs(runs, _FIXED)]
@@ -146,6 +162,7 @@ def plots(runs: list[Run]) -> list[Plot]:
         everything.append(from_keys(f"Telemetry: {signal}", keys))
     drawn = [p for p in everything if p.curves]
     if len(drawn) > MAX_PLOTS:
-        warnings.warn(f"report: {len(drawn)} figures, more than a run has; the first {MAX_PLOTS} are drawn",
-                      stacklevel=2)  # fmt: skip
+        warnings.warn(
+            f"report: {len(drawn)} figures, more than a run has; the first {MAX_PLOTS} are drawn", stacklevel=2
+        )
     return drawn[:MAX_PLOTS]

@@ -34,8 +34,9 @@ def _styles(plot: Plot, several_runs: bool) -> list[dict]:
         r, k = runs.index(run), labels.index(curve.label)
         if several_runs:
             label = f"{run}: {curve.label}" if len(labels) > 1 else run
-            styles.append({"color": colors[r % len(colors)], "linestyle": LINE_STYLES[k % len(LINE_STYLES)],
-                           "label": label})  # fmt: skip
+            styles.append(
+                {"color": colors[r % len(colors)], "linestyle": LINE_STYLES[k % len(LINE_STYLES)], "label": label}
+            )
         else:
             styles.append({"color": colors[k % len(colors)], "linestyle": "-", "label": curve.label})
     return styles

@@ -69,14 +69,19 @@ def _summary(runs: list[Run]) -> str:
         rows += f"<tr><td>{_e(run.heading)}</td>{cells}</tr>"
     head = "".join(f"<th>{_e(k)}</th>" for k in ["run", *keys])
     unread = "line(s) of stats.jsonl could not be read (a record being written, or a damaged file)"
-    notes = "".join(f'<p class="note">{_e(run.heading)}: {run.unreadable_stats} {unread}</p>' for run in runs
-                    if run.unreadable_stats)  # fmt: skip
+    notes = "".join(
+        f'<p class="note">{_e(run.heading)}: {run.unreadable_stats} {unread}</p>'
+        for run in runs
+        if run.unreadable_stats
+    )
     return _section("summary", "Summary", f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>{notes}")
 
 
 def _curves(runs: list[Run]) -> str:
-    figures = [f'<figure><img class="plot" alt="{_e(p.title)}" src="{svg_data_uri(p, len(runs) > 1)}"></figure>'
-               for p in plots(runs)]  # fmt: skip
+    figures = [
+        f'<figure><img class="plot" alt="{_e(p.title)}" src="{svg_data_uri(p, len(runs) > 1)}"></figure>'
+        for p in plots(runs)
+    ]
     note = (
         f'<p class="note">Over kimg; long curves are reduced to {MAX_POINTS} points (means of consecutive ticks).</p>'
     )
@@ -92,8 +97,10 @@ def _grid_figure(path, caption: str, newest: bool = False) -> str:
         return ""
     uri, width = shown
     size = min(4 * width, 900) if newest else 200
-    return f'<figure><img class="grid" style="width: min(100%, {size}px)" alt="{_e(caption)}" src="{uri}">' \
-           f"<figcaption>{_e(caption)}</figcaption></figure>"  # fmt: skip
+    return (
+        f'<figure><img class="grid" style="width: min(100%, {size}px)" alt="{_e(caption)}" src="{uri}">'
+        f"<figcaption>{_e(caption)}</figcaption></figure>"
+    )
 
 
 def _samples(run: Run) -> str:
@@ -125,8 +132,10 @@ def _files(run: Run) -> str:
 
 
 def _alerts(run: Run) -> str:
-    return (_table(["kimg", "alert"], tables.alerts(run)) + "<p>Skipped optimiser steps (non-finite loss or "
-            "gradient):</p>" + _table(["kimg", "phase", "steps"], tables.skipped_steps(run)))  # fmt: skip
+    return (
+        _table(["kimg", "alert"], tables.alerts(run)) + "<p>Skipped optimiser steps (non-finite loss or "
+        "gradient):</p>" + _table(["kimg", "phase", "steps"], tables.skipped_steps(run))
+    )
 
 
 def render(runs: list[Run]) -> str:

@@ -87,8 +87,10 @@ def name_runs(runs: list[Run]) -> list[Run]:
     headings = names if len(set(names)) == len(names) else [f"{run.path.parent.name}/{run.name}" for run in runs]
     numbers = [m.group(1) if (m := _RUN_NUMBER.match(name)) else None for name in names]
     short = None not in numbers and len(set(numbers)) == len(numbers)
-    return [dataclasses.replace(run, heading=heading, label=number if short else heading)
-            for run, heading, number in zip(runs, headings, numbers, strict=True)]  # fmt: skip
+    return [
+        dataclasses.replace(run, heading=heading, label=number if short else heading)
+        for run, heading, number in zip(runs, headings, numbers, strict=True)
+    ]
 
 
 def _warn(path: Path, problem: str) -> None:
@@ -109,8 +111,12 @@ def read_regular(path: Path, limit: int, tail: bool = False, cut: bool = True) -
         return None
     except OSError as error:
         link = error.errno == errno.ELOOP and os.path.islink(path)
-        _warn(path, "is a symbolic link, which is not followed; left out" if link else
-              f"cannot be read ({error.strerror or error}); left out")  # fmt: skip
+        _warn(
+            path,
+            "is a symbolic link, which is not followed; left out"
+            if link
+            else f"cannot be read ({error.strerror or error}); left out",
+        )
         return None
     with os.fdopen(fd, "rb") as file:
         info = os.fstat(fd)
@@ -205,8 +211,13 @@ def _stats_record(value) -> dict | None:
     record = _numbers(value)
     record.pop("alerts", None)  # a number there is no alert text
     alerts = value.get("alerts")
-    texts = [alerts] if isinstance(alerts, str) else [a for a in alerts if isinstance(a, str)] if isinstance(
-        alerts, list) else []  # fmt: skip
+    texts = (
+        [alerts]
+        if isinstance(alerts, str)
+        else [a for a in alerts if isinstance(a, str)]
+        if isinstance(alerts, list)
+        else []
+    )
     if texts:
         record["alerts"] = [shorten(t, MAX_TEXT_CHARS) for t in texts[:MAX_ALERTS]]
     return record
@@ -309,8 +320,10 @@ def _log(path: Path) -> list[str]:
 def check_run_folder(path: Path) -> None:
     """UserError unless `path` is a run folder (it has a config.json or a log.txt)."""
     if not _is_regular(path / "config.json") and not _is_regular(path / "log.txt"):
-        raise UserError(f"RUN {shorten(path)}: not a ganforge run folder (no config.json or log.txt); pass the folder "
-                        "that `ganforge train` made, e.g. runs/00000-mydata-auto-gpus1-batch32")  # fmt: skip
+        raise UserError(
+            f"RUN {shorten(path)}: not a ganforge run folder (no config.json or log.txt); pass the folder "
+            "that `ganforge train` made, e.g. runs/00000-mydata-auto-gpus1-batch32"
+        )
 
 
 def read_run(path: Path) -> Run:
@@ -321,7 +334,17 @@ def read_run(path: Path) -> Run:
     stats, bad = _stats(path / "stats.jsonl")
     reals = path / "reals.png"
     config = _json_object(path / "config.json")
-    return Run(path=path, config=None if config is None else upgrade(config), env=_json_object(path / "env.json"),
-               stats=stats, unreadable_stats=bad, metrics=_metrics(path), log=log, fakes=_fakes(path),
-               reals=reals if _is_regular(reals) else None, checkpoints=_checkpoints(path),
-               snapshots=_snapshots(path), status=run_status(log, stats, path))  # fmt: skip
+    return Run(
+        path=path,
+        config=None if config is None else upgrade(config),
+        env=_json_object(path / "env.json"),
+        stats=stats,
+        unreadable_stats=bad,
+        metrics=_metrics(path),
+        log=log,
+        fakes=_fakes(path),
+        reals=reals if _is_regular(reals) else None,
+        checkpoints=_checkpoints(path),
+        snapshots=_snapshots(path),
+        status=run_status(log, stats, path),
+    )

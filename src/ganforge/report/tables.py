@@ -134,8 +134,12 @@ def alerts(run: Run) -> list[tuple[str, str]]:
 
 def skipped_steps(run: Run) -> list[tuple[str, str, str]]:
     """(kimg, phase, steps skipped in that tick) for every tick with non-finite steps skipped."""
-    return [(f"{record['kimg']:g}", key.removeprefix("Skipped/"), f"{value:g}") for record in run.stats
-            for key, value in sorted(record.items()) if key.startswith("Skipped/") and value]  # fmt: skip
+    return [
+        (f"{record['kimg']:g}", key.removeprefix("Skipped/"), f"{value:g}")
+        for record in run.stats
+        for key, value in sorted(record.items())
+        if key.startswith("Skipped/") and value
+    ]
 
 
 def size_text(size: int) -> str:

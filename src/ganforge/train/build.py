@@ -84,7 +84,17 @@ def build(
         magnitude_ema_beta(cfg.schedule.batch, cfg.accumulation) if cfg.model.generator != "stylegan2" else None
     )
     networks, phases = build_phases(cfg, G, D, precision)
-    trainer = Trainer(cfg=cfg, G=G, D=D, networks=networks, precision=precision, augment=augment, ada=ada,
-                      pl_mean=torch.zeros([], device=device), synthesis_main=precision.compiled(G.synthesis),
-                      D_main=precision.compiled(D), magnitude_beta=magnitude_beta)  # fmt: skip
+    trainer = Trainer(
+        cfg=cfg,
+        G=G,
+        D=D,
+        networks=networks,
+        precision=precision,
+        augment=augment,
+        ada=ada,
+        pl_mean=torch.zeros([], device=device),
+        synthesis_main=precision.compiled(G.synthesis),
+        D_main=precision.compiled(D),
+        magnitude_beta=magnitude_beta,
+    )
     return trainer, phases, G_ema

@@ -23,17 +23,22 @@ def capture(trainer: Trainer, G_ema: Generator, loop: dict) -> dict:
     G, D, cfg = trainer.networks["G"], trainer.networks["D"], trainer.cfg
     augment = {} if trainer.ada is None else {"pipe": trainer.augment.state_dict(), "ada": trainer.ada.state_dict()}
     return {
-        "G": G.module.state_dict(), "D": D.module.state_dict(), "G_ema": G_ema.state_dict(),
-        "opt_G": G.opt.state_dict(), "opt_D": D.opt.state_dict(),
-        "scaler_G": G.scaler.state_dict(), "scaler_D": D.scaler.state_dict(),
+        "G": G.module.state_dict(),
+        "D": D.module.state_dict(),
+        "G_ema": G_ema.state_dict(),
+        "opt_G": G.opt.state_dict(),
+        "opt_D": D.opt.state_dict(),
+        "scaler_G": G.scaler.state_dict(),
+        "scaler_D": D.scaler.state_dict(),
         "rng": checkpoint.capture_rng(),
         "sampler": {"position": loop["cur_nimg"]},
         "augment": augment,
         "loop": {**loop, "pl_mean": trainer.pl_mean.detach().cpu(), "nonfinite_in_a_row": trainer.nonfinite_in_a_row},
         # Only the fields that define the training maths (what a resume checks): no paths, so two runs of the same
         # command in different folders write identical checkpoints.
-        "config_hash": config_hash(cfg), "config": maths_fields(cfg.to_dict()),
-    }  # fmt: skip
+        "config_hash": config_hash(cfg),
+        "config": maths_fields(cfg.to_dict()),
+    }
 
 
 def restore(state: dict, trainer: Trainer, G_ema: Generator) -> dict:
@@ -74,19 +79,28 @@ def _load_optimizer(opt: torch.optim.Optimizer, saved: dict) -> None:
 # Fields that set the networks' tensor shapes, with the option that sets each: a checkpoint trained with other values
 # cannot be loaded at all, not even under --allow-config-change.
 SHAPE_FIELDS = {
-    "data.resolution": "--data (its resolution)", "data.channels": "--data (its channels)",
-    "data.label_dim": "--cond / --data (its labels)", "model.z_dim": "--cfg", "model.w_dim": "--cfg",
-    "model.mapping_layers": "--cfg", "model.channel_base": "--cfg", "model.channel_max": "--cfg",
-    "model.generator": "--cfg", "model.synthesis_layers": "--cfg",
-}  # fmt: skip
+    "data.resolution": "--data (its resolution)",
+    "data.channels": "--data (its channels)",
+    "data.label_dim": "--cond / --data (its labels)",
+    "model.z_dim": "--cfg",
+    "model.w_dim": "--cfg",
+    "model.mapping_layers": "--cfg",
+    "model.channel_base": "--cfg",
+    "model.channel_max": "--cfg",
+    "model.generator": "--cfg",
+    "model.synthesis_layers": "--cfg",
+}
 
 
 def check_config(state: dict, cfg: Config, source: Path) -> list[str]:
     """Refuse a checkpoint whose training maths differ from `cfg`, unless --allow-config-change (never when the
     networks' shapes differ); returns the differences (to be logged when allowed)."""
     differences = maths_differences(state["config"], cfg.to_dict())
-    shapes = [f"{line} (set by {SHAPE_FIELDS[line.split(':')[0]]})" for line in differences
-              if line.split(":")[0] in SHAPE_FIELDS]  # fmt: skip
+    shapes = [
+        f"{line} (set by {SHAPE_FIELDS[line.split(':')[0]]})"
+        for line in differences
+        if line.split(":")[0] in SHAPE_FIELDS
+    ]
     if shapes:
         raise UserError(
             f"--resume: {source} holds networks of another shape than these options make (checkpoint -> now):",
@@ -124,8 +138,9 @@ def _weights_mismatch(path: Path, saved: dict, built: dict) -> str:
     fixes = []
     if "resolution" in differing or "img_channels" in differing:
         res, channels = saved.get("resolution"), saved.get("img_channels")
-        fixes.append(f"--data with {res}x{res} images of {channels} channel(s) (`ganforge dataset build --resolution "
-                     f"{res}`)")  # fmt: skip
+        fixes.append(
+            f"--data with {res}x{res} images of {channels} channel(s) (`ganforge dataset build --resolution {res}`)"
+        )
     if "c_dim" in differing:
         fixes.append("--cond with a dataset of the same labels" if saved.get("c_dim") else "no --cond")
     if set(differing) - {"resolution", "img_channels", "c_dim"}:

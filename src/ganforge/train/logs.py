@@ -108,17 +108,29 @@ class RunLog:
     def data_wait(self, seconds: float) -> None:
         self._data_seconds += seconds
 
-    def tick(self, cur_nimg: int, cur_tick: int, stats: dict[str, float], device: torch.device,
-             watch: Callable[[dict], list[str]] | None = None) -> None:  # fmt: skip
+    def tick(
+        self,
+        cur_nimg: int,
+        cur_tick: int,
+        stats: dict[str, float],
+        device: torch.device,
+        watch: Callable[[dict], list[str]] | None = None,
+    ) -> None:
         """Write one tick: timing, memory and the reduced training statistics; `watch(record)` returns the alerts
         that start at this tick, printed as warnings and kept in the record under `alerts`."""
         now = time.monotonic()
         seconds, images = now - self._tick_time, cur_nimg - self._tick_nimg
         rate = images / max(seconds, 1e-9)
-        record = {"tick": cur_tick, "kimg": cur_nimg / 1000, **stats, "Timing/img_per_s": rate,
-                  "Timing/sec_per_kimg": 1000 / max(rate, 1e-9), "Timing/data_wait_share": self._data_seconds /
-                  max(seconds, 1e-9), "Timing/total_s": now - self._start_time,
-                  "Memory/peak_gb": peak_memory_gb(device)}  # fmt: skip
+        record = {
+            "tick": cur_tick,
+            "kimg": cur_nimg / 1000,
+            **stats,
+            "Timing/img_per_s": rate,
+            "Timing/sec_per_kimg": 1000 / max(rate, 1e-9),
+            "Timing/data_wait_share": self._data_seconds / max(seconds, 1e-9),
+            "Timing/total_s": now - self._start_time,
+            "Memory/peak_gb": peak_memory_gb(device),
+        }
         self._tick_time, self._tick_nimg, self._data_seconds = now, cur_nimg, 0.0
         if self.run_dir is None or images == 0:  # nothing trained since the last record (start or resume)
             return
@@ -158,15 +170,23 @@ class RunLog:
 
 def _status_line(r: dict, total_nimg: int, eta_s: float) -> str:
     skipped = sum(v for k, v in r.items() if k.startswith("Skipped/"))
-    parts = [f"tick {r['tick']:<4d}", f"kimg {r['kimg']:.3f}/{total_nimg / 1000:g}",
-             f"{r['Timing/img_per_s']:.1f} img/s", f"{r['Timing/sec_per_kimg']:.1f} s/kimg",
-             f"data {100 * r['Timing/data_wait_share']:.0f}%"]  # fmt: skip
+    parts = [
+        f"tick {r['tick']:<4d}",
+        f"kimg {r['kimg']:.3f}/{total_nimg / 1000:g}",
+        f"{r['Timing/img_per_s']:.1f} img/s",
+        f"{r['Timing/sec_per_kimg']:.1f} s/kimg",
+        f"data {100 * r['Timing/data_wait_share']:.0f}%",
+    ]
     for key, label in (("Loss/G/main", "G"), ("Loss/D/main", "D"), ("Scores/real", "D(real)"), ("Aug/p", "p")):
         if key in r:
             parts.append(f"{label} {r[key]:.3f}")
     hardware = status_text(r)
-    parts += [f"mem {r['Memory/peak_gb']:.2f} GB", *([hardware] if hardware else []), f"skipped {skipped:g}",
-              f"eta {_hms(eta_s)}"]  # fmt: skip
+    parts += [
+        f"mem {r['Memory/peak_gb']:.2f} GB",
+        *([hardware] if hardware else []),
+        f"skipped {skipped:g}",
+        f"eta {_hms(eta_s)}",
+    ]
     return "  ".join(parts)
 
 

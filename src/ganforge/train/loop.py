@@ -42,8 +42,9 @@ def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | N
     if resume is None:
         handled_nimg = saved_nimg = -1  # a fresh run reports, samples and checkpoints its starting point
     log = logs.RunLog(run_dir if dist.is_main() else None, total_nimg, cur_nimg)
-    retention = checkpoint.Retention(keep_last=cfg.run.keep_last, keep_every_kimg=cfg.run.keep_every,
-                                     keep_max_age_days=cfg.run.keep_max_age)  # fmt: skip
+    retention = checkpoint.Retention(
+        keep_last=cfg.run.keep_last, keep_every_kimg=cfg.run.keep_every, keep_max_age_days=cfg.run.keep_max_age
+    )
     rank, world = dist.rank(), cfg.world_size
     monitor = Monitor(cfg, device, log.run_dir, cur_nimg, log.print)
     trainer.probe = monitor.probe
@@ -93,8 +94,11 @@ def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | N
                 except UserError as error:  # a bad sample mid-run: keep the progress (one process: no peer waits)
                     if world == 1 and saved_nimg != cur_nimg:
                         saved_nimg = _checkpoint(run_dir, log, trainer, G_ema, cur_nimg, tick_nimg, retention)
-                    raise UserError(*error.problems, f"`ganforge dataset verify {cfg.data.path}` lists every bad "
-                                    "file; rerun the same command after fixing them to resume") from None  # fmt: skip
+                    raise UserError(
+                        *error.problems,
+                        f"`ganforge dataset verify {cfg.data.path}` lists every bad "
+                        "file; rerun the same command after fixing them to resume",
+                    ) from None
                 log.data_wait(time.monotonic() - wait_start)
 
                 # Run phases: G main, G path length, D main, D R1, each on its interval (and G after D's warm-up).

@@ -11,9 +11,19 @@ from ganforge.config.sections import CONTROLS, GRADIENT_NORM, HELP_SECTIONS, OUT
 from ganforge.option import Declared, Option, declared, options_type
 
 # Options that set no single Config field: a shorthand for two fields, and a switch of the command itself.
-CLIP_GRAD = Declared("", Option(CONTROLS, "Cap the global gradient norm of G and D at this value (0.5 to 1 is "
-                                "usual).", flag="--clip-grad", kind=float, range=POSITIVE, must=GRADIENT_NORM,
-                                shown_default="off"), None)  # fmt: skip
+CLIP_GRAD = Declared(
+    "",
+    Option(
+        CONTROLS,
+        "Cap the global gradient norm of G and D at this value (0.5 to 1 is usual).",
+        flag="--clip-grad",
+        kind=float,
+        range=POSITIVE,
+        must=GRADIENT_NORM,
+        shown_default="off",
+    ),
+    None,
+)
 DRY_RUN = Declared("", Option(OUTPUT, "Print the resolved configuration and exit.", flag="--dry-run", kind=bool), None)
 
 # Every option of `ganforge train`, in the order --help lists them: by section, then as declared.

@@ -196,13 +196,24 @@ def build_phases(
         opt = torch.optim.Adam(params, lr=lr * ratio, betas=(o.beta1**ratio, o.beta2**ratio), eps=o.eps)
         sync = GradientSync(params, cfg.runtime.allreduce_bucket_mb)
         network = networks[name] = Network(name, module, params, opt, precision.make_scaler(), sync)
-        phases.append(Phase(name=f"{name}_main", network=network, lr=lr * ratio, interval=1, terms=main,
-                            samples_per_mb=lambda b: b))  # fmt: skip
+        phases.append(
+            Phase(
+                name=f"{name}_main", network=network, lr=lr * ratio, interval=1, terms=main, samples_per_mb=lambda b: b
+            )
+        )
         if reg_on:
             shrink = lo.pl_batch_shrink if name == "G" else 1
-            phases.append(Phase(name=f"{name}_reg", network=network, lr=lr * ratio, interval=interval, terms=reg,
-                                samples_per_mb=lambda b, s=shrink: b // s,
-                                after_step=update_pl_mean if name == "G" else None))  # fmt: skip
+            phases.append(
+                Phase(
+                    name=f"{name}_reg",
+                    network=network,
+                    lr=lr * ratio,
+                    interval=interval,
+                    terms=reg,
+                    samples_per_mb=lambda b, s=shrink: b // s,
+                    after_step=update_pl_mean if name == "G" else None,
+                )
+            )
     return networks, phases
 
 

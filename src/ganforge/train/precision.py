@@ -41,8 +41,16 @@ _AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
 class Precision:
     """Autocast contexts, GradScalers, the finite check, and the process-wide numeric settings of one run."""
 
-    def __init__(self, mode: str, device: torch.device, num_fp16_res: int = 0, deterministic: bool = False,
-                 compile: bool = False, channels_last: bool = False, grad_checkpoint: bool = False):  # fmt: skip
+    def __init__(
+        self,
+        mode: str,
+        device: torch.device,
+        num_fp16_res: int = 0,
+        deterministic: bool = False,
+        compile: bool = False,
+        channels_last: bool = False,
+        grad_checkpoint: bool = False,
+    ):
         assert mode in PRECISIONS, f"{mode!r}: `auto` is made concrete by resolve_auto before a Precision is built"
         self.mode, self.device, self.num_fp16_res = mode, device, num_fp16_res
         self.deterministic, self.compile, self.channels_last = deterministic, compile, channels_last

@@ -69,8 +69,10 @@ def _load(kind: str, path: str) -> tuple[Path | None, dict | None]:
     if kind == "continue":
         found = checkpoint.find_latest(Path(path) / "checkpoints")
         if found is None:
-            raise UserError(f"--resume: no valid checkpoint in {path}/checkpoints (see the warnings above); pass "
-                            "--resume new to start a new run, or --resume PATH with a checkpoint to use")  # fmt: skip
+            raise UserError(
+                f"--resume: no valid checkpoint in {path}/checkpoints (see the warnings above); pass "
+                "--resume new to start a new run, or --resume PATH with a checkpoint to use"
+            )
         return found
     if kind == "checkpoint":
         return Path(path), checkpoint.load(Path(path))
@@ -110,6 +112,7 @@ def _explain_weights(paths: list[str]) -> None:
     for path in paths:
         is_d = file_format(path) == DISCRIMINATOR_FORMAT
         fresh = [part for part in fresh if part != ("D" if is_d else "G")]
-        dist.print0(f"initialising {'D from discriminator file' if is_d else 'G and G_ema from snapshot'} {path}: "
-                    "weights only")  # fmt: skip
+        dist.print0(
+            f"initialising {'D from discriminator file' if is_d else 'G and G_ema from snapshot'} {path}: weights only"
+        )
     dist.print0(f"{', '.join(fresh)} start fresh")

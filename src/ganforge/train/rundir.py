@@ -70,8 +70,13 @@ def _read_config(run: Path) -> tuple[dict | None, str | None]:
 def _fields_ok(config: dict) -> bool:
     """Does a parsed config.json hold what choosing the run to continue reads, with the right types?"""
     data, run = config.get("data"), config.get("run")
-    return (isinstance(data, dict) and isinstance(data.get("path"), str) and isinstance(config.get("preset"), str)
-            and isinstance(run, dict) and isinstance(run.get("resume"), str))  # fmt: skip
+    return (
+        isinstance(data, dict)
+        and isinstance(data.get("path"), str)
+        and isinstance(config.get("preset"), str)
+        and isinstance(run, dict)
+        and isinstance(run.get("resume"), str)
+    )
 
 
 def _has_checkpoint(run: Path) -> bool:
@@ -205,8 +210,9 @@ def write_env(run: Path, device: torch.device) -> None:
 def _git_commit() -> str | None:
     """The commit of the ganforge source tree when it is a git checkout (editable install), else None."""
     try:
-        result = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True,
-                                text=True, timeout=10)  # fmt: skip
+        result = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True, text=True, timeout=10
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return result.stdout.strip() or None if result.returncode == 0 else None

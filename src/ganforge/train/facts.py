@@ -1,0 +1,31 @@
+"""What resolving the options needs to know besides them, found out once by `resolver.observe` (or given by the
+bench): the dataset's facts, the processes, the device, the disk, what the run starts from."""
+
+from dataclasses import dataclass
+
+from ganforge.train.resume import Source
+
+
+@dataclass(frozen=True)
+class DatasetFacts:
+    """What the configuration needs to know of a dataset (an opened ImageDataset has these attributes too)."""
+
+    resolution: int
+    channels: int
+    label_dim: int
+    name: str
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What resolve needs besides the options: the dataset's facts (None when --data could not be opened), how many
+    processes train together, the device type ("cpu" or "cuda"), problems met while finding these out, the free
+    bytes on --outdir's disk (None: not looked at, as for the bench, which writes no run), and what the run starts
+    from (a run to continue, a checkpoint, weights, or nothing). Every look at the file system is here."""
+
+    dataset: DatasetFacts | None
+    world_size: int
+    device_type: str
+    problems: tuple[str, ...] = ()
+    outdir_free_bytes: int | None = None
+    source: Source | None = None  # what the run starts from (train/resume.py); None: not looked for (the bench)
