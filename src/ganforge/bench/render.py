@@ -30,90 +30,45 @@ def _phases(m: Measurement) -> dict:
 def _search(found: SearchResult | None, cap: float | None, preset_batch: int) -> dict | None:
     if found is None:
         return None
-    candidates = [
-        {
-            "batch_gpu": c.batch_gpu,
-            "img_per_s": c.measurement and c.measurement.img_per_s,
-            "memory_gb": c.measurement and c.measurement.memory_gb,
-            "out_of_memory": c.out_of_memory,
-        }
-        for c in found.candidates
-    ]
-    return {
-        "candidates": candidates,
-        "largest_fit": found.largest_fit,
-        "fastest": found.fastest,
-        "recommended": found.recommended,
-        "limit": found.limit,
-        "memory_cap_gb": cap,
-        "preset_batch": preset_batch,
-    }
+    candidates = [{"batch_gpu": c.batch_gpu, "img_per_s": c.measurement and c.measurement.img_per_s,
+                   "memory_gb": c.measurement and c.measurement.memory_gb, "out_of_memory": c.out_of_memory}
+                  for c in found.candidates]  # fmt: skip
+    return {"candidates": candidates, "largest_fit": found.largest_fit, "fastest": found.fastest,
+            "recommended": found.recommended, "limit": found.limit, "memory_cap_gb": cap,
+            "preset_batch": preset_batch}  # fmt: skip
 
 
-def result(
-    options: BenchOptions,
-    preset,
-    device: torch.device,
-    peak: DevicePeak,
-    single: Measurement,
-    together: Measurement | None,
-    found: SearchResult | None,
-    cap: float | None,
-) -> dict:
+def result(options: BenchOptions, preset, device: torch.device, peak: DevicePeak, single: Measurement,
+           together: Measurement | None, found: SearchResult | None, cap: float | None) -> dict:  # fmt: skip
     """The result dict; `preset` is the resolved Config of the options at the preset's batch."""
     final = together or single
     model = preset.model
-    config = {
-        "cfg": options.cfg,
-        "resolution": options.image_resolution,
-        "channels": options.channels,
-        "channel_base": options.cbase or model.channel_base,
-        "channel_max": options.cmax or model.channel_max,
-        "precision": options.precision,
-        "compile": options.compile,
-        "channels_last": options.channels_last,
-        "aug": preset.augment.mode,
-        "aug_p": options.fixed_p,
-        "batch_gpu": final.batch_gpu,
-        "batch": final.batch_gpu * final.world_size,
-        "G_params": final.G_params,
-        "D_params": final.D_params,
-    }
-    memory = {
-        "peak_gb": final.peak_memory_gb,
-        "estimate_gb": final.memory_estimate_gb,
-        "gb": final.memory_gb,
-        "source": "estimate" if final.peak_memory_gb is None else "CUDA allocator peak",
-    }
+    config = {"cfg": options.cfg, "resolution": options.image_resolution, "channels": options.channels,
+              "channel_base": options.cbase or model.channel_base, "channel_max": options.cmax or model.channel_max,
+              "precision": options.precision, "compile": options.compile, "channels_last": options.channels_last,
+              "aug": preset.augment.mode, "aug_p": options.fixed_p, "batch_gpu": final.batch_gpu,
+              "batch": final.batch_gpu * final.world_size,
+              "G_params": final.G_params, "D_params": final.D_params}  # fmt: skip
+    memory = {"peak_gb": final.peak_memory_gb, "estimate_gb": final.memory_estimate_gb, "gb": final.memory_gb,
+              "source": "estimate" if final.peak_memory_gb is None else "CUDA allocator peak"}  # fmt: skip
     scaling = None
     if together is not None:
         efficiency = together.img_per_s / (together.world_size * single.img_per_s)
-        scaling = {
-            "world_size": together.world_size,
-            "one_device_img_per_s": single.img_per_s,
-            "img_per_s": together.img_per_s,
-            "efficiency": efficiency,
-        }
+        scaling = {"world_size": together.world_size, "one_device_img_per_s": single.img_per_s,
+                   "img_per_s": together.img_per_s, "efficiency": efficiency}  # fmt: skip
     fraction = None if peak.tflops is None else final.tflops / peak.tflops
     kimg = preset.schedule.kimg
     return {
         "schema": SCHEMA,
         "device": {"type": device.type, "name": device_name(device), "world_size": final.world_size},
-        "config": config,
-        "steps": options.steps,
-        "warmup": options.warmup,
-        "img_per_s": final.img_per_s,
-        "s_per_kimg": 1000 / final.img_per_s,
+        "config": config, "steps": options.steps, "warmup": options.warmup,
+        "img_per_s": final.img_per_s, "s_per_kimg": 1000 / final.img_per_s,
         "estimate": {"kimg": kimg, "seconds": kimg * 1000 / final.img_per_s},
-        "phases": _phases(final),
-        "iteration_ms": final.iteration_ms,
-        "flops_per_iteration": final.flops_per_iteration,
-        "tflops": final.tflops,
+        "phases": _phases(final), "iteration_ms": final.iteration_ms,
+        "flops_per_iteration": final.flops_per_iteration, "tflops": final.tflops,
         "peak": {"tflops": peak.tflops, "source": peak.source, "fraction": fraction},
-        "memory": memory,
-        "batch_search": _search(found, cap, preset.schedule.batch),
-        "scaling": scaling,
-    }
+        "memory": memory, "batch_search": _search(found, cap, preset.schedule.batch), "scaling": scaling,
+    }  # fmt: skip
 
 
 def duration(seconds: float) -> str:
@@ -151,34 +106,26 @@ def _search_lines(search: dict) -> list[str]:
 def table(r: dict) -> str:
     """The human-readable report of a result dict."""
     c, m, p = r["config"], r["memory"], r["peak"]
-    lines = [
-        f"ganforge bench: --cfg {c['cfg']} {c['resolution']}x{c['resolution']}x{c['channels']}, {c['precision']}, "
-        f"batch {c['batch_gpu']} per device x {r['device']['world_size']} on {r['device']['type']} "
-        f"({r['device']['name']})",
-        f"networks: G {c['G_params']:,} parameters, D {c['D_params']:,}; channel base {c['channel_base']}, "
-        f"max {c['channel_max']}; median of {r['steps']} timed calls per phase after {r['warmup']} untimed",
-        "",
-        f"{'phase':<10} {'ms/call':>9} {'every':>6} {'ms/step':>9}",
-    ]
+    lines = [f"ganforge bench: --cfg {c['cfg']} {c['resolution']}x{c['resolution']}x{c['channels']}, {c['precision']}, "
+             f"batch {c['batch_gpu']} per device x {r['device']['world_size']} on {r['device']['type']} "
+             f"({r['device']['name']})",
+             f"networks: G {c['G_params']:,} parameters, D {c['D_params']:,}; channel base {c['channel_base']}, "
+             f"max {c['channel_max']}; median of {r['steps']} timed calls per phase after {r['warmup']} untimed",
+             "", f"{'phase':<10} {'ms/call':>9} {'every':>6} {'ms/step':>9}"]  # fmt: skip
     for name, phase in r["phases"].items():
         per_step = phase["ms"] / phase["interval"]
         lines.append(f"{name:<10} {phase['ms']:>9.1f} {phase['interval']:>6} {per_step:>9.1f}")
     lines.append(f"{'step':<10} {'':>9} {'':>6} {r['iteration_ms']:>9.1f}")
     share = "" if p["fraction"] is None else f" = {100 * p['fraction']:.0f}% of {flop_rate(p['tflops'])}"
-    lines += [
-        "",
-        f"speed    {r['img_per_s']:.1f} img/s, {r['s_per_kimg']:.1f} s/kimg; the preset's "
-        f"{r['estimate']['kimg']:g} kimg would take {duration(r['estimate']['seconds'])}",
-        f"compute  {flop_count(r['flops_per_iteration'])} per step per device, {flop_rate(r['tflops'])}"
-        f"{share} ({p['source']})",
-        f"memory   {m['gb']:.2f} GB ({m['source']})",
-    ]
+    lines += ["", f"speed    {r['img_per_s']:.1f} img/s, {r['s_per_kimg']:.1f} s/kimg; the preset's "
+              f"{r['estimate']['kimg']:g} kimg would take {duration(r['estimate']['seconds'])}",
+              f"compute  {flop_count(r['flops_per_iteration'])} per step per device, {flop_rate(r['tflops'])}"
+              f"{share} ({p['source']})",
+              f"memory   {m['gb']:.2f} GB ({m['source']})"]  # fmt: skip
     if r["scaling"] is not None:
         s = r["scaling"]
-        lines.append(
-            f"scaling  {s['img_per_s']:.1f} img/s on {s['world_size']} devices vs {s['world_size']} x "
-            f"{s['one_device_img_per_s']:.1f} alone: {100 * s['efficiency']:.0f}% efficiency"
-        )
+        lines.append(f"scaling  {s['img_per_s']:.1f} img/s on {s['world_size']} devices vs {s['world_size']} x "
+                     f"{s['one_device_img_per_s']:.1f} alone: {100 * s['efficiency']:.0f}% efficiency")  # fmt: skip
     if r["batch_search"] is not None:
         lines += _search_lines(r["batch_search"])
     return "\n".join(lines)

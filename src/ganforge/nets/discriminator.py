@@ -115,32 +115,15 @@ class Discriminator(nn.Module):
     faster than two (larger matrix products, the weights prepared once).
     """
 
-    def __init__(
-        self,
-        resolution=32,
-        img_channels=3,
-        c_dim=0,
-        channel_base=16384,
-        channel_max=512,
-        mbstd_group_size=4,
-        num_fp16_res=0,
-        conv_clamp=None,
-        **ignored_generator_kwargs,
-    ):
+    def __init__(self, resolution=32, img_channels=3, c_dim=0, channel_base=16384, channel_max=512,
+                 mbstd_group_size=4, num_fp16_res=0, conv_clamp=None, **ignored_generator_kwargs):  # fmt: skip
         super().__init__()
         unknown = sorted(set(ignored_generator_kwargs) - set(GENERATOR_ONLY_KWARGS))
         if unknown:  # accept G's arguments so one dict builds both nets, but never swallow a typo
             raise TypeError(f"Discriminator got unexpected keyword arguments {unknown}")
-        self._config = dict(
-            resolution=resolution,
-            img_channels=img_channels,
-            c_dim=c_dim,
-            channel_base=channel_base,
-            channel_max=channel_max,
-            mbstd_group_size=mbstd_group_size,
-            num_fp16_res=num_fp16_res,
-            conv_clamp=conv_clamp,
-        )
+        self._config = dict(resolution=resolution, img_channels=img_channels, c_dim=c_dim, channel_base=channel_base,
+                            channel_max=channel_max, mbstd_group_size=mbstd_group_size, num_fp16_res=num_fp16_res,
+                            conv_clamp=conv_clamp)  # fmt: skip
         check_arch(**self._config)
         self.resolution, self.img_channels, self.c_dim = resolution, img_channels, c_dim
         self.block_resolutions = [2**i for i in range(int(math.log2(resolution)), 2, -1)]
@@ -149,17 +132,15 @@ class Discriminator(nn.Module):
             in_channels = channels_at(res, channel_base, channel_max) if res < resolution else 0
             tmp_channels = channels_at(res, channel_base, channel_max)
             out_channels = channels_at(res // 2, channel_base, channel_max)
-            block = DiscriminatorBlock(
-                in_channels, tmp_channels, out_channels, img_channels, res >= fp16_res, conv_clamp
-            )
+            block = DiscriminatorBlock(in_channels, tmp_channels, out_channels, img_channels, res >= fp16_res,
+                                       conv_clamp)  # fmt: skip
             setattr(self, f"b{res}", block)
         cmap_dim = channels_at(4, channel_base, channel_max) if c_dim > 0 else 0
         self.mapping = None
         if c_dim > 0:
             self.mapping = MappingNetwork(0, c_dim, cmap_dim, CMAP_LAYERS, num_ws=None, w_avg_beta=None)
-        self.b4 = DiscriminatorEpilogue(
-            channels_at(4, channel_base, channel_max), cmap_dim, mbstd_group_size, 1, conv_clamp
-        )
+        self.b4 = DiscriminatorEpilogue(channels_at(4, channel_base, channel_max), cmap_dim, mbstd_group_size, 1,
+                                        conv_clamp)  # fmt: skip
         self.grad_checkpoint = False  # recompute each block's activations in backward (a speed/memory switch)
         self.channels_last_input = False  # CPU: see use_cpu_kernels
 

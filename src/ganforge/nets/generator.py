@@ -51,9 +51,8 @@ class SynthesisLayer(nn.Module):
     def forward(self, x: torch.Tensor, w: torch.Tensor, noise_mode: str = "random") -> torch.Tensor:
         styles = self.affine(w)  # [N, in_channels]
         fused = use_fused_modconv(self.training, x)
-        x = modulated_conv2d(
-            x, self.weight, styles, up=self.up, fused=fused, resample_filter=self.resample_filter, fast=self.winograd
-        )
+        x = modulated_conv2d(x, self.weight, styles, up=self.up, fused=fused, resample_filter=self.resample_filter,
+                             fast=self.winograd)  # fmt: skip
         if noise_mode == "random":
             noise = torch.randn([x.shape[0], 1, self.resolution, self.resolution], device=x.device)
             x = x + (noise * self.noise_strength).to(x.dtype)
@@ -158,48 +157,20 @@ class Generator(nn.Module):
         conv_clamp: clamp conv outputs to +-conv_clamp (256 with fp16), or None.
     """
 
-    def __init__(
-        self,
-        resolution=32,
-        img_channels=3,
-        c_dim=0,
-        z_dim=512,
-        w_dim=512,
-        channel_base=16384,
-        channel_max=512,
-        mapping_layers=8,
-        num_fp16_res=0,
-        conv_clamp=None,
-    ):
+    def __init__(self, resolution=32, img_channels=3, c_dim=0, z_dim=512, w_dim=512, channel_base=16384,
+                 channel_max=512, mapping_layers=8, num_fp16_res=0, conv_clamp=None):  # fmt: skip
         super().__init__()
-        self._config = dict(
-            resolution=resolution,
-            img_channels=img_channels,
-            c_dim=c_dim,
-            z_dim=z_dim,
-            w_dim=w_dim,
-            channel_base=channel_base,
-            channel_max=channel_max,
-            mapping_layers=mapping_layers,
-            num_fp16_res=num_fp16_res,
-            conv_clamp=conv_clamp,
-        )
+        self._config = dict(resolution=resolution, img_channels=img_channels, c_dim=c_dim, z_dim=z_dim, w_dim=w_dim,
+                            channel_base=channel_base, channel_max=channel_max, mapping_layers=mapping_layers,
+                            num_fp16_res=num_fp16_res, conv_clamp=conv_clamp)  # fmt: skip
         check_arch(**self._config)
         self.z_dim, self.c_dim, self.w_dim = z_dim, c_dim, w_dim
         self.img_channels, self.resolution = img_channels, resolution
-        self.synthesis = SynthesisNetwork(
-            w_dim, resolution, img_channels, channel_base, channel_max, num_fp16_res, conv_clamp
-        )
+        self.synthesis = SynthesisNetwork(w_dim, resolution, img_channels, channel_base, channel_max, num_fp16_res,
+                                          conv_clamp)  # fmt: skip
         self.num_ws = self.synthesis.num_ws
-        self.mapping = MappingNetwork(
-            z_dim,
-            c_dim,
-            w_dim,
-            mapping_layers,
-            num_ws=self.num_ws,
-            w_avg_beta=W_AVG_BETA,
-            lr_multiplier=MAPPING_LR_MULTIPLIER,
-        )
+        self.mapping = MappingNetwork(z_dim, c_dim, w_dim, mapping_layers, num_ws=self.num_ws, w_avg_beta=W_AVG_BETA,
+                                      lr_multiplier=MAPPING_LR_MULTIPLIER)  # fmt: skip
 
     @property
     def config(self) -> dict:

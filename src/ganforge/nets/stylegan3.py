@@ -44,19 +44,8 @@ class SynthesisNetwork(nn.Module):
     ws[:, 0] drives the Fourier input's learned transform, ws[:, i + 1] layer L{i}; num_ws = num_layers + 2.
     """
 
-    def __init__(
-        self,
-        w_dim,
-        resolution,
-        img_channels,
-        channel_base,
-        channel_max,
-        conv_kernel,
-        radial,
-        num_fp16_res,
-        conv_clamp,
-        num_layers=NUM_LAYERS,
-    ):
+    def __init__(self, w_dim, resolution, img_channels, channel_base, channel_max, conv_kernel, radial, num_fp16_res,
+                 conv_clamp, num_layers=NUM_LAYERS):  # fmt: skip
         super().__init__()
         self.w_dim, self.resolution, self.img_channels = w_dim, resolution, img_channels
         self.num_ws = num_layers + 2
@@ -65,16 +54,11 @@ class SynthesisNetwork(nn.Module):
         self.layer_names = []
         for idx, out in enumerate(bands):
             layer = SynthesisLayer(
-                w_dim,
-                bands[max(idx - 1, 0)],
-                out,
-                is_torgb=idx == num_layers,
+                w_dim, bands[max(idx - 1, 0)], out, is_torgb=idx == num_layers,
                 critically_sampled=idx >= num_layers - NUM_CRITICAL,
                 use_fp16=out.sampling_rate * 2**num_fp16_res > resolution,  # the top num_fp16_res octaves
-                conv_kernel=conv_kernel,
-                radial=radial,
-                conv_clamp=conv_clamp,
-            )
+                conv_kernel=conv_kernel, radial=radial, conv_clamp=conv_clamp,
+            )  # fmt: skip
             name = f"L{idx}_{out.size}_{out.channels}"
             setattr(self, name, layer)
             self.layer_names.append(name)
@@ -113,34 +97,13 @@ class StyleGAN3Generator(nn.Module):
             network); fewer make a cheap network for tests and CPU demos, with the same cutoff schedule end points.
     """
 
-    def __init__(
-        self,
-        resolution=32,
-        img_channels=3,
-        c_dim=0,
-        z_dim=512,
-        w_dim=512,
-        channel_base=32768,
-        channel_max=512,
-        mapping_layers=2,
-        config="t",
-        num_fp16_res=0,
-        conv_clamp=None,
-        num_layers=NUM_LAYERS,
-    ):
+    def __init__(self, resolution=32, img_channels=3, c_dim=0, z_dim=512, w_dim=512, channel_base=32768,
+                 channel_max=512, mapping_layers=2, config="t", num_fp16_res=0, conv_clamp=None,
+                 num_layers=NUM_LAYERS):  # fmt: skip
         super().__init__()
-        arch = dict(
-            resolution=resolution,
-            img_channels=img_channels,
-            c_dim=c_dim,
-            z_dim=z_dim,
-            w_dim=w_dim,
-            channel_base=channel_base,
-            channel_max=channel_max,
-            mapping_layers=mapping_layers,
-            num_fp16_res=num_fp16_res,
-            conv_clamp=conv_clamp,
-        )
+        arch = dict(resolution=resolution, img_channels=img_channels, c_dim=c_dim, z_dim=z_dim, w_dim=w_dim,
+                    channel_base=channel_base, channel_max=channel_max, mapping_layers=mapping_layers,
+                    num_fp16_res=num_fp16_res, conv_clamp=conv_clamp)  # fmt: skip
         problems = []
         if config not in CONFIGS:
             problems.append(f"config: {config!r} is not a StyleGAN3 configuration; choose 't' or 'r'")
@@ -156,28 +119,13 @@ class StyleGAN3Generator(nn.Module):
         self.z_dim, self.c_dim, self.w_dim = z_dim, c_dim, w_dim
         self.img_channels, self.resolution = img_channels, resolution
         widen = 2 if config == "r" else 1
-        self.synthesis = SynthesisNetwork(
-            w_dim,
-            resolution,
-            img_channels,
-            channel_base * widen,
-            channel_max * widen,
-            conv_kernel=1 if config == "r" else 3,
-            radial=config == "r",
-            num_fp16_res=num_fp16_res,
-            conv_clamp=conv_clamp,
-            num_layers=num_layers,
-        )
+        self.synthesis = SynthesisNetwork(w_dim, resolution, img_channels, channel_base * widen, channel_max * widen,
+                                          conv_kernel=1 if config == "r" else 3, radial=config == "r",
+                                          num_fp16_res=num_fp16_res, conv_clamp=conv_clamp,
+                                          num_layers=num_layers)  # fmt: skip
         self.num_ws = self.synthesis.num_ws
-        self.mapping = MappingNetwork(
-            z_dim,
-            c_dim,
-            w_dim,
-            mapping_layers,
-            num_ws=self.num_ws,
-            w_avg_beta=W_AVG_BETA,
-            lr_multiplier=MAPPING_LR_MULTIPLIER,
-        )
+        self.mapping = MappingNetwork(z_dim, c_dim, w_dim, mapping_layers, num_ws=self.num_ws, w_avg_beta=W_AVG_BETA,
+                                      lr_multiplier=MAPPING_LR_MULTIPLIER)  # fmt: skip
 
     @property
     def config(self) -> dict:
