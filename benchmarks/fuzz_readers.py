@@ -711,12 +711,14 @@ def _report_config() -> str:
     """A config.json as train writes it (every section and field), for a tiny 16 px run."""
     from ganforge import config as c
 
-    cfg = c.Config(preset="tiny", world_size=1, data=c.DataConfig("squares.zip", "squares", 16, 3, 0),
-                   model=c.ModelConfig(8, 8, 2, 64, 8, 4), loss=c.LossConfig(gamma=0.1),
-                   optim=c.OptimConfig(g_lr=0.002, d_lr=0.002),
+    cfg = c.Config(preset="tiny", world_size=1,
+                   data=c.DataConfig(path="squares.zip", name="squares", resolution=16, channels=3, label_dim=0),
+                   model=c.ModelConfig(z_dim=8, w_dim=8, mapping_layers=2, channel_base=64, channel_max=8,
+                                       mbstd_group=4),
+                   loss=c.LossConfig(gamma=0.1), optim=c.OptimConfig(g_lr=0.002, d_lr=0.002),
                    schedule=c.ScheduleConfig(batch=8, batch_gpu=8, kimg=0.024, tick_kimg=0.008, snap=1, ema_kimg=0.01,
                                              ema_rampup=0.05),
-                   precision=c.PrecisionConfig(precision="fp32"), augment=c.AugmentConfig(),
+                   precision=c.PrecisionConfig(mode="fp32"), runtime=c.RuntimeConfig(), augment=c.AugmentConfig(),
                    run=c.RunConfig(outdir="runs"))  # fmt: skip
     return cfg.to_json()
 
