@@ -203,4 +203,8 @@ def direct_bandlimit(angle: float, up: int, a=3, support=6, design=64) -> torch.
 @pytest.mark.parametrize(("angle", "up"), [(0.7, 4), (-2.0, 1)])
 def test_bandlimit_filter_equals_direct_evaluation(angle, up):
     got = bandlimit_filter(rotation_motion(angle), up)
-    torch.testing.assert_close(got.double(), direct_bandlimit(angle, up), rtol=0, atol=2e-7)
+    want = direct_bandlimit(angle, up)
+    # float32 FFTs over the design grid: a few units in the last place of the peak tap, which rounds differently
+    # with AVX2 and AVX512 (2.7e-7 at a peak of 1.0 seen with AVX512); any error of the design is orders larger
+    tolerance = 8 * torch.finfo(torch.float32).eps * want.abs().max().item()
+    torch.testing.assert_close(got.double(), want, rtol=0, atol=tolerance)
