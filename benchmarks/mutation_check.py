@@ -37,6 +37,7 @@ class Mutant:
 
 REFERENCE = "tests/train/test_train_reference.py::"
 SCHEDULE = "tests/train/test_train_schedule.py::"
+RUN_CHOICE = "tests/train/test_train_run_choice.py::"
 METRICS_REFERENCE = "tests/metrics/test_metrics_reference.py::test_inception_inputs_are_fid_helper_pytorchs"
 SWD_REFERENCE = "tests/metrics/test_metrics_swd.py::test_laplacian_pyramid_matches_the_burt_adelson_reference"
 SWD_LEVEL = "tests/metrics/test_metrics_swd.py::test_swd_of_one_level_equals_the_progan_reference"
@@ -298,8 +299,23 @@ MUTANTS = (
       "        data = file.read(size + 1)", "        data = file.read()",
       ("tests/hostile/test_hostile_checkpoint.py",)),
     M("rundir_damaged_config_of_the_run_skipped", "train/rundir.py",
-      'if run.name[len("NNNNN-") :].startswith(', 'if False and run.name[len("NNNNN-") :].startswith(',
+      "            if _named_like(run, key):", "            if False:",
       ("tests/train/test_train_rundir.py",)),
+    # Which run a rerun continues, and lengths rounded up to whole batches.
+    M("run_choice_same_command_not_first", "train/rundir.py",
+      '            return Choice(run.path, run.config, "same command")', "            pass",
+      (RUN_CHOICE + "test_a_rerun_continues_its_own_command_before_a_newer_run_of_the_same_maths",)),
+    M("run_choice_explanations_compared", "train/rundir.py", "keep=lambda path: path not in _EXPLANATIONS",
+      "keep=lambda path: True",
+      (RUN_CHOICE + "test_a_rerun_continues_its_own_command_before_a_newer_run_of_the_same_maths",)),
+    M("run_choice_auto_not_as_continuing", "train/rundir.py", "    p = cfg.precision\n", "    return cfg\n",
+      (RUN_CHOICE + "test_auto_precision_is_compared_as_continuing_makes_it",)),
+    M("run_choice_other_maths_continued", "train/rundir.py", "    if runs and cfg.run.allow_config_change:",
+      "    if runs:", (RUN_CHOICE + "test_other_maths_start_a_new_run_and_name_the_run_left_alone",)),
+    M("lengths_rounded_down", "train/resolver.py", "batches = -(-whole // batch)", "batches = whole // batch",
+      ("tests/train/test_train_lengths.py::test_round_up_to_batches_equals_exact_arithmetic",)),
+    M("lengths_decimal_rounding_moved", "train/resolver.py", "if abs(nimg - whole) < 1e-6 else",
+      "if False else", ("tests/train/test_train_lengths.py::test_round_up_to_batches_equals_exact_arithmetic",)),
     # Hostile datasets: the readers' bounds and checks (tests in tests/data/test_data_bounds.py).
     M("zip_member_size_cap_skipped", "data/files.py", "if info.file_size > cap:", "if False:",
       ("tests/data/test_data_bounds.py::test_a_member_declaring_more_than_an_image_may_take_is_refused_from_the_"

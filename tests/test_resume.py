@@ -170,12 +170,20 @@ def test_full_disk_is_reported_and_rerun_continues_exactly(data, reference, tmp_
     assert_identical(reference, _final_state(tmp_path))
 
 
-def test_changed_training_maths_is_refused_listing_fields(data, reference_run):
-    outdir = reference_run[0]
-    output = run_command(_command(data, outdir, extra=("--gamma", "0.5", "--glr", "0.001")), expect=2)
+def test_changed_training_maths_starts_a_new_run_and_is_refused_in_place(data, reference_run):
+    """The same command with other maths does not continue the run (it would start the next one, naming what differs
+    and how to continue it instead); continuing that run by name is refused, listing the fields."""
+    outdir, changed = reference_run[0], ("--gamma", "0.5", "--glr", "0.001")
+    run = run_dir(outdir)
+    output = run_command(_command(data, outdir, extra=(*changed, "--dry-run")))
+    assert f"would start {outdir / '00001-tiny-tiny-gpus1-batch8'}; {run} trained the same data and --cfg" in output
+    assert "--gamma 0.05 (now 0.5), --glr 0.0025 (now 0.001)" in output, output[-2000:]
+    assert f"pass --resume {run} --allow-config-change" in output
+    output = run_command(_command(data, outdir, extra=(*changed, "--resume", str(run))), expect=2)
     assert "Traceback" not in output
     assert "loss.gamma" in output and "optim.g_lr" in output, output
     assert "--allow-config-change" in output
+    assert run_dir(outdir) == run  # nothing made
 
 
 def test_two_processes_continue_a_one_process_checkpoint(data, reference_run, tmp_path):

@@ -17,7 +17,7 @@ from ganforge.config.describe import describe_derived
 from ganforge.devices import pick_precision
 from ganforge.train import resolve
 from ganforge.train.resolver import DatasetFacts, Facts
-from ganforge.train.resume import find_source
+from ganforge.train.resume import find_sources
 from ganforge.train.rundir import RunKey
 
 CASES = [
@@ -81,8 +81,8 @@ def test_a_continued_run_keeps_its_mode_on_other_hardware(tmp_path, monkeypatch)
     (run / "checkpoints" / "ckpt-000000016").mkdir(parents=True)
     old = resolve(tiny_options(tmp_path / "d", tmp_path / "runs", precision="bf16"), FACTS)
     (run / "config.json").write_text(old.to_json())
-    source = find_source(RunKey.of(old))  # what observe() finds before resolving
-    assert source.kind == "continue" and source.path == str(run)
-    cfg = resolve(options, dataclasses.replace(FACTS, source=source))
+    found = find_sources(RunKey.of(old))  # what observe() finds before resolving
+    assert [r.path for r in found.runs] == [str(run)]
+    cfg = resolve(options, dataclasses.replace(FACTS, found=found))
     assert cfg.precision.mode == "bf16" and run.name in cfg.precision.auto_reason
     assert config_hash(cfg) == config_hash(old)

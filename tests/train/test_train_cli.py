@@ -66,12 +66,18 @@ def test_train_tiny_end_to_end_writes_every_artifact_and_resumes(data, tmp_path)
         written,
     )  # the free-space estimate; Adam moments exist after step 1
 
-    # Rerunning the same command with a longer --kimg continues the same run from its newest checkpoint; a memory
-    # layout change (--channels-last) does not change the training maths, so it is accepted.
-    result = _invoke(tiny_args(data, outdir, kimg=0.048, channels_last=True))
+    # Rerunning the same command with a longer --kimg (0.041 is rounded up to 0.048, whole batches of 8) continues the
+    # same run from its newest checkpoint; a memory layout change (--channels-last) does not change the training
+    # maths, so it is accepted.
+    result = _invoke(tiny_args(data, outdir, kimg=0.041, channels_last=True))
     assert result.exit_code == 0, result.output
     assert [p.name for p in outdir.iterdir()] == [run.name]
     assert "resuming at 0.032 kimg" in (run / "log.txt").read_text()
+    assert (
+        "(same training maths and data; its last command differed in --channels-last False (now True), --kimg "
+        "0.032 (now 0.048))" in result.output
+    )
+    assert "derived: --kimg 0.041 rounded up to 0.048 kimg: 6 whole batches of 8" in (run / "log.txt").read_text()
     assert (run / "checkpoints" / "ckpt-000000048").is_dir()
     assert "Generator:" not in result.output and "derived:" not in result.output  # tables: log.txt only on resume
     assert (run / "log.txt").read_text().count("Generator:") == 2
@@ -82,10 +88,11 @@ def test_train_tiny_end_to_end_writes_every_artifact_and_resumes(data, tmp_path)
     assert "already at 0.048 kimg; nothing to do (raise --kimg to continue)" in result.output
     assert "done:" not in result.output and not (run / "checkpoints" / "ckpt-000000064").exists()
 
-    # A changed loss weight is refused with the differing field listed.
-    result = CliRunner().invoke(main, tiny_args(data, outdir, kimg=0.048, gamma=3))
-    assert result.exit_code == 2
-    assert "loss.gamma: 0.05 -> 3" in result.output and "--allow-config-change" in result.output
+    # A changed loss weight does not continue the run: it would start a new one, and names the run it leaves alone.
+    result = CliRunner().invoke(main, tiny_args(data, outdir, kimg=0.048, gamma=3, dry_run=True))
+    assert result.exit_code == 0
+    assert f"would start {outdir / '00001-squares-tiny-gpus1-batch8'}; {run} trained the same" in result.stderr
+    assert "(--gamma 0.05 (now 3)); to continue it with these values, pass --resume" in result.stderr
 
 
 def test_train_invalid_combinations_are_all_listed_exit_2(data, tmp_path):
@@ -96,7 +103,7 @@ def test_train_invalid_combinations_are_all_listed_exit_2(data, tmp_path):
     assert "--batch 6: not a whole number of --batch-gpu 4 x 1 process(es); pass --batch 4" in out
     assert "--precision fp16: needs a CUDA GPU" in out
     assert "--cond: the dataset has no labels" in out
-    assert "--kimg 0.01: 10 images is not a whole number of batches of 6" in out
+    assert "--kimg" not in out  # any length is rounded up to whole batches
     assert "--metrics: unknown metric 'nope'" in out
     assert "Traceback" not in out
     assert not tmp_path.joinpath("00000-squares-tiny-gpus1-batch6").exists()

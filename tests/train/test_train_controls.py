@@ -177,8 +177,8 @@ def test_bad_controls_are_listed_at_once(data, tmp_path):
                  "--clip-grad-g -1: must be a positive gradient norm", "--aug-pipe bg",
                  "--aug-p: only used by --aug fixed", "--diffaug-policy color,blur"):  # fmt: skip
         assert flag in text, flag
-    with pytest.raises(UserError, match="--lr-warmup-kimg 0.012: 12 images is not a whole number of batches"):
-        resolve(tiny_options(data, tmp_path, lr_warmup_kimg=0.012))
+    with pytest.raises(UserError, match=r"--lr-steps 0.009,0.01: must be positive and increasing kimg, at least one"):
+        resolve(tiny_options(data, tmp_path, lr_schedule="step", lr_steps="0.009,0.01"))  # both round up to 0.016
 
 
 def test_each_augment_mode_builds_what_d_sees_through(data, tmp_path):

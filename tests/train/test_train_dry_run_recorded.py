@@ -31,6 +31,6 @@ def test_dry_run_config_equals_the_recorded_one(case):
         cfg = resolve(options, facts)
     recorded, now = flatten(upgrade(record["config"])), flatten(json.loads(cfg.to_json()))
     added = {key: value for key, value in now.items() if key not in recorded}  # options declared since: at default
-    assert now == recorded | added and added == {key: field_defaults()[key] for key in added}
+    assert now == recorded | added and added == {key: flatten(field_defaults())[key] for key in added}
     assert Config.from_dict(record["config"]) == cfg  # an old config.json reads as today's Config
     assert describe_derived(cfg) == record["derived"]

@@ -104,3 +104,14 @@ def test_a_changed_batch_gpu_is_accepted_and_continues_the_run(data, three_steps
     for opt in ("opt_G", "opt_D"):
         steps = [s["step"].item() for s in state[opt]["state"].values()]
         assert steps == [s["step"].item() + 1 for s in before[opt]["state"].values()], opt
+
+
+def test_resume_a_run_folder_continues_it_in_place(data, three_steps, tmp_path, capsys):
+    """--resume RUNDIR: that run goes on in its own folder, whatever --outdir says and whatever else OUTDIR holds."""
+    (run_dir,) = _runs(_continue(three_steps, tmp_path))
+    elsewhere = tmp_path / "elsewhere"
+    _train(_options(data, elsewhere, 4, resume=str(run_dir)))
+    assert f"resuming {run_dir} from {run_dir / 'checkpoints' / 'ckpt-000000024'} at 0.024 kimg (the run --resume " \
+           "names)" in capsys.readouterr().out  # fmt: skip
+    assert checkpoint.load_latest(run_dir / "checkpoints")["loop"]["cur_nimg"] == 32
+    assert not elsewhere.exists() or not list(elsewhere.iterdir())

@@ -10,7 +10,13 @@ from train_helpers import make_dataset, tiny_options
 
 from ganforge.errors import UserError
 from ganforge.train import resolve, rundir
-from ganforge.train.resume import find_source
+from ganforge.train.resume import choose_source, find_sources
+
+
+def _continued(cfg) -> Path | None:
+    """The run folder `cfg` continues by the rule, or None for a new run."""
+    chosen = rundir.choose_run(cfg, rundir.matching_runs(rundir.RunKey.of(cfg)))
+    return None if chosen is None else Path(chosen.path)
 
 
 def _start(cfg, checkpointed: bool):
@@ -26,7 +32,7 @@ def test_a_run_that_never_reached_a_checkpoint_is_reused_by_the_same_command(tmp
     data = make_dataset(tmp_path / "data")
     cfg = resolve(tiny_options(data, tmp_path / "runs"))
     first = _start(cfg, checkpointed=False)
-    assert rundir.find_run(cfg) is None
+    assert _continued(cfg) is None
     assert rundir.create_run(cfg) == first
     assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == [first.name]
 
@@ -38,7 +44,7 @@ def test_a_different_command_or_a_started_run_gets_a_new_folder(tmp_path):
     other = resolve(tiny_options(data, tmp_path / "runs", gamma=0.5))
     second = _start(other, checkpointed=True)
     assert second != first and second.name.startswith("00001-")
-    assert rundir.find_run(other) == second  # rerunning `other` continues it
+    assert _continued(other) == second  # rerunning `other` continues it
     fresh = resolve(tiny_options(data, tmp_path / "runs", gamma=0.5, resume="new"))
     assert rundir.create_run(fresh).name.startswith("00002-")  # the newest holds a checkpoint: never reused
 
@@ -76,12 +82,12 @@ def test_a_damaged_config_of_the_run_to_continue_is_named_not_skipped(cfg, damag
     try:
         damage(run / "config.json")
         with pytest.raises(UserError) as raised:
-            rundir.find_run(cfg)
+            _continued(cfg)
         (problem,) = raised.value.problems
         assert problem.startswith(f"{run / 'config.json'}: ") and "--resume new" in problem and len(problem) < 400
-        with pytest.raises(UserError):  # found when the options are resolved, so --dry-run refuses it too
-            find_source(rundir.RunKey.of(cfg))
-        assert rundir.find_run(dataclasses.replace(cfg, run=dataclasses.replace(cfg.run, resume="new"))) is None
+        with pytest.raises(UserError):  # chosen when the options are resolved, so --dry-run refuses it too
+            choose_source(cfg, find_sources(rundir.RunKey.of(cfg)))
+        assert _continued(dataclasses.replace(cfg, run=dataclasses.replace(cfg.run, resume="new"))) is None
     finally:
         shutil.rmtree(run)
 
@@ -93,7 +99,7 @@ def test_a_damaged_config_of_another_run_is_skipped_with_a_warning(cfg):
     (other / "config.json").write_text("[]")
     try:
         with pytest.warns(rundir.RunFolderWarning, match=f"skipping run folder {other}: config.json is not a run's"):
-            assert rundir.find_run(cfg) == mine
+            assert _continued(cfg) == mine
     finally:
         shutil.rmtree(mine)
         shutil.rmtree(other)

@@ -190,12 +190,18 @@ def field_defaults() -> dict:
     }
 
 
-def maths_differences(old: dict, new: dict) -> list[str]:
-    """Human-readable `field: old -> new` lines for the maths fields that differ. A field the old config does not
-    have (it was added to ganforge later) counts as its default, which is what that older run trained with."""
-    a, b = maths_fields(old), maths_fields(new)
+def field_changes(old: dict, new: dict, keep=is_maths) -> list[tuple[str, object, object]]:
+    """(dotted field, old value, new value) for each field that `keep` selects and that differs between two config
+    dicts (nested or flattened, any layout `upgrade` reads), sorted by field. A field the old config does not have
+    (it was added to ganforge later) counts as its default, which is what that older run trained with."""
+    a, b = ({k: v for k, v in flatten(upgrade(d)).items() if keep(k)} for d in (old, new))
     a = {k: v for k, v in flatten(field_defaults()).items() if k in b} | a
-    return [f"{k}: {a.get(k)!r} -> {b.get(k)!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+    return [(k, a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+
+
+def maths_differences(old: dict, new: dict) -> list[str]:
+    """Human-readable `field: old -> new` lines for the maths fields that differ (`field_changes`)."""
+    return [f"{k}: {a!r} -> {b!r}" for k, a, b in field_changes(old, new)]
 
 
 def lazy_ratio(interval: int) -> float:

@@ -20,6 +20,7 @@ def describe_derived(cfg: Config) -> list[str]:
         f"networks: {cfg.model.generator}, channel base {cfg.model.channel_base}, max {cfg.model.channel_max}, mapping "
         f"{cfg.model.mapping_layers} layers, minibatch-stddev group {cfg.model.mbstd_group}",
         f"{s.kimg:g} kimg in ticks of {s.tick_kimg:g} kimg; snapshot + checkpoint every {s.snap} ticks",
+        *s.rounded,
         *_describe_controls(cfg),
         _describe_augment(cfg.augment),
         *_preset_notes(cfg),

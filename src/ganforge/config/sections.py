@@ -155,7 +155,8 @@ class OptimConfig:
 
 @dataclass(frozen=True, kw_only=True)
 class ScheduleConfig:
-    """Progress in images: every length here is counted in kimg and is a whole number of global batches."""
+    """Progress in images: every length here is counted in kimg and is a whole number of global batches (a length
+    typed otherwise is rounded up to one)."""
 
     batch: int = option(CONFIGURATION, "Global batch size.", range=BATCHES, preset=True)
     batch_gpu: int = option(
@@ -165,8 +166,17 @@ class ScheduleConfig:
         shown_default="batch/GPUs",
         maths=False,
     )
-    kimg: float = option(CONFIGURATION, "Train this long.", range=POSITIVE, preset=True, maths=False)
-    tick_kimg: float = option(OUTPUT, "kimg per status line.", flag="--tick", range=POSITIVE, preset=True, maths=False)
+    kimg: float = option(
+        CONFIGURATION, "Train this long (rounded up to whole batches).", range=POSITIVE, preset=True, maths=False
+    )
+    tick_kimg: float = option(
+        OUTPUT,
+        "kimg per status line (rounded up to whole batches).",
+        flag="--tick",
+        range=POSITIVE,
+        preset=True,
+        maths=False,
+    )
     snap: int = option(OUTPUT, "Ticks per snapshot and checkpoint.", range=TICKS, preset=True, maths=False)
     ema_kimg: float
     ema_rampup: float | None = None  # the half-life is at most this x the images seen so far; None: no ramp-up
@@ -181,6 +191,9 @@ class ScheduleConfig:
     d_steps: int = option(
         CONTROLS, "D steps per G step.", default=1, range=STEPS, must="from 1 to 1000 D steps per G step"
     )
+    # The lengths as typed that were not whole batches and were rounded up (one line each, printed at the start and
+    # by --dry-run); the fields above hold the rounded values, which the run trains, hashes and resumes with.
+    rounded: tuple[str, ...] = setting((), maths=False)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -300,8 +313,9 @@ class RunConfig:
     outdir: str = option(OUTPUT, "Where run folders go.", required=True)
     resume: str = option(
         CHECKPOINTS,
-        "auto: continue the newest matching run in OUTDIR; new: start a new run; PATH: a checkpoint folder, or a "
-        "snapshot (.safetensors, weights only: D, optimisers and progress start fresh), or "
+        "auto: continue this command's run in OUTDIR (the same options, else the same training maths and data; "
+        "--dry-run says which); new: start a new run; RUNDIR: continue that run folder in place; PATH: a checkpoint "
+        "folder, or a snapshot (.safetensors, weights only: D, optimisers and progress start fresh), or "
         "G.safetensors,D.safetensors (a snapshot and a discriminator file from `ganforge import`).",
         default="auto",
     )

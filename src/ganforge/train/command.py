@@ -9,21 +9,21 @@ from ganforge.config.describe import describe_derived
 from ganforge.train.build import build_runtime
 from ganforge.train.loop import training_loop
 from ganforge.train.options import TrainOptions
-from ganforge.train.resolver import observe, resolve
-from ganforge.train.resume import Source, find_source, select_run
+from ganforge.train.resolver import observe, resolve_run
+from ganforge.train.resume import Source, choose_source, describe_start, find_sources, select_run
 from ganforge.train.rundir import RunKey, record_failure
 
 
 def run(config: Config, source: Source | None = None) -> int:
     """Train with a resolved Config; returns the process exit status (0 done, 143/130 stopped by a signal).
 
-    `source`: what the run starts from, as `resolve` found it (None: found here). The runtime (precision policy,
+    `source`: what the run starts from, as `resolve_run` chose it (None: chosen here). The runtime (precision policy,
     datasets) is built once here and handed to the loop. The process group is left on return and on error; an
     error after the run folder exists is also written to its log.txt."""
     device = dist.init(config.runtime.device)
     try:
         runtime = build_runtime(config, device)
-        source = find_source(RunKey.of(config)) if source is None else source
+        source = choose_source(config, find_sources(RunKey.of(config))) if source is None else source
         run_dir, state, weights = select_run(config, device, source)
         try:
             with runtime.precision.policy():
@@ -44,13 +44,13 @@ def main(options: TrainOptions) -> int:
 
     Every way out, a user error included, leaves the process group that `resolve` joined."""
     try:
-        facts = observe(options)
-        config = resolve(options, facts)
+        config, source = resolve_run(options, observe(options))
         if options.dry_run:
             dist.print0(config.to_json())
             for line in describe_derived(config):  # on stderr, so that stdout stays one JSON document
                 dist.print0(f"derived: {line}", file=sys.stderr)
+            dist.print0(describe_start(config, source), file=sys.stderr)
             return 0
-        return run(config, facts.source)
+        return run(config, source)
     finally:
         dist.shutdown()

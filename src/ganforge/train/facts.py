@@ -3,7 +3,7 @@ bench): the dataset's facts, the processes, the device, the disk, what the run s
 
 from dataclasses import dataclass
 
-from ganforge.train.resume import Source
+from ganforge.train.resume import Found
 
 
 @dataclass(frozen=True)
@@ -20,12 +20,12 @@ class DatasetFacts:
 class Facts:
     """What resolve needs besides the options: the dataset's facts (None when --data could not be opened), how many
     processes train together, the device type ("cpu" or "cuda"), problems met while finding these out, the free
-    bytes on --outdir's disk (None: not looked at, as for the bench, which writes no run), and what the run starts
-    from (a run to continue, a checkpoint, weights, or nothing). Every look at the file system is here."""
+    bytes on --outdir's disk (None: not looked at, as for the bench, which writes no run), and what the run may start
+    from (what --resume names and the runs of OUTDIR it may continue). Every look at the file system is here."""
 
     dataset: DatasetFacts | None
     world_size: int
     device_type: str
     problems: tuple[str, ...] = ()
     outdir_free_bytes: int | None = None
-    source: Source | None = None  # what the run starts from (train/resume.py); None: not looked for (the bench)
+    found: Found | None = None  # what the run may start from (train/resume.py); None: not looked for (the bench)

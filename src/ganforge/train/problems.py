@@ -22,24 +22,9 @@ def combination_problems(cfg: Config, options, asked, preset: Preset, facts) -> 
     problems = _space_problems(cfg, facts) + _metric_problems(cfg) + _retention_problems(cfg)
     if facts.dataset is not None:
         problems += _dataset_problems(preset, cfg, facts.dataset)
-    problems += _batch_problems(options, preset, cfg) + _problems(cfg, facts.device_type) + _control_problems(cfg)
+    problems += _batch_problems(options, preset, cfg) + _problems(cfg, facts.device_type)
+    problems += _control_problems(cfg, asked.lr_steps)
     return problems + _augment_problems(cfg, asked.aug_p)
-
-
-def _is_whole_batches(kimg: float, batch: int) -> bool:
-    nimg = kimg * 1000
-    return abs(nimg - round(nimg)) < 1e-6 and round(nimg) % batch == 0
-
-
-def _length_problems(lengths: list[tuple[str, float]], batch: int) -> list[str]:
-    """Lengths (flag, kimg) that are not a whole number of global batches, so that a schedule never changes with the
-    number of GPUs."""
-    return [
-        f"{flag} {kimg:g}: {kimg * 1000:g} images is not a whole number of batches of {batch}; use a multiple "
-        f"of {batch / 1000:g} kimg"
-        for flag, kimg in lengths
-        if not _is_whole_batches(kimg, batch)
-    ]
 
 
 def _space_problems(cfg: Config, facts: Facts) -> list[str]:
@@ -145,7 +130,6 @@ def _problems(cfg: Config, device_type: str) -> list[str]:
     """Every invalid combination of options, one message each."""
     s, p, r = cfg.schedule, cfg.precision, cfg.runtime
     problems = []
-    problems += _length_problems([("--kimg", s.kimg), ("--tick", s.tick_kimg)], s.batch)
     if cfg.run.profile and s.kimg <= s.tick_kimg:
         problems.append(
             f"--profile {cfg.run.profile}: the profiler starts after the first tick (--tick "
@@ -183,8 +167,9 @@ def _freeze_problems(cfg: Config) -> list[str]:
     ]
 
 
-def _control_problems(cfg: Config) -> list[str]:
-    """Bad values and combinations of the learning-rate schedule, clipping and two-phase options, one message each."""
+def _control_problems(cfg: Config, typed_steps: str | None) -> list[str]:
+    """Bad values and combinations of the learning-rate schedule, clipping and two-phase options, one message each
+    (`typed_steps`: --lr-steps as given, before its kimg were rounded up to whole batches)."""
     o, s = cfg.optim, cfg.schedule
     out = []
     if o.lr_steps and o.lr_schedule != "step":
@@ -192,13 +177,15 @@ def _control_problems(cfg: Config) -> list[str]:
     if o.lr_schedule == "step" and not o.lr_steps:
         out.append("--lr-schedule step: needs --lr-steps KIMG,KIMG (where the rate is multiplied by --lr-gamma)")
     if list(o.lr_steps) != sorted(set(o.lr_steps)) or any(k <= 0 for k in o.lr_steps):
-        out.append(f"--lr-steps {','.join(f'{k:g}' for k in o.lr_steps)}: must be positive and increasing kimg")
+        out.append(
+            f"--lr-steps {typed_steps:.60}: must be positive and increasing kimg, at least one batch of {s.batch} "
+            f"apart (rounded up to whole batches they are {','.join(f'{k:g}' for k in o.lr_steps)})"
+        )
     if o.lr_horizon_kimg is not None and o.lr_warmup_kimg >= o.lr_horizon_kimg:
         out.append(f"--lr-warmup-kimg {o.lr_warmup_kimg:g}: must be shorter than the cosine decay (--kimg)")
     if s.d_warmup_kimg >= s.kimg:
         out.append(f"--d-warmup-kimg {s.d_warmup_kimg:g}: must be shorter than --kimg {s.kimg:g}, or G never trains")
-    lengths = [("--d-warmup-kimg", s.d_warmup_kimg), ("--lr-warmup-kimg", o.lr_warmup_kimg)]
-    return out + _length_problems(lengths + [("--lr-steps", k) for k in o.lr_steps if k > 0], s.batch)
+    return out
 
 
 def _augment_problems(cfg: Config, asked_p: float | None) -> list[str]:

@@ -22,16 +22,16 @@ from ganforge.train.facts import DatasetFacts, Facts
 from ganforge.train.options import TRAIN_OPTIONS, TrainOptions
 from ganforge.train.precision import resolve_auto
 from ganforge.train.problems import combination_problems
-from ganforge.train.resume import find_source
+from ganforge.train.resume import Source, choose_source, find_sources
 from ganforge.train.rundir import RunKey
 
 
 def observe(options: TrainOptions) -> Facts:
     """Join the process group (torchrun's, or a single process), read the dataset's facts, check that --outdir
-    can be written to and how much room its disk has, and find what the run starts from (the run this command
-    continues, with its config.json, or what --resume names)."""
+    can be written to and how much room its disk has, and find what the run may start from (what --resume names,
+    and the runs of OUTDIR this command may continue, with their config.json)."""
     device = dist.init(_pick(options.device, _field_default("runtime.device")))
-    dataset, problems, free, source = None, [], None, None
+    dataset, problems, free, found = None, [], None, None
     try:
         dataset = open_dataset(data_path(options))
     except UserError as error:
@@ -50,10 +50,10 @@ def observe(options: TrainOptions) -> Facts:
         _pick(options.resume, _field_default("run.resume")),
     )
     try:
-        source = find_source(key)
+        found = find_sources(key)
     except UserError as error:
         problems += error.problems
-    return Facts(dataset, dist.world_size(), device.type, tuple(problems), free, source)
+    return Facts(dataset, dist.world_size(), device.type, tuple(problems), free, found)
 
 
 def data_path(options: TrainOptions) -> str:
@@ -65,6 +65,11 @@ def resolve(options: TrainOptions, facts: Facts | None = None) -> Config:
     """Options (None = not given) + facts -> validated Config, or one UserError listing every problem.
 
     `facts` None: found out here by `observe` (which joins the process group and opens --data)."""
+    return resolve_run(options, facts)[0]
+
+
+def resolve_run(options: TrainOptions, facts: Facts | None = None) -> tuple[Config, Source | None]:
+    """As `resolve`, and what the run starts from (`resume.choose_source`; None when the facts did not look)."""
     problems = value_problems(TRAIN_OPTIONS, options)
     facts = observe(options) if facts is None else facts
     # A refused value is left out (as if not given) so that the other checks still run and every problem is listed.
@@ -77,13 +82,18 @@ def resolve(options: TrainOptions, facts: Facts | None = None) -> Config:
     preset = derive(PRESETS[name], dataset.resolution, facts.world_size)
     lr_steps = parse_kimg_list(options.lr_steps)
     cfg = _build(options, name, preset, dataset, facts.world_size, () if isinstance(lr_steps, str) else lr_steps)
-    continued = facts.source if facts.source is not None and facts.source.kind == "continue" else None
-    cfg = resolve_auto(cfg, facts.device_type, None if continued is None else (continued.path, continued.config))
+    source = None
+    try:
+        source = None if facts.found is None else choose_source(cfg, facts.found)
+    except UserError as error:
+        problems += error.problems
+    continued = (source.path, source.config) if source is not None and source.kind == "continue" else None
+    cfg = resolve_auto(cfg, facts.device_type, continued)
     problems += [lr_steps] if isinstance(lr_steps, str) else []
     problems += list(facts.problems) + combination_problems(cfg, options, asked, preset, facts)
     if problems:
         raise UserError(*problems)
-    return cfg
+    return cfg, source
 
 
 def _build(
@@ -96,7 +106,8 @@ def _build(
     batch_gpu = _pick(o.batch_gpu, max(batch // world_size, 1))
     fp16_res = _pick(o.fp16_res, _fp16_res_default(preset, o.precision))
     blur = _blur_sigma(preset, o.resume)
-    kimg = _pick(o.kimg, _whole_batches(preset.kimg, batch))
+    typed, rounded = typed_lengths(o, batch, lr_steps)
+    kimg = typed.get("schedule.kimg", _whole_batches(preset.kimg, batch))
     derived = {
         "preset": name, "world_size": world_size, "run.outdir": str(o.outdir),
         "data.path": data_path(o), "data.name": dataset.name, "data.resolution": dataset.resolution,
@@ -113,10 +124,12 @@ def _build(
         # Cosine decay ends at the run's length, stored so that a resumed run with a longer --kimg stays on the
         # curve it started on (unless --allow-config-change).
         "optim.lr_horizon_kimg": kimg if o.lr_schedule == "cosine" else None,
-        "optim.lr_steps": None if o.lr_steps is None else lr_steps,
+        "optim.lr_steps": typed.get("optim.lr_steps"),
         "optim.clip_grad_g": _pick(o.clip_grad_g, o.clip_grad), "optim.clip_grad_d": _pick(o.clip_grad_d, o.clip_grad),
         "schedule.batch": batch, "schedule.batch_gpu": batch_gpu, "schedule.kimg": kimg,
-        "schedule.tick_kimg": _pick(o.tick, _whole_batches(preset.tick_kimg, batch)),
+        "schedule.tick_kimg": typed.get("schedule.tick_kimg", _whole_batches(preset.tick_kimg, batch)),
+        "schedule.d_warmup_kimg": typed.get("schedule.d_warmup_kimg"),
+        "optim.lr_warmup_kimg": typed.get("optim.lr_warmup_kimg"), "schedule.rounded": rounded,
         "schedule.snap": _pick(o.snap, preset.snap), "schedule.ema_kimg": _ema_kimg(PRESETS[name], preset, batch),
         "schedule.ema_rampup": preset.ema_rampup,
         "run.metrics": None if o.metrics is None else tuple(parse_names(o.metrics)),
@@ -209,5 +222,48 @@ def _blur_fade_kimg(preset: Preset, batch: int) -> float:
 
 
 def _whole_batches(kimg: float, batch: int) -> float:
-    """A preset length rounded to the nearest whole number of batches (at least one); explicit flags must be exact."""
+    """A preset length rounded to the nearest whole number of batches (at least one)."""
     return max(round(kimg * 1000 / batch), 1) * batch / 1000
+
+
+# The lengths a user types, in kimg, by the field each sets; every one is trained as a whole number of global
+# batches, so that a schedule never changes with the number of GPUs.
+TYPED_LENGTHS = {
+    "schedule.kimg": "--kimg",
+    "schedule.tick_kimg": "--tick",
+    "schedule.d_warmup_kimg": "--d-warmup-kimg",
+    "optim.lr_warmup_kimg": "--lr-warmup-kimg",
+}
+
+
+def typed_lengths(options: TrainOptions, batch: int, lr_steps: tuple[float, ...]) -> tuple[dict, tuple[str, ...]]:
+    """The lengths given (TYPED_LENGTHS and --lr-steps), each rounded up to the first batch boundary at or past it,
+    as the official code stops at the first tick past --kimg: {field: kimg}, and one note for each that moved."""
+    given = {path: getattr(options, _name_of(flag)) for path, flag in TYPED_LENGTHS.items()}
+    values = {path: round_up_to_batches(kimg, batch) for path, kimg in given.items() if kimg is not None}
+    notes = [_rounding_note(TYPED_LENGTHS[path], given[path], kimg, batch) for path, kimg in values.items()]
+    if options.lr_steps is not None:
+        steps = [(k, round_up_to_batches(k, batch) if k > 0 else k) for k in lr_steps]  # <= 0 is refused later
+        values["optim.lr_steps"] = tuple(up for _, up in steps)
+        notes += [_rounding_note("--lr-steps", k, up, batch) for k, up in steps]
+    return values, tuple(note for note in notes if note)
+
+
+def round_up_to_batches(kimg: float, batch: int) -> float:
+    """kimg rounded up to a whole number of batches of `batch` images; a length that is whole to within float
+    rounding of its decimal form (2.007 kimg are 2007.0000000000002 images in floats) is not moved."""
+    nimg = kimg * 1000
+    whole = round(nimg)
+    batches = -(-whole // batch) if abs(nimg - whole) < 1e-6 else math.ceil(nimg / batch)
+    return batches * batch / 1000
+
+
+def _rounding_note(flag: str, typed: float, used: float, batch: int) -> str:
+    if abs(used - typed) * 1000 < 1e-6:
+        return ""
+    batches = round(used * 1000 / batch)
+    return f"{flag} {typed:g} rounded up to {used:g} kimg: {batches} whole batch{'es' * (batches != 1)} of {batch}"
+
+
+def _name_of(flag: str) -> str:
+    return next(d.name for d in TRAIN_OPTIONS if d.flag == flag)

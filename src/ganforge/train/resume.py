@@ -1,16 +1,21 @@
-"""Where a run continues from (`--resume auto|new|PATH`) and which run directory it writes to (rule in rundir.py).
+"""Where a run continues from (`--resume auto|new|RUNDIR|PATH`) and which run directory it writes to (the rule is in
+rundir.py).
 
-`find_source` looks at the file system once, when the options are resolved (`resolver.observe`): --precision auto
-keeps the mode of the run it continues, and `select_run` starts from what it found. Rank 0 makes every decision that
-touches the file system and broadcasts it, so all ranks agree; each rank then reads the checkpoint itself.
+`find_sources` looks at the file system once, when the options are resolved (`resolver.observe`): what --resume
+names, and the runs of OUTDIR this command may continue. `choose_source` then picks what the resolved options start
+from, without looking again (--precision auto keeps the mode of the run it continues), and `select_run` starts from
+it. Rank 0 makes every decision that touches the file system and broadcasts it, so all ranks agree; each rank then
+reads the checkpoint itself.
 """
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from ganforge import checkpoint, dist
+from ganforge.checkpoint.store import InvalidCheckpoint, read_manifest
 from ganforge.config import Config
 from ganforge.errors import UserError
 from ganforge.snapshot import DISCRIMINATOR_FORMAT, check_weights_file, file_format
@@ -21,35 +26,61 @@ from ganforge.train.checkpointing import check_config
 @dataclass(frozen=True)
 class Source:
     """What a run starts from: `kind` "continue" (the run folder `path`, whose config.json is `config`), "checkpoint"
-    (a checkpoint folder), "weights" ("G.safetensors[,D.safetensors]") or "fresh" (`path` None)."""
+    (a checkpoint folder), "weights" ("G.safetensors[,D.safetensors]") or "fresh" (`path` None). `why`: why this
+    run is continued, or for a new run a note on a run it does not continue ("" when there is nothing to say)."""
 
     kind: str
     path: str | None = None
     config: dict | None = None
+    why: str = ""
 
 
-def find_source(key: rundir.RunKey) -> Source:
-    """What a run of this key starts from (rank 0 looks, every rank gets the answer); a UserError on every rank when
-    --resume names nothing usable or the run to continue has a damaged config.json."""
+@dataclass(frozen=True)
+class Found:
+    """What the file system holds for a command: the source --resume names ("fresh" for auto and new) and the runs of
+    OUTDIR that it may continue (rundir.matching_runs)."""
+
+    named: Source
+    runs: tuple[rundir.RunFolder, ...] = ()
+
+
+def find_sources(key: rundir.RunKey) -> Found:
+    """What a run of this key may start from (rank 0 looks, every rank gets the answer); a UserError on every rank
+    when --resume names nothing usable."""
     found = dist.broadcast_object(_look(key) if dist.is_main() else None)
     if isinstance(found, str):
         raise UserError(found)
     return found
 
 
-def _look(key: rundir.RunKey) -> Source | str:
-    """The source, or the problem's message."""
-    try:
-        found = rundir.find_run(key)
-    except UserError as error:
-        return error.problems[0]
-    if found is not None:
-        return Source("continue", str(found), rundir.run_config(found))
-    resume = key.resume
-    if resume in ("auto", "new"):
-        return Source("fresh")
+def choose_source(cfg: Config, found: Found) -> Source:
+    """What the resolved `cfg` starts from: the run folder --resume names; else the run of OUTDIR that the rule
+    chooses (rundir.choose_run, which refuses a damaged config.json that may be the run's); else what --resume names
+    (a checkpoint, weights, or nothing), with a note on a run of the same data and --cfg left alone because it
+    trained other maths. Looks at nothing: the same answer on every rank."""
+    if found.named.kind == "continue":
+        return found.named
+    runs = list(found.runs)
+    chosen = rundir.choose_run(cfg, runs)
+    if chosen is not None:
+        return Source("continue", chosen.path, chosen.config, chosen.why)
+    return dataclasses.replace(found.named, why=rundir.other_maths_note(cfg, runs))
+
+
+def _look(key: rundir.RunKey) -> Found | str:
+    """What the file system holds, or the problem's message."""
+    named = Source("fresh") if key.resume in ("auto", "new") else _named(key.resume)
+    if isinstance(named, str):
+        return named
+    return Found(named, () if named.kind == "continue" else tuple(rundir.matching_runs(key)))
+
+
+def _named(resume: str) -> Source | str:
+    """What --resume PATH names, or the problem's message."""
     paths = [Path(p) for p in resume.split(",")]
     if len(paths) == 1 and paths[0].is_dir():
+        if (paths[0] / "config.json").exists() or (paths[0] / "checkpoints").is_dir():
+            return _run_folder(paths[0])
         return Source("checkpoint", resume)
     if len(paths) <= 2 and all(p.is_file() and p.suffix == ".safetensors" for p in paths):
         try:  # a damaged or hostile file is refused here, before a run folder is made for it
@@ -59,9 +90,40 @@ def _look(key: rundir.RunKey) -> Source | str:
             return error.problems[0]
         return Source("weights", resume)
     return (
-        f"--resume {resume}: not a checkpoint folder (ckpt-*), a snapshot (.safetensors) or a snapshot and a "
-        "discriminator file (G.safetensors,D.safetensors); pass one, or 'auto' / 'new'"
+        f"--resume {resume}: not a run folder, a checkpoint folder (ckpt-*), a snapshot (.safetensors) or a snapshot "
+        "and a discriminator file (G.safetensors,D.safetensors); pass one, or 'auto' / 'new'"
     )
+
+
+def _run_folder(path: Path) -> Source | str:
+    """--resume RUNDIR: that run, continued in place."""
+    config, problem = rundir.read_config(path)
+    if problem is not None:
+        return f"--resume {path}: its config.json {problem}; restore it, or pass one of its checkpoints (ckpt-*)"
+    return Source("continue", str(path), config, "the run --resume names")
+
+
+def describe_start(cfg: Config, source: Source | None) -> str:
+    """What a run of `cfg` would do, for --dry-run: "would continue RUN from CKPT at K kimg (why)" or "would start
+    RUN[ from ...]" (with the note on a run left alone). Reads only manifests: checkpoints are verified at the start."""
+    if source is not None and source.kind == "continue":
+        newest = _newest_progress(Path(source.path) / "checkpoints")
+        at = f" from {newest[0]} at {newest[1] / 1000:g} kimg" if newest else " (no readable checkpoint: it would stop)"
+        return f"would continue {source.path}{at} ({source.why})"
+    line = f"would start {rundir.next_run(cfg)}"
+    if source is not None and source.kind in ("checkpoint", "weights"):
+        line += f" from {'checkpoint' if source.kind == 'checkpoint' else 'the weights of'} {source.path}"
+    return line + (f"; {source.why}" if source is not None and source.why else "")
+
+
+def _newest_progress(ckpt_dir: Path) -> tuple[str, int] | None:
+    """(name, images trained) of the newest checkpoint whose manifest reads, or None."""
+    for path in reversed(checkpoint.list_checkpoints(ckpt_dir)):
+        try:
+            return path.name, read_manifest(path)["nimg"]
+        except (InvalidCheckpoint, OSError):
+            continue
+    return None
 
 
 def _load(kind: str, path: str) -> tuple[Path | None, dict | None]:
@@ -92,15 +154,18 @@ def select_run(cfg: Config, device: torch.device, found: Source) -> tuple[Path, 
         run_dir = Path(path) if kind == "continue" else rundir.create_run(cfg)
         rundir.write_config(run_dir, cfg)
         rundir.write_env(run_dir, device)
-        _explain(kind, source or path, state, notes, run_dir)
+        _explain(found, source or path, state, notes, run_dir)
     run_dir = Path(dist.broadcast_object(str(run_dir) if run_dir else None))
     return run_dir, state, [Path(p) for p in path.split(",")] if kind == "weights" else []
 
 
-def _explain(kind: str, path, state: dict | None, notes: list[str], run_dir: Path) -> None:
-    """Say on the terminal what is being resumed from, before the loop starts."""
+def _explain(found: Source, path, state: dict | None, notes: list[str], run_dir: Path) -> None:
+    """Say on the terminal what is being resumed from, and why, before the loop starts."""
+    kind, why = found.kind, f" ({found.why})" if found.kind == "continue" and found.why else ""
     if state is not None:
-        dist.print0(f"resuming {run_dir} from {path} at {state['loop']['cur_nimg'] / 1000:g} kimg")
+        dist.print0(f"resuming {run_dir} from {path} at {state['loop']['cur_nimg'] / 1000:g} kimg{why}")
+    if kind != "continue" and found.why:
+        dist.print0(f"new run {run_dir}: {found.why}")
     if kind == "weights":
         _explain_weights(path.split(","))
     for note in notes:

@@ -1,8 +1,12 @@
 """The run directory `OUTDIR/NNNNN-<dataset>-<cfg>-gpusG-batchB/` and the rule that finds it again on resume.
 
-Rule (so that rerunning the same command resumes): `--resume auto` continues the newest run in OUTDIR trained on the
-same --data with the same --cfg that holds a checkpoint; `--resume PATH` does the same if that run was itself started
-from PATH, and otherwise starts a new run from PATH; `--resume new` always starts a new run.
+Rule (so that rerunning a command continues that command's run): among the runs in OUTDIR that hold a checkpoint and
+were trained on the same --data with the same --cfg (under `--resume PATH`: and were started from PATH), continue the
+newest whose recorded configuration (config.json: every option as the command that last ran it resolved them) equals
+this command's; otherwise the newest with the same training maths (another --kimg, --tick, monitor or speed
+option), saying what differed; otherwise start a new run (from PATH under `--resume PATH`), naming a run of the same
+data and --cfg that trained other maths and how to continue it (`--allow-config-change` continues the newest of them).
+`--resume new` always starts a new run; `--resume RUNDIR` continues that run folder in place.
 
 A new run goes into a new folder numbered one above the highest, except where the newest folder of the same command
 never reached its first checkpoint (killed or failed during start-up): holding no training, that folder is reused,
@@ -10,6 +14,7 @@ so retrying a command that failed early does not leave a trail of empty runs.
 """
 
 import contextlib
+import dataclasses
 import json
 import os
 import platform
@@ -25,9 +30,10 @@ from pathlib import Path
 import torch
 
 from ganforge import __version__
-from ganforge.config import Config, upgrade
+from ganforge.config import AUTO_PRECISION, Config, field_changes, flatten, upgrade
 from ganforge.durable import WriteError, append_text, replace_file
 from ganforge.errors import UserError
+from ganforge.train.options import TRAIN_OPTIONS
 
 _RUN_NAME = re.compile(r"^(\d{5})-")
 _CONFIG_MAX_BYTES = 2**20  # a run's config.json is a few KB
@@ -49,8 +55,9 @@ def _runs(outdir: Path) -> list[Path]:
     return [p for _, p in sorted(found)]
 
 
-def _read_config(run: Path) -> tuple[dict | None, str | None]:
-    """(a run's config.json in today's layout, None), or (None, what is wrong with it). Older runs stay readable."""
+def read_config(run: Path) -> tuple[dict | None, str | None]:
+    """(a run's config.json in today's layout, None), or (None, what is wrong with it: a phrase that follows
+    "config.json"). Older runs stay readable."""
     try:  # opened without blocking and checked on the descriptor: a FIFO in its place must not stall train
         with os.fdopen(os.open(run / "config.json", os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as file:
             info = os.fstat(file.fileno())
@@ -100,46 +107,135 @@ class RunKey:
         return cls(cfg.run.outdir, cfg.data.path, cfg.data.name, cfg.preset, cfg.run.resume)
 
 
-def find_run(cfg: Config | RunKey) -> Path | None:
-    """The run to continue by the rule above, or None.
+@dataclass(frozen=True)
+class RunFolder:
+    """A checkpointed run of OUTDIR that this command may continue: its folder and config.json (today's layout),
+    or, for one whose config.json cannot be used, what is wrong with it (`problem`)."""
 
-    A run folder whose config.json cannot be used (truncated, not a configuration) is skipped with a warning when its
-    name shows another dataset or --cfg. When its name matches this command it may be the very run to continue, and
-    skipping it would silently start over: that is a UserError naming the file (restore it, or pass --resume new).
+    path: str
+    config: dict | None
+    problem: str | None = None
+
+
+def matching_runs(key: RunKey) -> list[RunFolder]:
+    """The checkpointed runs this command may continue, newest first: trained on the same --data with the same
+    --cfg and, under --resume PATH, started from PATH; none under --resume new (`choose_run` picks one).
+
+    A run folder whose config.json cannot be used (truncated, not a configuration) is left out with a warning when
+    its name shows another dataset or --cfg. When its name matches this command it may be the very run to continue,
+    and leaving it out could silently start over: it is listed with its problem, for `choose_run` to refuse.
     """
-    key = cfg if isinstance(cfg, RunKey) else RunKey.of(cfg)
     if key.resume == "new":
-        return None
+        return []
+    found = []
     for run in reversed(_runs(Path(key.outdir))):
         if not _has_checkpoint(run):
             continue
-        old, problem = _read_config(run)
+        old, problem = read_config(run)
         if problem is not None:
-            _unreadable(run, problem, key)
+            if _named_like(run, key):
+                found.append(RunFolder(str(run), None, problem))
+            else:
+                warnings.warn(f"skipping run folder {run}: config.json {problem}", RunFolderWarning, stacklevel=2)
             continue
-        if old["data"]["path"] != key.data_path or old["preset"] != key.preset:
-            continue
-        if key.resume == "auto" or old["run"]["resume"] == key.resume:
-            return run
+        same_data = old["data"]["path"] == key.data_path and old["preset"] == key.preset
+        if same_data and (key.resume == "auto" or old["run"]["resume"] == key.resume):
+            found.append(RunFolder(str(run), old))
+    return found
+
+
+def _named_like(run: Path, key: RunKey) -> bool:
+    """Does the folder's name say it is a run of this dataset and --cfg (as `describe` names it)?"""
+    return run.name[len("NNNNN-") :].startswith(f"{key.data_name}-{key.preset}-gpus")
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The run a command continues, and why that one (said at the start and by --dry-run)."""
+
+    path: str
+    config: dict
+    why: str
+
+
+def choose_run(cfg: Config, runs: list[RunFolder]) -> Choice | None:
+    """The run `cfg` continues, by the rule above, among `matching_runs` (newest first); None: a new run. A run
+    folder with a damaged config.json met before the choice is refused (UserError): it may be the one to continue.
+
+    `cfg` may still have --precision auto unresolved (its mode "auto") or resolved (an auto_reason): either way each
+    run is compared as if auto had kept that run's mode, which is what continuing it would do."""
+    for run in runs:
+        if run.problem is not None:
+            raise UserError(
+                f"{Path(run.path) / 'config.json'}: {run.problem}; this run of the same dataset and --cfg may be the "
+                "one to continue: restore the file, or pass --resume new to start a new run"
+            )
+        if not command_changes(run.config, cfg):
+            return Choice(run.path, run.config, "same command")
+    for run in runs:
+        if not _maths_changes(run, cfg):
+            changed = describe_changes(command_changes(run.config, cfg))
+            return Choice(run.path, run.config, f"same training maths and data; its last command differed in {changed}")
+    if runs and cfg.run.allow_config_change:
+        changed = describe_changes(_maths_changes(runs[0], cfg))
+        return Choice(runs[0].path, runs[0].config, f"newest of this data and --cfg, --allow-config-change: {changed}")
     return None
 
 
-def run_config(run: Path) -> dict:
-    """The config.json of a run `find_run` chose (it was read and checked there)."""
-    config, problem = _read_config(run)
-    assert problem is None, (run, problem)
-    return config
+def _maths_changes(run: RunFolder, cfg: Config) -> list[tuple[str, object, object]]:
+    return field_changes(run.config, _as_continuing(cfg, run.config).to_dict())
 
 
-def _unreadable(run: Path, problem: str, key: RunKey) -> None:
-    """Refuse (UserError) or skip with a warning a checkpointed run folder whose config.json cannot be used."""
-    path = run / "config.json"
-    if run.name[len("NNNNN-") :].startswith(f"{key.data_name}-{key.preset}-gpus"):  # as `describe` names it
-        raise UserError(
-            f"{path}: {problem}; this run of the same dataset and --cfg may be the one to continue: restore the "
-            "file, or pass --resume new to start a new run"
-        )
-    warnings.warn(f"skipping run folder {run}: config.json {problem}", RunFolderWarning, stacklevel=3)
+def other_maths_note(cfg: Config, runs: list[RunFolder]) -> str:
+    """For a new run: the newest run of the same data and --cfg that it does not continue because its training maths
+    differ, and how to continue that one instead ("" when there is none)."""
+    if not runs:
+        return ""
+    run = runs[0]
+    changed = describe_changes(_maths_changes(run, cfg))
+    return (
+        f"{run.path} trained the same data and --cfg with other maths ({changed}); to continue it with these values, "
+        f"pass --resume {run.path} --allow-config-change"
+    )
+
+
+# Values a run records that explain other values rather than being asked for: why --precision auto chose its mode,
+# and which typed lengths were rounded up to whole batches.
+_EXPLANATIONS = ("precision.auto_reason", "schedule.rounded")
+
+
+def command_changes(old: dict, cfg: Config) -> list[tuple[str, object, object]]:
+    """What differs between a run's recorded configuration (the resolved options of the command that last ran it)
+    and `cfg`'s: every field but the explanations, and whether --precision was left to auto."""
+    mine = _as_continuing(cfg, old)
+    changes = field_changes(old, mine.to_dict(), keep=lambda path: path not in _EXPLANATIONS)
+    was_auto = bool(flatten(upgrade(old)).get("precision.auto_reason"))
+    is_auto = bool(mine.precision.auto_reason) or cfg.precision.mode == AUTO_PRECISION
+    return changes + ([("precision.mode", "auto" if was_auto else "given", "auto" if is_auto else "given")]
+                      if was_auto != is_auto else [])  # fmt: skip
+
+
+def _as_continuing(cfg: Config, old: dict) -> Config:
+    """`cfg` with --precision auto's choice as continuing the run of config `old` makes it: that run's mode."""
+    p = cfg.precision
+    mode = flatten(upgrade(old)).get("precision.mode")
+    if (p.mode != AUTO_PRECISION and not p.auto_reason) or not isinstance(mode, str):
+        return cfg
+    return dataclasses.replace(cfg, precision=dataclasses.replace(p, mode=mode))
+
+
+def describe_changes(changes: list[tuple[str, object, object]], shown: int = 4) -> str:
+    """`--kimg 0.32 (now 0.64), --gamma 10 (now 2)`: the run's value, then this command's (the flag where an option
+    sets the field, else its dotted name), at most `shown` of them."""
+    flags = {d.path: d.flag for d in TRAIN_OPTIONS if d.field is not None}
+    parts = [f"{flags.get(path, path)} {_shown(a)} (now {_shown(b)})" for path, a, b in changes[:shown]]
+    more = f" and {len(changes) - shown} more" if len(changes) > shown else ""
+    return ", ".join(parts) + more
+
+
+def _shown(value) -> str:
+    text = f"{value:g}" if isinstance(value, float) else str(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def find_unstarted_run(cfg: Config) -> Path | None:
@@ -147,7 +243,19 @@ def find_unstarted_run(cfg: Config) -> Path | None:
     runs = _runs(Path(cfg.run.outdir))
     if not runs or _has_checkpoint(runs[-1]) or not runs[-1].name.endswith(f"-{describe(cfg)}"):
         return None
-    return runs[-1] if _read_config(runs[-1])[0] == json.loads(cfg.to_json()) else None
+    return runs[-1] if read_config(runs[-1])[0] == json.loads(cfg.to_json()) else None
+
+
+def next_run(cfg: Config) -> Path:
+    """The folder `create_run` would make or reuse now (made by neither: for --dry-run)."""
+    unstarted = find_unstarted_run(cfg)
+    outdir = Path(cfg.run.outdir)
+    return unstarted or outdir / f"{_next_number(outdir):05d}-{describe(cfg)}"
+
+
+def _next_number(outdir: Path) -> int:
+    runs = _runs(outdir)
+    return int(_RUN_NAME.match(runs[-1].name).group(1)) + 1 if runs else 0
 
 
 def create_run(cfg: Config) -> Path:
@@ -157,8 +265,7 @@ def create_run(cfg: Config) -> Path:
         return unstarted
     outdir = Path(cfg.run.outdir)
     outdir.mkdir(parents=True, exist_ok=True)
-    runs = _runs(outdir)
-    number = int(_RUN_NAME.match(runs[-1].name).group(1)) + 1 if runs else 0
+    number = _next_number(outdir)
     while True:
         path = outdir / f"{number:05d}-{describe(cfg)}"
         try:
