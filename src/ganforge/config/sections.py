@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from ganforge.devices import DEVICE_CHOICES
 from ganforge.limits import MAX_FP16_RES
+from ganforge.metric_names import METRIC_NAMES
 from ganforge.option import Range, option, setting
 from ganforge.presets import DEFAULT_PRESET, PRESETS
 
@@ -331,7 +332,8 @@ class RunConfig:
     )
     metrics: tuple[str, ...] = option(
         OUTPUT,
-        "Comma-separated metrics of G_ema at each snapshot, e.g. fid50k_full (see `ganforge metrics`).",
+        f"Comma-separated metrics of G_ema at each snapshot, any of {', '.join(METRIC_NAMES)} (see `ganforge "
+        "metrics`).",
         default=(),
         kind=str,
     )

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from ganforge import dist
 from ganforge.errors import UserError
+from ganforge.metric_names import METRIC_NAMES
 from ganforge.metrics import equivariance, inception, swd
 from ganforge.metrics.evaluator import Evaluator, MetricOptions
 from ganforge.metrics.fid import fid
@@ -57,6 +58,7 @@ METRICS = types.MappingProxyType(
         )
     }
 )
+assert tuple(METRICS) == METRIC_NAMES, "ganforge.metric_names lists the metrics the commands' help shows"
 
 
 def parse_names(names: str | list[str] | tuple[str, ...]) -> list[str]:

@@ -1,0 +1,116 @@
+"""The help and README tell the truth about the command line: every flag README's command table names is an option of
+that command, with the choices the table lists; every metric name, preset and choice appears in the help of each
+command that takes it; every command's help ends with examples that use only its own options."""
+
+import re
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from ganforge.cli import main
+from ganforge.metric_names import METRIC_NAMES
+from ganforge.presets import PRESETS
+
+README = Path(__file__).parents[1] / "README.md"
+
+
+def _commands(group: click.Group = main, prefix: str = "") -> dict[str, click.Command]:
+    """Every leaf command by its words ("train", "dataset build", ...)."""
+    found = {}
+    for name, command in group.commands.items():
+        if isinstance(command, click.Group):
+            found |= _commands(command, f"{prefix}{name} ")
+        else:
+            found[f"{prefix}{name}"] = command
+    return found
+
+
+COMMANDS = _commands()
+
+
+def _options(command: click.Command) -> dict[str, click.Parameter]:
+    return {flag: p for p in command.params for flag in (*p.opts, *p.secondary_opts) if flag.startswith("-")}
+
+
+def _invocations(text: str) -> list[tuple[click.Command, str]]:
+    """(command, what follows its name) for each `ganforge ...` invocation in a table cell or an example block; a
+    backticked part that does not start with `ganforge` continues the invocation before it."""
+    found: list[tuple[click.Command, str]] = []
+    for part in re.findall(r"`([^`]+)`", text) or [text]:
+        words = part.replace("\\|", "|").split()
+        if words[:1] != ["ganforge"]:
+            if found:
+                found[-1] = (found[-1][0], f"{found[-1][1]} {' '.join(words)}")
+            continue
+        names = [n for n in COMMANDS if words[1 : 1 + len(n.split())] == n.split()]
+        name = max(names, key=len, default="")
+        found.append((COMMANDS[name] if name else main, " ".join(words[1 + len(name.split()) :])))
+    return found
+
+
+def _readme_table() -> list[str]:
+    """The first cell of every row of README's command table."""
+    section = README.read_text().split("## Commands", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `ganforge")]
+    return [re.split(r"` \| ", row, maxsplit=1)[0] + "`" for row in rows]
+
+
+def _flags_and_values(text: str) -> list[tuple[str, str]]:
+    return re.findall(r"(--[a-z0-9-]+)(?:[ =]([^\s\]]+))?", text)
+
+
+def _check_invocation(command: click.Command, text: str) -> None:
+    options = _options(command)
+    for flag, value in _flags_and_values(text):
+        assert flag in options, f"{command.name}: {flag} is not one of its options"
+        param = options[flag]
+        if "|" in value and isinstance(param.type, click.Choice) and not re.search(r"[A-Z]", value):
+            assert set(value.split("|")) == set(param.type.choices), f"{command.name} {flag}: {value}"
+        if flag == "--metrics" and value:
+            assert set(value.split(",")) <= set(METRIC_NAMES), value
+
+
+def test_readme_command_table_names_only_real_options_and_their_choices():
+    cells = _readme_table()
+    assert len(cells) >= 12
+    seen = set()
+    for cell in cells:
+        for command, text in _invocations(cell):
+            _check_invocation(command, text)
+            seen.add(command.name)
+    assert {c.name for c in COMMANDS.values()} <= seen  # every command has a row
+
+
+def _help(words: str) -> str:
+    result = CliRunner().invoke(main, [*words.split(), "--help"], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    return " ".join(result.output.split())  # wrapped lines joined
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_every_choice_and_name_a_command_takes_is_in_its_help(name):
+    text, options = _help(name), _options(COMMANDS[name])
+    for param in set(options.values()):
+        if isinstance(param.type, click.Choice):
+            for choice in param.type.choices:
+                assert choice in text, f"{name} {param.opts[0]}: {choice} not in the help"
+    if "--metrics" in options:
+        for metric in METRIC_NAMES:
+            assert metric in text, f"{name} --metrics: {metric} not in the help"
+    if "--cfg" in options:
+        for preset in PRESETS:
+            assert preset in text, f"{name} --cfg: {preset} not in the help"
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_every_help_ends_with_examples_of_its_own_options(name):
+    text = CliRunner().invoke(main, [*name.split(), "--help"]).output
+    assert "Examples:" in text, f"{name}: no examples"
+    lines = [line.strip() for line in text.split("Examples:", 1)[1].splitlines() if line.strip()]
+    assert lines and all(line.startswith(f"ganforge {name} ") for line in lines), lines
+    for line in lines:
+        ((command, rest),) = _invocations(line)
+        assert command is COMMANDS[name], line
+        _check_invocation(command, rest)
