@@ -724,8 +724,9 @@ def _report_config() -> str:
 
 
 def make_report_run(folder: Path) -> Path:
-    """A finished three-tick run as train leaves it: config, environment, log, stats, a metric, grids, a snapshot
-    and a checkpoint (the files `report` reads; the network files are only listed, so they hold placeholders)."""
+    """A finished three-tick run as train leaves it: config, environment, log, stats, a metric, grids, a snapshot,
+    a checkpoint and a profile summary (the files `report` reads; the network files are only listed, so they hold
+    placeholders)."""
     run = folder / "00000-squares-tiny-gpus1-batch8"
     (run / "snapshots").mkdir(parents=True)
     (run / "checkpoints" / "ckpt-000000024").mkdir(parents=True)
@@ -751,6 +752,9 @@ def make_report_run(folder: Path) -> Path:
         (run / name).write_bytes(_tiny_png(32, 16, shade))
     (run / "snapshots" / "network-snapshot-000000.024.safetensors").write_bytes(b"placeholder")
     (run / "checkpoints" / "ckpt-000000024" / "manifest.json").write_text("{}")
+    (run / "profile").mkdir()
+    profile = "ganforge profile: 2 steps from 0.008 kimg, 41.34 ms per step\n  G main   50.5%   20.88 ms/step\n"
+    (run / "profile" / "summary.txt").write_text(profile)
     return run
 
 

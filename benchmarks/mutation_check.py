@@ -53,6 +53,7 @@ CONTROLS_RUN = CONTROLS + "test_tick_stats_report_scheduled_rates_and_clipping"
 CLIPPING = "tests/train/test_train_clipping.py::test_clipping_caps_the_unscaled_norm_and_reports_the_norm_before"
 DIFFAUG = "tests/train/test_diffaugment.py::"
 RECORDED_DRY_RUN = "tests/train/test_train_dry_run_recorded.py::test_dry_run_config_equals_the_recorded_one"
+SEEN = "tests/report/test_report_seen.py::"
 M = Mutant
 
 MUTANTS = (
@@ -449,6 +450,15 @@ MUTANTS = (
     M("report_out_checked_after_the_work", "report/__init__.py",
       "    check_destination(out)  # before the work", "    pass  # before the work",
       ("tests/report/test_report_damaged.py::test_the_page_is_never_written_over_what_is_not_a_regular_file",)),
+    M("report_reduced_protocol_called_full", "report/protocols.py", "if fakes is None or fakes < spec.num_gen:",
+      "if fakes is None:", (SEEN + "test_every_metric_value_names_its_images_and_a_reduced_protocol_is_marked",)),
+    M("report_best_mixes_protocols", "report/tables.py",
+      "comparable = [result for result in results if _rank(result[2]) == top]", "comparable = results",
+      (SEEN + "test_every_metric_value_names_its_images_and_a_reduced_protocol_is_marked",)),
+    M("report_image_count_unchecked", "report/rundata.py", "count.is_integer() and 0 <= count <= MAX_IMAGES",
+      "True", ("tests/report/test_report_damaged.py::test_image_counts_that_no_metric_writes_are_not_recorded",)),
+    M("report_profile_link_followed", "report/rundata.py", "is_folder = stat.S_ISDIR(folder.lstat().st_mode)",
+      "is_folder = folder.is_dir()", (SEEN + "test_a_profile_summary_is_read_bounded_and_never_through_a_link",)),
     M("stats_cache_layout_unchecked", "metrics/features.py", "            problem = _layout_problem(path)\n",
       "            problem = None\n",
       ("tests/hostile/test_hostile_outputs.py::test_a_damaged_statistics_cache_is_computed_again",)),

@@ -88,9 +88,24 @@ def test_metric_lines_that_are_not_results_are_skipped(tmp_path):
     (run / "metric-junk.jsonl").write_bytes(os.urandom(3000))
     found, warned = read(run)
     assert found.metrics["fid50k_full"][0]["results"] == {"fid50k_full": 300.0}
-    assert found.metrics["fid50k_full"][1:] == [{"snapshot": None, "results": {}, "kimg": None}]
+    assert found.metrics["fid50k_full"][1:] == [
+        {"snapshot": None, "results": {}, "kimg": None, "num_fake": None, "num_real": None}
+    ]
     assert any("metric-fid50k_full.jsonl: 3 line(s) are not metric results" in w for w in warned)
-    assert tables.best_metrics(found) == [("fid50k_full", 300.0, 0.016)]
+    [(key, value, kimg, used)] = tables.best_metrics(found)
+    assert (key, value, kimg, used.counts) == ("fid50k_full", 300.0, 0.016, "image counts not recorded")
+    assert not used.full  # a value whose images are not known is never shown as the full protocol
+
+
+@pytest.mark.parametrize("count", ["512", -1, 2.5, True, 10**12, float("nan"), None, [512]])
+def test_image_counts_that_no_metric_writes_are_not_recorded(tmp_path, count):
+    run = handmade_run(tmp_path)
+    result = {"snapshot": "snapshots/network-snapshot-000000.016.safetensors", "results": {"fid50k_full": 3.0},
+              "num_fake": 50_000, "num_real": count}  # fmt: skip
+    (run / "metric-fid50k_full.jsonl").write_text(json.dumps(result) + "\n")
+    (record,) = read(run)[0].metrics["fid50k_full"]
+    assert (record["num_fake"], record["num_real"]) == (50_000, None)
+    assert "not the full protocol" in render([read(run)[0]])
 
 
 def test_a_fifo_in_place_of_any_file_is_never_opened_for_a_blocking_read(tmp_path):
@@ -167,7 +182,7 @@ def test_a_stats_file_with_thousands_of_keys_draws_a_bounded_number_of_figures(t
     (run / "stats.jsonl").write_text(json.dumps(record) + "\n")
     with pytest.warns(UserWarning) as caught:
         drawn = curves.plots([read_run(run)])
-    assert len(drawn) == 6 and all(len(p.curves) <= 3 for p in drawn)
+    assert len(drawn) == 6 and all(len(p.curves) <= 3 for p in drawn if isinstance(p, curves.Plot))
     assert any("GradNorm/ curves" in str(w.message) for w in caught)
 
 
@@ -216,3 +231,13 @@ def test_links_in_a_run_folder_are_not_followed_into_the_page(tmp_path):
     assert found.env is None and found.stats == []
     assert sum("is a symbolic link, which is not followed" in w for w in warned) == 2
     assert "c2VjcmV0LXRva2Vu" not in render([found])
+
+
+def test_a_metric_file_with_hundreds_of_result_keys_gives_a_bounded_summary(tmp_path):
+    run = handmade_run(tmp_path)
+    result = {"snapshot": "snapshots/network-snapshot-000000.016.safetensors", "num_fake": 16, "num_real": 16,
+              "results": {f"fid50k_full_{i:03d}": float(i) for i in range(300)}}  # fmt: skip
+    (run / "metric-fid50k_full.jsonl").write_text(json.dumps(result) + "\n")
+    lines = tables.best_lines(read(run)[0])
+    assert len(lines) == tables.MAX_BEST_LINES + 1 and lines[-1] == ("and 260 more results", True)
+    assert all("16 fakes / 16 reals, not the full protocol" in text for text, _ in lines[:-1])

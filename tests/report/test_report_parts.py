@@ -13,6 +13,7 @@ import pytest
 
 from ganforge.report import images, tables
 from ganforge.report.curves import MAX_POINTS, downsample, plots, ratio_curve, stats_curve
+from ganforge.report.protocols import protocol
 from ganforge.report.rundata import Run, StoredFile, name_runs, snapshot_kimg
 from ganforge.report.status import STALE_AFTER_S, Status, run_status
 
@@ -93,13 +94,14 @@ def test_runs_are_named_by_number_in_legends_and_by_folder_where_names_collide()
 
 
 def test_plots_group_telemetry_by_signal_and_overlay_runs():
-    a = _run([{"kimg": 1.0, "GPU0/util": 90.0, "GPU1/util": 80.0, "CPU/rss": 3.0, "CPU/rss/max": 3.5,
-               "node1/GPU0/util": 70.0, "Loss/G/main": 1.0}])  # fmt: skip
+    a = _run([{"kimg": 1.0, "GPU0/util": 90.0, "GPU1/util": 80.0, "CPU/rss_gb": 3.0, "CPU/rss_gb/max": 3.5,
+               "node1/GPU0/util": 70.0, "Loss/G/main": 1.0, "CPU/util": 50.0}])  # fmt: skip
     b = _run([{"kimg": 1.0, "Loss/G/main": 2.0}], name="00001-y")
     found = {p.title: p for p in plots(name_runs([a, b]))}
-    assert [(run, c.label) for run, c in found["Telemetry: util"].curves] == [("00000", "GPU0"), ("00000", "GPU1"),
-                                                                               ("00000", "node1/GPU0")]  # fmt: skip
-    assert [c.label for _, c in found["Telemetry: rss"].curves] == ["CPU", "CPU max"]  # a signal's range beside it
+    assert [(run, c.label) for run, c in found["GPU utilisation (%)"].curves] == [("00000", "GPU0"), ("00000", "GPU1"),
+                                                                                ("00000", "node1/GPU0")]  # fmt: skip
+    assert [c.label for _, c in found["Process memory, resident (GB)"].curves] == ["CPU mean", "CPU max"]
+    assert [c.label for _, c in found["CPU use of the training process (% of one core)"].curves] == ["CPU"]
     assert not any(title.endswith(("/max", "/min")) for title in found)
     assert [(run, c.values) for run, c in found["Losses"].curves] == [("00000", [1.0]), ("00001", [2.0])]
     assert "Adaptive augmentation" not in found  # no data, no figure
@@ -142,3 +144,20 @@ def test_file_names_sizes_and_kimg():
     run = _run()
     run.checkpoints.append(StoredFile("ckpt-000004000", 4.0, 2048))
     assert tables.file_rows(run) == [("checkpoint", "ckpt-000004000", "4", "2.0 KB")]
+
+
+def test_a_result_is_on_the_full_protocol_exactly_when_it_has_its_metrics_counts():
+    from ganforge.metrics import METRICS
+
+    for name, spec in METRICS.items():
+        reals = (spec.num_real or 70_000) if spec.needs_real else 0  # a "_full" metric: all of a 70k dataset
+        full = protocol(name, {"num_fake": spec.num_gen, "num_real": reals})
+        assert full.full and full.text == full.counts, name
+        assert not protocol(name, {"num_fake": spec.num_gen - 1, "num_real": reals}).full, name
+        if spec.needs_real:
+            assert not protocol(name, {"num_fake": spec.num_gen, "num_real": (spec.num_real or 1) - 1}).full, name
+    assert protocol("swd16k", {"num_fake": 16384, "num_real": 16384}).counts == "16,384 fakes / 16,384 reals"
+    assert protocol("fid10k", {"num_fake": 5000, "num_real": 10_000}).text == (
+        "5k fakes / 10k reals, not the full protocol of 10k fakes / 10k reals"
+    )
+    assert not protocol("fid50k_full", {}).full and not protocol("mine", {"num_fake": 10**6, "num_real": 10}).full

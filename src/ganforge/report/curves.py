@@ -1,15 +1,18 @@
 """Which curves the report plots, taken from the runs' `stats.jsonl` and metric results, all over kimg.
 
 Long runs have thousands of ticks; every curve is reduced to at most MAX_POINTS points by averaging consecutive
-ticks, so the page stays small and the plot shows the trend rather than per-tick noise.
+ticks, so the page stays small and the plot shows the trend rather than per-tick noise. A metric's results are one
+curve per value and per number of images they were computed on (labelled with it), and a table while every such
+curve has a single result.
 """
 
 import math
-import re
 import warnings
 from dataclasses import dataclass
 
-from ganforge.report.rundata import Run
+from ganforge.report import hardware
+from ganforge.report.protocols import Protocol, protocol
+from ganforge.report.rundata import Run, number
 
 MAX_POINTS = 400
 # A run has ~30 figures (losses, norms, rates, 7 metrics, speed, ~8 telemetry signals) of at most a few hundred
@@ -34,11 +37,9 @@ _FIXED = (
 _LATER = (
     ("Speed (img/s)", {"Timing/img_per_s": "img/s"}, False),
     ("Data wait (share of tick time)", {"Timing/data_wait_share": "data wait"}, False),
-    ("Peak memory (GB)", {"Memory/peak_gb": "peak memory"}, False),
-    ("Adaptive augmentation", {"Aug/p": "p", "Aug/rt": "r_t (target line)"}, False),
 )
-# node<n>/ on several nodes; a signal's tick mean, or its /min and /max drawn beside it in the same figure
-_TELEMETRY = re.compile(r"^((?:node\d+/)?(?:GPU\d+|CPU))/(.+?)(?:/(min|max))?$")
+# p, and the overfitting heuristic r_t = E[sign(D(real))] that ADA steers toward its target (Karras et al. 2020)
+ADA = ("Adaptive augmentation", {"Aug/p": "p", "Aug/rt": "r_t"})
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ class Curve:
     label: str
     kimg: list[float]
     values: list[float]
+    reduced: bool = False  # metric values not on their metric's full protocol: drawn with hollow markers
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,17 @@ class Plot:
     title: str
     curves: list[tuple[str, Curve]]
     log_y: bool = False
+    unit: str = ""  # the y axis label
+    levels: tuple[tuple[str, float], ...] = ()  # horizontal lines (legend label, y): ADA's target
+    notes: tuple[str, ...] = ()  # under the figure and in its tooltip: the images behind each metric curve
+
+
+@dataclass(frozen=True)
+class ResultTable:
+    """A metric with one result per curve, shown as a table: (run label, result, kimg, value, images) per row."""
+
+    title: str
+    rows: list[tuple[str, str, str, str, str]]
 
 
 def downsample(xs: list[float], ys: list[float], max_points: int = MAX_POINTS) -> tuple[list[float], list[float]]:
@@ -104,63 +117,87 @@ def _keyed(stats: list[dict], prefix: str) -> dict[str, str]:
     return {k: k.removeprefix(prefix) for k in keys}
 
 
-def _telemetry(stats: list[dict]) -> dict[str, dict[str, str]]:
-    """Telemetry signals grouped by what they measure, each with its range:
-    {"util": {"GPU0/util": "GPU0", "GPU0/util/max": "GPU0 max", ...}, ...}."""
-    groups: dict[str, dict[str, str]] = {}
-    for key in sorted({k for r in stats for k in r}):
-        if match := _TELEMETRY.match(key):
-            device, signal, bound = match.groups()
-            if len(groups.get(signal, ())) < MAX_CURVES:
-                groups.setdefault(signal, {})[key] = f"{device} {bound}" if bound else device
-    return groups
+def _metric_series(run: Run, name: str) -> dict[tuple[str, Protocol], list[tuple[float, float]]]:
+    """(result key, protocol) -> [(kimg, value)] in kimg order: one series per value and per number of images, so
+    that results on different protocols are never joined into one curve."""
+    series: dict[tuple[str, Protocol], list[tuple[float, float]]] = {}
+    for record in run.metrics.get(name, []):
+        if record.get("kimg") is None:
+            continue
+        used = protocol(name, record)
+        for key, value in record["results"].items():
+            series.setdefault((key, used), []).append((record["kimg"], value))
+    keys = _capped(list(series), f"results of metric {name}")
+    return {key: sorted(series[key]) for key in keys}
 
 
-def _metric_curves(run: Run) -> dict[str, list[Curve]]:
-    """Per metric, one curve per result value (FID; precision and recall; SWD per level and average)."""
-    out = {}
-    for name, records in run.metrics.items():
-        dated = [r for r in records if r.get("kimg") is not None and isinstance(r.get("results"), dict)]
-        keys = _capped(sorted({k for r in dated for k in r["results"]}), f"results of metric {name}")
-        curves = [stats_curve([{"kimg": r["kimg"], **r["results"]} for r in dated], key, key) for key in keys]
-        out[name] = [c for c in curves if c is not None]
-    return out
-
-
-def _stats_specs(runs: list[Run], table) -> list[tuple[str, dict, bool]]:
-    return [
-        (title, {key: label for key, label in keys.items() if any(key in r for run in runs for r in run.stats)}, log_y)
-        for title, keys, log_y in table
+def metric_figure(runs: list[Run], name: str) -> Plot | ResultTable | None:
+    """The results of metric `name` over kimg, each labelled with its images; a table while every series has a
+    single result (a figure of one point per line tells nothing a table does not)."""
+    found = [
+        (run.label, key, used, points) for run in runs for (key, used), points in _metric_series(run, name).items()
     ]
+    if not found:
+        return None
+    title = f"Metric {name}"
+    if max(len(points) for *_, points in found) < 2:
+        rows = [(run, key, f"{x:g}", f"{y:.4g}", used.text) for run, key, used, points in found for x, y in points]
+        return ResultTable(title, rows)
+    curves = [
+        (run, Curve(f"{key} ({used.short})", *downsample(*zip(*points, strict=True)), reduced=not used.full))
+        for run, key, used, points in found
+    ]
+    several = len(runs) > 1
+    notes = dict.fromkeys(f"{f'{run}: ' if several else ''}{key}: {used.text}" for run, key, used, _ in found)
+    return Plot(title, curves, notes=tuple(notes))
 
 
-def plots(runs: list[Run]) -> list[Plot]:
-    """Every figure with data in at least one run, in reading order: losses, D outputs, D/G, gradient norms,
-    learning rates, metrics, speed, data wait, memory, ADA, telemetry."""
+def ada_levels(runs: list[Run]) -> tuple[tuple[str, float], ...]:
+    """ADA's target for r_t (`augment.target` of each run that adapts p), one line per distinct target."""
+    targets = {}
+    for run in runs:
+        augment = (run.config or {}).get("augment")
+        target = number(augment.get("target")) if isinstance(augment, dict) and augment.get("mode") == "ada" else None
+        if target is not None and 0 < target < 1:
+            targets[run.label] = target
+    if len(set(targets.values())) == 1:
+        (target,) = set(targets.values())
+        return ((f"r_t target {target:g}", target),)
+    return tuple((f"{label}: r_t target {target:g}", target) for label, target in targets.items())
 
-    def from_keys(title: str, keys: dict[str, str], log_y: bool = False) -> Plot:
-        curves = [
-            (run.label, c)
-            for run in runs
-            for key, label in keys.items()
-            if (c := stats_curve(run.stats, key, label)) is not None
-        ]
-        return Plot(title, curves, log_y)
 
-    everything = [from_keys(*spec) for spec in _stats_specs(runs, _FIXED)]
-    everything.append(Plot("D/G loss ratio", [(run.label, c) for run in runs if (c := ratio_curve(run.stats))]))
+def _from_keys(runs: list[Run], title: str, keys_of, **style) -> Plot:
+    """A figure of the stats keys `keys_of(run)` ({key: legend label}) of every run."""
+    curves = [
+        (run.label, curve)
+        for run in runs
+        for key, label in keys_of(run).items()
+        if (curve := stats_curve(run.stats, key, label)) is not None
+    ]
+    return Plot(title, curves, **style)
+
+
+def plots(runs: list[Run]) -> list[Plot | ResultTable]:
+    """Every figure (or table of single results) with data in at least one run, in reading order: losses, D outputs,
+    D/G, gradient norms, learning rates, metrics, speed, data wait, peak memory, ADA, telemetry."""
+
+    def each(keys: dict[str, str]):
+        return lambda run: keys
+
     all_stats = [r for run in runs for r in run.stats]
-    everything.append(from_keys("Gradient norms", _keyed(all_stats, "GradNorm/"), log_y=True))
-    everything.append(from_keys("Learning rates", _keyed(all_stats, "LR/")))
-    metric_curves = [(run.label, _metric_curves(run)) for run in runs]
-    for name in sorted({name for _, curves in metric_curves for name in curves}):
-        everything.append(
-            Plot(f"Metric {name}", [(run, c) for run, curves in metric_curves for c in curves.get(name, [])])
-        )
-    everything += [from_keys(*spec) for spec in _stats_specs(runs, _LATER)]
-    for signal, keys in list(_telemetry(all_stats).items())[:MAX_PLOTS]:
-        everything.append(from_keys(f"Telemetry: {signal}", keys))
-    drawn = [p for p in everything if p.curves]
+    everything = [_from_keys(runs, title, each(keys), log_y=log_y) for title, keys, log_y in _FIXED]
+    everything.append(Plot("D/G loss ratio", [(run.label, c) for run in runs if (c := ratio_curve(run.stats))]))
+    everything.append(_from_keys(runs, "Gradient norms", each(_keyed(all_stats, "GradNorm/")), log_y=True))
+    everything.append(_from_keys(runs, "Learning rates", each(_keyed(all_stats, "LR/"))))
+    everything += [metric_figure(runs, name) for name in sorted({name for run in runs for name in run.metrics})]
+    everything += [_from_keys(runs, title, each(keys), log_y=log_y) for title, keys, log_y in _LATER]
+    everything.append(_from_keys(runs, "Peak memory (GB)", hardware.memory_keys, unit="GB"))
+    everything.append(_from_keys(runs, ADA[0], each(ADA[1]), levels=ada_levels(runs)))
+    groups = hardware.telemetry_groups({key for record in all_stats for key in record}, MAX_CURVES)
+    for (kind, signal), keys in list(groups.items())[:MAX_PLOTS]:
+        title, unit = hardware.title(kind, signal)
+        everything.append(_from_keys(runs, title, each(keys), unit=unit))
+    drawn = [p for p in everything if isinstance(p, ResultTable) or (p is not None and p.curves)]
     if len(drawn) > MAX_PLOTS:
         warnings.warn(
             f"report: {len(drawn)} figures, more than a run has; the first {MAX_PLOTS} are drawn", stacklevel=2

@@ -12,6 +12,8 @@ from ganforge.report.curves import Plot
 
 LINE_STYLES = ("-", "--", ":", "-.")
 MARKERS_BELOW = 40  # curves with fewer points get markers, so that a run with one or two ticks still shows up
+LEGEND_CHARS = 90  # legend entries side by side fit this many characters at its font size (a 6-inch figure)
+LEVEL_COLOR = "0.35"
 INSTALL = "pip install 'ganforge[report]'"
 
 
@@ -42,6 +44,12 @@ def _styles(plot: Plot, several_runs: bool) -> list[dict]:
     return styles
 
 
+def _legend_columns(labels: list[str], several_runs: bool) -> int:
+    """Entries side by side: up to 3 (several runs) or 4, fewer where long labels (a metric's images) would not fit."""
+    longest = max(len(label) for label in labels)
+    return max(1, min(len(labels), 3 if several_runs else 4, LEGEND_CHARS // longest))
+
+
 def svg_data_uri(plot: Plot, several_runs: bool) -> str:
     """The figure of `plot` as a `data:image/svg+xml;base64,...` URI (text kept as text, fixed ids: small and
     the same bytes for the same data)."""
@@ -50,17 +58,26 @@ def svg_data_uri(plot: Plot, several_runs: bool) -> str:
 
     figure = Figure(figsize=(6.0, 3.4), layout="constrained")
     axes = figure.subplots()
-    for (_, curve), style in zip(plot.curves, _styles(plot, several_runs), strict=True):
-        marker = "o" if len(curve.kimg) < MARKERS_BELOW else None
-        axes.plot(curve.kimg, curve.values, linewidth=1.2, marker=marker, markersize=3, **style)
+    styles = _styles(plot, several_runs)
+    for (_, curve), style in zip(plot.curves, styles, strict=True):
+        marker = "o" if len(curve.kimg) < MARKERS_BELOW or curve.reduced else None
+        hollow = {"markerfacecolor": "none"} if curve.reduced else {}
+        axes.plot(curve.kimg, curve.values, linewidth=1.2, marker=marker, markersize=3, **hollow, **style)
+    for label, y in plot.levels:
+        axes.axhline(y, color=LEVEL_COLOR, linestyle="--", linewidth=1.0, label=label)
     if plot.log_y and all(v > 0 for _, curve in plot.curves for v in curve.values):
         axes.set_yscale("log")
     axes.set_title(plot.title, fontsize=10)
     axes.set_xlabel("kimg", fontsize=8)
+    axes.set_ylabel(plot.unit, fontsize=8)
     axes.tick_params(labelsize=8)
     axes.grid(alpha=0.3)
-    columns = min(len(plot.curves), 3 if several_runs else 4)
-    figure.legend(loc="outside lower center", ncols=columns, fontsize=7, frameon=False)
+    figure.legend(
+        loc="outside lower center",
+        ncols=_legend_columns([s["label"] for s in styles] + [label for label, _ in plot.levels], several_runs),
+        fontsize=7,
+        frameon=False,
+    )
     buffer = io.BytesIO()
     with rc_context({"svg.fonttype": "none", "svg.hashsalt": "ganforge"}):
         figure.savefig(buffer, format="svg", metadata={"Date": None})

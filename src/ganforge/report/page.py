@@ -1,8 +1,9 @@
 """The report as one self-contained HTML page: inline CSS, figures and images as data URIs, no script, no link to
 anything outside the file, so it opens offline in any browser and can be mailed or archived as it is.
 
-Sections (their ids): summary, curves, samples, config, environment, alerts, files. With several runs the curves
-are overlaid and the other sections hold one part per run.
+Sections (their ids): summary, curves, samples, config, environment, alerts, profile, files. With several runs the
+curves are overlaid and the other sections hold one part per run. The only links are to the page itself: from the
+summary to each run's profile (`train --profile`'s summary.txt, embedded).
 """
 
 import html
@@ -10,11 +11,11 @@ import time
 
 from ganforge import __version__
 from ganforge.report import images, tables
-from ganforge.report.curves import MAX_POINTS, plots
+from ganforge.report.curves import MAX_POINTS, Plot, ResultTable, plots
 from ganforge.report.figures import svg_data_uri
 from ganforge.report.rundata import Run, name_runs
 
-SECTIONS = ("summary", "curves", "samples", "config", "environment", "alerts", "files")
+SECTIONS = ("summary", "curves", "samples", "config", "environment", "alerts", "profile", "files")
 
 _CSS = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 1.5em auto; max-width: 1100px; padding: 0 1em; color: #222; }
@@ -30,6 +31,9 @@ figure { margin: 1em 0; } .plots { display: grid; grid-template-columns: repeat(
 .grids { display: flex; flex-wrap: wrap; gap: .8em; align-items: flex-end; }
 .grids figure { margin: 0; } .grids figcaption { font-size: .85em; color: #555; }
 img.grid { image-rendering: pixelated; }
+.reduced { color: #8a4500; } figcaption.note { margin: 0 0 .6em; }
+.results figcaption { font-size: .85em; font-weight: 600; text-align: center; margin-top: .6em; }
+pre.profile { font-size: .8em; overflow-x: auto; background: #f7f7f7; padding: .6em; }
 """
 
 
@@ -54,20 +58,40 @@ def _section(section_id: str, title: str, body: str) -> str:
 
 def _per_run(runs: list[Run], part) -> str:
     """`part(run)` under a heading per run when there are several."""
+    return _per_run_indexed(runs, lambda run, _: part(run))
+
+
+def _per_run_indexed(runs: list[Run], part) -> str:
+    """`part(run, index)` under a heading per run when there are several."""
     if len(runs) == 1:
-        return part(runs[0])
-    return "".join(f"<h3>{_e(run.heading)}</h3>{part(run)}" for run in runs)
+        return part(runs[0], 0)
+    return "".join(f"<h3>{_e(run.heading)}</h3>{part(run, index)}" for index, run in enumerate(runs))
+
+
+def _best(run: Run) -> str:
+    """The best value of each metric result, one per line, each with its images; a value not on its metric's full
+    protocol says so and is set apart."""
+    lines = [
+        f"<span>{_e(text)}</span>" if full else f'<span class="reduced">{_e(text)}</span>'
+        for text, full in tables.best_lines(run)
+    ]
+    return "<br>".join(lines) or "-"
+
+
+def _profile_link(run: Run, index: int) -> str:
+    return f'<a href="#profile-{index}">summary</a>' if run.profile is not None else "-"
 
 
 def _summary(runs: list[Run]) -> str:
-    keys = ["status", "dataset", "preset", "kimg", "img/s", "ETA", "best"]
+    keys = ["status", "dataset", "preset", "kimg", "img/s", "ETA"]
     rows = ""
-    for run in runs:
+    for index, run in enumerate(runs):
         facts = tables.summary(run)
         cells = f'<td><span class="status {_e(facts["status"])}" title="{_e(run.status.detail)}">'
         cells += f"{_e(facts['status'])}</span></td>" + "".join(f"<td>{_e(facts[k])}</td>" for k in keys[1:])
+        cells += f"<td>{_best(run)}</td><td>{_profile_link(run, index)}</td>"
         rows += f"<tr><td>{_e(run.heading)}</td>{cells}</tr>"
-    head = "".join(f"<th>{_e(k)}</th>" for k in ["run", *keys])
+    head = "".join(f"<th>{_e(k)}</th>" for k in ["run", *keys, "best (images used)", "profile"])
     unread = "line(s) of stats.jsonl could not be read (a record being written, or a damaged file)"
     notes = "".join(
         f'<p class="note">{_e(run.heading)}: {run.unreadable_stats} {unread}</p>'
@@ -77,13 +101,33 @@ def _summary(runs: list[Run]) -> str:
     return _section("summary", "Summary", f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>{notes}")
 
 
+def _figure(plot: Plot, several_runs: bool) -> str:
+    """A figure; the images behind its metric curves under it and in its tooltip."""
+    tip = " | ".join([plot.title, *plot.notes])
+    caption = "<br>".join(_e(note) for note in plot.notes)
+    caption = f'<figcaption class="note">{caption}</figcaption>' if caption else ""
+    uri = svg_data_uri(plot, several_runs)
+    return f'<figure><img class="plot" alt="{_e(plot.title)}" title="{_e(tip)}" src="{uri}">{caption}</figure>'
+
+
+def _result_table(table: ResultTable, several_runs: bool) -> str:
+    """A metric with one result per curve: its value, kimg and images in a table where its figure would be."""
+    headers = ["result", "kimg", "value", "images"]
+    rows = [row[1:] for row in table.rows]
+    if several_runs:
+        headers, rows = ["run", *headers], table.rows
+    return f'<figure class="results"><figcaption>{_e(table.title)}</figcaption>{_table(headers, rows)}</figure>'
+
+
 def _curves(runs: list[Run]) -> str:
+    several = len(runs) > 1
     figures = [
-        f'<figure><img class="plot" alt="{_e(p.title)}" src="{svg_data_uri(p, len(runs) > 1)}"></figure>'
-        for p in plots(runs)
+        _figure(item, several) if isinstance(item, Plot) else _result_table(item, several) for item in plots(runs)
     ]
     note = (
-        f'<p class="note">Over kimg; long curves are reduced to {MAX_POINTS} points (means of consecutive ticks).</p>'
+        f'<p class="note">Over kimg; long curves are reduced to {MAX_POINTS} points (means of consecutive ticks). '
+        "Each metric value names the images it was computed on; one not on its metric's full protocol (its name's "
+        "count of fakes, against every real image for a _full metric) is marked.</p>"
     )
     body = f'<div class="plots">{"".join(figures)}</div>' if figures else '<p class="note">no ticks yet</p>'
     return _section("curves", "Training curves", note + body)
@@ -138,6 +182,19 @@ def _alerts(run: Run) -> str:
     )
 
 
+def _profile(run: Run, index: int) -> str:
+    if run.profile is None:
+        return (
+            f'<p class="note" id="profile-{index}">not profiled (<code>ganforge train --profile STEPS</code> writes '
+            "profile/summary.txt)</p>"
+        )
+    where = (
+        f'<p class="note">{_e(run.name)}/profile/summary.txt; the Chrome trace beside it opens in Perfetto or '
+        "TensorBoard's profiler view.</p>"
+    )
+    return f'{where}<pre class="profile" id="profile-{index}">{_e(run.profile)}</pre>'
+
+
 def render(runs: list[Run]) -> str:
     """The whole page for one run or several."""
     runs = name_runs(runs)
@@ -149,6 +206,7 @@ def render(runs: list[Run]) -> str:
         _section("config", "Resolved configuration", _per_run(runs, _config)),
         _section("environment", "Environment", _per_run(runs, _environment)),
         _section("alerts", "Alerts and skipped steps", _per_run(runs, _alerts)),
+        _section("profile", "Profile (train --profile)", _per_run_indexed(runs, _profile)),
         _section("files", "Checkpoints and snapshots", _per_run(runs, _files)),
     ]
     stamp = time.strftime("%Y-%m-%d %H:%M:%S %Z")

@@ -2,8 +2,9 @@
 is damaged or was made by someone else.
 
 `config.json`, `env.json` (rundir.py); `log.txt`; `stats.jsonl`, one record per tick (logs.py); `metric-<name>.jsonl`,
-one result per line with the snapshot it measured (metrics `append_result`); `reals.png`, `fakes<kimg>.png`;
-`snapshots/network-snapshot-<kimg>.safetensors`; `checkpoints/ckpt-<images>/`.
+one result per line with the snapshot it measured and the images it used (metrics `append_result`); `reals.png`,
+`fakes<kimg>.png`; `snapshots/network-snapshot-<kimg>.safetensors`; `checkpoints/ckpt-<images>/`;
+`profile/summary.txt` (`train --profile`).
 
 A report is for reading a run, so a damaged part costs only that part: each file is read only when it is a regular
 file (a FIFO would block), at most as many bytes as such a file legitimately holds (the tail of a long log), and
@@ -33,6 +34,7 @@ MAX_JSON_BYTES = 1 << 20
 MAX_STATS_BYTES = 256 << 20
 MAX_METRIC_BYTES = 16 << 20
 MAX_LOG_BYTES = 16 << 20
+MAX_PROFILE_BYTES = 64 << 10  # profile/summary.txt: ~5 KB (a line per label and 20 operators)
 MAX_LINE_BYTES = 1 << 20  # one JSON line (a record); a longer one is counted as unreadable
 MAX_DEPTH = 32  # nesting of config.json / env.json (train writes 2 levels)
 MAX_METRIC_FILES = 32  # metric-<name>.jsonl files read (ganforge has 7 metrics)
@@ -40,6 +42,7 @@ MAX_KEY_CHARS = 200  # a stats or result key longer than this is not one train w
 MAX_ALERTS = 20  # alert texts kept per tick
 MAX_TEXT_CHARS = 2000  # a log line or alert shown in the page
 MAX_NUMBER = 1e100  # larger magnitudes are no training statistic (and overflow plot axes)
+MAX_IMAGES = 10**9  # images a metric was computed on: more than any dataset or --num-gen
 
 _NUMBER = r"([0-9]{1,30}(?:\.[0-9]{1,30})?)"
 _FAKES = re.compile(rf"^fakes{_NUMBER}\.png$")
@@ -66,13 +69,15 @@ class Run:
     env: dict | None
     stats: list[dict]  # {key: finite float} per tick (with "kimg"), and "alerts": [str] where the tick had alerts
     unreadable_stats: int  # lines of stats.jsonl that did not parse (the last one, while it is being written)
-    metrics: dict[str, list[dict]]  # metric name -> results {"snapshot", "results": {key: float}, "kimg" or None}
+    # metric name -> results {"snapshot", "results": {key: float}, "kimg", "num_fake", "num_real" (each or None)}
+    metrics: dict[str, list[dict]]
     log: list[str]
     fakes: list[tuple[float, Path]]  # (kimg, file), oldest first
     reals: Path | None
     checkpoints: list[StoredFile]
     snapshots: list[StoredFile]
     status: Status
+    profile: str | None = None  # profile/summary.txt, when `train --profile` wrote one
     heading: str = ""  # how the page names the run: its folder name, or parent/name where two runs share one
     label: str = ""  # how legends name it: its number where every run has its own, else the heading
 
@@ -238,11 +243,20 @@ def snapshot_kimg(snapshot: str | None) -> float | None:
     return number(float(match.group(1))) if match else None
 
 
+def image_count(value) -> int | None:
+    """`value` as a count of images a metric used (a whole number from 0 to MAX_IMAGES), else None."""
+    count = number(value)
+    return int(count) if count is not None and count.is_integer() and 0 <= count <= MAX_IMAGES else None
+
+
 def _metric_record(value) -> dict | None:
+    """A result as the report uses it: its values, the snapshot's kimg, and how many fakes and reals it used (the
+    page shows them beside every value: a value from a few hundred images is no comparable FID)."""
     if not isinstance(value, dict) or not isinstance(value.get("results"), dict):
         return None
     snapshot = value.get("snapshot") if isinstance(value.get("snapshot"), str) else None
-    return {"snapshot": snapshot, "results": _numbers(value["results"]), "kimg": snapshot_kimg(snapshot)}
+    counts = {key: image_count(value.get(key)) for key in ("num_fake", "num_real")}
+    return {"snapshot": snapshot, "results": _numbers(value["results"]), "kimg": snapshot_kimg(snapshot)} | counts
 
 
 def _metrics(run: Path) -> dict[str, list[dict]]:
@@ -317,6 +331,21 @@ def _log(path: Path) -> list[str]:
     return [shorten(line, MAX_TEXT_CHARS) for line in text.splitlines()]
 
 
+def _profile(run: Path) -> str | None:
+    """profile/summary.txt (its first MAX_PROFILE_BYTES), when `profile` is a folder of the run itself: a link to a
+    folder elsewhere is not followed, as no other link is."""
+    folder = run / "profile"
+    try:
+        is_folder = stat.S_ISDIR(folder.lstat().st_mode)
+    except OSError:  # absent, no permission
+        return None
+    if not is_folder:
+        _warn(folder, "is not a folder (a link is not followed); its summary.txt is left out")
+        return None
+    data = read_regular(folder / "summary.txt", MAX_PROFILE_BYTES)
+    return None if data is None else data.decode("utf-8", errors="replace")
+
+
 def check_run_folder(path: Path) -> None:
     """UserError unless `path` is a run folder (it has a config.json or a log.txt)."""
     if not _is_regular(path / "config.json") and not _is_regular(path / "log.txt"):
@@ -347,4 +376,5 @@ def read_run(path: Path) -> Run:
         checkpoints=_checkpoints(path),
         snapshots=_snapshots(path),
         status=run_status(log, stats, path),
+        profile=_profile(path),
     )

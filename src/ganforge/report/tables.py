@@ -11,10 +11,12 @@ import typing
 from ganforge.config import Config, flatten
 from ganforge.config.describe import describe_derived
 from ganforge.durable import shorten
+from ganforge.report.protocols import Protocol, protocol
 from ganforge.report.rundata import Run, number
 
 MAX_CELL_CHARS = 1000
 MAX_ETA_S = 10 * 365 * 86400  # an ETA beyond ten years is no estimate
+MAX_BEST_LINES = 40  # best values in the summary: ganforge's metrics have at most 19 result keys (SWD: a level each)
 
 HIGHER_IS_BETTER = ("precision", "recall", "eqt", "eqr")  # PR and the equivariance PSNRs; FID, KID, SWD: lower
 
@@ -25,17 +27,42 @@ def duration(seconds: float) -> str:
     return f"{days}{s // 3600 % 24}:{s // 60 % 60:02d}:{s % 60:02d}"
 
 
-def best_metrics(run: Run) -> list[tuple[str, float, float | None]]:
-    """(result key, best value, kimg of its snapshot) for every metric value the run recorded."""
-    best = {}
-    for records in run.metrics.values():
+def best_metrics(run: Run) -> list[tuple[str, float, float | None, Protocol]]:
+    """(result key, best value, kimg of its snapshot, its protocol) for every metric value the run recorded. Values
+    on different numbers of images do not compare (FID grows as they shrink), so the best is taken among the results
+    on the full protocol, or where there are none, among those on the most images."""
+    found: dict[str, list[tuple[float, float | None, Protocol]]] = {}
+    for name, records in run.metrics.items():
         for record in records:
+            used = protocol(name, record)
             for key, value in record["results"].items():
-                higher = any(word in key for word in HIGHER_IS_BETTER)
-                old = best.get(key)
-                if old is None or (value > old[0] if higher else value < old[0]):
-                    best[key] = (value, record["kimg"])
-    return [(key, value, kimg) for key, (value, kimg) in sorted(best.items())]
+                found.setdefault(key, []).append((value, record["kimg"], used))
+    best = []
+    for key, results in sorted(found.items()):
+        top = max(_rank(used) for _, _, used in results)
+        comparable = [result for result in results if _rank(result[2]) == top]
+        higher = any(word in key for word in HIGHER_IS_BETTER)
+        value, kimg, used = (max if higher else min)(comparable, key=lambda result: result[0])
+        best.append((key, value, kimg, used))
+    return best
+
+
+def _rank(used: Protocol) -> tuple[bool, int, int]:
+    """Results of equal rank compare: every one on the full protocol, else those on as many fakes and reals."""
+    return (True, 0, 0) if used.full else (False, used.fakes or 0, used.reals or 0)
+
+
+def best_lines(run: Run) -> list[tuple[str, bool]]:
+    """The summary's best values, each with its images and whether they are the full protocol:
+    ('kid50k_full 0.0123 at 12 kimg (256 fakes / 512 reals, not the full protocol of 50k fakes / all reals)', False)."""
+    best = best_metrics(run)
+    lines = []
+    for key, value, kimg, used in best[:MAX_BEST_LINES]:
+        where = "?" if kimg is None else f"{kimg:g}"
+        lines.append((shorten(f"{key} {value:.4g} at {where} kimg ({used.text})", MAX_CELL_CHARS), used.full))
+    if len(best) > MAX_BEST_LINES:
+        lines.append((f"and {len(best) - MAX_BEST_LINES} more results", True))
+    return lines
 
 
 def _section(cfg: dict, name: str) -> dict:
@@ -51,15 +78,12 @@ def _eta(run: Run, done: float, total: float | None, rate: float | None) -> str:
 
 
 def summary(run: Run) -> dict[str, str]:
-    """The header facts: status, dataset, preset, progress, speed, ETA, best metrics."""
+    """The header facts: status, dataset, preset, progress, speed, ETA (the best metrics: best_lines)."""
     cfg = run.config or {}
     last = run.stats[-1] if run.stats else {}
     done, total = last.get("kimg", 0.0), number(_section(cfg, "schedule").get("kimg"))
     rate = last.get("Timing/img_per_s")
     data = _section(cfg, "data")
-    best = [
-        f"{key} {value:.4g} at {'?' if kimg is None else f'{kimg:g}'} kimg" for key, value, kimg in best_metrics(run)
-    ]
     name, resolution, channels = (shorten(data.get(k, "?"), 100) for k in ("name", "resolution", "channels"))
     return {
         "status": run.status.state,
@@ -68,7 +92,6 @@ def summary(run: Run) -> dict[str, str]:
         "kimg": f"{done:g} / {'?' if total is None else f'{total:g}'}",
         "img/s": "-" if rate is None else f"{rate:.1f}",
         "ETA": _eta(run, done, total, rate),
-        "best": shorten("; ".join(best), MAX_CELL_CHARS) or "-",
     }
 
 
