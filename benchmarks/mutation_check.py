@@ -436,6 +436,21 @@ MUTANTS = (
     M("stats_cache_layout_unchecked", "metrics/features.py", "            problem = _layout_problem(path)\n",
       "            problem = None\n",
       ("tests/hostile/test_hostile_outputs.py::test_a_damaged_statistics_cache_is_computed_again",)),
+    # The bench's repeats, their spread and the shape --data gives.
+    M("bench_repeats_interleaved", "bench/measure.py", "times[timed // rounds.steps]", "times[timed % rounds.repeat]",
+      ("tests/bench/test_bench_repeats.py::test_time_rounds_groups_the_rounds_after_warm_up_into_repeats_of_medians",)),
+    M("bench_img_per_s_the_best_repeat", "bench/measure.py", "return statistics.median(self.repeat_img_per_s)",
+      "return max(self.repeat_img_per_s)",
+      ("tests/bench/test_bench_repeats.py::test_img_per_s_and_phase_spreads_come_from_the_repeats",)),
+    M("bench_spread_never_warns", "bench/spread.py", "if img_per_s.relative <= SPREAD_LIMIT:",
+      "if img_per_s.relative <= 10 * SPREAD_LIMIT:",
+      ("tests/bench/test_bench_repeats.py::test_the_spread_warning_starts_above_the_limit_and_names_the_cause_and_the_fix",
+       "tests/bench/test_bench_repeats.py::test_bench_prints_the_spread_warning_on_stderr_and_puts_it_in_the_json")),
+    M("bench_flags_override_the_data", "bench/shape.py", "if given is not None and given != actual:", "if False:",
+      ("tests/bench/test_bench_data.py::test_flags_that_contradict_the_data_are_each_an_error_naming_both",)),
+    M("bench_data_channels_ignored", "bench/shape.py", "        return dataset.channels, DATA\n",
+      "        return DEFAULT_CHANNELS, DATA\n",
+      ("tests/bench/test_bench_data.py::test_bench_data_times_the_datasets_shape_and_says_so",)),
 )  # fmt: skip
 
 
