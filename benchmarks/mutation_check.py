@@ -52,6 +52,9 @@ CONTROLS_RUN = CONTROLS + "test_tick_stats_report_scheduled_rates_and_clipping"
 CLIPPING = "tests/train/test_train_clipping.py::test_clipping_caps_the_unscaled_norm_and_reports_the_norm_before"
 DIFFAUG = "tests/train/test_diffaugment.py::"
 RECORDED_DRY_RUN = "tests/train/test_train_dry_run_recorded.py::test_dry_run_config_equals_the_recorded_one"
+PROFILER = "tests/monitor/test_monitor_profiler.py::"
+PROFILER_DETAIL = PROFILER + "test_detail_records_shapes_and_memory_into_a_larger_trace_and_its_warning_is_routed"
+PROFILER_BOUND = PROFILER + "test_a_phase_that_never_runs_ends_the_window_at_its_bound_and_the_summary_says_so"
 M = Mutant
 
 MUTANTS = (
@@ -451,6 +454,21 @@ MUTANTS = (
     M("bench_data_channels_ignored", "bench/shape.py", "        return dataset.channels, DATA\n",
       "        return DEFAULT_CHANNELS, DATA\n",
       ("tests/bench/test_bench_data.py::test_bench_data_times_the_datasets_shape_and_says_so",)),
+    # The profiler: torch's stderr notes routed, a small trace by default, a window that covers every phase.
+    M("profiler_start_noise_on_stderr", "monitor/profiler.py",
+      "with routed_stderr(self._messages):\n            self._profile.__enter__()",
+      "with contextlib.nullcontext():\n            self._profile.__enter__()",
+      (PROFILER + "test_torchs_own_stderr_notes_go_to_a_file_not_to_stderr",)),
+    M("profiler_allocator_warning_in_a_step", "monitor/profiler.py", "            del before_start\n",
+      "            pass\n", (PROFILER_DETAIL,)),
+    M("profiler_shapes_and_memory_by_default", "monitor/profiler.py", "record_shapes=d, profile_memory=d",
+      "record_shapes=True, profile_memory=True",
+      (PROFILER_DETAIL,)),
+    M("profiler_window_not_extended", "monitor/profiler.py", "(not self.missing() or self._count >= self.limit)",
+      "(True or self._count >= self.limit)",
+      (PROFILER + "test_the_window_is_extended_until_every_phase_ran", PROFILER_BOUND)),
+    M("profiler_missing_phase_shown_as_zero", "monitor/profiler.py", "        if name in window.missing:",
+      "        if False:", (PROFILER_BOUND,)),
 )  # fmt: skip
 
 
