@@ -54,6 +54,9 @@ CLIPPING = "tests/train/test_train_clipping.py::test_clipping_caps_the_unscaled_
 DIFFAUG = "tests/train/test_diffaugment.py::"
 RECORDED_DRY_RUN = "tests/train/test_train_dry_run_recorded.py::test_dry_run_config_equals_the_recorded_one"
 SEEN = "tests/report/test_report_seen.py::"
+PROFILER = "tests/monitor/test_monitor_profiler.py::"
+PROFILER_DETAIL = PROFILER + "test_detail_records_shapes_and_memory_into_a_larger_trace_and_its_warning_is_routed"
+PROFILER_BOUND = PROFILER + "test_a_phase_that_never_runs_ends_the_window_at_its_bound_and_the_summary_says_so"
 M = Mutant
 
 MUTANTS = (
@@ -462,6 +465,36 @@ MUTANTS = (
     M("stats_cache_layout_unchecked", "metrics/features.py", "            problem = _layout_problem(path)\n",
       "            problem = None\n",
       ("tests/hostile/test_hostile_outputs.py::test_a_damaged_statistics_cache_is_computed_again",)),
+    # The bench's repeats, their spread and the shape --data gives.
+    M("bench_repeats_interleaved", "bench/measure.py", "times[timed // rounds.steps]", "times[timed % rounds.repeat]",
+      ("tests/bench/test_bench_repeats.py::test_time_rounds_groups_the_rounds_after_warm_up_into_repeats_of_medians",)),
+    M("bench_img_per_s_the_best_repeat", "bench/measure.py", "return statistics.median(self.repeat_img_per_s)",
+      "return max(self.repeat_img_per_s)",
+      ("tests/bench/test_bench_repeats.py::test_img_per_s_and_phase_spreads_come_from_the_repeats",)),
+    M("bench_spread_never_warns", "bench/spread.py", "if img_per_s.relative <= SPREAD_LIMIT:",
+      "if img_per_s.relative <= 10 * SPREAD_LIMIT:",
+      ("tests/bench/test_bench_repeats.py::test_the_spread_warning_starts_above_the_limit_and_names_the_cause_and_the_fix",
+       "tests/bench/test_bench_repeats.py::test_bench_prints_the_spread_warning_on_stderr_and_puts_it_in_the_json")),
+    M("bench_flags_override_the_data", "bench/shape.py", "if given is not None and given != actual:", "if False:",
+      ("tests/bench/test_bench_data.py::test_flags_that_contradict_the_data_are_each_an_error_naming_both",)),
+    M("bench_data_channels_ignored", "bench/shape.py", "        return dataset.channels, DATA\n",
+      "        return DEFAULT_CHANNELS, DATA\n",
+      ("tests/bench/test_bench_data.py::test_bench_data_times_the_datasets_shape_and_says_so",)),
+    # The profiler: torch's stderr notes routed, a small trace by default, a window that covers every phase.
+    M("profiler_start_noise_on_stderr", "monitor/profiler.py",
+      "with routed_stderr(self._messages):\n            self._profile.__enter__()",
+      "with contextlib.nullcontext():\n            self._profile.__enter__()",
+      (PROFILER + "test_torchs_own_stderr_notes_go_to_a_file_not_to_stderr",)),
+    M("profiler_allocator_warning_in_a_step", "monitor/profiler.py", "            del before_start\n",
+      "            pass\n", (PROFILER_DETAIL,)),
+    M("profiler_shapes_and_memory_by_default", "monitor/profiler.py", "record_shapes=d, profile_memory=d",
+      "record_shapes=True, profile_memory=True",
+      (PROFILER_DETAIL,)),
+    M("profiler_window_not_extended", "monitor/profiler.py", "(not self.missing() or self._count >= self.limit)",
+      "(True or self._count >= self.limit)",
+      (PROFILER + "test_the_window_is_extended_until_every_phase_ran", PROFILER_BOUND)),
+    M("profiler_missing_phase_shown_as_zero", "monitor/profiler.py", "        if name in window.missing:",
+      "        if False:", (PROFILER_BOUND,)),
 )  # fmt: skip
 
 

@@ -12,9 +12,10 @@ from ganforge.devices import choose_auto
 from ganforge.nets import Discriminator, Generator
 
 TINY = ["bench", "--cfg", "tiny", "--resolution", "8", "--channels", "1", "--steps", "2", "--warmup", "1",
-        "--device", "cpu", "--aug", "noaug", "--json"]  # fmt: skip
-TOP_KEYS = {"schema", "device", "config", "steps", "warmup", "img_per_s", "s_per_kimg", "estimate", "phases",
-            "iteration_ms", "flops_per_iteration", "tflops", "peak", "memory", "batch_search", "scaling"}  # fmt: skip
+        "--repeat", "1", "--device", "cpu", "--aug", "noaug", "--json"]  # fmt: skip
+TOP_KEYS = {"schema", "device", "config", "data", "steps", "warmup", "repeat", "img_per_s", "s_per_kimg", "spread",
+            "estimate", "phases", "iteration_ms", "flops_per_iteration", "tflops", "peak", "memory", "batch_search",
+            "scaling"}  # fmt: skip
 
 
 def _bench(*extra: str) -> dict:
@@ -24,11 +25,13 @@ def _bench(*extra: str) -> dict:
 
 
 def test_bench_tiny_json_schema_and_figures_that_add_up():
-    r = _bench("--batch-gpu", "4")
-    assert set(r) == TOP_KEYS and r["schema"] == "ganforge.bench/1"
+    r = _bench("--batch-gpu", "4", "--repeat", "3", "--steps", "1")
+    assert set(r) == TOP_KEYS and r["schema"] == "ganforge.bench/2" and r["data"] is None
     assert r["device"] == {"type": "cpu", "name": r["device"]["name"], "world_size": 1} and r["device"]["name"]
     c = r["config"]
     assert (c["cfg"], c["resolution"], c["channels"], c["batch_gpu"], c["batch"]) == ("tiny", 8, 1, 4, 4)
+    assert c["sources"] == {"resolution": "--resolution", "channels": "--channels"}
+    assert (c["cond"], c["label_dim"]) == (False, 0)
     G = Generator(resolution=8, img_channels=1, z_dim=64, w_dim=64, mapping_layers=2, channel_base=512, channel_max=64)
     D = Discriminator(resolution=8, img_channels=1, channel_base=512, channel_max=64, mbstd_group_size=4)
     assert c["G_params"] == sum(p.numel() for p in G.parameters())
@@ -36,18 +39,33 @@ def test_bench_tiny_json_schema_and_figures_that_add_up():
     # The lazy regularisers run every 4 (path length) and 16 (R1) steps, as in training.
     assert {name: p["interval"] for name, p in r["phases"].items()} == {
         "G_main": 1, "G_reg": 4, "D_main": 1, "D_reg": 16, "EMA": 1}  # fmt: skip
-    assert all(p["ms"] > 0 for p in r["phases"].values())
-    step_ms = sum(p["ms"] / p["interval"] for p in r["phases"].values())
-    assert math.isclose(r["iteration_ms"], step_ms)
-    assert math.isclose(r["img_per_s"], 4 * 1000 / step_ms) and math.isclose(r["s_per_kimg"], 1000 / r["img_per_s"])
+    assert all(0 < p["ms_min"] <= p["ms"] <= p["ms_max"] for p in r["phases"].values())
+    # The median repeat's step lies between the steps of the fastest and slowest calls of every phase.
+    fastest, slowest = (sum(p[key] / p["interval"] for p in r["phases"].values()) for key in ("ms_min", "ms_max"))
+    assert fastest * (1 - 1e-9) <= r["iteration_ms"] <= slowest * (1 + 1e-9)
+    spread = r["spread"]
+    assert spread["repeat"] == r["repeat"] == 3 and spread["img_per_s"]["median"] == r["img_per_s"]
+    assert spread["img_per_s"]["min"] <= r["img_per_s"] <= spread["img_per_s"]["max"]
+    low, high = spread["img_per_s"]["min"], spread["img_per_s"]["max"]
+    assert math.isclose(spread["relative"], (high - low) / r["img_per_s"]) and spread["limit"] == 0.2
+    assert (spread["warning"] is None) == (spread["relative"] <= 0.2)
+    assert math.isclose(r["img_per_s"], 4 * 1000 / r["iteration_ms"])
+    assert math.isclose(r["s_per_kimg"], 1000 / r["img_per_s"])
     assert r["estimate"]["kimg"] == 40 and math.isclose(r["estimate"]["seconds"], 40 * r["s_per_kimg"])
     assert r["flops_per_iteration"] > 0
-    assert math.isclose(r["tflops"], r["flops_per_iteration"] / (step_ms / 1000) / 1e12)
+    assert math.isclose(r["tflops"], r["flops_per_iteration"] / (r["iteration_ms"] / 1000) / 1e12)
     assert r["peak"]["tflops"] > 0 and "matmuls on this CPU" in r["peak"]["source"]
     assert math.isclose(r["peak"]["fraction"], r["tflops"] / r["peak"]["tflops"])
     assert r["memory"]["peak_gb"] is None and r["memory"]["source"] == "estimate"
     assert r["memory"]["gb"] == r["memory"]["estimate_gb"] > 0
     assert r["batch_search"] is None and r["scaling"] is None
+
+
+def test_bench_with_one_repeat_its_phases_add_up_to_the_step():
+    r = _bench("--batch-gpu", "4", "--steps", "1")
+    assert all(p["ms_min"] == p["ms"] == p["ms_max"] for p in r["phases"].values())
+    assert math.isclose(r["iteration_ms"], sum(p["ms"] / p["interval"] for p in r["phases"].values()))
+    assert r["spread"]["relative"] == 0 and r["spread"]["warning"] is None
 
 
 def test_bench_precision_auto_times_what_train_would_pick_here():
@@ -73,6 +91,8 @@ def test_bench_auto_stops_at_max_batch_gpu_and_prints_a_table():
     assert result.exit_code == 0, result.output
     out = result.output
     assert "ganforge bench: --cfg tiny 8x8x1" in out and "G_main" in out and "D_reg" in out and "img/s" in out
+    assert "images   8x8x1: resolution 8 from --resolution, channels 1 from --channels; unconditional" in out
+    assert "(1 repeat, so no spread: --repeat 3 or more measures it)" in out
     assert "largest that fits: 4 (limited by --max-batch-gpu)" in out and "use --batch-gpu" in out
 
 
@@ -103,8 +123,8 @@ def test_bench_bad_input_exit_2_with_the_flag_named(args, message):
 BENCH_RANK = """
 import json
 from ganforge.bench import BenchOptions, run
-result = run(BenchOptions(preset="tiny", resolution=8, channels=1, steps=1, warmup=0, device="cpu", aug="noaug",
-                          batch_gpu=2), progress=False)
+result = run(BenchOptions(preset="tiny", resolution=8, channels=1, steps=1, warmup=0, repeat=1, device="cpu",
+                          aug="noaug", batch_gpu=2), progress=False)
 print("RESULT" + json.dumps(result))
 """
 

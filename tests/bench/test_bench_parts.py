@@ -14,6 +14,7 @@ from ganforge.bench.measure import Measurement
 from ganforge.bench.memory import OutOfMemory, SavedActivations, training_state_bytes
 from ganforge.bench.options import BenchOptions
 from ganforge.bench.search import Candidate, summarize, try_sizes
+from ganforge.bench.shape import choose_shape
 from ganforge.bench.training import training_config
 from ganforge.errors import UserError
 from ganforge.train.build import build
@@ -29,7 +30,8 @@ def test_flop_count_of_a_convolution_and_a_matmul_is_the_textbook_figure():
 
 def test_bench_aug_fixed_times_the_pipe_at_aug_p_else_every_transform_on_every_image():
     def timed(**aug):
-        cfg = training_config(BenchOptions(preset="tiny", resolution=8, **aug), 1, "cpu", 4)
+        options = BenchOptions(preset="tiny", resolution=8, **aug)
+        cfg = training_config(options, choose_shape(options, None), 1, "cpu", 4)
         return cfg.augment.mode, cfg.augment.p
 
     assert timed(aug="fixed") == ("fixed", 1.0) and timed(aug="fixed", aug_p=0.25) == ("fixed", 0.25)
@@ -39,7 +41,8 @@ def test_bench_aug_fixed_times_the_pipe_at_aug_p_else_every_transform_on_every_i
 
 
 def test_flop_count_equals_flop_counter_mode_on_training_phases_and_runs_r1():
-    cfg = training_config(BenchOptions(preset="tiny", resolution=8, aug="noaug"), 1, "cpu", 4)
+    options = BenchOptions(preset="tiny", resolution=8, aug="noaug")
+    cfg = training_config(options, choose_shape(options, None), 1, "cpu", 4)
     t, phases, _ = build(cfg, torch.device("cpu"))
     images, labels = torch.rand([4, 3, 8, 8]) * 2 - 1, torch.zeros([4, 0])
     counts = {}
@@ -78,7 +81,7 @@ def test_training_state_bytes_is_four_copies_of_trained_weights_and_one_ema():
 
 def _measurement(batch_gpu: int, img_per_s: float) -> Measurement:
     ms = batch_gpu * 1000 / img_per_s
-    return Measurement(batch_gpu, 1, 1, 1, {"G_main": ms}, {"G_main": 1}, 1.0, 0.1, None)
+    return Measurement(batch_gpu, 1, 1, 1, ({"G_main": ms},), {"G_main": 1}, 1.0, 0.1, None)
 
 
 def test_try_sizes_stops_at_the_first_out_of_memory_and_frees_the_failed_attempt():

@@ -1,5 +1,6 @@
 """`ganforge bench`: how fast the real training step runs on this machine, with how much memory, at what share of
-the device's peak FLOP/s, and with which `--batch-gpu`, on synthetic data (no dataset needed).
+the device's peak FLOP/s, and with which `--batch-gpu`, on synthetic data (no dataset needed; `data=PATH` shapes it
+like a dataset's images).
 
     from ganforge.bench import BenchOptions, run
     result = run(BenchOptions(preset="paper256", precision="bf16", auto_batch=True))  # dict, schema in docs/bench.md

@@ -13,10 +13,11 @@ import torch
 
 from ganforge import dist
 from ganforge.bench import render, search
-from ganforge.bench.measure import Measurement, measure
+from ganforge.bench.measure import Measurement, Rounds, measure
 from ganforge.bench.memory import OutOfMemory, available_gb
 from ganforge.bench.options import BenchOptions
 from ganforge.bench.peak import device_peak
+from ganforge.bench.shape import Shape, choose_shape, read_dataset
 from ganforge.bench.training import training_config
 from ganforge.config import AUTO_PRECISION
 from ganforge.devices import choose_auto, pick_device
@@ -44,20 +45,21 @@ class _Measurer:
     """Measures configurations of one set of options on this device, with a tqdm bar per measurement when enabled
     (on a terminal, rank 0 only)."""
 
-    def __init__(self, options: BenchOptions, device: torch.device, cap: float | None, bars: bool):
-        self.options, self.device, self.cap, self.bars = options, device, cap, bars
+    def __init__(self, options: BenchOptions, shape: Shape, device: torch.device, cap: float | None, bars: bool):
+        self.options, self.shape, self.device, self.cap, self.bars = options, shape, device, cap, bars
+        self.rounds = Rounds(options.steps, options.warmup, options.repeat)
+
+    def config(self, world_size: int, batch_gpu: int | None = None):
+        return training_config(self.options, self.shape, world_size, self.device.type, batch_gpu)
 
     def measure(self, cfg, label: str, cap: float | None) -> Measurement:
-        o = self.options
         calls = 3 + (cfg.loss.pl_weight > 0) + (cfg.loss.gamma > 0)  # G main, D main, EMA, and the regularisers
-        with progress_bar(
-            total=(o.warmup + o.steps) * calls, desc=label, unit="call", leave=False, enabled=self.bars
-        ) as bar:
-            return measure(cfg, self.device, o.steps, o.warmup, cap, on_call=bar.update)
+        total = self.rounds.total * calls
+        with progress_bar(total=total, desc=label, unit="call", leave=False, enabled=self.bars) as bar:
+            return measure(cfg, self.device, self.rounds, cap, on_call=bar.update)
 
     def one_device(self, batch_gpu: int) -> Measurement:
-        cfg = training_config(self.options, 1, self.device.type, batch_gpu)
-        return self.measure(cfg, f"batch {batch_gpu}", self.cap)
+        return self.measure(self.config(1, batch_gpu), f"batch {batch_gpu}", self.cap)
 
 
 def run(options: BenchOptions, progress: bool | None = None) -> dict | None:
@@ -68,9 +70,10 @@ def run(options: BenchOptions, progress: bool | None = None) -> dict | None:
         options = dataclasses.replace(options, precision=choose_auto(device.type)[0])
     world = int(os.environ["WORLD_SIZE"]) if dist.launched_by_torchrun() else 1
     rank0 = int(os.environ.get("RANK", "0")) == 0
-    preset = training_config(options, world, device.type)  # validates the options before any work
-    cap = _memory_cap(options, device)
-    measurer = _Measurer(options, device, cap, rank0 and (sys.stderr.isatty() if progress is None else progress))
+    shape = choose_shape(options, None if options.data is None else read_dataset(options.data))
+    bars = rank0 and (sys.stderr.isatty() if progress is None else progress)
+    measurer = _Measurer(options, shape, device, _memory_cap(options, device), bars)
+    preset = measurer.config(world)  # validates the options before any work
     with Precision(options.precision, device).matmul_policy():
         peak = device_peak(device, options.precision)
         found = None
@@ -83,7 +86,7 @@ def run(options: BenchOptions, progress: bool | None = None) -> dict | None:
         together = _distributed(measurer, world, batch_gpu) if world > 1 else None
     if not rank0:
         return None
-    return render.result(options, preset, device, peak, single, together, found, cap)
+    return render.result(options, shape, preset, device, peak, (single, together), found, measurer.cap)
 
 
 def _fixed_batch(measurer: _Measurer, batch_gpu: int) -> Measurement:
@@ -103,7 +106,7 @@ def _distributed(measurer: _Measurer, world: int, batch_gpu: int) -> Measurement
     dist.init(measurer.options.device_choice)
     try:
         batch_gpu = dist.broadcast_object(batch_gpu)
-        cfg = training_config(measurer.options, world, measurer.device.type, batch_gpu)
+        cfg = measurer.config(world, batch_gpu)
         together = measurer.measure(cfg, f"{world} ranks, batch {batch_gpu}", None)
         dist.barrier()  # no rank leaves the group while a peer is still in its last collective
         return together

@@ -2,7 +2,9 @@
 
 One "iteration" is one training step as the loop runs it on average: G main and D main every step, the lazy
 regularisers every `interval` steps (StyleGAN2 Sec. 3.1), the EMA update every step. Each phase is timed on its
-own (median over the timed rounds, after warm-up rounds), and the iteration is their sum weighted by 1 / interval.
+own, and the iteration is their sum weighted by 1 / interval. The timed rounds come in `repeat` consecutive groups
+of `steps` rounds (after the warm-up rounds); each group gives every phase's median, and so one iteration time: a
+load that comes and goes on the machine shows as a spread between the groups.
 """
 
 import dataclasses
@@ -31,20 +33,41 @@ class Measurement:
     world_size: int
     G_params: int
     D_params: int
-    phase_ms: dict[str, float]  # median milliseconds per call, EMA included
+    repeats: tuple[dict[str, float], ...]  # per repeat: median milliseconds per call of each phase, EMA included
     intervals: dict[str, int]  # steps between calls
     flops_per_iteration: float
     memory_estimate_gb: float
     peak_memory_gb: float | None  # CUDA allocator peak; None on CPU
 
     @property
-    def iteration_ms(self) -> float:
-        return sum(ms / self.intervals[name] for name, ms in self.phase_ms.items())
+    def repeat_iteration_ms(self) -> list[float]:
+        """One iteration's milliseconds in each repeat."""
+        return [sum(ms / self.intervals[name] for name, ms in phases.items()) for phases in self.repeats]
+
+    @property
+    def repeat_img_per_s(self) -> list[float]:
+        """Images per second over all devices in each repeat."""
+        return [self.images_per_step * 1000 / ms for ms in self.repeat_iteration_ms]
+
+    @property
+    def phase_ms(self) -> dict[str, float]:
+        """Each phase's median over the repeats."""
+        return {name: statistics.median([phases[name] for phases in self.repeats]) for name in self.intervals}
+
+    @property
+    def images_per_step(self) -> int:
+        return self.batch_gpu * self.world_size
 
     @property
     def img_per_s(self) -> float:
-        """Images per second over all devices."""
-        return self.batch_gpu * self.world_size * 1000 / self.iteration_ms
+        """Images per second over all devices: the median over the repeats."""
+        return statistics.median(self.repeat_img_per_s)
+
+    @property
+    def iteration_ms(self) -> float:
+        """One iteration's milliseconds at the median img/s (with an odd number of repeats, the median repeat's;
+        the phases' medians over the repeats need not add up to it exactly)."""
+        return self.images_per_step * 1000 / self.img_per_s
 
     @property
     def tflops(self) -> float:
@@ -92,30 +115,50 @@ def _count(trainer: Trainer, calls: dict) -> tuple[float, int]:
     return flops, saved
 
 
-def _time(trainer: Trainer, calls: dict, device: torch.device, steps: int, warmup: int, on_call: Callable) -> dict:
-    """Median milliseconds per call of each phase over `steps` rounds after `warmup` rounds."""
-    times = {name: [] for name in calls}
-    for round_index in range(warmup + steps):
+@dataclass(frozen=True)
+class Rounds:
+    """How many rounds (one call of every phase each) to run: `warmup` untimed, then `repeat` groups of `steps`."""
+
+    steps: int
+    warmup: int
+    repeat: int
+
+    @property
+    def total(self) -> int:
+        return self.warmup + self.repeat * self.steps
+
+
+def time_rounds(
+    trainer: Trainer,
+    calls: dict,
+    device: torch.device,
+    rounds: Rounds,
+    on_call: Callable = lambda: None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> tuple[dict[str, float], ...]:
+    """Per repeat, the median milliseconds per call of each phase over its `steps` rounds (`clock` in seconds)."""
+    times = [{name: [] for name in calls} for _ in range(rounds.repeat)]
+    for round_index in range(rounds.total):
+        timed = round_index - rounds.warmup
         for name, (_, call) in calls.items():
             synchronize(device)
-            start = time.perf_counter()
+            start = clock()
             call(trainer)
             synchronize(device)
-            if round_index >= warmup:
-                times[name].append((time.perf_counter() - start) * 1000)
+            if timed >= 0:
+                times[timed // rounds.steps][name].append((clock() - start) * 1000)
             on_call()
-    return {name: statistics.median(values) for name, values in times.items()}
+    return tuple({name: statistics.median(values) for name, values in repeat.items()} for repeat in times)
 
 
 def measure(
     cfg: Config,
     device: torch.device,
-    steps: int,
-    warmup: int,
+    rounds: Rounds,
     memory_cap_gb: float | None = None,
     on_call: Callable = lambda: None,
 ) -> Measurement:
-    """Build the networks and phases of `cfg`, count one iteration's FLOPs, then time every phase.
+    """Build the networks and phases of `cfg`, count one iteration's FLOPs, then time every phase over `rounds`.
 
     Raises OutOfMemory when the peak memory (measured on CUDA, estimated elsewhere) exceeds `memory_cap_gb`; on CPU
     this is decided from the estimate before any timing."""
@@ -127,10 +170,10 @@ def measure(
     estimate = (training_state_bytes(trainer.G, trainer.D, G_ema) + saved) / GIB
     if memory_cap_gb is not None and device.type != "cuda" and estimate > memory_cap_gb:
         raise OutOfMemory(f"estimated {estimate:.2f} GB > cap {memory_cap_gb:g} GB")
-    phase_ms = _time(trainer, calls, device, steps, warmup, on_call)
+    repeats = time_rounds(trainer, calls, device, rounds, on_call)
     peak = torch.cuda.max_memory_allocated(device) / GIB if device.type == "cuda" else None
     if memory_cap_gb is not None and peak is not None and peak > memory_cap_gb:
         raise OutOfMemory(f"peak {peak:.2f} GB > cap {memory_cap_gb:g} GB")
     intervals = {name: interval for name, (interval, _) in calls.items()}
     params = [sum(p.numel() for p in net.parameters()) for net in (trainer.G, trainer.D)]
-    return Measurement(cfg.schedule.batch_gpu, cfg.world_size, *params, phase_ms, intervals, flops, estimate, peak)
+    return Measurement(cfg.schedule.batch_gpu, cfg.world_size, *params, repeats, intervals, flops, estimate, peak)

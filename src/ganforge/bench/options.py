@@ -13,30 +13,53 @@ from ganforge.option import Range, declared, option, value_problems
 from ganforge.presets import DEFAULT_PRESET, PRESETS
 from ganforge.train.options import TRAIN_OPTIONS
 
-DEFAULT_RESOLUTION = 256  # for presets made for any resolution (auto, stylegan2, tiny)
+DEFAULT_RESOLUTION = 256  # without --data, for presets made for any resolution (auto, stylegan2, tiny)
+DEFAULT_CHANNELS = 3
+MAX_REPEAT = 100
 MEASURE = "Measurement"
 # The `train` options the bench takes as train does; the others keep train's defaults.
-TRAINING = ("preset", "precision", "compile", "channels_last", "aug", "device")
+TRAINING = ("preset", "cond", "precision", "compile", "channels_last", "aug", "device")
 
 
 @dataclass(frozen=True, kw_only=True)
 class BenchOptions:
     """`ganforge bench` settings. The TRAINING fields are None (False for a switch) unless given, as in
-    `TrainOptions`, and then take train's default; `batch_gpu` None is the preset's batch per device; `auto_batch`
+    `TrainOptions`, and then take train's default; `resolution` and `channels` None come from `data` (a dataset
+    path), else the preset or the defaults (`ganforge.bench.shape`); `batch_gpu` None is the preset's batch per
+    device; `auto_batch`
     searches powers of two up to `max_batch_gpu`. `memory_cap_gb` makes any batch whose peak memory (the CUDA
     allocator's peak, or the estimate on CPU) exceeds it count as out of memory; on CPU without a cap, the available
     system memory is the cap."""
 
     preset: str | None = None
+    cond: bool = False
     precision: str | None = None
     compile: bool = False
     channels_last: bool = False
     aug: str | None = None
     device: str | None = None
-    resolution: int | None = option(
-        MEASURE, "Image side.", default=None, range=Range(1), shown_default=f"the preset's, else {DEFAULT_RESOLUTION}"
+    data: str | None = option(
+        MEASURE,
+        "Time the step for this dataset (folder, zip or archive): its resolution, channels and, with --cond, labels.",
+        default=None,
+        flag="--data",
+        metavar="PATH",
+        shown_default="synthetic",
     )
-    channels: int = option(MEASURE, "Image channels.", default=3, range=Range(1, 4))
+    resolution: int | None = option(
+        MEASURE,
+        "Image side.",
+        default=None,
+        range=Range(1),
+        shown_default=f"from --data, else the preset's, else {DEFAULT_RESOLUTION}",
+    )
+    channels: int | None = option(
+        MEASURE,
+        "Image channels.",
+        default=None,
+        range=Range(1, 4),
+        shown_default=f"from --data, else {DEFAULT_CHANNELS}",
+    )
     cbase: int | None = option(
         MEASURE, "Channel base.", default=None, range=Range(1, MAX_CHANNEL_BASE), shown_default="from --cfg"
     )
@@ -71,8 +94,15 @@ class BenchOptions:
         range=Range(0, 1),
         shown_default="1 with --aug fixed",
     )
-    steps: int = option(MEASURE, "Timed calls of each phase (median).", default=10, range=Range(1, 1000))
+    steps: int = option(MEASURE, "Timed calls of each phase per repeat (median).", default=10, range=Range(1, 1000))
     warmup: int = option(MEASURE, "Untimed calls of each phase first.", default=2, range=Range(0, 1000))
+    repeat: int = option(
+        MEASURE,
+        "Time the --steps calls this many times and report min / median / max (a wide spread: another load on the "
+        "machine).",
+        default=3,
+        range=Range(1, MAX_REPEAT),
+    )
 
     def __post_init__(self):
         check(self)
@@ -100,10 +130,6 @@ class BenchOptions:
         return self.preset or DEFAULT_PRESET
 
     @property
-    def image_resolution(self) -> int:
-        return self.resolution or PRESETS[self.cfg].resolution or DEFAULT_RESOLUTION
-
-    @property
     def device_choice(self) -> str:
         return self.device or RuntimeConfig.device
 
@@ -118,17 +144,23 @@ BENCH_OPTIONS = [d for d in TRAIN_OPTIONS if d.name in TRAINING] + declared(Benc
 
 def check(options: BenchOptions) -> None:
     """Every value against its declaration, and the problems `resolve` would phrase in terms of --data, phrased for
-    the bench's own flags."""
+    the bench's own flags (those that need the dataset of --data are `bench.shape`'s)."""
     problems = value_problems(BENCH_OPTIONS, options)
-    res, made_for = options.image_resolution, PRESETS[options.cfg].resolution if options.cfg in PRESETS else None
-    if not problems and not resolution_ok(res):
-        problems.append(f"--resolution {res}: not {RESOLUTIONS}; use 8, 16, ..., 1024")
-    if made_for is not None and res != made_for:
-        problems.append(
-            f"--resolution {res}: --cfg {options.cfg} is made for {made_for}; drop --resolution or use "
-            "--cfg auto or stylegan2"
-        )
+    res = options.resolution
+    if res is not None and not problems:
+        problems += resolution_problems(res, f"--resolution {res}", options.cfg, "drop --resolution")
     if options.aug_p is not None and options.aug != "fixed":
         problems.append(f"--aug-p {options.aug_p:g}: only used by --aug fixed; add --aug fixed or drop --aug-p")
     if problems:
         raise UserError(*problems)
+
+
+def resolution_problems(resolution: int, named: str, cfg: str, instead: str) -> list[str]:
+    """Why `resolution` (`named`: the flag and value it came from) cannot be timed with --cfg `cfg`; `instead` is the
+    first fix to offer when the preset is made for another resolution."""
+    if not resolution_ok(resolution):
+        return [f"{named}: not {RESOLUTIONS}; use 8, 16, ..., 1024"]
+    made_for = PRESETS[cfg].resolution if cfg in PRESETS else None
+    if made_for is not None and resolution != made_for:
+        return [f"{named}: --cfg {cfg} is made for {made_for}; {instead} or use --cfg auto or stylegan2"]
+    return []

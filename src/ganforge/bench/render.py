@@ -1,4 +1,4 @@
-"""The bench result as a JSON-ready dict (schema `ganforge.bench/1`, described in docs/bench.md), and as the table
+"""The bench result as a JSON-ready dict (schema `ganforge.bench/2`, described in docs/bench.md), and as the table
 `ganforge bench` prints. Figures are per device unless they say otherwise."""
 
 import platform
@@ -10,8 +10,10 @@ from ganforge.bench.measure import Measurement
 from ganforge.bench.options import BenchOptions
 from ganforge.bench.peak import DevicePeak
 from ganforge.bench.search import SearchResult
+from ganforge.bench.shape import DEFAULT, Shape
+from ganforge.bench.spread import SPREAD_LIMIT, spread_of, spread_warning
 
-SCHEMA = "ganforge.bench/1"
+SCHEMA = "ganforge.bench/2"
 
 
 def device_name(device: torch.device) -> str:
@@ -24,7 +26,35 @@ def device_name(device: torch.device) -> str:
 
 
 def _phases(m: Measurement) -> dict:
-    return {name: {"ms": ms, "interval": m.intervals[name]} for name, ms in m.phase_ms.items()}
+    phases = {}
+    for name, interval in m.intervals.items():
+        ms = spread_of([repeat[name] for repeat in m.repeats])
+        phases[name] = {"ms": ms.median, "ms_min": ms.low, "ms_max": ms.high, "interval": interval}
+    return phases
+
+
+def _spread(m: Measurement, device_type: str) -> dict:
+    img_per_s = spread_of(m.repeat_img_per_s)
+    return {"repeat": len(m.repeats), "img_per_s": img_per_s.as_dict(), "relative": img_per_s.relative,
+            "limit": SPREAD_LIMIT, "warning": spread_warning(img_per_s, len(m.repeats), device_type)}  # fmt: skip
+
+
+def _config(options: BenchOptions, shape: Shape, preset, final: Measurement) -> dict:
+    model = preset.model
+    return {"cfg": options.cfg, "resolution": shape.resolution, "channels": shape.channels, "cond": options.cond,
+            "label_dim": shape.label_dim, "sources": shape.sources,
+            "channel_base": options.cbase or model.channel_base, "channel_max": options.cmax or model.channel_max,
+            "precision": options.precision, "compile": options.compile, "channels_last": options.channels_last,
+            "aug": preset.augment.mode, "aug_p": options.fixed_p, "batch_gpu": final.batch_gpu,
+            "batch": final.images_per_step, "G_params": final.G_params, "D_params": final.D_params}  # fmt: skip
+
+
+def _data(options: BenchOptions, shape: Shape) -> dict | None:
+    d = shape.dataset
+    if d is None:
+        return None
+    return {"path": options.data, "name": d.name, "resolution": d.resolution, "channels": d.channels,
+            "label_dim": d.label_dim}  # fmt: skip
 
 
 def _search(found: SearchResult | None, cap: float | None, preset_batch: int) -> dict | None:
@@ -38,17 +68,13 @@ def _search(found: SearchResult | None, cap: float | None, preset_batch: int) ->
             "preset_batch": preset_batch}  # fmt: skip
 
 
-def result(options: BenchOptions, preset, device: torch.device, peak: DevicePeak, single: Measurement,
-           together: Measurement | None, found: SearchResult | None, cap: float | None) -> dict:  # fmt: skip
-    """The result dict; `preset` is the resolved Config of the options at the preset's batch."""
+def result(options: BenchOptions, shape: Shape, preset, device: torch.device, peak: DevicePeak,
+           measurements: tuple[Measurement, Measurement | None], found: SearchResult | None,
+           cap: float | None) -> dict:  # fmt: skip
+    """The result dict; `preset` is the resolved Config of the options at the preset's batch; `measurements` the one
+    on this device alone and the one of all ranks together (None on one device)."""
+    single, together = measurements
     final = together or single
-    model = preset.model
-    config = {"cfg": options.cfg, "resolution": options.image_resolution, "channels": options.channels,
-              "channel_base": options.cbase or model.channel_base, "channel_max": options.cmax or model.channel_max,
-              "precision": options.precision, "compile": options.compile, "channels_last": options.channels_last,
-              "aug": preset.augment.mode, "aug_p": options.fixed_p, "batch_gpu": final.batch_gpu,
-              "batch": final.batch_gpu * final.world_size,
-              "G_params": final.G_params, "D_params": final.D_params}  # fmt: skip
     memory = {"peak_gb": final.peak_memory_gb, "estimate_gb": final.memory_estimate_gb, "gb": final.memory_gb,
               "source": "estimate" if final.peak_memory_gb is None else "CUDA allocator peak"}  # fmt: skip
     scaling = None
@@ -61,8 +87,9 @@ def result(options: BenchOptions, preset, device: torch.device, peak: DevicePeak
     return {
         "schema": SCHEMA,
         "device": {"type": device.type, "name": device_name(device), "world_size": final.world_size},
-        "config": config, "steps": options.steps, "warmup": options.warmup,
-        "img_per_s": final.img_per_s, "s_per_kimg": 1000 / final.img_per_s,
+        "config": _config(options, shape, preset, final), "data": _data(options, shape),
+        "steps": options.steps, "warmup": options.warmup, "repeat": options.repeat,
+        "img_per_s": final.img_per_s, "s_per_kimg": 1000 / final.img_per_s, "spread": _spread(final, device.type),
         "estimate": {"kimg": kimg, "seconds": kimg * 1000 / final.img_per_s},
         "phases": _phases(final), "iteration_ms": final.iteration_ms,
         "flops_per_iteration": final.flops_per_iteration, "tflops": final.tflops,
@@ -103,22 +130,57 @@ def _search_lines(search: dict) -> list[str]:
     return lines
 
 
+_SETTERS = {"resolution": "--resolution or --data", "channels": "--channels or --data"}
+
+
+def _source_text(key: str, source: str, cfg: str) -> str:
+    if source == "--cfg":
+        return f"from --cfg {cfg}"
+    return f"by default ({_SETTERS[key]} sets it)" if source == DEFAULT else f"from {source}"
+
+
+def _images_line(r: dict) -> str:
+    """Where the resolution and channels timed came from, defaults named as such with the flags that set them."""
+    c, data = r["config"], r["data"]
+    parts = [f"{key} {c[key]} {_source_text(key, c['sources'][key], c['cfg'])}" for key in ("resolution", "channels")]
+    if c["cond"]:
+        labels = f"conditional on {c['label_dim']} labels"
+    elif data is not None and data["label_dim"]:
+        labels = f"unconditional (--data has {data['label_dim']} labels: --cond times the conditional step)"
+    else:
+        labels = "unconditional"
+    of = "" if data is None else f" like {data['name']}"
+    return f"images   {c['resolution']}x{c['resolution']}x{c['channels']}{of}: {', '.join(parts)}; {labels}"
+
+
+def _speed_line(r: dict) -> str:
+    s = r["spread"]
+    if s["repeat"] == 1:
+        spread = "1 repeat, so no spread: --repeat 3 or more measures it"
+    else:
+        v = s["img_per_s"]
+        spread = f"min {v['min']:.1f}, max {v['max']:.1f} over {s['repeat']} repeats: {100 * s['relative']:.0f}% spread"
+    return (f"speed    {r['img_per_s']:.1f} img/s ({spread}), {r['s_per_kimg']:.1f} s/kimg; the preset's "
+            f"{r['estimate']['kimg']:g} kimg would take {duration(r['estimate']['seconds'])}")  # fmt: skip
+
+
 def table(r: dict) -> str:
     """The human-readable report of a result dict."""
     c, m, p = r["config"], r["memory"], r["peak"]
     lines = [f"ganforge bench: --cfg {c['cfg']} {c['resolution']}x{c['resolution']}x{c['channels']}, {c['precision']}, "
              f"batch {c['batch_gpu']} per device x {r['device']['world_size']} on {r['device']['type']} "
-             f"({r['device']['name']})",
+             f"({r['device']['name']})", _images_line(r),
              f"networks: G {c['G_params']:,} parameters, D {c['D_params']:,}; channel base {c['channel_base']}, "
-             f"max {c['channel_max']}; median of {r['steps']} timed calls per phase after {r['warmup']} untimed",
-             "", f"{'phase':<10} {'ms/call':>9} {'every':>6} {'ms/step':>9}"]  # fmt: skip
+             f"max {c['channel_max']}; per phase the median of {r['steps']} timed calls per repeat, "
+             f"{r['repeat']} repeats, after {r['warmup']} untimed",
+             "", f"{'phase':<10} {'ms/call':>9} {'min':>9} {'max':>9} {'every':>6} {'ms/step':>9}"]  # fmt: skip
     for name, phase in r["phases"].items():
         per_step = phase["ms"] / phase["interval"]
-        lines.append(f"{name:<10} {phase['ms']:>9.1f} {phase['interval']:>6} {per_step:>9.1f}")
-    lines.append(f"{'step':<10} {'':>9} {'':>6} {r['iteration_ms']:>9.1f}")
+        lines.append(f"{name:<10} {phase['ms']:>9.1f} {phase['ms_min']:>9.1f} {phase['ms_max']:>9.1f} "
+                     f"{phase['interval']:>6} {per_step:>9.1f}")  # fmt: skip
+    lines.append(f"{'step':<10} {'':>9} {'':>9} {'':>9} {'':>6} {r['iteration_ms']:>9.1f}")
     share = "" if p["fraction"] is None else f" = {100 * p['fraction']:.0f}% of {flop_rate(p['tflops'])}"
-    lines += ["", f"speed    {r['img_per_s']:.1f} img/s, {r['s_per_kimg']:.1f} s/kimg; the preset's "
-              f"{r['estimate']['kimg']:g} kimg would take {duration(r['estimate']['seconds'])}",
+    lines += ["", _speed_line(r),
               f"compute  {flop_count(r['flops_per_iteration'])} per step per device, {flop_rate(r['tflops'])}"
               f"{share} ({p['source']})",
               f"memory   {m['gb']:.2f} GB ({m['source']})"]  # fmt: skip

@@ -18,13 +18,17 @@ class Probe:
 
     def __init__(self, device: torch.device | None = None, timing: bool = False):
         self.timing, self.profiling = timing, False
+        self.labelled: set[str] = set()  # the labels entered while profiling (the profiler resets it at its start)
         self._cuda = device is not None and device.type == "cuda"
         self._seconds = dict.fromkeys(SECTIONS, 0.0)
         self._events: list[tuple[str, torch.cuda.Event, torch.cuda.Event]] = []
 
     def label(self, name: str):
         """A profiler range named `name` while profiling."""
-        return torch.profiler.record_function(name) if self.profiling else contextlib.nullcontext()
+        if not self.profiling:
+            return contextlib.nullcontext()
+        self.labelled.add(name)
+        return torch.profiler.record_function(name)
 
     def section(self, name: str, label: str | None = None):
         """Time `name` (one of SECTIONS) when timing; also a profiler range `label` while profiling."""

@@ -27,13 +27,22 @@ class Monitor:
     """A context manager: leaving it, on any path, stops the sampler thread and the profiler."""
 
     def __init__(
-        self, cfg: Config, device: torch.device, run_dir: Path | None, start_nimg: int, say: Callable[[str], None]
+        self,
+        cfg: Config,
+        device: torch.device,
+        run_dir: Path | None,
+        start_nimg: int,
+        say: Callable[[str], None],
+        phases: dict[str, int] | None = None,
     ):
+        """`phases`: the profiler label of each training phase -> its interval in steps (the profiler's window
+        covers every one)."""
         self.device, self.say, self.interval = device, say, cfg.run.monitor_interval
         self.probe = Probe(device, timing=self.interval > 0)
         warm_nimg = start_nimg + round(cfg.schedule.tick_kimg * 1000)  # one tick of warm-up before profiling
         steps = cfg.run.profile if run_dir is not None else 0
-        self.profiler = StepProfiler(steps, warm_nimg, run_dir and run_dir / "profile", device, self.probe, say)
+        profile_dir = run_dir and run_dir / "profile"
+        self.profiler = StepProfiler(steps, warm_nimg, profile_dir, device, self.probe, say, phases or {})
         self.alerts = Alerts(cfg.world_size)
         self._sampler: Sampler | None = None
         self._resources = contextlib.ExitStack()

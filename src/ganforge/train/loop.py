@@ -46,7 +46,7 @@ def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | N
         keep_last=cfg.run.keep_last, keep_every_kimg=cfg.run.keep_every, keep_max_age_days=cfg.run.keep_max_age
     )
     rank, world = dist.rank(), cfg.world_size
-    monitor = Monitor(cfg, device, log.run_dir, cur_nimg, log.print)
+    monitor = Monitor(cfg, device, log.run_dir, cur_nimg, log.print, {_label(p): p.interval for p in phases})
     trainer.probe = monitor.probe
     with contextlib.closing(log), PreemptionGuard() as guard, monitor:
         samples = logs.SampleGrid(cfg, dataset, device)
@@ -104,7 +104,7 @@ def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | N
                 # Run phases: G main, G path length, D main, D R1, each on its interval (and G after D's warm-up).
                 for index, phase in enumerate(phases):
                     if phase_due(s, phase.network.name, phase.interval, cur_nimg):
-                        with monitor.probe.label(phase.name.replace("_", " ")):
+                        with monitor.probe.label(_label(phase)):
                             mbs = micro_batches(cfg, index, cur_nimg, images, labels, trainer.G.num_ws)
                             tick_stats.add(run_phase(trainer, phase, index, cur_nimg, mbs))
                 if trainer.ada is not None:
@@ -114,6 +114,11 @@ def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | N
                 with monitor.probe.label("EMA"):
                     update_ema(G_ema, trainer.G, ema_beta(s.batch, cur_nimg, s.ema_kimg, s.ema_rampup))
             cur_nimg += s.batch
+
+
+def _label(phase) -> str:
+    """The phase's name in profiles and their summaries: "G main", "D reg", ..."""
+    return phase.name.replace("_", " ")
 
 
 def _augment_stats(trainer) -> dict:
