@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 from click.testing import CliRunner
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from train_helpers import make_dataset, tiny_args, tiny_options
@@ -143,7 +144,13 @@ def test_monitoring_flags_reach_the_run_config_and_a_profile_that_cannot_start_i
     default = json.loads(dry_run().stdout)["run"]
     assert default["monitor_interval"] == 2.0 and default["profile"] == 0
     given = json.loads(dry_run(monitor_interval=0.5, profile=3).stdout)["run"]
-    assert given["monitor_interval"] == 0.5 and given["profile"] == 3
+    assert given["monitor_interval"] == 0.5 and given["profile"] == 3 and not given["profile_detail"]
+    assert json.loads(dry_run(profile=3, profile_detail=True).stdout)["run"]["profile_detail"]
+    alone = dry_run(profile_detail=True)
+    assert alone.exit_code == 2 and "error: --profile-detail: only with --profile STEPS" in alone.output
+    for detail in (False, True):  # the switch reaches the run's profiler
+        cfg = resolve(tiny_options(data, tmp_path, profile=3, profile_detail=detail))
+        assert telemetry.Monitor(cfg, torch.device("cpu"), tmp_path, 0, print).profiler.detail is detail
     refused = dry_run(kimg=0.016, tick=0.016, profile=3)
     assert refused.exit_code == 2 and "Traceback" not in refused.output
     assert "error: --profile 3: the profiler starts after the first tick (--tick 0.016 kimg" in refused.output

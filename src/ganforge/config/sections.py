@@ -353,8 +353,14 @@ class RunConfig:
     )
     profile: int = option(
         MONITORING,
-        "Profile STEPS training steps once, after the first tick, into RUN/profile/ (trace and summary.txt); 0: none.",
+        "Profile STEPS training steps once, after the first tick, into RUN/profile/ (trace and summary.txt), longer "
+        "until every phase ran once; 0: none. A small trace of operator times; --profile-detail records more.",
         default=0,
         range=Range(0, 10**4),
         metavar="STEPS",
+    )
+    profile_detail: bool = option(
+        MONITORING,
+        "With --profile: also record input shapes, memory events and Python stacks (a trace about 3x larger).",
+        default=False,
     )

@@ -42,7 +42,9 @@ class Monitor:
         warm_nimg = start_nimg + round(cfg.schedule.tick_kimg * 1000)  # one tick of warm-up before profiling
         steps = cfg.run.profile if run_dir is not None else 0
         profile_dir = run_dir and run_dir / "profile"
-        self.profiler = StepProfiler(steps, warm_nimg, profile_dir, device, self.probe, say, phases or {})
+        self.profiler = StepProfiler(
+            steps, warm_nimg, profile_dir, device, self.probe, say, phases or {}, detail=cfg.run.profile_detail
+        )
         self.alerts = Alerts(cfg.world_size)
         self._sampler: Sampler | None = None
         self._resources = contextlib.ExitStack()

@@ -130,6 +130,8 @@ def _problems(cfg: Config, device_type: str) -> list[str]:
     """Every invalid combination of options, one message each."""
     s, p, r = cfg.schedule, cfg.precision, cfg.runtime
     problems = []
+    if cfg.run.profile_detail and not cfg.run.profile:
+        problems.append("--profile-detail: only with --profile STEPS; add it or drop --profile-detail")
     if cfg.run.profile and s.kimg <= s.tick_kimg:
         problems.append(
             f"--profile {cfg.run.profile}: the profiler starts after the first tick (--tick "
