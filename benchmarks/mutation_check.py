@@ -413,8 +413,10 @@ MUTANTS = (
     M("resume_weights_checked_after_the_run_folder", "train/resume.py", "                check_weights_file(path)\n",
       "                pass\n",
       ("tests/hostile/test_hostile_networks.py::test_hostile_network_files_are_refused_by_every_reader",)),
-    M("frozen_d_layers_still_step", "train/phases.py", 'frozen = module.frozen_parameters(o.freeze_d) if name == "D"',
-      'frozen = set() if name == "D"',
+    M("frozen_g_mapping_still_steps", "nets/configured.py", 'if name.startswith("mapping.")} if freeze_g_mapping',
+      'if name.startswith("mapping.")} if False',
+      ("tests/train/test_train_freeze.py::test_a_frozen_mapping_network_stays_bitwise_and_the_synthesis_trains",)),
+    M("frozen_d_layers_still_step", "nets/configured.py", '"D": D.frozen_parameters(freeze_d)', '"D": set()',
       ("tests/train/test_train_freeze.py::test_frozen_layers_stay_bitwise_through_training_and_a_resume",)),
     # Outputs (generate, report, export, metrics): destinations, memory estimates, ranges, damaged run folders.
     M("destination_not_checked", "durable.py", "    if stat.S_ISREG(mode):\n        return",

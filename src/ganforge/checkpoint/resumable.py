@@ -32,7 +32,7 @@ from ganforge.checkpoint.store import MAX_NIMG, TENSORS, InvalidCheckpoint
 from ganforge.config import AUGMENTS, PRECISIONS, Config, field_defaults, flatten, is_maths, upgrade
 from ganforge.errors import UserError
 from ganforge.limits import architecture_problems
-from ganforge.nets.configured import build_networks_from, network_arguments
+from ganforge.nets.configured import build_networks_from, frozen_parameters, network_arguments
 
 STATE_KEYS = (
     "G",
@@ -176,10 +176,13 @@ def _architecture(fields: dict) -> tuple[_Net, _Net]:
     """(G, D) as the stored config describes them (the construction `train` uses for a run's networks)."""
     g_arguments, d_arguments = network_arguments(fields)
     _check_bounds(g_arguments, d_arguments)
-    freeze_d = fields.get("optim.freeze_d", 0)
+    freeze_d, freeze_g_mapping = fields.get("optim.freeze_d", 0), fields.get("optim.freeze_g_mapping", False)
     whole(freeze_d, "config/optim.freeze_d", 0, 64)
+    if type(freeze_g_mapping) is not bool:
+        refuse("config/optim.freeze_g_mapping", f"is {describe(freeze_g_mapping)}, not true or false")
     try:
-        return _networks(tuple(sorted(g_arguments.items())), tuple(sorted(d_arguments.items())), freeze_d)
+        frozen = (freeze_d, freeze_g_mapping)
+        return _networks(tuple(sorted(g_arguments.items())), tuple(sorted(d_arguments.items())), frozen)
     except UserError as error:  # the constructors' own checks of their arguments
         refuse("config", f"describes no network this ganforge builds ({error.problems[0][:200]})")
 
@@ -193,11 +196,13 @@ def _check_bounds(g_arguments: dict, d_arguments: dict) -> None:
 
 
 @functools.lru_cache(maxsize=8)
-def _networks(g_arguments: tuple, d_arguments: tuple, freeze_d: int) -> tuple[_Net, _Net]:
-    """G's and D's tensors; D's Adam holds its parameters but those of its first `freeze_d` layers (--freeze-d)."""
+def _networks(g_arguments: tuple, d_arguments: tuple, frozen: tuple[int, bool]) -> tuple[_Net, _Net]:
+    """G's and D's tensors; each Adam holds its network's parameters but the frozen ones (--freeze-d N,
+    --freeze-g-mapping: `frozen`)."""
     with torch.device("meta"):
         G, D = build_networks_from(dict(g_arguments), dict(d_arguments))
-    return _spec(G), _spec(D, frozen=D.frozen_parameters(freeze_d))
+    held = frozen_parameters(G, D, *frozen)
+    return _spec(G, frozen=held["G"]), _spec(D, frozen=held["D"])
 
 
 def _spec(net: torch.nn.Module, frozen: set[str] = frozenset()) -> _Net:

@@ -46,6 +46,8 @@ def _describe_controls(cfg: Config) -> list[str]:
         lines.append(f"learning rate: constant{warmup}")
     if o.freeze_d:
         lines.append(f"D's first {o.freeze_d} layers from the input frozen (FreezeD): no gradient, no optimiser state")
+    if o.freeze_g_mapping:
+        lines.append("G's mapping network frozen: no gradient, no optimiser state (W stays the starting model's)")
     for net, norm in (("G", o.clip_grad_g), ("D", o.clip_grad_d)):
         if norm is not None:
             lines.append(f"gradient clipping: {net}'s global gradient norm capped at {norm:g}")

@@ -146,6 +146,12 @@ class OptimConfig:
         default=0,
         range=Range(0, 64),
     )
+    freeze_g_mapping: bool = option(
+        CONTROLS,
+        "Freeze G's mapping network (z to w, and the class embedding): no gradient, no optimiser state, so W stays "
+        "the pretrained model's latent space. For fine-tuning.",
+        default=False,
+    )
     clip_grad_g: float | None = option(
         CONTROLS, "As --clip-grad, for G only (overrides it).", default=None, range=POSITIVE, must=GRADIENT_NORM
     )

@@ -4,6 +4,8 @@ allocated), and by the checkpoint validator (to know the tensors a checkpoint of
 
 from collections.abc import Mapping
 
+import torch
+
 from ganforge.config import Config, flatten
 from ganforge.nets.discriminator import Discriminator
 from ganforge.nets.generator import Generator
@@ -42,3 +44,11 @@ def make_networks(cfg: Config) -> tuple[Generator | StyleGAN3Generator, Discrimi
     """G (StyleGAN2 or the alias-free StyleGAN3) and D with the Config's architecture and fp16 layers, on the current
     default device, initialised from the current RNG state."""
     return build_networks_from(*network_arguments(flatten(cfg.to_dict())))
+
+
+def frozen_parameters(G: torch.nn.Module, D: Discriminator, freeze_d: int, freeze_g_mapping: bool) -> dict[str, set]:
+    """The parameter names training holds constant, by network: D's first `freeze_d` layers counted from the input
+    (--freeze-d) and, with `freeze_g_mapping`, G's whole mapping network (--freeze-g-mapping), so that W stays the
+    pretrained latent space. They get no gradient, no optimiser state and no gradient sync."""
+    mapping = {name for name, _ in G.named_parameters() if name.startswith("mapping.")} if freeze_g_mapping else set()
+    return {"G": mapping, "D": D.frozen_parameters(freeze_d)}

@@ -20,6 +20,7 @@ from ganforge.augment.blur import blur_images
 from ganforge.config import Config, lazy_ratio
 from ganforge.errors import UserError
 from ganforge.monitor.probe import Probe
+from ganforge.nets.configured import frozen_parameters
 from ganforge.train import loss as L
 from ganforge.train.grad_sync import GradientSync
 from ganforge.train.precision import Precision, all_finite
@@ -61,7 +62,7 @@ class Network:
 
     name: str  # "G" or "D"
     module: torch.nn.Module
-    params: list[torch.nn.Parameter]  # those it trains: all but the frozen ones (--freeze-d)
+    params: list[torch.nn.Parameter]  # those it trains: all but the frozen ones (--freeze-d, --freeze-g-mapping)
     opt: torch.optim.Optimizer
     scaler: torch.amp.GradScaler
     sync: GradientSync
@@ -86,15 +87,21 @@ class Trainer:
     magnitude_beta: float | None = None  # StyleGAN3: decay of the layers' magnitude_ema per micro-batch round
     probe: Probe = field(default_factory=Probe)  # times the step's sections for telemetry; labels them for profiling
 
-    def generate(self, mb: MicroBatch, n: int | None = None, main: bool = True, update_emas: bool = True):
+    def generate(
+        self, mb: MicroBatch, n: int | None = None, main: bool = True, update_emas: bool = True, ws_grad: bool = False
+    ):
         """Fakes for the first n samples with per-sample style mixing (StyleGAN Sec. 3.1). -> (images, ws).
 
-        update_emas: track w_avg, and in a main phase StyleGAN3's magnitude_ema (so once per micro-batch round)."""
+        update_emas: track w_avg, and in a main phase StyleGAN3's magnitude_ema (so once per micro-batch round).
+        ws_grad: ws require grad also where no parameter before them does (--freeze-g-mapping), so that the images
+        can be differentiated by them (path length)."""
         n = len(mb.z) if n is None else n
         ws = self.G.mapping(mb.z[:n], mb.c[:n], update_w_avg=update_emas)
         if self.cfg.loss.style_mixing > 0:
             ws2 = self.G.mapping(mb.z2[:n], mb.c[:n])
             ws = L.mix_styles(ws, ws2, mb.cutoffs[:n])
+        if ws_grad and not ws.requires_grad:
+            ws.requires_grad_(True)
         synthesis = self.synthesis_main if main else self.G.synthesis
         if self.magnitude_beta is not None and main and update_emas and self.G.training:
             return synthesis(ws, magnitude_ema_beta=self.magnitude_beta), ws
@@ -125,7 +132,7 @@ def g_main(trainer: Trainer, mb: MicroBatch):
 
 def g_reg(trainer: Trainer, mb: MicroBatch):
     cfg = trainer.cfg
-    img, ws = trainer.generate(mb, n=len(mb.z) // cfg.loss.pl_batch_shrink, main=False)
+    img, ws = trainer.generate(mb, n=len(mb.z) // cfg.loss.pl_batch_shrink, main=False, ws_grad=True)
     noise = torch.stack([_position_noise(cfg, p, img.shape[1:], img.device) for p in mb.positions[: len(img)]])
     lengths = L.path_lengths(img, ws, noise / (img.shape[2] * img.shape[3]) ** 0.5)
     penalty = L.path_length_penalty(lengths, trainer.pl_mean) * cfg.loss.pl_weight
@@ -186,13 +193,13 @@ def build_phases(
     Lazy regularisation corrects lr and betas by interval / (interval + 1) (StyleGAN2 App. C)."""
     o, lo = cfg.optim, cfg.loss
     networks, phases = {}, []
+    frozen = frozen_parameters(G, D, o.freeze_d, o.freeze_g_mapping)
     for name, module, lr, reg_on, interval, main, reg in (
         ("G", G, o.g_lr, lo.pl_weight > 0, lo.pl_interval, g_main, g_reg),
         ("D", D, o.d_lr, lo.gamma > 0, lo.r1_interval, d_main, d_reg),
     ):
         ratio = lazy_ratio(interval) if reg_on else 1.0
-        frozen = module.frozen_parameters(o.freeze_d) if name == "D" else set()
-        params = [p for key, p in module.named_parameters() if key not in frozen]
+        params = [p for key, p in module.named_parameters() if key not in frozen[name]]
         opt = torch.optim.Adam(params, lr=lr * ratio, betas=(o.beta1**ratio, o.beta2**ratio), eps=o.eps)
         sync = GradientSync(params, cfg.runtime.allreduce_bucket_mb)
         network = networks[name] = Network(name, module, params, opt, precision.make_scaler(), sync)
