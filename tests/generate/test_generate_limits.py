@@ -6,6 +6,8 @@ import math
 import os
 from pathlib import Path
 
+import numpy as np
+import PIL.Image
 import pytest
 import torch
 from generate_helpers import ARCH, options, tiny_snapshot
@@ -162,10 +164,11 @@ def test_generate_checks_what_it_asks_against_the_memory_available_now(snapshot,
 
 
 @pytest.mark.parametrize("space", ["z", "w"])
-def test_an_interpolation_made_in_batches_is_byte_identical_whatever_the_batch(snapshot, tmp_path, space):
+def test_an_interpolation_made_in_batches_has_the_frames_made_one_at_a_time(snapshot, tmp_path, space):
     made = []
     for batch in (1, 4, 6):
         generate(options(snapshot, tmp_path / str(batch), seeds=(0, 1, 2), interp=2, interp_space=space,
                          interp_format="webp", batch=batch))  # fmt: skip
-        made.append((tmp_path / str(batch) / "interp.webp").read_bytes())
-    assert made[0] == made[1] == made[2]
+        with PIL.Image.open(tmp_path / str(batch) / "interp.webp") as video:
+            made.append(np.stack([np.asarray(video.seek(i) or video.convert("RGB")) for i in range(6)]).astype(int))
+    assert np.abs(made[1] - made[0]).max() <= 1 and np.abs(made[2] - made[0]).max() <= 1  # rounding only

@@ -27,7 +27,13 @@ from ganforge.generate.options import ANIMATION_FORMATS, INTERP_SPACES, NOISE_MO
     default="const",
     help="const: the network's fixed noise; random: drawn from each image's seed; none.",
 )
-@click.option("--batch", type=click.IntRange(min=1), default=16, help="Images per forward pass.")
+@click.option(
+    "--batch",
+    type=click.IntRange(min=1),
+    default=16,
+    help="Images per forward pass. 1 makes each image alone (as NVlabs' generate.py): its file is then the same "
+    "whatever the other seeds; bigger batches are faster and round differently (a pixel may move by one level).",
+)
 @click.option("--device", type=click.Choice(DEVICE_CHOICES), default="auto")
 @click.option("--grid", metavar="RxC", help="One grid.png, R rows by C columns, instead of a PNG per seed.")
 @click.option(

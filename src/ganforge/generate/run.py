@@ -23,7 +23,8 @@ from ganforge.interop import load_network
 
 def generate(options: GenerateOptions) -> dict:
     """Everything `ganforge generate` does. Returns {"written": [file names], "images", "images_per_second",
-    "device"}; the same options give byte-identical files on the same machine."""
+    "device"}; the same options give byte-identical files on the same machine (see render.py for what --batch
+    changes)."""
     device = pick_device(options.device)
     animation = writers.animation_format(options.interp_format) if options.mode == "interp" else None
     names = _file_names(options, animation)
