@@ -1,8 +1,9 @@
 """One PNG per seed: the pixels of load_snapshot's generator on the same batches, byte-identical across runs, each
 image alone with --batch 1 and within one level of that in bigger batches; noise that is the network's constant,
-none, or drawn from each image's own seed."""
+none, or drawn from each image's own seed; --size resampling."""
 
 import numpy as np
+import PIL.Image
 import pytest
 from generate_helpers import by_hand, options, read_png, tiny_snapshot
 
@@ -75,3 +76,18 @@ def test_noise_modes(snapshots, tmp_path):
     generate(options(snapshots["grey"], tmp_path / "alone", seeds=(5,), noise_mode="random", batch=1))
     generate(options(snapshots["grey"], tmp_path / "pair", seeds=(4, 5), noise_mode="random", batch=1))
     assert np.array_equal(pngs(tmp_path / "alone", (5,)), pngs(tmp_path / "pair", (5,)))  # not seed 4's noise
+
+
+def test_size_resamples_every_image_by_the_filter_asked_for(snapshots, tmp_path):
+    seeds = (3, 4)
+    made = by_hand(snapshots["rgb"], seeds, class_index=0)
+    generate(options(snapshots["rgb"], tmp_path / "nearest", seeds=seeds, class_index=0, size=48, resize="nearest"))
+    assert np.array_equal(pngs(tmp_path / "nearest", seeds), made.repeat(3, axis=1).repeat(3, axis=2))
+    generate(options(snapshots["rgb"], tmp_path / "lanczos", seeds=seeds, class_index=0, size=40))
+    smooth = pngs(tmp_path / "lanczos", seeds)
+    for image, small in zip(smooth, made, strict=True):
+        resized = PIL.Image.fromarray(small).resize((40, 40), PIL.Image.Resampling.LANCZOS)
+        assert np.array_equal(image, np.asarray(resized))
+    assert abs(smooth.mean() - made.mean()) < 2  # the same picture, bigger
+    generate(options(snapshots["grey"], tmp_path / "grey", seeds=seeds, size=8))  # down, and one channel
+    assert pngs(tmp_path / "grey", seeds).shape == (2, 8, 8, 1)

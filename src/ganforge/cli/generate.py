@@ -5,7 +5,17 @@ from pathlib import Path
 import click
 
 from ganforge.devices import DEVICE_CHOICES
-from ganforge.generate.options import ANIMATION_FORMATS, INTERP_SPACES, NOISE_MODES
+from ganforge.generate.options import (
+    ANIMATION_FORMATS,
+    DEFAULT_FPS,
+    DEFAULT_RESIZE,
+    FPS_RANGE,
+    INTERP_SPACES,
+    MAX_GIF_FPS,
+    MAX_SIZE,
+    NOISE_MODES,
+    RESIZE_FILTERS,
+)
 
 
 @click.command()
@@ -35,12 +45,23 @@ from ganforge.generate.options import ANIMATION_FORMATS, INTERP_SPACES, NOISE_MO
     "whatever the other seeds; bigger batches are faster and round differently (a pixel may move by one level).",
 )
 @click.option("--device", type=click.Choice(DEVICE_CHOICES), default="auto")
-@click.option("--grid", metavar="RxC", help="One grid.png, R rows by C columns, instead of a PNG per seed.")
+@click.option(
+    "--grid",
+    metavar="RxC",
+    help="One grid.png, R rows by C columns, one seed per cell, instead of a PNG per seed; with --interp, a grid "
+    "of loops, each cell through its own consecutive seeds (R x C x K seeds, K >= 2 per cell).",
+)
 @click.option(
     "--interp",
     type=click.IntRange(min=1),
     metavar="FRAMES",
     help="Looping interpolation through the seeds, FRAMES per seed (interp.mp4, .webp or .gif).",
+)
+@click.option(
+    "--fps",
+    type=float,
+    help=f"Frames per second of --interp, from {FPS_RANGE[0]:g} to {FPS_RANGE[1]:g} (GIF: up to {MAX_GIF_FPS}).  "
+    f"[default: {DEFAULT_FPS:g}]",
 )
 @click.option(
     "--interp-space", type=click.Choice(INTERP_SPACES), default="z", help="z: spherical in z; w: linear in w."
@@ -58,6 +79,24 @@ from ganforge.generate.options import ANIMATION_FORMATS, INTERP_SPACES, NOISE_MO
     help="stylemix.png: each row seed's image with the --mix-layers ws of each column seed.",
 )
 @click.option("--mix-layers", metavar="LAYERS", help="ws taken from the column seeds, e.g. 0-3.  [default: 0-6]")
+@click.option(
+    "--mix-cells",
+    is_flag=True,
+    help="Also write each mixed cell of --style-mix as its own PNG, mixROW-COL.png (seeds, 7 digits each).",
+)
+@click.option(
+    "--size",
+    type=click.IntRange(1, MAX_SIZE),
+    metavar="PX",
+    help="Every image PX x PX in the files (each cell of a grid, table or video), resampled by --resize.  "
+    "[default: the network's resolution]",
+)
+@click.option(
+    "--resize",
+    type=click.Choice(RESIZE_FILTERS),
+    help="How images reach --size: lanczos (smooth), or nearest (each generated pixel a sharp block).  "
+    f"[default: {DEFAULT_RESIZE}]",
+)
 @click.option(
     "--translate",
     metavar="X,Y",
