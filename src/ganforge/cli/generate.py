@@ -104,7 +104,8 @@ from ganforge.generate.options import (
 )
 @click.option("--rotate", type=float, metavar="DEG", help="StyleGAN3: rotate the images counter-clockwise by DEG.")
 def generate(**options):
-    """Images, a grid, a looping interpolation or a style-mixing table; the same seeds give the same files."""
+    """Images, a grid, a looping interpolation (or a grid of them) or a style-mixing table; the same command gives
+    the same files."""
     from ganforge.generate import GenerateOptions
     from ganforge.generate.run import closing_note
     from ganforge.generate.run import generate as run_generate
