@@ -1,5 +1,6 @@
 """Option parsing of `ganforge generate`: seed ranges, grid, output modes, and the checks against the network."""
 
+import math
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -42,18 +43,58 @@ def test_every_bad_seed_part_is_reported():
 
 
 def test_grid_and_mode_combinations():
-    assert parse(seeds="0-5", grid="2x4").grid == (2, 4) and parse(seeds="0-5", grid="2x4").mode == "grid"
+    assert parse(seeds="0-7", grid="2x4").grid == (2, 4) and parse(seeds="0-7", grid="2x4").mode == "grid"
     assert parse(seeds="0-5").mode == "images" and parse(seeds="0,1", interp=3).mode == "interp"
     assert parse(style_mix=("1-2", "3")).style_mix == ((1, 2), (3,))
-    assert problems(seeds="0-9", grid="2x4") == ["--grid 2x4: holds 8 images, --seeds gives 10"]
     assert problems(seeds="0", grid="4") == ["--grid 4: write ROWSxCOLUMNS with both at least 1, e.g. 4x8"]
     assert problems(seeds="0", interp=5) == ["--interp: needs at least two --seeds to travel between"]
     assert problems() == ["--seeds: which images to make, e.g. --seeds 0-7,42 (or --style-mix ROWS COLS)"]
     assert problems(seeds="1", grid="1x1", interp=2, style_mix=("1", "2"), mix_layers="0") == [
-        "--grid and --interp and --style-mix: choose one output mode",
+        "--grid and --interp and --style-mix: choose one output mode (--grid with --interp is a grid of loops)",
         "--seeds: --style-mix takes its own row and column seeds; drop --seeds",
     ]
-    assert problems(seeds="1", mix_layers="0-2") == ["--mix-layers: only used with --style-mix"]
+    assert problems(grid="1x2", style_mix=("1", "2"))[0].startswith("--grid and --style-mix: choose one output mode")
+    assert problems(seeds="1", mix_layers="0-2", mix_cells=True, resize="nearest", fps=24.0) == [
+        "--mix-layers: only used with --style-mix",
+        "--mix-cells: only used with --style-mix",
+        "--fps: only used with --interp",
+        "--resize: only used with --size",
+    ]
+    loops = parse(seeds="0-7", grid="2x2", interp=3)
+    assert loops.mode == "interp" and loops.layout == (2, 2) and loops.frames == 6 and loops.image_count == 24
+
+
+def test_a_grid_has_one_seed_per_cell_and_a_grid_of_loops_the_same_number_per_cell():
+    assert problems(seeds="0-7", grid="4x8") == [
+        "--grid 4x8: 32 cells, --seeds gives 8 images; give 32 seeds, or a grid of 8 cells (e.g. --grid 2x4)"
+    ]
+    assert problems(seeds="0-9", grid="2x4") == [
+        "--grid 2x4: 8 cells, --seeds gives 10 images; give 8 seeds, or a grid of 10 cells (e.g. --grid 2x5)"
+    ]
+    assert problems(seeds="0-6", grid="3x3")[0].endswith("a grid of 7 cells (e.g. --grid 1x7)")
+    assert problems(seeds="0-35", grid="5x5")[0].endswith("a grid of 36 cells (e.g. --grid 6x6)")
+    assert parse(seeds="0-5", grid="2x3").grid == (2, 3)
+    for seeds, count in (("0-3", 4), ("0-8", 9), ("0-10", 11)):  # one per cell; not a multiple of the cells
+        assert problems(seeds=seeds, grid="2x2", interp=3) == [
+            "--grid 2x2 with --interp: each of the 4 cells loops through its own seeds (the same number in each, at "
+            f"least 2); --seeds gives {count}; give a multiple of 4 from 8, e.g. --seeds 0-7"
+        ]
+    assert parse(seeds="0-11", grid="2x2", interp=3).frames == 9
+
+
+@pytest.mark.parametrize("fps", [math.nan, math.inf, -math.inf, 0.0, -1.0, 0.05, 121.0, 1e300])
+def test_fps_must_be_finite_positive_and_bounded(fps):
+    assert problems(seeds="1,2", interp=2, fps=fps) == [
+        f"--fps {fps:g}: frames per second must be a number from 0.1 to 120"
+    ]
+
+
+def test_size_and_resize():
+    assert parse(seeds="1", size=8192, resize="nearest").size == 8192 and parse(seeds="1").resize == "lanczos"
+    assert parse(seeds="1,2", interp=2).fps == 30 and parse(seeds="1,2", interp=2, fps=None).fps == 30
+    assert problems(seeds="1", size=0) == ["--size 0: must be from 1 to 8,192"]
+    assert problems(seeds="1", size=8193) == ["--size 8193: must be from 1 to 8,192"]
+    assert problems(seeds="1", size=10**4000) == ["--size 10000000000000000...: must be from 1 to 8,192"]
 
 
 def test_network_checks_list_every_problem():

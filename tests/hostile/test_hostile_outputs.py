@@ -70,11 +70,16 @@ def _generate_cases(tmp: Path) -> list[Case]:
     cases += [
         Case("generate --rotate nan", _generate(net16, "g", "--seeds", "1", "--rotate", "nan"), absent=("g",)),
         Case(
+            "generate --fps nan",
+            _generate(net16, "g", "--seeds", "1,2", "--interp", "2", "--fps", "nan"),
+            absent=("g",),
+        ),
+        Case(
             "generate --translate inf,0", _generate(net16, "g", "--seeds", "1", "--translate", "inf,0"), absent=("g",)
         ),  # fmt: skip
         Case(
             "generate --grid 1000x1000 at 256 px",
-            _generate(net256, "g", "--seeds", "0-3", "--grid", "1000x1000"),
+            _generate(net256, "g", "--seeds", "0-999999", "--grid", "1000x1000"),
             absent=("g",),
         ),  # fmt: skip
         Case(

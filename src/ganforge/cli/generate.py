@@ -5,7 +5,17 @@ from pathlib import Path
 import click
 
 from ganforge.devices import DEVICE_CHOICES
-from ganforge.generate.options import ANIMATION_FORMATS, INTERP_SPACES, NOISE_MODES
+from ganforge.generate.options import (
+    ANIMATION_FORMATS,
+    DEFAULT_FPS,
+    DEFAULT_RESIZE,
+    FPS_RANGE,
+    INTERP_SPACES,
+    MAX_GIF_FPS,
+    MAX_SIZE,
+    NOISE_MODES,
+    RESIZE_FILTERS,
+)
 
 
 @click.command()
@@ -27,14 +37,31 @@ from ganforge.generate.options import ANIMATION_FORMATS, INTERP_SPACES, NOISE_MO
     default="const",
     help="const: the network's fixed noise; random: drawn from each image's seed; none.",
 )
-@click.option("--batch", type=click.IntRange(min=1), default=16, help="Images per forward pass.")
+@click.option(
+    "--batch",
+    type=click.IntRange(min=1),
+    default=16,
+    help="Images per forward pass. 1 makes each image alone (as NVlabs' generate.py): its file is then the same "
+    "whatever the other seeds; bigger batches are faster and round differently (a pixel may move by one level).",
+)
 @click.option("--device", type=click.Choice(DEVICE_CHOICES), default="auto")
-@click.option("--grid", metavar="RxC", help="One grid.png, R rows by C columns, instead of a PNG per seed.")
+@click.option(
+    "--grid",
+    metavar="RxC",
+    help="One grid.png, R rows by C columns, one seed per cell, instead of a PNG per seed; with --interp, a grid "
+    "of loops, each cell through its own consecutive seeds (R x C x K seeds, K >= 2 per cell).",
+)
 @click.option(
     "--interp",
     type=click.IntRange(min=1),
     metavar="FRAMES",
     help="Looping interpolation through the seeds, FRAMES per seed (interp.mp4, .webp or .gif).",
+)
+@click.option(
+    "--fps",
+    type=float,
+    help=f"Frames per second of --interp, from {FPS_RANGE[0]:g} to {FPS_RANGE[1]:g} (GIF: up to {MAX_GIF_FPS}).  "
+    f"[default: {DEFAULT_FPS:g}]",
 )
 @click.option(
     "--interp-space", type=click.Choice(INTERP_SPACES), default="z", help="z: spherical in z; w: linear in w."
@@ -53,13 +80,32 @@ from ganforge.generate.options import ANIMATION_FORMATS, INTERP_SPACES, NOISE_MO
 )
 @click.option("--mix-layers", metavar="LAYERS", help="ws taken from the column seeds, e.g. 0-3.  [default: 0-6]")
 @click.option(
+    "--mix-cells",
+    is_flag=True,
+    help="Also write each mixed cell of --style-mix as its own PNG, mixROW-COL.png (seeds, 7 digits each).",
+)
+@click.option(
+    "--size",
+    type=click.IntRange(1, MAX_SIZE),
+    metavar="PX",
+    help="Every image PX x PX in the files (each cell of a grid, table or video), resampled by --resize.  "
+    "[default: the network's resolution]",
+)
+@click.option(
+    "--resize",
+    type=click.Choice(RESIZE_FILTERS),
+    help="How images reach --size: lanczos (smooth), or nearest (each generated pixel a sharp block).  "
+    f"[default: {DEFAULT_RESIZE}]",
+)
+@click.option(
     "--translate",
     metavar="X,Y",
     help="StyleGAN3: move the images by X,Y image widths (x right, y down) through the input transform.",
 )
 @click.option("--rotate", type=float, metavar="DEG", help="StyleGAN3: rotate the images counter-clockwise by DEG.")
 def generate(**options):
-    """Images, a grid, a looping interpolation or a style-mixing table; the same seeds give the same files."""
+    """Images, a grid, a looping interpolation (or a grid of them) or a style-mixing table; the same command gives
+    the same files."""
     from ganforge.generate import GenerateOptions
     from ganforge.generate.run import closing_note
     from ganforge.generate.run import generate as run_generate

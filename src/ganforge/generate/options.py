@@ -12,6 +12,8 @@ from ganforge.errors import UserError
 NOISE_MODES = ("const", "random", "none")
 INTERP_SPACES = ("z", "w")
 ANIMATION_FORMATS = ("auto", "mp4", "webp", "gif")
+RESIZE_FILTERS = ("lanczos", "nearest")  # nearest keeps each generated pixel a sharp block
+DEFAULT_RESIZE = "lanczos"
 MAX_SEED = 2**32 - 1  # numpy.random.RandomState accepts seeds below 2**32
 MAX_COUNT = 1_000_000  # images named by one option: a typo such as 0-100000000 fails fast instead of running for days
 # Truncation psi: 1 is none, 0 the average image, negative values the other side of the average (StyleGAN Fig. 8
@@ -24,12 +26,20 @@ TRANSLATE_RANGE = (-100.0, 100.0)
 MAX_PROBLEMS_PER_FLAG = 10  # a value with thousands of bad parts is reported by its first few
 MAX_SHOWN = 60  # characters of a typed value repeated in a message
 COARSE_STYLES = range(7)  # StyleGAN Fig. 3 mixes the coarse styles 0-6 by default
+MAX_SIZE = 8192  # --size: an 8K screen's width; a grid of such images is bounded by the memory estimate
+DEFAULT_FPS = 30.0
+# --fps: from a slide show (10 s a frame) to high-refresh screens
+FPS_RANGE = (0.1, 120.0)
+# GIF stores frame durations in hundredths of a second, and browsers play frames shorter than 20 ms at 100 ms
+MAX_GIF_FPS = 50
+DEFAULTED = ("resize", "fps")  # options whose CLI value is None when not given, so that a lone one can be refused
 
 
 @dataclasses.dataclass(frozen=True)
 class GenerateOptions:
-    """What `ganforge generate` makes. Exactly one output mode: PNGs per seed (default), `grid` (rows, columns),
-    `interp` (frames per seed-to-seed transition of a looping animation) or `style_mix` (row seeds, column seeds)."""
+    """What `ganforge generate` makes. Exactly one output mode: PNGs per seed (default), `grid` (rows, columns; as
+    many cells as seeds), `interp` (frames per seed-to-seed transition of a looping animation; with `grid`, a grid of
+    such loops, each cell through its own consecutive seeds) or `style_mix` (row seeds, column seeds)."""
 
     network: Path
     outdir: Path
@@ -48,6 +58,10 @@ class GenerateOptions:
     mix_layers: tuple[int, ...] | None = None  # None: the coarse styles 0-6 the network has
     translate: tuple[float, float] = (0.0, 0.0)  # StyleGAN3: image motion in image widths (x right, y down)
     rotate: float = 0.0  # StyleGAN3: degrees counter-clockwise about the image centre
+    size: int | None = None  # side in pixels of every image in the files written; None: the network's resolution
+    resize: str = DEFAULT_RESIZE  # how images are brought to `size`: lanczos | nearest
+    fps: float = DEFAULT_FPS  # frames per second of an interpolation
+    mix_cells: bool = False  # with style_mix, also one PNG per mixed cell of the table
 
     @property
     def moves(self) -> bool:
@@ -56,45 +70,26 @@ class GenerateOptions:
 
     def __post_init__(self):
         assert self.noise_mode in NOISE_MODES and self.interp_space in INTERP_SPACES, self
-        assert self.interp_format in ANIMATION_FORMATS, self.interp_format
+        assert self.interp_format in ANIMATION_FORMATS and self.resize in RESIZE_FILTERS, self
 
     @property
     def mode(self) -> str:
-        return "grid" if self.grid else "interp" if self.interp else "style_mix" if self.style_mix else "images"
+        return "interp" if self.interp else "grid" if self.grid else "style_mix" if self.style_mix else "images"
+
+    @property
+    def layout(self) -> tuple[int, int]:
+        """(rows, columns) of images in each file: the grid's, else (1, 1)."""
+        return self.grid or (1, 1)
 
     @classmethod
     def parse(
         cls, *, seeds=None, grid=None, style_mix=None, mix_layers=None, translate=None, rotate=None, **fields
     ) -> "GenerateOptions":
-        """From the CLI's values (seeds, grid, style_mix, mix_layers and translate as typed); UserError listing every
-        problem."""
-        modes = [
-            flag
-            for flag, value in (("--grid", grid), ("--interp", fields.get("interp")), ("--style-mix", style_mix))
-            if value
-        ]
-        problems = [f"{' and '.join(modes)}: choose one output mode"] if len(modes) > 1 else []
-        if style_mix and seeds:
-            problems.append("--seeds: --style-mix takes its own row and column seeds; drop --seeds")
-        if not style_mix and not seeds:
-            problems.append("--seeds: which images to make, e.g. --seeds 0-7,42 (or --style-mix ROWS COLS)")
-        if mix_layers and not style_mix:
-            problems.append("--mix-layers: only used with --style-mix")
-        for flag, value, (low, high), meaning in (
-            ("--trunc", fields.get("trunc", 1.0), TRUNC_RANGE, "truncation psi (1: none, 0: the average image)"),
-            ("--rotate", rotate or 0.0, ROTATE_RANGE, "degrees"),
-        ):
-            if not (math.isfinite(value) and low <= value <= high):
-                problems.append(f"{flag} {value:g}: {meaning} must be a number from {low:g} to {high:g}")
-        for flag, name, low in (
-            ("--batch", "batch", 1),
-            ("--interp", "interp", 1),
-            ("--trunc-cutoff", "trunc_cutoff", 1),
-            ("--class", "class_index", 0),
-        ):
-            value = fields.get(name)
-            if value is not None and not low <= value <= MAX_COUNT:
-                problems.append(f"{flag} {_shown(str(value), 20)}: must be from {low} to {MAX_COUNT:,}")
+        """From the CLI's values (seeds, grid, style_mix, mix_layers and translate as typed; None for a flag not
+        given); UserError listing every problem."""
+        fields = {name: value for name, value in fields.items() if value is not None or name not in DEFAULTED}
+        given = dict(grid=grid, style_mix=style_mix, mix_layers=mix_layers)
+        problems = _combination_problems(seeds, given, fields) + _number_problems(fields, rotate)
         options = cls(
             **fields,
             seeds=parse_ranges("--seeds", seeds, problems) if seeds else (),
@@ -104,34 +99,68 @@ class GenerateOptions:
             translate=_parse_translate(translate, problems) if translate else (0.0, 0.0),
             rotate=rotate or 0.0,
         )
-        problems = problems or options._count_problems()  # counts mean something only when all else is right
+        problems = problems or options.count_problems()  # counts mean something only when all else is right
         if problems:
             raise UserError(*problems)
         return options
 
-    def _count_problems(self) -> list[str]:
-        problems = []
-        if self.grid and len(self.seeds) > self.grid[0] * self.grid[1]:
-            rows, cols = self.grid
-            problems.append(f"--grid {rows}x{cols}: holds {rows * cols} images, --seeds gives {len(self.seeds)}")
-        if self.interp and len(self.seeds) < 2:
-            problems.append("--interp: needs at least two --seeds to travel between")
-        elif self.image_count > MAX_COUNT:
+    def count_problems(self) -> list[str]:
+        """What the numbers of seeds, cells and images do not allow (also checked for options made without
+        `parse`)."""
+        if self.grid:
+            problems = self._grid_problems()
+        elif self.interp and len(self.seeds) < 2:
+            problems = ["--interp: needs at least two --seeds to travel between"]
+        else:
+            problems = []
+        if not problems and self.image_count > MAX_COUNT:
             problems.append(
                 f"{self._count_flag()}: {self.image_count:,} images, more than {MAX_COUNT:,}; split the "
                 "work into several runs"
             )
         return problems
 
+    def _grid_problems(self) -> list[str]:
+        """A grid has one image per cell; a grid of interpolations (as NVlabs' gen_video.py) gives each cell the same
+        number of consecutive seeds, at least two to travel between. Cells are never left black."""
+        rows, cols = self.grid
+        cells, seeds = rows * cols, len(self.seeds)
+        if not self.interp and seeds != cells:
+            fitting = f" (e.g. --grid {grid_for(seeds)})" if seeds else ""
+            return [
+                f"--grid {rows}x{cols}: {cells:,} cells, --seeds gives {seeds:,} images; give {cells:,} seeds, or "
+                f"a grid of {seeds:,} cells{fitting}"
+            ]
+        if self.interp and (seeds % cells or seeds < 2 * cells):
+            return [
+                f"--grid {rows}x{cols} with --interp: each of the {cells:,} cells loops through its own seeds (the "
+                f"same number in each, at least 2); --seeds gives {seeds:,}; give a multiple of {cells:,} from "
+                f"{2 * cells:,}, e.g. --seeds 0-{2 * cells - 1}"
+            ]
+        return []
+
     @property
     def image_count(self) -> int:
-        """Images the synthesis network makes (grid cells left black and the table's corner are not made)."""
+        """Images the synthesis network makes (the style-mixing table's blank corner is not made)."""
         if self.mode == "interp":
             return len(self.seeds) * self.interp
         if self.mode == "style_mix":
             rows, cols = self.style_mix
             return len(rows) + len(cols) + len(rows) * len(cols)
         return len(self.seeds)
+
+    @property
+    def frames(self) -> int:
+        """Frames of an interpolation: --interp frames per seed of one cell."""
+        rows, cols = self.layout
+        return len(self.seeds) // (rows * cols) * self.interp
+
+    @property
+    def frames_per_batch(self) -> int:
+        """Frames of an interpolation made together: as many whole frames (every cell of each) as --batch images
+        hold, at least one."""
+        rows, cols = self.layout
+        return min(max(1, self.batch // (rows * cols)), self.frames)
 
     def _count_flag(self) -> str:
         if self.mode == "interp":
@@ -166,6 +195,59 @@ class GenerateOptions:
 
     def layers_to_mix(self, num_ws: int) -> tuple[int, ...]:
         return self.mix_layers or tuple(i for i in COARSE_STYLES if i < num_ws)
+
+
+def _combination_problems(seeds, given: dict, fields: dict) -> list[str]:
+    """Flags given together that do not go together, or given without the flag they serve."""
+    interp, style_mix = fields.get("interp"), given["style_mix"]
+    modes = [
+        flag for flag, value in (("--grid", given["grid"]), ("--interp", interp), ("--style-mix", style_mix)) if value
+    ]
+    problems = []
+    if style_mix and len(modes) > 1:
+        problems.append(f"{' and '.join(modes)}: choose one output mode (--grid with --interp is a grid of loops)")
+    if style_mix and seeds:
+        problems.append("--seeds: --style-mix takes its own row and column seeds; drop --seeds")
+    if not style_mix and not seeds:
+        problems.append("--seeds: which images to make, e.g. --seeds 0-7,42 (or --style-mix ROWS COLS)")
+    for flag, name, needs, present in (
+        ("--mix-layers", "mix_layers", "--style-mix", style_mix),
+        ("--mix-cells", "mix_cells", "--style-mix", style_mix),
+        ("--fps", "fps", "--interp", interp),
+        ("--resize", "resize", "--size", fields.get("size")),
+    ):
+        if (given.get(name) or fields.get(name)) and not present:
+            problems.append(f"{flag}: only used with {needs}")
+    return problems
+
+
+def _number_problems(fields: dict, rotate) -> list[str]:
+    """Each number out of its range (NaN and infinities included), as typed."""
+    problems = []
+    for flag, value, (low, high), meaning in (
+        ("--trunc", fields.get("trunc", 1.0), TRUNC_RANGE, "truncation psi (1: none, 0: the average image)"),
+        ("--rotate", rotate or 0.0, ROTATE_RANGE, "degrees"),
+        ("--fps", fields.get("fps", DEFAULT_FPS), FPS_RANGE, "frames per second"),
+    ):
+        if not (math.isfinite(value) and low <= value <= high):
+            problems.append(f"{flag} {value:g}: {meaning} must be a number from {low:g} to {high:g}")
+    for flag, name, low, high in (
+        ("--batch", "batch", 1, MAX_COUNT),
+        ("--interp", "interp", 1, MAX_COUNT),
+        ("--trunc-cutoff", "trunc_cutoff", 1, MAX_COUNT),
+        ("--class", "class_index", 0, MAX_COUNT),
+        ("--size", "size", 1, MAX_SIZE),
+    ):
+        value = fields.get(name)
+        if value is not None and not low <= value <= high:
+            problems.append(f"{flag} {_shown(str(value), 20)}: must be from {low} to {high:,}")
+    return problems
+
+
+def grid_for(count: int) -> str:
+    """The most nearly square RxC grid of exactly `count` cells (R <= C), as --grid takes it."""
+    rows = max(r for r in range(1, math.isqrt(count) + 1) if count % r == 0)
+    return f"{rows}x{count // rows}"
 
 
 def parse_ranges(flag: str, text: str, problems: list) -> tuple[int, ...]:

@@ -1,7 +1,13 @@
 """Batched synthesis for `ganforge generate`: ws from latents, images from ws, per-image noise from seeds.
 
-Each image depends only on its own latent, class and (for `random` noise) seed, never on which batch it falls in,
-so the batch size changes speed, not images.
+Each image is computed from its own latent, class and (for `random` noise) seed: no operation mixes the images of a
+batch. The batch's size still changes the rounding: matrix products and convolutions pick their kernels by the shape
+they are given (on the CPU, MKL's products of 1 or 2 rows and oneDNN's convolutions of one image at low resolutions
+use other ones than bigger batches; cuBLAS and cuDNN choose by shape too), so float32 sums in another order, and an
+occasional pixel lands one level of 255 away. The same command therefore writes the same bytes, and a batch of one
+synthesizes every image alone, as NVlabs' generate.py does: its file is the same whatever other seeds are asked for.
+Keeping every image alone always would cost 1.4-1.5x (256 px) to 6-7x (32 px) the CPU time of batches
+(benchmarks/generate_batch_rounding.py).
 """
 
 import contextlib

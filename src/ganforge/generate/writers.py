@@ -1,7 +1,8 @@
 """Files written by `ganforge generate`, each atomically (a temporary file in the same folder, fsync, rename; see
 ganforge.durable): PNG images, grids, and looping animations (mp4 through imageio-ffmpeg, the `video` extra; else
-WebP or GIF through Pillow)."""
+WebP or GIF through Pillow), every image first rounded to uint8 and brought to the size asked for."""
 
+import dataclasses
 import importlib.util
 import io
 from pathlib import Path
@@ -14,14 +15,15 @@ import torch
 from ganforge.data.loader import to_uint8
 from ganforge.durable import replace_file, replacing
 from ganforge.errors import UserError
+from ganforge.generate.options import MAX_GIF_FPS
 
-FPS = 30
+FILTERS = {"lanczos": PIL.Image.Resampling.LANCZOS, "nearest": PIL.Image.Resampling.NEAREST}
 
 
 def png_bytes(array: np.ndarray) -> bytes:
     """[H, W, C] uint8 (C 1 or 3) -> PNG file bytes (no timestamp or other varying metadata)."""
     buffer = io.BytesIO()
-    PIL.Image.fromarray(array[:, :, 0] if array.shape[2] == 1 else array).save(buffer, format="PNG")
+    _pil(array).save(buffer, format="PNG")
     return buffer.getvalue()
 
 
@@ -30,25 +32,57 @@ def hwc(images: torch.Tensor) -> np.ndarray:
     return to_uint8(images).permute(0, 2, 3, 1).numpy()
 
 
-def write_images(outdir: Path, images: torch.Tensor, names) -> None:
-    for array, name in zip(hwc(images), names, strict=True):
+@dataclasses.dataclass(frozen=True)
+class Pixels:
+    """Generator output [N, C, H, W] in [-1, 1] -> the uint8 images [N, side, side, C] that files hold: rounded as
+    every saved image is, then resampled to `size` (None: as made) by Lanczos' filter or nearest neighbour."""
+
+    size: int | None
+    resize: str
+
+    def __call__(self, images: torch.Tensor) -> np.ndarray:
+        arrays = hwc(images)
+        if self.size is None or self.size == arrays.shape[1] == arrays.shape[2]:
+            return arrays
+        return np.stack([self._resized(array) for array in arrays])
+
+    def _resized(self, array: np.ndarray) -> np.ndarray:
+        image = _pil(array).resize((self.size, self.size), FILTERS[self.resize])
+        return np.asarray(image).reshape(self.size, self.size, array.shape[2])
+
+
+def _pil(array: np.ndarray) -> PIL.Image.Image:
+    """[H, W, C] uint8 (C 1 or 3) as a Pillow image (L or RGB)."""
+    return PIL.Image.fromarray(array[:, :, 0] if array.shape[2] == 1 else array)
+
+
+def write_images(outdir: Path, arrays: np.ndarray, names) -> None:
+    """uint8 images [N, H, W, C] -> one PNG each, named by `names`."""
+    for array, name in zip(arrays, names, strict=True):
         replace_file(outdir / name, png_bytes(array))
 
 
+def tile(arrays: np.ndarray, rows: int, columns: int) -> np.ndarray:
+    """uint8 images [cells * T, H, W, C], cell by cell (T frames of cell 0, then of cell 1, ... row-major) ->
+    T frames [T, rows * H, columns * W, C] with cell k at row k // columns, column k % columns."""
+    _, h, w, c = arrays.shape
+    cells = arrays.reshape(rows, columns, -1, h, w, c)
+    return cells.transpose(2, 0, 3, 1, 4, 5).reshape(-1, rows * h, columns * w, c)  # [T, rows, H, columns, W, C]
+
+
 class Canvas:
-    """A grid of equal cells, row-major, black where nothing is pasted, held once (as Pillow's image: the PNG
+    """A grid of equal square cells, row-major, black where nothing is pasted, held once (as Pillow's image: the PNG
     encoder streams it to the file without another copy)."""
 
-    def __init__(self, rows: int, columns: int, height: int, width: int, channels: int):
-        self.columns, self.height, self.width = columns, height, width
-        self.image = PIL.Image.new("L" if channels == 1 else "RGB", (columns * width, rows * height), 0)
+    def __init__(self, rows: int, columns: int, side: int, channels: int):
+        self.columns, self.side = columns, side
+        self.image = PIL.Image.new("L" if channels == 1 else "RGB", (columns * side, rows * side), 0)
 
-    def paste(self, first: int, images: torch.Tensor) -> None:
-        """Generator output [N, C, H, W] in [-1, 1] into cells first, first + 1, ... (row-major)."""
-        for i, array in enumerate(hwc(images), start=first):
+    def paste(self, first: int, arrays: np.ndarray) -> None:
+        """uint8 images [N, side, side, C] into cells first, first + 1, ... (row-major)."""
+        for i, array in enumerate(arrays, start=first):
             row, col = divmod(i, self.columns)
-            cell = PIL.Image.fromarray(array[:, :, 0] if array.shape[2] == 1 else array)
-            self.image.paste(cell, (col * self.width, row * self.height))
+            self.image.paste(_pil(array), (col * self.side, row * self.side))
 
     def write(self, path: Path) -> None:
         with replacing(path) as tmp:
@@ -70,14 +104,32 @@ def animation_format(requested: str) -> str:
     return requested
 
 
-def write_animation(path: Path, frame_batches, fps: int = FPS) -> None:
+def check_animation(container: str, fps: float, width: int, height: int) -> None:
+    """UserError for what the container cannot hold: H.264 in yuv420p (mp4) needs an even width and height, GIF
+    at most MAX_GIF_FPS frames per second."""
+    problems = []
+    if container == "mp4" and (width % 2 or height % 2):
+        problems.append(
+            f"--size: an mp4 frame must have an even width and height (H.264 in yuv420p), this one is "
+            f"{width}x{height}; use an even --size, or --interp-format webp"
+        )
+    if container == "gif" and fps > MAX_GIF_FPS:
+        problems.append(
+            f"--fps {fps:g}: GIF stores frame times in hundredths of a second and players slow frames shorter than "
+            f"20 ms; use --fps {MAX_GIF_FPS} or less, or webp or mp4"
+        )
+    if problems:
+        raise UserError(*problems)
+
+
+def write_animation(path: Path, frame_batches, fps: float) -> None:
     """Batches of frames [T, H, W, C] uint8 -> a looping animation at `path`, its format taken from the suffix.
     mp4 frames stream to ffmpeg; Pillow needs them all at once."""
     with replacing(path) as tmp:
         (_write_mp4 if path.suffix == ".mp4" else _write_pillow)(tmp, frame_batches, fps)
 
 
-def _write_mp4(path: Path, frame_batches, fps: int) -> None:
+def _write_mp4(path: Path, frame_batches, fps: float) -> None:
     import imageio_ffmpeg
 
     writer = None
@@ -93,7 +145,7 @@ def _write_mp4(path: Path, frame_batches, fps: int) -> None:
     writer.close()
 
 
-def _write_pillow(path: Path, frame_batches, fps: int) -> None:
-    images = [PIL.Image.fromarray(f[:, :, 0] if f.shape[2] == 1 else f) for frames in frame_batches for f in frames]
+def _write_pillow(path: Path, frame_batches, fps: float) -> None:
+    images = [_pil(frame) for frames in frame_batches for frame in frames]
     kwargs = {"lossless": True} if path.suffix == ".webp" else {}
     images[0].save(path, save_all=True, append_images=images[1:], duration=round(1000 / fps), loop=0, **kwargs)

@@ -1,0 +1,96 @@
+"""The four outputs of `ganforge generate`, each made batch by batch: one PNG per seed, a grid, a looping
+interpolation (or a grid of them) and a style-mixing table. Every image goes through `pixels` (rounded to uint8,
+brought to --size) on its way into a file."""
+
+import torch
+
+from ganforge.generate import writers
+from ganforge.generate.latents import LoopPath, mix_styles, z_from_seeds
+from ganforge.generate.options import GenerateOptions
+from ganforge.generate.render import Renderer, map_latents
+from ganforge.generate.writers import Pixels
+
+
+def seed_name(seed: int) -> str:
+    return f"seed{seed:07d}.png"
+
+
+def cell_name(row_seed: int, col_seed: int) -> str:
+    """The file of one mixed cell: the row seed's image with the column seed's mixed styles."""
+    return f"mix{row_seed:07d}-{col_seed:07d}.png"
+
+
+def cell_names(o: GenerateOptions) -> list[str]:
+    """--mix-cells: the mixed cells' files, row by row, each once (a seed given twice names the same cell)."""
+    rows, cols = o.style_mix
+    return list(dict.fromkeys(cell_name(r, c) for r in rows for c in cols))
+
+
+def _ws(G, o: GenerateOptions, z: torch.Tensor) -> torch.Tensor:
+    return map_latents(G, z, o.class_index, o.trunc, o.trunc_cutoff, o.batch)
+
+
+def images(G, o: GenerateOptions, render: Renderer, pixels: Pixels) -> None:
+    """One PNG per seed, batch by batch (memory does not grow with the number of seeds)."""
+    for start in range(0, len(o.seeds), o.batch):
+        seeds = o.seeds[start : start + o.batch]
+        made = render(_ws(G, o, z_from_seeds(seeds, G.z_dim)), seeds)
+        writers.write_images(o.outdir, pixels(made), [seed_name(seed) for seed in seeds])
+
+
+def grid(G, o: GenerateOptions, render: Renderer, pixels: Pixels) -> None:
+    """The seed images row-major, one per cell, made batch by batch into one canvas."""
+    rows, cols = o.grid
+    canvas = writers.Canvas(rows, cols, pixels.size or G.resolution, G.img_channels)
+    for start in range(0, len(o.seeds), o.batch):
+        seeds = o.seeds[start : start + o.batch]
+        canvas.paste(start, pixels(render(_ws(G, o, z_from_seeds(seeds, G.z_dim)), seeds)))
+    canvas.write(o.outdir / "grid.png")
+
+
+def frame_batches(G, o: GenerateOptions, render: Renderer, pixels: Pixels):
+    """Batches of frames [T, rows * side, columns * side, C] uint8 of a loop through the seeds, or with --grid of
+    one loop per cell, cell k (row-major) through the k-th run of len(seeds) / cells consecutive seeds, as NVlabs'
+    gen_video.py lays out its grid. Spherical in z (each frame mapped and truncated), or linear in w (truncation is
+    linear in w, so interpolating truncated keys equals truncating interpolated ones). Each cell's noise follows
+    its first seed in every frame, so it does not flicker."""
+    rows, cols = o.layout
+    per_cell = len(o.seeds) // (rows * cols)
+    spherical = o.interp_space == "z"
+    z = z_from_seeds(o.seeds, G.z_dim)
+    keys = z if spherical else _ws(G, o, z)
+    paths = [LoopPath(keys[first : first + per_cell], o.interp, spherical) for first in range(0, len(keys), per_cell)]
+    noise_seeds = o.seeds[::per_cell]
+    for start in range(0, o.frames, o.frames_per_batch):
+        count = min(o.frames_per_batch, o.frames - start)
+        latents = torch.cat([path.between(start, start + count) for path in paths])  # cell by cell
+        ws = _ws(G, o, latents) if spherical else latents
+        yield writers.tile(pixels(render(ws, [seed for seed in noise_seeds for _ in range(count)])), rows, cols)
+
+
+def style_mix(G, o: GenerateOptions, render: Renderer, pixels: Pixels) -> None:
+    """The table of StyleGAN Fig. 3: a blank corner, the column images on top, the row images on the left, and in
+    each cell the row's ws with the mixed layers taken from the column; with --mix-cells each cell also in a PNG."""
+    rows, cols = o.style_mix
+    width = len(cols) + 1
+    canvas = writers.Canvas(len(rows) + 1, width, pixels.size or G.resolution, G.img_channels)
+    row_ws, col_ws = _ws(G, o, z_from_seeds(rows, G.z_dim)), _ws(G, o, z_from_seeds(cols, G.z_dim))
+    for start in range(0, len(cols), o.batch):  # the top row: the column seeds' own images
+        canvas.paste(1 + start, pixels(render(col_ws[start : start + o.batch], cols[start : start + o.batch])))
+    for start in range(0, len(rows), o.batch):  # the left column: the row seeds' own images
+        made = pixels(render(row_ws[start : start + o.batch], rows[start : start + o.batch]))
+        for i, image in enumerate(made, start=start):
+            canvas.paste((i + 1) * width, image[None])
+    layers = o.layers_to_mix(G.num_ws)
+    cells = len(rows) * len(cols)
+    for start in range(0, cells, o.batch):
+        indices = range(start, min(start + o.batch, cells))
+        made = pixels(
+            render(mix_styles(row_ws, col_ws, layers, cells=indices), [rows[k // len(cols)] for k in indices])
+        )
+        places = [divmod(k, len(cols)) for k in indices]
+        for (r, c), image in zip(places, made, strict=True):
+            canvas.paste((r + 1) * width + c + 1, image[None])
+        if o.mix_cells:
+            writers.write_images(o.outdir, made, [cell_name(rows[r], cols[c]) for r, c in places])
+    canvas.write(o.outdir / "stylemix.png")
