@@ -18,9 +18,10 @@ def checkpoint_group():
 @checkpoint_group.command("verify")
 @click.argument("path", type=click.Path(path_type=Path))
 def checkpoint_verify(path: Path):
-    """Check a checkpoint folder (ckpt-*), or every checkpoint of a run, exactly as resuming does: the manifest, the
-    size and SHA-256 of every file, and every entry of the state a resume restores; exit 0 when all verify, 2
-    otherwise, one line per checkpoint that does not (--resume refuses it; rerunning a run skips it)."""
+    """Check a checkpoint folder (ckpt-*, or a copy under any name: a folder with a manifest.json), or every
+    checkpoint of a run, exactly as resuming does: the manifest, the size and SHA-256 of every file, and every entry
+    of the state a resume restores; exit 0 when all verify, 2 otherwise, one line per checkpoint that does not
+    (--resume refuses it; rerunning a run skips it)."""
     from ganforge.checkpoint.inspect import verify
 
     verdicts = verify(path)
