@@ -52,6 +52,8 @@ CONTROLS_RUN = CONTROLS + "test_tick_stats_report_scheduled_rates_and_clipping"
 CLIPPING = "tests/train/test_train_clipping.py::test_clipping_caps_the_unscaled_norm_and_reports_the_norm_before"
 DIFFAUG = "tests/train/test_diffaugment.py::"
 RECORDED_DRY_RUN = "tests/train/test_train_dry_run_recorded.py::test_dry_run_config_equals_the_recorded_one"
+INSPECT = "tests/checkpoint/test_checkpoint_inspect.py::"
+DIFF_SNAPSHOTS = "tests/checkpoint/test_checkpoint_diff_snapshots.py::"
 M = Mutant
 
 MUTANTS = (
@@ -297,6 +299,14 @@ MUTANTS = (
       "        if found != size:\n            raise InvalidCheckpoint(_size_problem(name, found, size))\n"
       "        data = file.read(size + 1)", "        data = file.read()",
       ("tests/hostile/test_hostile_checkpoint.py",)),
+    M("ckpt_copy_under_another_name_not_a_checkpoint", "checkpoint/inspect.py",
+      "if path.name.startswith(store.PREFIX) or os.path.lexists(path / store.MANIFEST):",
+      "if path.name.startswith(store.PREFIX):",
+      (INSPECT + "test_verify_takes_a_copied_checkpoint_under_any_name_and_checks_it_as_one",)),
+    M("diff_snapshot_against_checkpoint_g", "compare.py", '{FORMAT: "G_ema",', '{FORMAT: "G",',
+      (DIFF_SNAPSHOTS + "test_a_snapshot_against_a_checkpoint_is_compared_with_its_g_ema",)),
+    M("diff_snapshot_against_discriminator_compared", "compare.py", "        if a.format != b.format:\n",
+      "        if False:\n", (DIFF_SNAPSHOTS + "test_files_that_cannot_be_compared_are_refused_in_one_line",)),
     M("rundir_damaged_config_of_the_run_skipped", "train/rundir.py",
       'if run.name[len("NNNNN-") :].startswith(', 'if False and run.name[len("NNNNN-") :].startswith(',
       ("tests/train/test_train_rundir.py",)),

@@ -43,8 +43,11 @@ def test_verify_of_what_is_no_checkpoint_says_what_it_expected_in_one_line(tmp_p
     (tmp_path / "notes.txt").write_text("not a checkpoint")
     expected = "pass a checkpoint folder (one with a manifest.json), a run's checkpoints/ folder or a run folder"
     folder = "neither a checkpoint (no manifest.json) nor a folder of checkpoints (no ckpt-* folders in it or in its "
-    cases = [(tmp_path, folder + "checkpoints/)"), (tmp_path / "notes.txt", "a file, not a checkpoint folder"),
-             (tmp_path / "missing", "no such file or folder")]  # fmt: skip
+    cases = [
+        (tmp_path, folder + "checkpoints/)"),
+        (tmp_path / "notes.txt", "a file, not a checkpoint folder"),
+        (tmp_path / "missing", "no such file or folder"),
+    ]
     for path, why in cases:
         result = CliRunner().invoke(main, ["checkpoint", "verify", str(path)])
         assert result.exit_code == 2 and result.output == f"error: {path}: {why}; {expected}\n", result.output
