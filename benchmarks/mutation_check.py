@@ -54,6 +54,8 @@ DIFFAUG = "tests/train/test_diffaugment.py::"
 RECORDED_DRY_RUN = "tests/train/test_train_dry_run_recorded.py::test_dry_run_config_equals_the_recorded_one"
 INSPECT = "tests/checkpoint/test_checkpoint_inspect.py::"
 DIFF_SNAPSHOTS = "tests/checkpoint/test_checkpoint_diff_snapshots.py::"
+EXPORT_PROGRESS = "tests/export/test_export_progress.py::"
+TERMINAL_CARD = "test_on_a_terminal_each_stage_has_a_bar_and_the_card_records_the_calibration"
 M = Mutant
 
 MUTANTS = (
@@ -430,6 +432,17 @@ MUTANTS = (
       ("tests/export/test_export_inputs.py::test_numbers_out_of_range_are_refused_where_they_are_parsed",)),
     M("export_check_memory_skipped", "export/run.py", "    _check_memory(module, options)\n", "",
       ("tests/export/test_export_inputs.py::test_a_fixed_batch_whose_check_does_not_fit_is_refused_with_the_figure",)),
+    M("export_calibration_not_counted", "export/quantize.py", "        self.stage.update(self.running)\n",
+      "        self.stage.update(0)\n", (EXPORT_PROGRESS + TERMINAL_CARD,)),
+    M("export_card_calibration_not_rounded_to_batches", "export/quantize.py",
+      'self.drawn = count if module.batch == "batch" else -(-count // self.batch) * self.batch', "self.drawn = count",
+      (EXPORT_PROGRESS + TERMINAL_CARD,)),
+    M("progress_lines_every_interval", "progress.py", "            report_at *= 2\n",
+      "            report_at += FIRST_REPORT_S\n",
+      ("tests/test_progress.py::test_a_long_stage_off_a_terminal_reports_at_doubling_intervals",)),
+    M("progress_lines_to_stderr", "progress.py", "print(line, file=self._log, flush=True)",
+      "print(line, file=self._terminal, flush=True)",
+      (EXPORT_PROGRESS + "test_a_piped_int8_export_writes_a_line_as_each_stage_starts_and_ends",)),
     M("report_stats_not_reduced_to_numbers", "report/rundata.py", "    record = _numbers(value)\n",
       "    record = dict(value)\n",
       ("tests/report/test_report_damaged.py::test_stats_lines_that_are_not_tick_records_are_counted_and_skipped",)),
