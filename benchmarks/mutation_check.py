@@ -55,6 +55,7 @@ RECORDED_DRY_RUN = "tests/train/test_train_dry_run_recorded.py::test_dry_run_con
 INSPECT = "tests/checkpoint/test_checkpoint_inspect.py::"
 DIFF_SNAPSHOTS = "tests/checkpoint/test_checkpoint_diff_snapshots.py::"
 EXPORT_PROGRESS = "tests/export/test_export_progress.py::"
+METRICS_PROGRESS = "tests/metrics/test_metrics_progress.py::"
 TERMINAL_CARD = "test_on_a_terminal_each_stage_has_a_bar_and_the_card_records_the_calibration"
 M = Mutant
 
@@ -443,6 +444,14 @@ MUTANTS = (
     M("progress_lines_to_stderr", "progress.py", "print(line, file=self._log, flush=True)",
       "print(line, file=self._terminal, flush=True)",
       (EXPORT_PROGRESS + "test_a_piped_int8_export_writes_a_line_as_each_stage_starts_and_ends",)),
+    M("metrics_images_not_counted", "metrics/features.py", "            stage.update(len(batch) * dist.world_size())",
+      "            stage.update(0)", (METRICS_PROGRESS + "test_on_a_terminal_each_stage_of_the_work_has_a_bar",)),
+    M("metrics_reading_not_timed", "metrics/features.py", "            with stage.part(source):",
+      "            with stage.part(None):",
+      (METRICS_PROGRESS + "test_piped_metrics_write_a_line_as_each_stage_starts_and_ends",)),
+    M("metrics_whole_metric_drawn_over_its_stages", "metrics/registry.py", 'ev.stage(f"metrics: {name}", bar=False)',
+      'ev.stage(f"metrics: {name}", bar=True)',
+      (METRICS_PROGRESS + "test_on_a_terminal_each_stage_of_the_work_has_a_bar",)),
     M("report_stats_not_reduced_to_numbers", "report/rundata.py", "    record = _numbers(value)\n",
       "    record = dict(value)\n",
       ("tests/report/test_report_damaged.py::test_stats_lines_that_are_not_tick_records_are_counted_and_skipped",)),
