@@ -443,7 +443,7 @@ MUTANTS = (
       ("tests/test_progress.py::test_a_long_stage_off_a_terminal_reports_at_doubling_intervals",)),
     M("progress_lines_to_stderr", "progress.py", "print(line, file=self._log, flush=True)",
       "print(line, file=self._terminal, flush=True)",
-      (EXPORT_PROGRESS + "test_a_piped_int8_export_writes_a_line_as_each_stage_starts_and_ends",)),
+      ("tests/export/test_export_onnx.py::test_an_export_failing_its_check_exits_2_writes_nothing_and_logs_its_stages",)),
     M("metrics_images_not_counted", "metrics/features.py", "            stage.update(len(batch) * dist.world_size())",
       "            stage.update(0)", (METRICS_PROGRESS + "test_on_a_terminal_each_stage_of_the_work_has_a_bar",)),
     M("metrics_reading_not_timed", "metrics/features.py", "            with stage.part(source):",

@@ -2,6 +2,7 @@
 the synthesis convolutions and pass the real FID check, and a model that fails its check is not written."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -104,7 +105,7 @@ def test_int8_quantizes_the_synthesis_convolutions_and_passes_the_real_fid_check
     assert np.abs(run_onnx(out, z=z) - expected).mean() < 0.1
 
 
-def test_an_export_failing_its_check_exits_2_and_writes_nothing(snapshots, tmp_path, monkeypatch):
+def test_an_export_failing_its_check_exits_2_writes_nothing_and_logs_its_stages(snapshots, tmp_path, monkeypatch):
     monkeypatch.setattr(inception, "load_inception", lambda *args, **kwargs: PixelFeatures())
     monkeypatch.setattr(check, "frechet_distance", lambda *moments: 0.5)  # the real one runs in the test above
     args = ["--precision", "int8", "--calib", "4", "--check", "4", "--check-fid", "4", "--max-fid-delta", "1e-9"]
@@ -117,6 +118,17 @@ def test_an_export_failing_its_check_exits_2_and_writes_nothing(snapshots, tmp_p
     hint = "calibrate on more latents (--calib), keep more layers in float (e.g. --keep-float synthesis.b16.conv1)"
     assert lines[3] == f"error: hint: {hint}, or use --precision fp16"
     assert list(tmp_path.iterdir()) == []  # no model, no card, no temporary folder
+    # In a log, each stage said when it started and how long it took before the check failed.
+    stages = ["export: torch.export trace and ONNX translation", "export: int8 calibration on 4 latents",
+              "export: int8 quantization of 5 convolutions", "export: loading the ONNX model in onnxruntime",
+              "export: check on 4 eager and exported images and their Inception features",
+              "export: FID and KID of 4 image pairs"]  # fmt: skip
+    steps = result.stdout.splitlines()
+    assert steps[0::2] == [f"{stage}: started" for stage in stages] and "\r" not in result.output
+    for stage, line in zip(stages, steps[1::2], strict=True):
+        assert re.fullmatch(re.escape(stage) + r": done in \d+\.\d s( \(.*\))?", line), line
+    parts = r"\(loading Inception \d+\.\d s, eager \d+\.\d s, exported \d+\.\d s, Inception features \d+\.\d s\)"
+    assert re.search(parts + "$", steps[9]), steps[9]
 
 
 def test_fp16_keeps_the_mapping_network_in_float32_and_stays_close(snapshots, tmp_path):
