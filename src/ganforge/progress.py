@@ -47,13 +47,13 @@ class Stage:
 
     def __init__(self, what: str, total: int | None = None, unit: str = "img", enabled: bool = True, bar: bool = True):
         self.what, self.total, self.unit, self.done = what, total, unit, 0
-        self._terminal, self._log, self._enabled = sys.stderr, sys.stdout, enabled
+        self._bar_stream, self._line_stream = sys.stderr, sys.stdout  # as they are now (a test or runner swaps them)
         self._started = time.monotonic()
         self._parts: dict[str, float] = {}
         self._stop, self._closed = threading.Event(), False
-        terminal = enabled and self._terminal.isatty()
-        self._lines = enabled and not terminal
-        self._bar = self._make_bar() if terminal and bar else None
+        on_terminal = enabled and self._bar_stream.isatty()
+        self._lines = enabled and not on_terminal
+        self._bar = self._make_bar() if on_terminal and bar else None
         if self._lines:
             self._write(f"{what}: started")
         self._ticker = None
@@ -62,8 +62,9 @@ class Stage:
             self._ticker.start()
 
     def _make_bar(self) -> tqdm:
-        shape = {} if self.total is not None else {"bar_format": "{desc}: running for {elapsed}"}
-        return tqdm(total=self.total, desc=self.what, unit=self.unit, file=self._terminal, dynamic_ncols=True, **shape)
+        counted = self.total is not None
+        shape = {"dynamic_ncols": True} | ({} if counted else {"bar_format": "{desc}: running for {elapsed}"})
+        return tqdm(total=self.total, desc=self.what, unit=self.unit, file=self._bar_stream, **shape)
 
     def update(self, count: int = 1) -> None:
         """`count` more units of the work are done."""
@@ -120,4 +121,4 @@ class Stage:
             report_at *= 2
 
     def _write(self, line: str) -> None:
-        print(line, file=self._log, flush=True)
+        print(line, file=self._line_stream, flush=True)
