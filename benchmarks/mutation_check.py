@@ -57,6 +57,11 @@ SEEN = "tests/report/test_report_seen.py::"
 PROFILER = "tests/monitor/test_monitor_profiler.py::"
 PROFILER_DETAIL = PROFILER + "test_detail_records_shapes_and_memory_into_a_larger_trace_and_its_warning_is_routed"
 PROFILER_BOUND = PROFILER + "test_a_phase_that_never_runs_ends_the_window_at_its_bound_and_the_summary_says_so"
+INSPECT = "tests/checkpoint/test_checkpoint_inspect.py::"
+DIFF_SNAPSHOTS = "tests/checkpoint/test_checkpoint_diff_snapshots.py::"
+EXPORT_PROGRESS = "tests/export/test_export_progress.py::"
+METRICS_PROGRESS = "tests/metrics/test_metrics_progress.py::"
+TERMINAL_CARD = "test_on_a_terminal_each_stage_has_a_bar_and_the_card_records_the_calibration"
 M = Mutant
 
 MUTANTS = (
@@ -302,6 +307,14 @@ MUTANTS = (
       "        if found != size:\n            raise InvalidCheckpoint(_size_problem(name, found, size))\n"
       "        data = file.read(size + 1)", "        data = file.read()",
       ("tests/hostile/test_hostile_checkpoint.py",)),
+    M("ckpt_copy_under_another_name_not_a_checkpoint", "checkpoint/inspect.py",
+      "if path.name.startswith(store.PREFIX) or os.path.lexists(path / store.MANIFEST):",
+      "if path.name.startswith(store.PREFIX):",
+      (INSPECT + "test_verify_takes_a_copied_checkpoint_under_any_name_and_checks_it_as_one",)),
+    M("diff_snapshot_against_checkpoint_g", "compare.py", '{FORMAT: "G_ema",', '{FORMAT: "G",',
+      (DIFF_SNAPSHOTS + "test_a_snapshot_against_a_checkpoint_is_compared_with_its_g_ema",)),
+    M("diff_snapshot_against_discriminator_compared", "compare.py", "        if a.format != b.format:\n",
+      "        if False:\n", (DIFF_SNAPSHOTS + "test_files_that_cannot_be_compared_are_refused_in_one_line",)),
     M("rundir_damaged_config_of_the_run_skipped", "train/rundir.py",
       "            if _named_like(run, key):", "            if False:",
       ("tests/train/test_train_rundir.py",)),
@@ -465,6 +478,25 @@ MUTANTS = (
       ("tests/export/test_export_inputs.py::test_numbers_out_of_range_are_refused_where_they_are_parsed",)),
     M("export_check_memory_skipped", "export/run.py", "    _check_memory(module, options)\n", "",
       ("tests/export/test_export_inputs.py::test_a_fixed_batch_whose_check_does_not_fit_is_refused_with_the_figure",)),
+    M("export_calibration_not_counted", "export/quantize.py", "        self.stage.update(self.running)\n",
+      "        self.stage.update(0)\n", (EXPORT_PROGRESS + TERMINAL_CARD,)),
+    M("export_card_calibration_not_rounded_to_batches", "export/quantize.py",
+      'self.drawn = count if module.batch == "batch" else -(-count // self.batch) * self.batch', "self.drawn = count",
+      (EXPORT_PROGRESS + TERMINAL_CARD,)),
+    M("progress_lines_every_interval", "progress.py", "            report_at *= 2\n",
+      "            report_at += FIRST_REPORT_S\n",
+      ("tests/test_progress.py::test_a_long_stage_off_a_terminal_reports_at_doubling_intervals",)),
+    M("progress_lines_to_stderr", "progress.py", "print(line, file=self._line_stream, flush=True)",
+      "print(line, file=self._bar_stream, flush=True)",
+      ("tests/export/test_export_onnx.py::test_an_export_failing_its_check_exits_2_writes_nothing_and_logs_its_stages",)),
+    M("metrics_images_not_counted", "metrics/features.py", "            stage.update(len(batch) * dist.world_size())",
+      "            stage.update(0)", (METRICS_PROGRESS + "test_on_a_terminal_each_stage_of_the_work_has_a_bar",)),
+    M("metrics_reading_not_timed", "metrics/features.py", "            with stage.part(source):",
+      "            with stage.part(None):",
+      (METRICS_PROGRESS + "test_piped_metrics_write_a_line_as_each_stage_starts_and_ends",)),
+    M("metrics_whole_metric_drawn_over_its_stages", "metrics/registry.py", 'ev.stage(f"metrics: {name}", bar=False)',
+      'ev.stage(f"metrics: {name}", bar=True)',
+      (METRICS_PROGRESS + "test_on_a_terminal_each_stage_of_the_work_has_a_bar",)),
     M("report_stats_not_reduced_to_numbers", "report/rundata.py", "    record = _numbers(value)\n",
       "    record = dict(value)\n",
       ("tests/report/test_report_damaged.py::test_stats_lines_that_are_not_tick_records_are_counted_and_skipped",)),

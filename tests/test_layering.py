@@ -18,7 +18,7 @@ LAYERS = (
      "devices", "progress", "allocator", "metric_names"),
     ("dist", "preempt"),
     ("nets", "augment", "data", "checkpoint", "monitor"),
-    ("snapshot",),
+    ("snapshot", "compare"),
     ("interop", "metrics", "report"),
     ("train",),
     ("doctor", "generate", "export"),

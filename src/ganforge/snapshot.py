@@ -154,12 +154,21 @@ def check_weights_file(path) -> str:
     """Everything loading `path` (a snapshot or a discriminator file, told apart by its format tag) checks: format,
     checksum, metadata, architecture, tensors; without building the network. Returns the format tag. A command that
     will load the file later calls it before writing anything, so that a bad file leaves nothing behind."""
+    return read_weights_file(path)["format"]
+
+
+def read_weights_file(path) -> dict:
+    """What a snapshot or discriminator file holds, once it passed every check loading makes (`check_weights_file`),
+    without building the network: {"format", "architecture", "generator" or "discriminator" (the constructor
+    arguments), "meta", "tensors"} (the checksums, which only restate the rest, are left out)."""
     if not Path(path).is_file():
         raise UserError(f"{path}: no such file; pass a ganforge snapshot or discriminator file")
     kind = _DISCRIMINATOR if file_format(path) == DISCRIMINATOR_FORMAT else _SNAPSHOT
-    network, config, tensors, _ = _checked_parts(Path(path), kind)
+    network, config, tensors, meta = _checked_parts(Path(path), kind)
     check_network(path, network, config, tensors, Path(path).stat().st_size)
-    return kind.format
+    architecture = next(name for name, cls in kind.networks.items() if cls is network)
+    described = {"format": kind.format, "architecture": architecture, kind.config_key: config, "meta": meta}
+    return described | {"tensors": tensors}
 
 
 def _load(path, device, kind: _Kind):

@@ -29,9 +29,36 @@ def test_verify_lists_each_checkpoint_and_fails_on_a_damaged_one(tiny_run, tmp_p
     assert result.stderr.count("error: ") == 1, result.stderr
 
 
-def test_verify_of_a_folder_without_checkpoints_is_a_user_error(tmp_path):
-    result = CliRunner().invoke(main, ["checkpoint", "verify", str(tmp_path)])
-    assert result.exit_code == 2 and "holds no checkpoint folders" in result.output
+def test_verify_takes_a_copied_checkpoint_under_any_name_and_checks_it_as_one(tiny_run, tmp_path):
+    copy = shutil.copytree(tiny_run[1] / "checkpoints" / "ckpt-000000008", tmp_path / "backup of step 8")
+    result = CliRunner().invoke(main, ["checkpoint", "verify", str(copy)])
+    assert result.exit_code == 0 and result.output == f"ok: {copy} (0.008 kimg)\n", result.output
+    (copy / "state.json").write_bytes((copy / "state.json").read_bytes().replace(b"cur_tick", b"cur_tock"))
+    result = CliRunner().invoke(main, ["checkpoint", "verify", str(copy)])
+    assert result.exit_code == 2 and result.stderr.count("error: ") == 1, result.output
+    assert f"checkpoint {copy}: state.json does not match its SHA-256" in result.stderr
+
+
+def test_verify_of_what_is_no_checkpoint_says_what_it_expected_in_one_line(tmp_path):
+    (tmp_path / "notes.txt").write_text("not a checkpoint")
+    expected = "pass a checkpoint folder (one with a manifest.json), a run's checkpoints/ folder or a run folder"
+    folder = "neither a checkpoint (no manifest.json) nor a folder of checkpoints (no ckpt-* folders in it or in its "
+    cases = [
+        (tmp_path, folder + "checkpoints/)"),
+        (tmp_path / "notes.txt", "a file, not a checkpoint folder"),
+        (tmp_path / "missing", "no such file or folder"),
+    ]
+    for path, why in cases:
+        result = CliRunner().invoke(main, ["checkpoint", "verify", str(path)])
+        assert result.exit_code == 2 and result.output == f"error: {path}: {why}; {expected}\n", result.output
+
+
+def test_diff_compares_copied_checkpoints_under_any_name(tiny_run, tmp_path):
+    checkpoints = tiny_run[1] / "checkpoints"
+    first = shutil.copytree(checkpoints / "ckpt-000000000", tmp_path / "start")
+    second = shutil.copytree(checkpoints / "ckpt-000000008", tmp_path / "after one tick")
+    result = CliRunner().invoke(main, ["checkpoint", "diff", str(first), str(second), "--limit", "1000"])
+    assert result.exit_code == 1 and "loop/cur_nimg: 0 -> 8" in result.output.splitlines(), result.output
 
 
 def test_diff_of_identical_checkpoints_exits_0(tiny_run, tmp_path):

@@ -2,6 +2,7 @@
 the synthesis convolutions and pass the real FID check, and a model that fails its check is not written."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -33,7 +34,8 @@ def test_conditional_fp32_with_noise_inputs_and_uint8_output_matches_eager(snaps
     args = ["--trunc", "0.5", "--noise", "input", "--uint8", "--check", "20"]
     result = export("--network", snapshots["cond"], "--out", out, *args)
     assert result.exit_code == 0, result.output
-    assert result.output.startswith(f"wrote {out} (onnx fp32, ") and "checked 20 images" in result.output
+    note = result.stdout.splitlines()[-1]
+    assert note.startswith(f"wrote {out} (onnx fp32, ") and "checked 20 images" in note and result.stderr == ""
     card = json.loads((tmp_path / "C.onnx.json").read_text())
     names = ["z", "c", "noise_b4_conv1", "noise_b8_conv0", "noise_b8_conv1", "noise_b16_conv0", "noise_b16_conv1"]
     assert [spec["name"] for spec in card["inputs"]] == names
@@ -71,20 +73,31 @@ def _quantized_convs(path) -> dict[str, bool]:
 def test_int8_quantizes_the_synthesis_convolutions_and_passes_the_real_fid_check(snapshots, tmp_path):
     out = tmp_path / "G.onnx"
     args = ["--precision", "int8", "--calib", "16", "--check", "8", "--check-fid", "8", "--max-fid-delta", "50"]
-    result = export("--network", snapshots["uncond"], "--out", out, *args)
+    result = export("--network", snapshots["uncond"], "--out", out, *args, "--keep-float", "synthesis.b4", "--seed", 5)
     assert result.exit_code == 0, result.output
     card = json.loads((tmp_path / "G.onnx.json").read_text())
-    layers = ["synthesis.b4.conv1", "synthesis.b8.conv0", "synthesis.b8.conv1", "synthesis.b16.conv0",
-              "synthesis.b16.conv1"]  # fmt: skip
+    layers = ["synthesis.b8.conv0", "synthesis.b8.conv1", "synthesis.b16.conv0", "synthesis.b16.conv1"]
     assert card["precision"] == "int8" and card["quantized_layers"] == layers
     assert "toRGB" in card["float_parts"] and "mapping network" in card["float_parts"]
     figures = card["check"]
     assert figures["fid_images"] == 8 and 0 <= figures["fid"] <= 50 and np.isfinite(figures["kid"])
     assert 0 < figures["max_abs_diff"] < 1 and figures["psnr_db"] > 20  # int8 changes pixels, a little
+    # Every setting that shaped the model and its check, on the card: calibration (--calib latents drawn with
+    # --seed + 1), the quantizer's scheme, the layers kept in float, the thresholds and what the check measured.
+    settings = card["quantization"]
+    assert {key: settings["calibration"][key] for key in ("method", "latents", "drawn", "batch", "seed")} == {
+        "method": "MinMax", "latents": 16, "drawn": 16, "batch": 16, "seed": 6}  # fmt: skip
+    assert settings["weights"] == {"type": "QInt8", "per_channel": True, "symmetric": True}
+    assert settings["activations"] == {"type": "QUInt8", "per_channel": False, "symmetric": False}
+    assert settings["format"] == "QDQ" and settings["tool"] == f"onnxruntime {onnxruntime.__version__} quantize_static"
+    assert settings["float_layers"] == ["synthesis.b4.conv1"] and settings["keep_float"] == ["synthesis.b4"]
+    assert figures["seed"] == 5 and figures["limits"] == {"max_abs_diff": None, "max_fid_delta": 50.0}
+    assert figures["kid_subsets"] == 100 and figures["kid_subset_size"] == 4  # 4 even-position and 4 odd images
+    assert figures["feature_network"] == inception.FEATURE_NETWORK and figures["protocol"] == inception.PROTOCOL
     # One int8 convolution per quantized layer (conv1; conv0's upsampling transposed conv); the toRGB 1x1 convs and
     # the depthwise FIR filters stay float.
     dequantized = _quantized_convs(out)
-    assert sum(dequantized.values()) == len(layers) and len(dequantized) > len(layers)
+    assert sum(dequantized.values()) == len(layers) == settings["quantized_nodes"] and len(dequantized) > len(layers)
     z = torch.randn(5, 8)
     G, _ = load_snapshot(snapshots["uncond"])
     with torch.no_grad():
@@ -92,19 +105,30 @@ def test_int8_quantizes_the_synthesis_convolutions_and_passes_the_real_fid_check
     assert np.abs(run_onnx(out, z=z) - expected).mean() < 0.1
 
 
-def test_an_export_failing_its_check_exits_2_and_writes_nothing(snapshots, tmp_path, monkeypatch):
+def test_an_export_failing_its_check_exits_2_writes_nothing_and_logs_its_stages(snapshots, tmp_path, monkeypatch):
     monkeypatch.setattr(inception, "load_inception", lambda *args, **kwargs: PixelFeatures())
     monkeypatch.setattr(check, "frechet_distance", lambda *moments: 0.5)  # the real one runs in the test above
     args = ["--precision", "int8", "--calib", "4", "--check", "4", "--check-fid", "4", "--max-fid-delta", "1e-9"]
     result = export("--network", snapshots["cond"], "--out", tmp_path / "C.onnx", *args)
     assert result.exit_code == 2 and "Traceback" not in result.output, result.output
-    lines = result.output.splitlines()
+    lines = result.stderr.splitlines()
     assert lines[0] == f"error: --out {tmp_path / 'C.onnx'}: not written, the export fails its check:"
     assert lines[1] == "error: FID between eager and exported images 0.5 > --max-fid-delta 1e-09"
     assert lines[2].startswith("error: checked 4 images: max abs diff ") and "FID" in lines[2]
     hint = "calibrate on more latents (--calib), keep more layers in float (e.g. --keep-float synthesis.b16.conv1)"
     assert lines[3] == f"error: hint: {hint}, or use --precision fp16"
     assert list(tmp_path.iterdir()) == []  # no model, no card, no temporary folder
+    # In a log, each stage said when it started and how long it took before the check failed.
+    stages = ["export: torch.export trace and ONNX translation", "export: int8 calibration on 4 latents",
+              "export: int8 quantization of 5 convolutions", "export: loading the ONNX model in onnxruntime",
+              "export: check on 4 eager and exported images and their Inception features",
+              "export: FID and KID of 4 image pairs"]  # fmt: skip
+    steps = result.stdout.splitlines()
+    assert steps[0::2] == [f"{stage}: started" for stage in stages] and "\r" not in result.output
+    for stage, line in zip(stages, steps[1::2], strict=True):
+        assert re.fullmatch(re.escape(stage) + r": done in \d+\.\d s( \(.*\))?", line), line
+    parts = r"\(loading Inception \d+\.\d s, eager \d+\.\d s, exported \d+\.\d s, Inception features \d+\.\d s\)"
+    assert re.search(parts + "$", steps[9]), steps[9]
 
 
 def test_fp16_keeps_the_mapping_network_in_float32_and_stays_close(snapshots, tmp_path):

@@ -43,6 +43,9 @@ def test_pt2_loads_and_runs_without_ganforge(tmp_path):
     out = tmp_path / "G.pt2"
     result = export("--network", snapshot, "--out", out, "--format", "pt2", "--trunc", "0.7", "--check", "5")
     assert result.exit_code == 0, result.output
+    stages = ["export: torch.export trace", "export: loading the .pt2 program as a user would", "export: check on 5 "]
+    started = [line for line in result.stdout.splitlines() if line.endswith(": started")]
+    assert len(started) == len(stages) and all(line.startswith(s) for line, s in zip(started, stages, strict=True))
     card = json.loads((tmp_path / "G.pt2.json").read_text())
     assert card["format"] == "pt2" and "opset" not in card and card["check"]["max_abs_diff"] == 0
     assert [spec["name"] for spec in card["inputs"]] == ["z", "c"]

@@ -7,6 +7,7 @@ is exactly what `--resume` accepts.
 
 import dataclasses
 import math
+import os
 from pathlib import Path
 
 import torch
@@ -14,6 +15,8 @@ import torch
 from ganforge.checkpoint import read, reason, store
 from ganforge.checkpoint.store import InvalidCheckpoint
 from ganforge.errors import UserError
+
+EXPECTED = f"a checkpoint folder (one with a {store.MANIFEST}), a run's checkpoints/ folder or a run folder"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,22 +29,24 @@ class Verdict:
 
 
 def checkpoint_folders(path: Path) -> list[Path]:
-    """The checkpoint folders that `path` names: itself (`ckpt-*`), or those in a `checkpoints/` folder or run folder.
+    """The checkpoint folders that `path` names: itself (a `ckpt-*` folder, or any folder holding a checkpoint's
+    manifest, such as a copy under another name), or those in a `checkpoints/` folder or run folder.
 
     Raises UserError when `path` is none of these."""
     path = Path(path)
     if not path.exists():
-        raise UserError(
-            f"{path}: no such file or folder; pass a checkpoint folder (ckpt-*), a checkpoints/ folder or a run folder"
-        )
-    if path.name.startswith(store.PREFIX):
+        raise UserError(f"{path}: no such file or folder; pass {EXPECTED}")
+    if path.name.startswith(store.PREFIX) or os.path.lexists(path / store.MANIFEST):
         return [path]
     for folder in (path, path / "checkpoints"):
         found = store.list_checkpoints(folder)
         if found:
             return found
+    if not path.is_dir():
+        raise UserError(f"{path}: a file, not a checkpoint folder; pass {EXPECTED}")
     raise UserError(
-        f"{path}: holds no checkpoint folders (ckpt-*); pass a checkpoint folder, a checkpoints/ folder or a run folder"
+        f"{path}: neither a checkpoint (no {store.MANIFEST}) nor a folder of checkpoints (no {store.PREFIX}* folders "
+        f"in it or in its checkpoints/); pass {EXPECTED}"
     )
 
 

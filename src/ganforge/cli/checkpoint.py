@@ -12,15 +12,16 @@ from ganforge.errors import UserError
 
 @click.group("checkpoint")
 def checkpoint_group():
-    """Inspect training checkpoints: is one intact, and what differs between two."""
+    """Inspect training checkpoints and snapshots: is a checkpoint intact, and what differs between two."""
 
 
 @checkpoint_group.command("verify")
 @click.argument("path", type=click.Path(path_type=Path))
 def checkpoint_verify(path: Path):
-    """Check a checkpoint folder (ckpt-*), or every checkpoint of a run, exactly as resuming does: the manifest, the
-    size and SHA-256 of every file, and every entry of the state a resume restores; exit 0 when all verify, 2
-    otherwise, one line per checkpoint that does not (--resume refuses it; rerunning a run skips it)."""
+    """Check a checkpoint folder (ckpt-*, or a copy under any name: a folder with a manifest.json), or every
+    checkpoint of a run, exactly as resuming does: the manifest, the size and SHA-256 of every file, and every entry
+    of the state a resume restores; exit 0 when all verify, 2 otherwise, one line per checkpoint that does not
+    (--resume refuses it; rerunning a run skips it)."""
     from ganforge.checkpoint.inspect import verify
 
     verdicts = verify(path)
@@ -41,17 +42,23 @@ def checkpoint_verify(path: Path):
 @click.option("--limit", type=click.IntRange(1, 10**6), default=50, help="Print at most this many differences.")
 @click.pass_context
 def checkpoint_diff(ctx: click.Context, first: Path, second: Path, limit: int):
-    """List the tensors (with their max abs difference) and state fields that differ between two checkpoints, each a
-    checkpoint folder or a run (its newest checkpoint); exit 0 when identical, 1 when they differ (as diff does)."""
-    from ganforge.checkpoint.inspect import diff, newest_state
+    """List what differs between two checkpoints (each a checkpoint folder, or a run: its newest checkpoint) or two
+    snapshots (.safetensors): tensors with their max abs difference, state fields and metadata (architecture,
+    constructor arguments, meta) with both values. A snapshot and a checkpoint: the snapshot's tensors against the
+    checkpoint's G_ema (a discriminator file's against its D). Exit 0 when identical, 1 when they differ (as diff
+    does), 2 when either cannot be read."""
+    from ganforge.compare import compare
 
-    (path_a, state_a), (path_b, state_b) = newest_state(first), newest_state(second)
-    differences = diff(state_a, state_b)
+    comparison = compare(first, second)
+    if comparison.scope is not None:
+        click.echo(f"comparing {comparison.scope}")
+    pair = f"{comparison.first} and {comparison.second}"
+    differences = comparison.differences
     if not differences:
-        click.echo(f"identical: {path_a} and {path_b}")
+        click.echo(f"identical: {pair}")
         ctx.exit(0)
     for difference in differences[:limit]:
         click.echo(f"{difference.where}: {difference.description}")
     more = f" (first {limit} shown)" if len(differences) > limit else ""
-    click.echo(f"{len(differences)} entries differ between {path_a} and {path_b}{more}")
+    click.echo(f"{len(differences)} entries differ between {pair}{more}")
     ctx.exit(1)

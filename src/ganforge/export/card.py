@@ -1,15 +1,23 @@
 """The card written next to every export (`FILE.json`): what the model is, how to call it, where it came from, and
 the figures of the check it passed.
 
-Fields (format_version 1):
+Fields (format_version 2; version 1 had `quantization` as one line of text):
     format, precision, file, file_sha256, file_bytes
     inputs, output     [{name, shape ("batch" where any size works), dtype, meaning}], in call order
     batch              "dynamic" or the fixed batch size
     truncation_psi, noise ("const": baked in; "input": noise inputs), output_layout
     opset              ONNX opset (onnx only)
-    float_parts, quantized_layers, quantization   which parts keep float; the int8 layers and method (int8 only)
+    float_parts        which parts keep float
+    quantized_layers   the int8 layers (int8 only)
+    quantization       int8 only: every setting that shaped the model. tool (onnxruntime's version), format (QDQ),
+                       op_types; weights and activations {type, per_channel, symmetric}; calibration {method
+                       (MinMax), latents (--calib), drawn (rounded up to whole batches of a fixed --batch), batch,
+                       seed, source}; float_layers (quantizable layers kept in float), keep_float (--keep-float as
+                       given), quantized_nodes
     source             network file name and SHA-256, its kind, architecture and constructor config
-    check              figures (images, max/mean abs diff, PSNR, FID, KID), limits, seed, batch sizes, runtime
+    check              figures (images, max/mean abs diff, PSNR, fid_images, FID, KID and its subsets), batch sizes,
+                       runtime, limits (the thresholds the figures passed), seed, passed; with FID also the feature
+                       network and protocol of ganforge.metrics
     versions           of ganforge, torch and the export libraries used
 """
 
@@ -25,11 +33,12 @@ from ganforge.digest import file_sha256
 from ganforge.durable import replace_file
 from ganforge.export.check import Figures
 from ganforge.export.options import ExportOptions
-from ganforge.export.quantize import FLOAT_PARTS, METHOD
+from ganforge.export.quantize import FLOAT_PARTS
 from ganforge.export.wrapper import DeployableGenerator
+from ganforge.metrics import inception
 from ganforge.snapshot import architecture_of
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 FP16_FLOAT_PARTS = (
     "mapping network computed in float32 (weights stored in float16); everything else float16; "
     "inputs and outputs float32"
@@ -51,8 +60,10 @@ def make_card(
     source_meta: dict,
     opset: int | None,
     quantized: list[str],
+    quantization: dict | None,
 ) -> dict:
-    """The card's fields for the candidate file `model` (hashed here) that passed its check."""
+    """The card's fields for the candidate file `model` (hashed here) that passed its check; `quantized` and
+    `quantization` are the int8 layers and what `quantize.quantize_int8` recorded (int8 only)."""
     card = {
         "format_version": FORMAT_VERSION,
         "format": options.format,
@@ -69,9 +80,10 @@ def make_card(
     }
     if opset is not None:
         card["opset"] = opset
-    card |= _precision_fields(options.precision, quantized)
+    card |= _precision_fields(options, quantized, quantization)
     card["source"] = _source(options.network, module, source_meta)
-    card["check"] = dataclasses.asdict(figures) | {"limits": limits, "seed": options.seed, "passed": True}
+    card["check"] = dataclasses.asdict(figures) | _feature_network(figures)
+    card["check"] |= {"limits": limits, "seed": options.seed, "passed": True}
     card["versions"] = _versions(options.format)
     return card
 
@@ -80,12 +92,20 @@ def write_card(path: Path, card: dict) -> None:
     replace_file(path, (json.dumps(card, indent=2) + "\n").encode())
 
 
-def _precision_fields(precision: str, quantized: list[str]) -> dict:
-    if precision == "int8":
-        return {"float_parts": FLOAT_PARTS, "quantized_layers": quantized, "quantization": METHOD}
-    if precision == "fp16":
+def _precision_fields(options: ExportOptions, quantized: list[str], quantization: dict | None) -> dict:
+    if options.precision == "int8":
+        settings = quantization | {"keep_float": list(options.keep_float)}
+        return {"float_parts": FLOAT_PARTS, "quantized_layers": quantized, "quantization": settings}
+    if options.precision == "fp16":
         return {"float_parts": FP16_FLOAT_PARTS}
     return {"float_parts": "everything (float32)"}
+
+
+def _feature_network(figures: Figures) -> dict:
+    """The network and protocol behind FID and KID, when they were measured."""
+    if figures.fid is None:
+        return {}
+    return {"feature_network": inception.FEATURE_NETWORK, "protocol": inception.PROTOCOL}
 
 
 def _source(network: Path, module: DeployableGenerator, meta: dict) -> dict:

@@ -21,6 +21,7 @@ from ganforge.metrics.features import FeatureStats
 from ganforge.metrics.fid import frechet_distance
 from ganforge.metrics.kid import kernel_inception_distance
 from ganforge.numerics import fp32_math
+from ganforge.progress import Stage
 
 CHECK_BATCH = 16
 KID_SUBSETS = 100
@@ -41,6 +42,8 @@ class Figures:
     kid: float | None
     batch_sizes: tuple[int, ...]
     runtime: str
+    kid_subsets: int | None = None  # KID's mean is over this many random subsets ...
+    kid_subset_size: int | None = None  # ... of this many feature vectors from each set
 
 
 def batch_sizes(module: DeployableGenerator, count: int) -> list[int]:
@@ -84,47 +87,61 @@ def run_check(
     module: DeployableGenerator, runner, pixel_images: int, fid_images: int, seed: int, inception_path=None
 ) -> Figures:
     """Run eager `module` and the exported model (`runner`, same call signature, CPU tensors in and out) on the same
-    generated inputs. The eager module (moved there) and Inception run on the GPU when there is one, in IEEE fp32."""
+    generated inputs. The eager module (moved there) and Inception run on the GPU when there is one, in IEEE fp32.
+    Shown as stages: the images (eager, exported, Inception features), then FID and KID."""
     assert pixel_images >= 1 and fid_images >= 0, (pixel_images, fid_images)
     generator = torch.Generator().manual_seed(seed)
     sizes = batch_sizes(module, max(pixel_images, fid_images))
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     module.to(device)
-    net = inception.load_inception(inception_path, device) if fid_images else None
     pixels = _PixelStats()
     eager_stats, exported_stats = (FeatureStats(inception.FEATURE_DIM, True, device) for _ in range(2))
-    done = 0
-    for size in sizes:
-        inputs = module.example_inputs(size, generator)
-        with torch.no_grad(), fp32_math(tf32=False):
-            eager = module(*(x.to(device) for x in inputs)).cpu()
+    features = " and their Inception features" if fid_images else ""
+    with Stage(f"export: check on {sum(sizes)} eager and exported images{features}", total=sum(sizes)) as stage:
+        net = _load_inception(inception_path, device, stage) if fid_images else None
+        done = 0
+        for size in sizes:
+            eager, exported = _run_both(module, runner, module.example_inputs(size, generator), device, stage)
+            if done < pixel_images:
+                pixels.add(eager[: pixel_images - done], exported[: pixel_images - done])
+            if net is not None and done < fid_images:
+                with stage.part("Inception features"):
+                    for stats, img in ((eager_stats, eager), (exported_stats, exported)):
+                        stats.append(net(as_nchw_uint8(img[: fid_images - done]).to(device)))
+            done += size
+            stage.update(size)
+    fid = kid = subsets = subset_size = None
+    if net is not None:
+        with Stage(f"export: FID and KID of {fid_images} image pairs"):
+            fid, kid, subset_size = _fid_kid(eager_stats, exported_stats, fid_images, seed)
+        subsets = KID_SUBSETS
+    mean_abs_diff = pixels.abs_sum / pixels.count
+    figures = (pixels.max, mean_abs_diff, pixels.psnr(), fid_images, fid, kid, tuple(sizes), runner.runtime)
+    return Figures(pixel_images, *figures, subsets, subset_size)
+
+
+def _load_inception(path, device, stage: Stage):
+    with stage.part("loading Inception"):
+        return inception.load_inception(path, device)
+
+
+def _run_both(module: DeployableGenerator, runner, inputs: tuple, device, stage: Stage):
+    """(eager, exported) images of the same inputs, each timed as a part of `stage`."""
+    with stage.part("eager"), torch.no_grad(), fp32_math(tf32=False):
+        eager = module(*(x.to(device) for x in inputs)).cpu()
+    with stage.part("exported"):
         exported = runner(*inputs)
-        assert exported.shape == eager.shape and exported.dtype == eager.dtype, (exported.shape, exported.dtype)
-        if done < pixel_images:
-            pixels.add(eager[: pixel_images - done], exported[: pixel_images - done])
-        if net is not None and done < fid_images:
-            for stats, img in ((eager_stats, eager), (exported_stats, exported)):
-                stats.append(net(as_nchw_uint8(img[: fid_images - done]).to(device)))
-        done += size
-    fid, kid = _fid_kid(eager_stats, exported_stats, fid_images, seed) if net is not None else (None, None)
-    return Figures(
-        pixel_images,
-        pixels.max,
-        pixels.abs_sum / pixels.count,
-        pixels.psnr(),
-        fid_images,
-        fid,
-        kid,
-        tuple(sizes),
-        runner.runtime,
-    )
+    assert exported.shape == eager.shape and exported.dtype == eager.dtype, (exported.shape, exported.dtype)
+    return eager, exported
 
 
-def _fid_kid(eager: FeatureStats, exported: FeatureStats, count: int, seed: int) -> tuple[float, float]:
+def _fid_kid(eager: FeatureStats, exported: FeatureStats, count: int, seed: int) -> tuple[float, float, int]:
+    """FID, KID and the size of KID's subsets."""
     eager, exported = eager.finalize(count), exported.finalize(count)
     fid = frechet_distance(*eager.mean_cov(), *exported.mean_cov())
-    kid, _std = kernel_inception_distance(eager.all[0::2], exported.all[1::2], KID_SUBSETS, KID_SUBSET_SIZE, seed)
-    return fid, kid
+    even, odd = eager.all[0::2], exported.all[1::2]
+    kid, _std = kernel_inception_distance(even, odd, KID_SUBSETS, KID_SUBSET_SIZE, seed)
+    return fid, kid, min(KID_SUBSET_SIZE, len(even), len(odd))  # the subsets kernel_inception_distance draws
 
 
 def problems(figures: Figures, max_abs_diff: float | None, max_fid_delta: float) -> list[str]:

@@ -16,11 +16,21 @@ from ganforge.export.onnx import scopes
 from ganforge.export.quiet import quiet_exporter
 from ganforge.export.wrapper import DeployableGenerator
 from ganforge.nets import generator, stylegan3_layers
+from ganforge.progress import Stage
 
 CALIBRATION_BATCH = 16
 QUANTIZED_OPS = ("Conv", "ConvTranspose")
 FLOAT_PARTS = "mapping network, style affines and demodulation, toRGB layers, FIR resampling filters"
-METHOD = "onnxruntime static quantization, QDQ, MinMax calibration, int8 per-channel weights, uint8 activations"
+# The quantizer's settings, passed to it as written here and recorded on the card from here. The weights are
+# symmetric int8 with one scale per output channel (a layer's channels differ in range by orders of magnitude); the
+# activations asymmetric uint8 with one scale per tensor, as the calibration observes them (MinMax: the extremes).
+QUANT_FORMAT, CALIBRATION_METHOD = "QDQ", "MinMax"
+WEIGHTS = {"type": "QInt8", "per_channel": True, "symmetric": True}
+ACTIVATIONS = {"type": "QUInt8", "per_channel": False, "symmetric": False}
+CALIBRATION_SOURCE = (
+    "inputs of the exported model drawn from a torch.Generator seeded with `seed`, as the check draws its own: "
+    "z ~ N(0, I), uniformly random one-hot classes for a conditional network, N(0, I) maps for noise inputs"
+)
 
 
 def quantizable_layers(module: DeployableGenerator) -> list[str]:
@@ -49,39 +59,72 @@ def nodes_to_quantize(path: Path, layers: list[str]) -> list[str]:
 
 class _Calibration:
     """onnxruntime's CalibrationDataReader protocol: feeds of `count` generated inputs, CALIBRATION_BATCH at a time
-    (or the fixed batch the model was exported with)."""
+    (or the fixed batch the model was exported with), shown as two stages: the calibration, counted as onnxruntime
+    asks for each batch (asking for one means the one before has run), then the quantization, from the moment the
+    last batch has run until the model is written."""
 
-    def __init__(self, module: DeployableGenerator, count: int, seed: int):
-        self.module, self.remaining = module, count
+    def __init__(self, module: DeployableGenerator, count: int, seed: int, nodes: int):
+        self.module, self.remaining, self.nodes = module, count, nodes
         self.batch = CALIBRATION_BATCH if module.batch == "batch" else module.batch
+        self.drawn = count if module.batch == "batch" else -(-count // self.batch) * self.batch
         self.generator = torch.Generator().manual_seed(seed)
+        self.running = 0  # inputs handed out whose batch onnxruntime is running
+        self.calibrating = True
+        self.stage = Stage(f"export: int8 calibration on {self.drawn} latents", total=self.drawn, unit="latent")
 
     def get_next(self) -> dict | None:
+        self.stage.update(self.running)
+        self.running = 0
         if self.remaining <= 0:
+            if self.calibrating:  # the last batch has run: the quantization starts
+                self.calibrating = False
+                self.stage.close()
+                self.stage = Stage(f"export: int8 quantization of {self.nodes} convolutions")
             return None
         size = self.batch if self.module.batch != "batch" else min(self.batch, self.remaining)
         self.remaining -= size
+        self.running = size
         inputs = self.module.example_inputs(size, self.generator)
         return {spec.name: x.numpy() for spec, x in zip(self.module.inputs(), inputs, strict=True)}
 
+    def __enter__(self) -> "_Calibration":
+        return self
 
-def quantize_int8(src: Path, dst: Path, module: DeployableGenerator, layers: list[str], calib: int, seed: int):
+    def __exit__(self, kind, error, trace) -> None:
+        self.stage.close(failed=kind is not None)
+
+
+def quantize_int8(src: Path, dst: Path, module: DeployableGenerator, layers: list[str], calib: int, seed: int) -> dict:
     """Write to `dst` the float ONNX model `src` with the convolutions of `layers` (see quantizable_layers) in int8,
-    calibrated on the activations of `calib` generated inputs drawn with `seed`."""
+    calibrated on the activations of `calib` generated inputs drawn with `seed`. Returns the settings that shaped the
+    result, for the card: the quantizer and its scheme, the calibration, the quantizable layers kept in float."""
+    import onnxruntime
     from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
 
     nodes = nodes_to_quantize(src, layers)
     assert nodes, f"no quantizable convolution found for {layers}"
-    with quiet_exporter():
+    with quiet_exporter(), _Calibration(module, calib, seed, len(nodes)) as calibration:
         quantize_static(
             str(src),
             str(dst),
-            _Calibration(module, calib, seed),
-            quant_format=QuantFormat.QDQ,
+            calibration,
+            quant_format=QuantFormat[QUANT_FORMAT],
             op_types_to_quantize=list(QUANTIZED_OPS),
             nodes_to_quantize=nodes,
-            per_channel=True,
-            activation_type=QuantType.QUInt8,
-            weight_type=QuantType.QInt8,
-            calibrate_method=CalibrationMethod.MinMax,
+            per_channel=WEIGHTS["per_channel"],
+            activation_type=QuantType[ACTIVATIONS["type"]],
+            weight_type=QuantType[WEIGHTS["type"]],
+            calibrate_method=CalibrationMethod[CALIBRATION_METHOD],
+            extra_options={"WeightSymmetric": WEIGHTS["symmetric"], "ActivationSymmetric": ACTIVATIONS["symmetric"]},
         )
+    sampled = {"latents": calib, "drawn": calibration.drawn, "batch": calibration.batch, "seed": seed}
+    return {
+        "tool": f"onnxruntime {onnxruntime.__version__} quantize_static",
+        "format": QUANT_FORMAT,
+        "op_types": list(QUANTIZED_OPS),
+        "weights": WEIGHTS,
+        "activations": ACTIVATIONS,
+        "calibration": {"method": CALIBRATION_METHOD} | sampled | {"source": CALIBRATION_SOURCE},
+        "float_layers": [layer for layer in quantizable_layers(module) if layer not in layers],
+        "quantized_nodes": len(nodes),
+    }

@@ -16,6 +16,7 @@ from ganforge.export.card import card_path, make_card, write_card
 from ganforge.export.options import SUFFIXES, ExportOptions
 from ganforge.export.wrapper import DeployableGenerator
 from ganforge.interop import load_network
+from ganforge.progress import Stage
 
 HINTS = {
     "fp32": "the exported model differs from PyTorch by more than float rounding; please report it with these figures",
@@ -38,7 +39,7 @@ def export_network(options: ExportOptions) -> dict:
     with tempfile.TemporaryDirectory(prefix=f".{options.out.name}.", dir=options.out.parent) as tmp:
         candidate = Path(tmp) / f"model{SUFFIXES[options.format]}"
         try:
-            runner, opset = _export(module, options, candidate, layers)
+            runner, opset, quantization = _export(module, options, candidate, layers)
         except OSError as error:  # the exporters write the candidate (and int8 its float model) beside --out
             raise WriteError(f"--out {write_problem(options.out, error)}") from None
         figures = check.run_check(
@@ -53,7 +54,7 @@ def export_network(options: ExportOptions) -> dict:
                 summary(dataclasses.asdict(figures)),
                 "hint: " + HINTS[options.precision].format(last=layers[-1] if layers else ""),
             )
-        card = make_card(options, module, candidate, figures, limits, meta, opset, layers)
+        card = make_card(options, module, candidate, figures, limits, meta, opset, layers, quantization)
         write_card(card_path(options.out), card)  # the model's arrival is the commit: it comes last
         try:
             move_file(candidate, options.out)
@@ -105,21 +106,26 @@ def _under(layer: str, prefix: str) -> bool:
 
 
 def _export(module: DeployableGenerator, options: ExportOptions, candidate: Path, layers: list[str]):
-    """Write the candidate file; returns (a runner for it, the ONNX opset or None)."""
+    """Write the candidate file, each step shown as a stage; returns (a runner for it, the ONNX opset or None, what
+    the int8 quantization recorded or None)."""
     example = module.example_inputs(options.batch or 2, torch.Generator().manual_seed(options.seed))
     if options.format == "pt2":
-        pt2.export_pt2(module, candidate, example)
-        return pt2.Pt2Runner(candidate), None
-    if options.precision == "fp32":
-        onnx.export_onnx(module, candidate, example)
-    else:
-        float_model = candidate.with_name("float.onnx")
-        onnx.export_onnx(module, float_model, example)
-        if options.precision == "fp16":
-            onnx.convert_fp16(float_model, candidate, onnx.scoped_nodes(float_model, "G.mapping"))
-        else:
-            quantize.quantize_int8(float_model, candidate, module, layers, options.calib, options.seed + 1)
-    return onnx.OnnxRunner(candidate, [spec.name for spec in module.inputs()]), onnx.opset_of(candidate)
+        with Stage("export: torch.export trace"):
+            pt2.export_pt2(module, candidate, example)
+        with Stage("export: loading the .pt2 program as a user would"):
+            return pt2.Pt2Runner(candidate), None, None
+    traced = candidate if options.precision == "fp32" else candidate.with_name("float.onnx")
+    with Stage("export: torch.export trace and ONNX translation"):
+        onnx.export_onnx(module, traced, example)
+    quantization = None
+    if options.precision == "fp16":
+        with Stage("export: fp16 conversion"):
+            onnx.convert_fp16(traced, candidate, onnx.scoped_nodes(traced, "G.mapping"))
+    elif options.precision == "int8":
+        quantization = quantize.quantize_int8(traced, candidate, module, layers, options.calib, options.seed + 1)
+    with Stage("export: loading the ONNX model in onnxruntime"):
+        runner = onnx.OnnxRunner(candidate, [spec.name for spec in module.inputs()])
+    return runner, onnx.opset_of(candidate), quantization
 
 
 def summary(figures: dict) -> str:

@@ -227,7 +227,8 @@ def equivariance(ev, kind: str, num_gen: int) -> dict | None:
     count, opts = ev.fake_count(num_gen), ev.options
     totals = torch.zeros(2, dtype=torch.float64, device=ev.device)
     chunks = torch.arange(dist.rank(), count, dist.world_size()).split(opts.batch_size)
-    for chunk in progress(iter(chunks), count, kind, opts.progress):
+    what = f"metrics: {kind} on {count} generated images and their transformed copies"
+    for chunk in progress(iter(chunks), count, what, opts.progress, source=None, work=None):
         positions = chunk.tolist()
         z = torch.stack([torch.randn(G.z_dim, generator=position_rng(opts.seed, "z", p)) for p in positions])
         drawn = [draw(kind, opts.seed, p, G.resolution) for p in positions]

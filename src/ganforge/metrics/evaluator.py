@@ -18,6 +18,9 @@ from ganforge.metrics.features import (
     generator_batches,
     progress,
 )
+from ganforge.progress import Stage
+
+INCEPTION_WORK = "Inception features"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,7 +35,7 @@ class MetricOptions:
     num_real: int | None = None  # caps each metric's number of real images
     inception: str | Path | None = None  # weights file; None searches (see inception.resolve_weights)
     cache_dir: str | Path | None = None  # None: $GANFORGE_CACHE or ~/.cache/ganforge
-    progress: bool = True
+    progress: bool = True  # each stage shown while it runs: a bar on a terminal, lines in a log (progress.Stage)
 
 
 def open_images(source, flag: str):
@@ -98,19 +101,28 @@ class Evaluator:
             count = len(self.fake)
         return count
 
-    def real_images(self, count: int):
+    def real_images(self, count: int, work: str):
+        """This rank's share of `count` real images, shown as a stage of `work` (what the caller does with them)."""
         indices, _ = dataset_subset(self.real, count, self.options.seed)
         batches = dataset_batches(self.real, indices, self.options.batch_size, self.options.workers)
-        return progress(batches, count, "reals", self.options.progress)
+        what = f"metrics: {count} real images, {work}"
+        return progress(batches, count, what, self.options.progress, source="reading", work=work)
 
-    def fake_images(self, count: int):
+    def fake_images(self, count: int, work: str):
+        """This rank's share of `count` fake images (generated, or read from --fake), shown as a stage of `work`."""
         opts = self.options
         if self.generator is None:
             indices, _ = dataset_subset(self.fake, count, opts.seed)
             batches = dataset_batches(self.fake, indices, opts.batch_size, opts.workers)
+            what, source = f"metrics: {count} fake images, {work}", "reading"
         else:
             batches = generator_batches(self.generator, count, opts.batch_size, self.device, opts.seed, self.real)
-        return progress(batches, count, "fakes", opts.progress)
+            what, source = f"metrics: {count} generated images, {work}", "generating"
+        return progress(batches, count, what, opts.progress, source=source, work=work)
+
+    def stage(self, what: str, total: int | None = None, bar: bool = True) -> Stage:
+        """A stage of this run's work (see progress.Stage), shown on the first rank when the options ask for it."""
+        return Stage(what, total, enabled=self.options.progress and dist.is_main(), bar=bar)
 
     def inception(self) -> inception.InceptionFeatures:
         if self._net is None:
@@ -139,7 +151,7 @@ class Evaluator:
         count, capture_all = self.fake_count(nominal), capture_all or self.capture_all
         stats = self._memoized("fake", count, capture_all)
         if stats is None:
-            stats = self._features(self.fake_images(count), count, capture_all)
+            stats = self._features(self.fake_images(count, INCEPTION_WORK), count, capture_all)
             self._memo["fake", count] = stats
         return stats
 
@@ -162,7 +174,7 @@ class Evaluator:
         path = cache_path(cache_dir, self.real.name, key)
         stats = FeatureStats.load(path, capture_all, self.device) if dist.is_main() and path.is_file() else None
         if not dist.broadcast_object(stats is not None):
-            stats = self._features(self.real_images(count), count, capture_all)
+            stats = self._features(self.real_images(count, INCEPTION_WORK), count, capture_all)
             if dist.is_main():
                 stats.save(path, key)
         self._memo["real", count] = stats

@@ -22,7 +22,7 @@ import torch
 from ganforge import dist
 from ganforge.data.loader import to_uint8
 from ganforge.durable import WriteError, replace_file, shorten
-from ganforge.progress import progress_bar
+from ganforge.progress import Stage
 
 # What np.load or zipfile raise for a damaged cache file (bad zip, bad .npy header, truncated member).
 _UNREADABLE = (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile)
@@ -97,13 +97,21 @@ def generator_batches(G, count: int, batch_size: int, device, seed: int, labels=
             yield to_uint8(G(z.to(device), c.to(device), noise_mode="random"))
 
 
-def progress(batches: Iterator[torch.Tensor], total: int, desc: str, enabled: bool) -> Iterator[torch.Tensor]:
-    """Wrap a batch stream in a tqdm bar counting images (rank 0 only, when enabled)."""
-    bar = progress_bar(total=total, desc=desc, unit="img", enabled=enabled and dist.is_main(), leave=False)
-    with bar:
-        for batch in batches:
-            yield batch
-            bar.update(batch.shape[0] * dist.world_size())
+def progress(
+    batches: Iterator[torch.Tensor], total: int, desc: str, enabled: bool, *, source: str | None, work: str | None
+) -> Iterator[torch.Tensor]:
+    """Show a batch stream as a progress.Stage counting images (rank 0 only, when enabled); its closing line splits
+    the time into waiting for the stream (part `source`, e.g. reading) and the consumer's work on each batch (part
+    `work`, e.g. Inception features). None: a part not timed."""
+    with Stage(desc, total, "img", enabled=enabled and dist.is_main()) as stage:
+        while True:
+            with stage.part(source):
+                batch = next(batches, None)
+            if batch is None:
+                return
+            with stage.part(work):
+                yield batch
+            stage.update(len(batch) * dist.world_size())
 
 
 class FeatureStats:

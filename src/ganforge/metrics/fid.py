@@ -44,5 +44,6 @@ def fid(ev, num_real: int | None, num_gen: int) -> dict | None:
     fake = ev.fake_features(num_gen, capture_all=False)
     if not dist.is_main():
         return None
-    value = frechet_distance(*real.mean_cov(), *fake.mean_cov())
+    with ev.stage("metrics: FID from the feature statistics"):
+        value = frechet_distance(*real.mean_cov(), *fake.mean_cov())
     return {"value": value, "num_real": real.count, "num_fake": fake.count}

@@ -48,5 +48,6 @@ def kid(ev, num_real: int | None, num_gen: int, num_subsets: int = 100, subset_s
     fake = ev.fake_features(num_gen, capture_all=True)
     if not dist.is_main():
         return None
-    mean, std = kernel_inception_distance(real.all, fake.all, num_subsets, subset_size, seed=ev.options.seed)
+    with ev.stage(f"metrics: KID over {num_subsets} subsets"):
+        mean, std = kernel_inception_distance(real.all, fake.all, num_subsets, subset_size, seed=ev.options.seed)
     return {"value": mean, "extra": {"std": std}, "num_real": real.count, "num_fake": fake.count}

@@ -43,7 +43,8 @@ def pr(ev, num_real: int | None, num_gen: int, k: int = 3) -> dict | None:
     fake = ev.fake_features(num_gen, capture_all=True)
     if not dist.is_main():
         return None
-    precision, recall = precision_recall(real.all, fake.all, k)
+    with ev.stage(f"metrics: precision and recall from {k}-nearest-neighbour balls"):
+        precision, recall = precision_recall(real.all, fake.all, k)
     return {
         "results": {"precision": precision, "recall": recall},
         "extra": {"k": k},

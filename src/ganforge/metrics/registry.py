@@ -116,7 +116,8 @@ def compute_metrics(names, generator=None, real=None, fake=None, **options) -> l
     for name in names:
         spec = METRICS[name]
         start = time.monotonic()
-        out = spec.fn(ev, spec.num_real, spec.num_gen, **spec.kwargs)
+        with ev.stage(f"metrics: {name}", bar=False):  # its stages (images, features, the maths) show their own
+            out = spec.fn(ev, spec.num_real, spec.num_gen, **spec.kwargs)
         record = _record(spec, out, ev, time.monotonic() - start) if dist.is_main() else None
         records.append(dist.broadcast_object(record))
     return records

@@ -17,6 +17,7 @@ from ganforge.metrics.features import gather_rows, position_rng
 
 PROTOCOL = "laplacian-16px-7x7-128desc-4x512dirs"
 PATCH, DESCRIPTORS_PER_IMAGE, MIN_RESOLUTION = 7, 128, 16
+DESCRIPTORS = "Laplacian pyramid patch descriptors"
 _BINOMIAL = torch.tensor([1.0, 4.0, 6.0, 4.0, 1.0]) / 16
 
 
@@ -128,13 +129,14 @@ def swd(ev, num_real: int | None, num_gen: int) -> dict | None:
             f"swd: {ev.real_shape[-1]}px images are smaller than its {PATCH}x{PATCH} patches; use 8px or more"
         )
     count = min(ev.real_count(num_real), ev.fake_count(num_gen))
-    real = collect_descriptors(ev.real_images(count), count, ev.options.seed)
+    real = collect_descriptors(ev.real_images(count, DESCRIPTORS), count, ev.options.seed)
     # The same patch positions for both sets: identical image sets then give exactly 0.
-    fake = collect_descriptors(ev.fake_images(count), count, ev.options.seed)
+    fake = collect_descriptors(ev.fake_images(count, DESCRIPTORS), count, ev.options.seed)
     if not dist.is_main():
         return None
     channels, resolution = ev.real_shape[0], ev.real_shape[-1]
-    levels = swd_levels(real, fake, channels, ev.options.seed, ev.device)
+    with ev.stage(f"metrics: SWD, {len(real)} pyramid level{'s' * (len(real) > 1)}"):
+        levels = swd_levels(real, fake, channels, ev.options.seed, ev.device)
     names = [str(resolution // 2**i) for i in range(len(levels))]
     results = dict(zip(names, levels, strict=True)) | {"avg": sum(levels) / len(levels)}
     return {"results": results, "num_real": count, "num_fake": count}
