@@ -5,9 +5,16 @@ import click
 
 from ganforge.bench.options import BENCH_OPTIONS
 from ganforge.cli.declared import SectionedCommand, declared_options
+from ganforge.cli.help import examples
 
 
-@click.command(cls=SectionedCommand)
+@click.command(
+    cls=SectionedCommand,
+    epilog=examples(
+        "ganforge bench --cfg paper256 --precision bf16 --batch-gpu auto",
+        "ganforge bench --data faces256.zip --repeat 5 --json",
+    ),
+)
 @declared_options(BENCH_OPTIONS)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (schema: docs/bench.md).")
 def bench(batch_gpu: str | None, as_json: bool, **flags):

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from ganforge.cli.help import examples
 from ganforge.errors import UserError
 
 
@@ -15,7 +16,7 @@ def checkpoint_group():
     """Inspect training checkpoints and snapshots: is a checkpoint intact, and what differs between two."""
 
 
-@checkpoint_group.command("verify")
+@checkpoint_group.command("verify", epilog=examples("ganforge checkpoint verify runs/00000-faces-auto-gpus1-batch32"))
 @click.argument("path", type=click.Path(path_type=Path))
 def checkpoint_verify(path: Path):
     """Check a checkpoint folder (ckpt-*, or a copy under any name: a folder with a manifest.json), or every
@@ -36,7 +37,13 @@ def checkpoint_verify(path: Path):
         raise UserError(*bad)
 
 
-@checkpoint_group.command("diff")
+@checkpoint_group.command(
+    "diff",
+    epilog=examples(
+        "ganforge checkpoint diff run-a/checkpoints/ckpt-000400000 run-b/checkpoints/ckpt-000400000",
+        "ganforge checkpoint diff network-a.safetensors network-b.safetensors --limit 20",
+    ),
+)
 @click.argument("first", type=click.Path(path_type=Path))
 @click.argument("second", type=click.Path(path_type=Path))
 @click.option("--limit", type=click.IntRange(1, 10**6), default=50, help="Print at most this many differences.")

@@ -2,6 +2,7 @@
 
 import click
 
+from ganforge.cli.help import examples
 from ganforge.config.sections import MAX_WORKERS
 
 WORKERS_HELP = "Decoding processes (0: none).  [default: all CPUs]"
@@ -12,7 +13,13 @@ def dataset():
     """Build, inspect and verify training archives (zip in NVlabs' layout, or the fast pre-decoded format)."""
 
 
-@dataset.command("build")
+@dataset.command(
+    "build",
+    epilog=examples(
+        "ganforge dataset build ~/photos faces256.zip --resolution 256",
+        "ganforge dataset build afhq/train afhq512.zip --resolution 512 --labels folders --format fast",
+    ),
+)
 @click.argument("src", type=click.Path(path_type=str))
 @click.argument("dest", type=click.Path(path_type=str))
 @click.option("--resolution", type=int, help="Output side R (square, power of two); required unless --transform none.")
@@ -59,7 +66,7 @@ def dataset_build(src, dest, channels, **options):
         click.echo(f"ignored {summary['ignored']} file(s) without an image suffix")
 
 
-@dataset.command("info")
+@dataset.command("info", epilog=examples("ganforge dataset info faces256.zip --json"))
 @click.argument("path", type=click.Path(path_type=str))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def dataset_info(path, as_json):
@@ -72,7 +79,7 @@ def dataset_info(path, as_json):
     click.echo(json.dumps(summary) if as_json else info_text(summary))
 
 
-@dataset.command("verify")
+@dataset.command("verify", epilog=examples("ganforge dataset verify faces256.zip --workers 4"))
 @click.argument("path", type=click.Path(path_type=str))
 @click.option(
     "--workers", type=click.IntRange(0, MAX_WORKERS), help="Decoding processes (0: none).  [default: all CPUs]"

@@ -4,10 +4,11 @@ from pathlib import Path
 
 import click
 
+from ganforge.cli.help import examples
 from ganforge.config import AUTO_PRECISION, PRECISIONS
 
 
-@click.command()
+@click.command(epilog=examples("ganforge doctor", "ganforge doctor --json --quick --data faces256.zip"))
 @click.option("--json", "as_json", is_flag=True, help="Print only the report, as JSON (schema: docs/doctor.md).")
 @click.option("--data", type=click.Path(path_type=Path), default=None, help="Dataset to open and time reading.")
 @click.option("--outdir", type=click.Path(path_type=Path), default=Path("."), help="Where runs go: disk checked here.")

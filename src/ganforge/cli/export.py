@@ -4,11 +4,17 @@ from pathlib import Path
 
 import click
 
+from ganforge.cli.help import examples
 from ganforge.export.options import DEFAULT_CHECK_FID, DEFAULT_MAX_ABS_DIFF, FORMATS, NOISE_INPUTS, ExportOptions
 from ganforge.export.options import PRECISIONS as EXPORT_PRECISIONS
 
 
-@click.command()
+@click.command(
+    epilog=examples(
+        "ganforge export --network snapshot.safetensors --out G.onnx --format onnx",
+        "ganforge export --network snapshot.safetensors --out G.pt2 --format pt2 --precision fp16 --batch dynamic",
+    )
+)
 @click.option(
     "--network",
     type=click.Path(path_type=Path),

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import click
 
+from ganforge.cli.help import examples
 from ganforge.devices import DEVICE_CHOICES
 from ganforge.generate.options import (
     ANIMATION_FORMATS,
@@ -18,7 +19,13 @@ from ganforge.generate.options import (
 )
 
 
-@click.command()
+@click.command(
+    epilog=examples(
+        "ganforge generate --network ffhq.pkl --outdir out --seeds 0-7 --trunc 0.7",
+        "ganforge generate --network snapshot.safetensors --outdir out --seeds 0-15 --grid 4x4",
+        "ganforge generate --network snapshot.safetensors --outdir out --seeds 0-8 --interp 120 --size 256 --fps 30",
+    )
+)
 @click.option(
     "--network",
     type=click.Path(path_type=Path),

@@ -2,13 +2,22 @@
 
 import click
 
+from ganforge.cli.help import examples
 from ganforge.config.sections import MAX_BATCH, MAX_WORKERS
 from ganforge.devices import DEVICE_CHOICES
+from ganforge.metric_names import METRIC_NAMES
 
 MAX_IMAGES = 10_000_000  # a metric over more images than this is no longer a measurement one waits for
 
 
-@click.command()
+@click.command(
+    epilog=examples(
+        "ganforge metrics --network runs/00000-faces-auto-gpus1-batch32/snapshots/network-snapshot-000400.safetensors "
+        "--data faces256.zip --metrics fid50k_full,kid50k_full",
+        "ganforge metrics --real faces256.zip --fake generated/ --metrics fid10k",
+        "ganforge metrics --network sg3-t.pkl --metrics eqt50k_int,eqr50k",
+    )
+)
 @click.option(
     "--network",
     type=click.Path(path_type=str),
@@ -19,7 +28,7 @@ MAX_IMAGES = 10_000_000  # a metric over more images than this is no longer a me
 @click.option(
     "--metrics",
     default="fid50k_full",
-    help="Comma-separated: fid50k_full, fid50k, fid10k, fid10k_full, kid50k_full, pr50k3_full, swd16k.",
+    help=f"Comma-separated, any of {', '.join(METRIC_NAMES)} (eq*: StyleGAN3 generators, no --data).",
 )
 @click.option(
     "--outdir",

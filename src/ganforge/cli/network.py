@@ -4,8 +4,16 @@ from pathlib import Path
 
 import click
 
+from ganforge.cli.help import examples
 
-@click.command("import")
+
+@click.command(
+    "import",
+    epilog=examples(
+        "ganforge import stylegan2-ffhq-256x256.pkl ffhq256.safetensors",
+        "ganforge import 550000.pt D.safetensors --which D",
+    ),
+)
 @click.argument("src", type=click.Path(path_type=Path))
 @click.argument("dest", type=click.Path(path_type=Path))
 @click.option(

@@ -4,8 +4,15 @@ from pathlib import Path
 
 import click
 
+from ganforge.cli.help import examples
 
-@click.command()
+
+@click.command(
+    epilog=examples(
+        "ganforge report runs/00000-faces-auto-gpus1-batch32",
+        "ganforge report runs/00000-faces-auto-gpus1-batch32 runs/00001-faces-auto-gpus1-batch64 --out compare.html",
+    )
+)
 @click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
     "--out",
