@@ -46,7 +46,7 @@ _MONITOR_THREAD = textwrap.dedent(
         return [t.name for t in threading.enumerate() if t.name == THREAD_NAME]
 
     dist.init("cpu")
-    cfg = types.SimpleNamespace(run=types.SimpleNamespace(monitor_interval=0.01, profile=0),
+    cfg = types.SimpleNamespace(run=types.SimpleNamespace(monitor_interval=0.01, profile=0, profile_detail=False),
                                 schedule=types.SimpleNamespace(tick_kimg=1.0), world_size=dist.world_size())
     for fails in (False, True):
         try:

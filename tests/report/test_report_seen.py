@@ -7,6 +7,7 @@ embedded."""
 import json
 import os
 import warnings
+from collections import Counter
 
 import matplotlib.colors
 import pytest
@@ -14,7 +15,7 @@ from report_helpers import handmade_run
 from report_page import Page
 
 from fake_nvml import FakeNvml, reading
-from ganforge.monitor.profiler import summary_text
+from ganforge.monitor.profiler import Window, summary_text
 from ganforge.monitor.readers import CpuReader, GpuReader
 from ganforge.monitor.sampler import summarise
 from ganforge.report import rundata, write_report
@@ -196,7 +197,9 @@ def _profile(run, text: str) -> None:
     (run / "profile" / "summary.txt").write_text(text)
 
 
-SUMMARY = summary_text(2, 8000, 80.0, {"G main": 50.0, "D main": 30.0, "other": 0.0}, "Name  Self CPU\naten::mul <1>")
+WINDOW = Window(steps=2, count=2, limit=2, first_nimg=8000, phases={"G main": 1, "D main": 1}, missing=(), detail=False)
+TIMES, CALLS = {"G main": 50.0, "D main": 30.0, "other": 0.0}, Counter({"G main": 2, "D main": 2})
+SUMMARY = summary_text(WINDOW, 80.0, TIMES, CALLS, "Name  Self CPU\naten::mul <1>")
 
 
 def test_the_profile_summary_is_linked_from_the_summary_and_embedded(tmp_path):
