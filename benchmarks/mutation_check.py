@@ -38,6 +38,7 @@ class Mutant:
 REFERENCE = "tests/train/test_train_reference.py::"
 SCHEDULE = "tests/train/test_train_schedule.py::"
 RUN_CHOICE = "tests/train/test_train_run_choice.py::"
+PRETRAINED = "tests/train/test_train_pretrained.py::"
 METRICS_REFERENCE = "tests/metrics/test_metrics_reference.py::test_inception_inputs_are_fid_helper_pytorchs"
 SWD_REFERENCE = "tests/metrics/test_metrics_swd.py::test_laplacian_pyramid_matches_the_burt_adelson_reference"
 SWD_LEVEL = "tests/metrics/test_metrics_swd.py::test_swd_of_one_level_equals_the_progan_reference"
@@ -173,8 +174,8 @@ MUTANTS = (
       (SG3 + "test_magnitude_ema_decays_by_half_every_20_kimg_per_step_whatever_the_accumulation",)),
     M("sg3_gamma_as_ada", "train/resolver.py", "per_pixel = 0.001 if stylegan3 else 0.0002", "per_pixel = 0.0002",
       (SG3 + "test_presets_follow_the_released_stylegan3_setup_at_256",)),
-    M("sg3_fp16_res_from_the_field_only", "train/resolver.py", "return _pick(preset.fp16_res, default) if",
-      "return default if",
+    M("sg3_fp16_res_from_the_field_only", "train/resolver.py", "else _pick(preset.fp16_res, default)",
+      "else default",
       (SG3 + "test_stylegan3_schedules_follow_the_batch_actually_used_and_fp16_uses_the_per_layer_recipe",)),
     M("sg3_magnitude_in_d_main", "train/phases.py", "and main and update_emas and", "and main and",
       (SG3 + "test_magnitude_ema_is_updated_in_g_main_only_with_the_input_mean_square",)),
@@ -423,9 +424,21 @@ MUTANTS = (
     M("nonfinite_weights_accepted", "snapshot.py",
       "damaged = [k for k, v in tensors.items() if not torch.isfinite(v).all()]", "damaged = []",
       ("tests/test_snapshot.py::test_weights_that_are_not_finite_are_refused",)),
-    M("resume_weights_checked_after_the_run_folder", "train/resume.py", "                check_weights_file(path)\n",
-      "                pass\n",
+    M("resume_weights_checked_after_the_run_folder", "train/resume.py",
+      'return Source("weights", resume, pretrained=describe(read_pretrained(paths)))',
+      'return Source("weights", resume, pretrained=None)',
       ("tests/hostile/test_hostile_networks.py::test_hostile_network_files_are_refused_by_every_reader",)),
+    # Fine-tuning from a pretrained file: its architecture, its ADA p, and the checks of what contradicts it.
+    M("pretrained_architecture_from_the_preset", "train/resolver.py",
+      "derived |= {} if pretrained is None else pretrained_fields(pretrained)", "derived |= {}",
+      (PRETRAINED + "test_the_architecture_hash_and_plan_come_from_the_pickle",)),
+    M("pretrained_p_not_carried", "train/checkpointing.py", "        trainer.augment.p.fill_(pretrained.augment_p)",
+      "        pass", (PRETRAINED + "test_a_run_starts_from_the_pickles_weights_and_p_and_resumes_bitwise",)),
+    M("pretrained_dataset_size_unchecked", "train/pretrained.py",
+      "if (cfg.data.resolution, cfg.data.channels) != (res, channels):", "if False:",
+      (PRETRAINED + "test_what_contradicts_the_pickle_is_refused_naming_both",)),
+    M("pretrained_p_range_unchecked", "interop/pretrained.py", "(math.isfinite(value) and 0 <= value <= 1)",
+      "math.isfinite(value)", (PRETRAINED + "test_what_contradicts_the_pickle_is_refused_naming_both",)),
     M("frozen_g_mapping_still_steps", "nets/configured.py", 'if name.startswith("mapping.")} if freeze_g_mapping',
       'if name.startswith("mapping.")} if False',
       ("tests/train/test_train_freeze.py::test_a_frozen_mapping_network_stays_bitwise_and_the_synthesis_trains",)),

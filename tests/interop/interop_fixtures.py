@@ -120,9 +120,11 @@ def discriminator_kwargs(D, **extra) -> dict:
     return {**kwargs, **extra}
 
 
-def network_pickle(networks: dict, protocol: int = 4) -> bytes:
-    """pickle.dump of an NVlabs snapshot dict; `networks` maps G / D / G_ema to Persistent trees (or anything)."""
-    augment = Persistent("AugmentPipe", {"_parameters": {}, "_buffers": {"p": torch.zeros([])}, "_modules": {}})
+def network_pickle(networks: dict, protocol: int = 4, augment_p: float = 0.0) -> bytes:
+    """pickle.dump of an NVlabs snapshot dict; `networks` maps G / D / G_ema to Persistent trees (or anything);
+    `augment_p`: the AugmentPipe's p (ADA's strength when the snapshot was written)."""
+    p = torch.tensor(augment_p)
+    augment = Persistent("AugmentPipe", {"_parameters": {}, "_buffers": {"p": p}, "_modules": {}})
     data = dict(training_set_kwargs=dict(path="data.zip", resolution=8, use_labels=False), augment_pipe=augment)
     with official_names():
         return pickle.dumps({**data, **networks}, protocol=protocol)

@@ -12,8 +12,7 @@ from train_helpers import make_dataset
 from ganforge import outputs
 from ganforge.config import maths_fields
 from ganforge.errors import UserError
-from ganforge.nets import Generator
-from ganforge.train.checkpointing import _weights_mismatch, check_config
+from ganforge.train.checkpointing import check_config
 from ganforge.train.options import TrainOptions
 from ganforge.train.resolver import DatasetFacts, Facts, resolve
 
@@ -87,17 +86,6 @@ def test_a_changed_loss_weight_is_allowed_by_allow_config_change(tmp_path):
     assert "--allow-config-change" in caught.value.problems[-1]
     allowed = dataclasses.replace(now, run=dataclasses.replace(now.run, allow_config_change=True))
     assert [line.split(":")[0] for line in check_config(state, allowed, Path("ckpt"))] == ["loss.gamma"]
-
-
-def test_a_snapshot_of_another_resolution_names_data_not_cfg():
-    small = dict(z_dim=8, w_dim=8, channel_base=64, channel_max=16, mapping_layers=1)
-    saved, built = Generator(resolution=16, **small).config, Generator(resolution=32, **small).config
-    message = _weights_mismatch(Path("G.safetensors"), saved, built)
-    assert "resolution 16 (these options: 32)" in message
-    assert message.endswith("pass --data with 16x16 images of 3 channel(s) (`ganforge dataset build --resolution 16`)")
-    assert "--cfg" not in message
-    wider = Generator(resolution=16, **(small | {"channel_max": 32})).config
-    assert _weights_mismatch(Path("G.safetensors"), wider, saved).endswith("pass the --cfg it was trained with")
 
 
 def test_an_outdir_without_room_for_the_first_checkpoint_is_refused_before_work(tmp_path, monkeypatch):

@@ -210,7 +210,9 @@ def test_train_resume_from_snapshot_initialises_generator_weights_only(data, tmp
     (snapshot,) = sorted(tmp_path.glob("first/*/snapshots/*.safetensors"))[-1:]
     result = _invoke(tiny_args(data, tmp_path / "second", kimg=0.008, resume=snapshot))
     assert result.exit_code == 0, result.output
-    assert "initialising G and G_ema from snapshot" in result.output and "weights only" in result.output
+    assert f"from {snapshot} (ganforge snapshot, sha256 " in result.output
+    assert ": the weights of G_ema (G from its G_ema)" in result.output
+    assert "starting fresh: D, optimisers, progress (kimg 0); the rest from --cfg tiny" in result.output
     (run,) = (tmp_path / "second").iterdir()
     start = load_file(run / "checkpoints" / "ckpt-000000000" / "tensors.safetensors")
     weights = load_file(snapshot)
@@ -228,12 +230,13 @@ def test_train_starts_from_a_snapshot_and_a_discriminator_file(data, tmp_path):
     files = f"{tmp_path / 'G.safetensors'},{tmp_path / 'D.safetensors'}"
     result = _invoke(tiny_args(data, tmp_path / "runs", kimg=0.008, resume=files))
     assert result.exit_code == 0, result.output
-    assert "initialising D from discriminator file" in result.output and "G and G_ema from snapshot" in result.output
-    assert "optimisers and progress start fresh" in result.output
+    assert "(ganforge snapshot, sha256 " in result.output and "; ganforge discriminator file, sha256 " in result.output
+    assert "the weights of G_ema, D (G from its G_ema)" in result.output
+    assert "starting fresh: optimisers, progress (kimg 0)" in result.output
     (run,) = (tmp_path / "runs").iterdir()
     start = load_file(run / "checkpoints" / "ckpt-000000000" / "tensors.safetensors")
     assert torch.equal(start["D/b8.conv0.weight"], D.state_dict()["b8.conv0.weight"])
     assert torch.equal(start["G_ema/synthesis.b8.torgb.weight"], G.state_dict()["synthesis.b8.torgb.weight"])
     twice = f"{tmp_path / 'G.safetensors'},{tmp_path / 'G.safetensors'}"
     result = _invoke(tiny_args(data, tmp_path / "again", kimg=0.008, resume=twice))
-    assert result.exit_code == 2 and "give one snapshot and one discriminator file" in result.output
+    assert result.exit_code == 2 and "two files hold G_ema" in result.output

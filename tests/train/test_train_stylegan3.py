@@ -8,7 +8,7 @@ import math
 
 import pytest
 import torch
-from train_helpers import make_dataset, tiny_options
+from train_helpers import make_dataset, tiny_options, weights_found
 
 from ganforge.augment.blur import blur_images, blur_kernel
 from ganforge.config import maths_fields
@@ -17,7 +17,7 @@ from ganforge.nets import StyleGAN3Generator
 from ganforge.snapshot import save_snapshot
 from ganforge.train import TrainOptions, resolve
 from ganforge.train.build import build
-from ganforge.train.checkpointing import check_config, load_weights
+from ganforge.train.checkpointing import check_config, load_pretrained
 from ganforge.train.phases import micro_batches, run_phase
 from ganforge.train.resolver import DatasetFacts, Facts
 from ganforge.train.schedules import blur_sigma, magnitude_ema_beta
@@ -32,7 +32,11 @@ def data(tmp_path_factory):
 
 def _resolve(preset: str, device_type: str = "cpu", dataset=DATASET_256, world_size: int = 1, **options):
     options = TrainOptions(data="faces", outdir="runs", preset=preset, **options)
-    return resolve(options, Facts(dataset, world_size, device_type))
+    facts = Facts(dataset, world_size, device_type)
+    if (options.resume or "").endswith(".safetensors"):  # pretrained files of the preset's own architecture
+        from_scratch = resolve(dataclasses.replace(options, resume=None), facts)
+        facts = dataclasses.replace(facts, found=weights_found(options.resume, from_scratch))
+    return resolve(options, facts)
 
 
 @pytest.mark.parametrize("name", ["stylegan3-t", "stylegan3-r"])
@@ -193,12 +197,12 @@ def test_a_snapshot_with_other_precision_settings_starts_a_run(data, tmp_path):
         source.synthesis.L0_28_16.weight.fill_(0.5)
     save_snapshot(tmp_path / "official.safetensors", source, {})
     G_ema = StyleGAN3Generator(**t.G.config)
-    load_weights([tmp_path / "official.safetensors"], t, G_ema)
+    load_pretrained([tmp_path / "official.safetensors"], t, G_ema)
     assert torch.equal(t.G.synthesis.L0_28_16.weight, source.synthesis.L0_28_16.weight)
     assert t.G.config["num_fp16_res"] == 0  # the run keeps its own precision
     save_snapshot(tmp_path / "other.safetensors", StyleGAN3Generator(**{**arch, "num_layers": 3}), {})
-    with pytest.raises(UserError, match="differs from the one these options build: num_layers 3 .*--cfg it was"):
-        load_weights([tmp_path / "other.safetensors"], t, G_ema)
+    with pytest.raises(UserError, match="differs from the one this run builds: num_layers 3 .*run the command again"):
+        load_pretrained([tmp_path / "other.safetensors"], t, G_ema)
 
 
 def test_checkpoints_from_before_a_config_field_existed_resume(data, tmp_path):

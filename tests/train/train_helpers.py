@@ -5,7 +5,11 @@ from pathlib import Path
 import numpy as np
 import PIL.Image
 
+from ganforge.config import flatten
+from ganforge.interop.pretrained import PretrainedFacts
+from ganforge.nets.configured import network_arguments
 from ganforge.train.options import TrainOptions
+from ganforge.train.resume import Found, Source
 
 
 def make_dataset(folder: Path, count: int = 32, res: int = 8, channels: int = 1, brightness: float = 0.5) -> Path:
@@ -41,3 +45,12 @@ def tiny_options(data: Path, outdir: Path, kimg: float = 0.032, batch: int = 8, 
             "tick": batch * 2 / 1000, "snap": 1, "workers": 0, "device": "cpu", "aug": "noaug",
             "no_report": not report}  # fmt: skip
     return TrainOptions(**(base | extra))
+
+
+def weights_found(resume: str, cfg) -> Found:
+    """What `observe` finds for `--resume FILES` naming pretrained files of `cfg`'s architecture, G_ema and D (no
+    files made, no hashes: for resolving options without reading any)."""
+    g_arch, d_arch = network_arguments(flatten(cfg.to_dict()))
+    generator = g_arch.pop("generator")
+    facts = PretrainedFacts(generator, g_arch, d_arch, ("G_ema", "D"), None, (), ())
+    return Found(Source("weights", resume, pretrained=facts))

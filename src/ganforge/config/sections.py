@@ -326,6 +326,8 @@ class RunConfig:
         "G.safetensors,D.safetensors (a snapshot and a discriminator file from `ganforge import`).",
         default="auto",
     )
+    # The SHA-256 of each pretrained file the run started from (--resume FILE[,FILE]), recorded with its path.
+    resume_sha256: tuple[str, ...] = setting(())
     keep_last: int = option(CHECKPOINTS, "Checkpoints to keep.", default=3, range=TICKS)
     keep_every: float | None = option(
         CHECKPOINTS, "Also keep one checkpoint per this many kimg, for good.", default=None, range=POSITIVE

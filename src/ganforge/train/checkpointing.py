@@ -13,8 +13,8 @@ import torch
 from ganforge import checkpoint
 from ganforge.config import Config, config_hash, maths_differences, maths_fields
 from ganforge.errors import UserError
+from ganforge.interop.pretrained import read_pretrained
 from ganforge.nets import Generator
-from ganforge.snapshot import DISCRIMINATOR_FORMAT, file_format, load_discriminator, load_snapshot
 from ganforge.train.phases import Trainer
 
 
@@ -117,9 +117,10 @@ def check_config(state: dict, cfg: Config, source: Path) -> list[str]:
     return differences
 
 
-# Settings that change how a network computes (fp16 layers, activation clamping) but not which weights it has: an
-# imported official network (fp16 in its top 4 resolutions, clamp 256) still fits a run that trains in fp32.
-_PRECISION_ONLY = ("num_fp16_res", "conv_clamp")
+# Settings that change how a network computes (fp16 layers, activation clamping, D's minibatch-stddev group, which
+# follows the batch) but not which weights it has: an imported official network (fp16 in its top 4 resolutions,
+# clamp 256) still fits a run that trains in fp32.
+_PRECISION_ONLY = ("num_fp16_res", "conv_clamp", "mbstd_group_size")
 
 
 def _same_weights(a: dict, b: dict) -> bool:
@@ -129,38 +130,36 @@ def _same_weights(a: dict, b: dict) -> bool:
     }
 
 
-def _weights_mismatch(path: Path, saved: dict, built: dict) -> str:
-    """Which of the file's architecture values differ from what these options build, and the option that sets each."""
+def _weights_mismatch(path: str, saved: dict, built: dict) -> str:
+    """The architecture values of a pretrained file that differ from the network this run builds (which the resolver
+    took from the same file: it was replaced since)."""
     differing = [
         k for k in sorted(set(saved) | set(built)) if k not in _PRECISION_ONLY and saved.get(k) != built.get(k)
     ]
-    details = ", ".join(f"{k} {saved.get(k)} (these options: {built.get(k)})" for k in differing)
-    fixes = []
-    if "resolution" in differing or "img_channels" in differing:
-        res, channels = saved.get("resolution"), saved.get("img_channels")
-        fixes.append(
-            f"--data with {res}x{res} images of {channels} channel(s) (`ganforge dataset build --resolution {res}`)"
-        )
-    if "c_dim" in differing:
-        fixes.append("--cond with a dataset of the same labels" if saved.get("c_dim") else "no --cond")
-    if set(differing) - {"resolution", "img_channels", "c_dim"}:
-        fixes.append("the --cfg it was trained with")
+    details = ", ".join(f"{k} {saved.get(k)} (this run: {built.get(k)})" for k in differing)
     return (
-        f"--resume {path}: its network differs from the one these options build: {details}; pass {' and '.join(fixes)}"
+        f"--resume {path}: its network differs from the one this run builds: {details}; the file changed after the "
+        "run's options were resolved from it: run the command again"
     )
 
 
-def load_weights(paths: list[Path], trainer: Trainer, G_ema: Generator) -> None:
-    """Initialise G and G_ema from a snapshot and/or D from a discriminator file (weights only: optimisers and
-    progress start fresh), each checked to have this configuration's architecture."""
-    kinds = [file_format(path) == DISCRIMINATOR_FORMAT for path in paths]
-    if len(kinds) == 2 and kinds[0] == kinds[1]:
-        raise UserError(f"--resume {','.join(map(str, paths))}: give one snapshot and one discriminator file")
-    for path, is_discriminator in zip(paths, kinds, strict=True):
-        net, _ = (load_discriminator if is_discriminator else load_snapshot)(path)
-        targets = [trainer.D] if is_discriminator else [trainer.G, G_ema]
-        if not _same_weights(net.config, targets[0].config):
-            raise UserError(_weights_mismatch(path, net.config, targets[0].config))
+def load_pretrained(paths: list[Path], trainer: Trainer, G_ema: Generator) -> None:
+    """Initialise G, G_ema and (when the files hold one) D from pretrained files (weights only: optimisers and
+    progress start fresh; a file with one generator gives it to both), and ADA's p where a file recorded it and this
+    run adapts p. Each network's architecture is checked against this run's: the resolver took it from the same
+    files, which may have been replaced since."""
+    if not paths:
+        return
+    pretrained = read_pretrained(paths)
+    nets = pretrained.networks
+    sources = {"G": nets.get("G", nets.get("G_ema")), "G_ema": nets.get("G_ema", nets.get("G")), "D": nets.get("D")}
+    for name, target in (("G", trainer.G), ("G_ema", G_ema), ("D", trainer.D)):
+        net = sources[name]
+        if net is None:
+            continue
+        if not _same_weights(net.config, target.config):
+            raise UserError(_weights_mismatch(",".join(map(str, paths)), net.config, target.config))
         with torch.no_grad():
-            for module in targets:
-                module.load_state_dict(net.state_dict())
+            target.load_state_dict(net.state_dict())
+    if pretrained.augment_p is not None and trainer.ada is not None:
+        trainer.augment.p.fill_(pretrained.augment_p)

@@ -49,7 +49,8 @@ def main(options: TrainOptions) -> int:
             dist.print0(config.to_json())
             for line in describe_derived(config):  # on stderr, so that stdout stays one JSON document
                 dist.print0(f"derived: {line}", file=sys.stderr)
-            dist.print0(describe_start(config, source), file=sys.stderr)
+            for line in describe_start(config, source):
+                dist.print0(line, file=sys.stderr)
             return 0
         return run(config, source)
     finally:

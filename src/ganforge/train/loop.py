@@ -37,7 +37,7 @@ def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | N
     total_nimg, tick_nimg = round(s.kimg * 1000), round(s.tick_kimg * 1000)
     trainer, phases, G_ema = build(cfg, device, runtime.precision)
     loop = checkpointing.restore(resume, trainer, G_ema) if resume else {"cur_nimg": 0}
-    checkpointing.load_weights(weights, trainer, G_ema)
+    checkpointing.load_pretrained(weights, trainer, G_ema)
     cur_nimg = handled_nimg = saved_nimg = loop["cur_nimg"]
     if resume is None:
         handled_nimg = saved_nimg = -1  # a fresh run reports, samples and checkpoints its starting point

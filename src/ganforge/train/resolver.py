@@ -14,6 +14,7 @@ from ganforge import dist
 from ganforge.config import Config, ModelConfig, from_flat
 from ganforge.data import open_dataset
 from ganforge.errors import UserError
+from ganforge.interop.pretrained import PretrainedFacts
 from ganforge.metrics import parse_names
 from ganforge.option import value_problems
 from ganforge.outputs import check_writable_folder, free_bytes
@@ -21,6 +22,7 @@ from ganforge.presets import DEFAULT_PRESET, PRESETS, Preset, auto_batch
 from ganforge.train.facts import DatasetFacts, Facts
 from ganforge.train.options import TRAIN_OPTIONS, TrainOptions
 from ganforge.train.precision import resolve_auto
+from ganforge.train.pretrained import pretrained_fields, pretrained_problems
 from ganforge.train.problems import combination_problems
 from ganforge.train.resume import Source, choose_source, find_sources
 from ganforge.train.rundir import RunKey
@@ -81,7 +83,10 @@ def resolve_run(options: TrainOptions, facts: Facts | None = None) -> tuple[Conf
     )
     preset = derive(PRESETS[name], dataset.resolution, facts.world_size)
     lr_steps = parse_kimg_list(options.lr_steps)
-    cfg = _build(options, name, preset, dataset, facts.world_size, () if isinstance(lr_steps, str) else lr_steps)
+    named = None if facts.found is None else facts.found.named
+    pretrained = named.pretrained if named is not None and named.kind == "weights" else None
+    steps = () if isinstance(lr_steps, str) else lr_steps
+    cfg = _build(options, name, preset, dataset, facts.world_size, steps, pretrained)
     source = None
     try:
         source = None if facts.found is None else choose_source(cfg, facts.found)
@@ -91,21 +96,29 @@ def resolve_run(options: TrainOptions, facts: Facts | None = None) -> tuple[Conf
     cfg = resolve_auto(cfg, facts.device_type, continued)
     problems += [lr_steps] if isinstance(lr_steps, str) else []
     problems += list(facts.problems) + combination_problems(cfg, options, asked, preset, facts)
+    problems += [] if pretrained is None else pretrained_problems(cfg, asked, pretrained, named.path)
     if problems:
         raise UserError(*problems)
     return cfg, source
 
 
 def _build(
-    options: TrainOptions, name: str, preset: Preset, dataset, world_size: int, lr_steps: tuple[float, ...]
+    options: TrainOptions,
+    name: str,
+    preset: Preset,
+    dataset,
+    world_size: int,
+    lr_steps: tuple[float, ...],
+    pretrained: PretrainedFacts | None,
 ) -> Config:
     """The Config itself: each given option's value in the field it is declared on, overridden by what is derived
-    from the preset, the dataset and the other options; every other field keeps its default."""
+    from the preset, the dataset and the other options, and by the architecture of the pretrained files the run
+    starts from; every other field keeps its default."""
     o = options
     batch = _pick(o.batch, preset.batch)
     batch_gpu = _pick(o.batch_gpu, max(batch // world_size, 1))
-    fp16_res = _pick(o.fp16_res, _fp16_res_default(preset, o.precision))
-    blur = _blur_sigma(preset, o.resume)
+    fp16_res = _pick(o.fp16_res, _fp16_res_default(preset, o.precision, pretrained))
+    blur = _blur_sigma(preset, pretrained)
     typed, rounded = typed_lengths(o, batch, lr_steps)
     kimg = typed.get("schedule.kimg", _whole_batches(preset.kimg, batch))
     derived = {
@@ -116,7 +129,7 @@ def _build(
         "model.channel_base": preset.channel_base, "model.channel_max": preset.channel_max,
         "model.mbstd_group": min(preset.mbstd, batch_gpu), "model.generator": preset.generator,
         "model.synthesis_layers": preset.synthesis_layers,
-        "precision.fp16_res": fp16_res, "precision.conv_clamp": 256 if fp16_res else None,
+        "precision.fp16_res": fp16_res, "precision.conv_clamp": _conv_clamp(fp16_res, pretrained),
         "loss.gamma": _pick(o.gamma, preset.gamma), "loss.pl_weight": preset.pl_weight,
         "loss.style_mixing": preset.style_mixing, "loss.blur_sigma": blur,
         "loss.blur_fade_kimg": _blur_fade_kimg(preset, batch) if blur else None,
@@ -134,6 +147,7 @@ def _build(
         "schedule.ema_rampup": preset.ema_rampup,
         "run.metrics": None if o.metrics is None else tuple(parse_names(o.metrics)),
     }  # fmt: skip
+    derived |= {} if pretrained is None else pretrained_fields(pretrained)
     return from_flat(_given(o) | {path: value for path, value in derived.items() if value is not None})
 
 
@@ -203,18 +217,27 @@ def _ema_kimg(row: Preset, preset: Preset, batch: int) -> float:
     return preset.ema_kimg
 
 
-def _fp16_res_default(preset: Preset, precision: str | None) -> int:
-    """Layers in fp16 without --fp16-res: the row's recipe under --precision fp16 (StyleGAN3: the top 4 octaves, as
-    released), else the field's default (fp16 by autocast)."""
+def _fp16_res_default(preset: Preset, precision: str | None, pretrained: PretrainedFacts | None) -> int:
+    """Layers in fp16 without --fp16-res: under --precision fp16 the pretrained network's (as it was trained), else
+    the row's recipe (StyleGAN3: the top 4 octaves, as released); otherwise the field's default (fp16 by autocast)."""
     default = _field_default("precision.fp16_res")
-    return _pick(preset.fp16_res, default) if precision == "fp16" else default
+    if precision != "fp16":
+        return default
+    return pretrained.g_arch.get("num_fp16_res", 0) if pretrained is not None else _pick(preset.fp16_res, default)
 
 
-def _blur_sigma(preset: Preset, resume: str | None) -> float | None:
-    """The row's blurred-D warm-up (StyleGAN3-R, App. D), except when fine-tuning from a snapshot: such a network is
-    past the warm-up, and the released setup disables the blur when it resumes from a network."""
-    fine_tuning = resume is not None and ".safetensors" in resume
-    return None if fine_tuning else preset.blur_sigma
+def _blur_sigma(preset: Preset, pretrained: PretrainedFacts | None) -> float | None:
+    """The row's blurred-D warm-up (StyleGAN3-R, App. D), except when fine-tuning a pretrained network: it is past
+    the warm-up, and the released setup disables the blur when it resumes from a network."""
+    return None if pretrained is not None else preset.blur_sigma
+
+
+def _conv_clamp(fp16_res: int, pretrained: PretrainedFacts | None) -> int | None:
+    """Activations are clamped where layers run in fp16: at +-256 (the official recipe), or the pretrained
+    network's own clamp."""
+    if not fp16_res:
+        return None
+    return _pick(pretrained.g_arch.get("conv_clamp"), 256) if pretrained is not None else 256
 
 
 def _blur_fade_kimg(preset: Preset, batch: int) -> float:

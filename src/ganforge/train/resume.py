@@ -18,7 +18,7 @@ from ganforge import checkpoint, dist
 from ganforge.checkpoint.store import InvalidCheckpoint, read_manifest
 from ganforge.config import Config
 from ganforge.errors import UserError
-from ganforge.snapshot import DISCRIMINATOR_FORMAT, check_weights_file, file_format
+from ganforge.interop.pretrained import PretrainedFacts, describe, read_pretrained
 from ganforge.train import rundir
 from ganforge.train.checkpointing import check_config
 
@@ -26,13 +26,15 @@ from ganforge.train.checkpointing import check_config
 @dataclass(frozen=True)
 class Source:
     """What a run starts from: `kind` "continue" (the run folder `path`, whose config.json is `config`), "checkpoint"
-    (a checkpoint folder), "weights" ("G.safetensors[,D.safetensors]") or "fresh" (`path` None). `why`: why this
-    run is continued, or for a new run a note on a run it does not continue ("" when there is nothing to say)."""
+    (a checkpoint folder), "weights" (pretrained files: one network file, or "G.safetensors,D.safetensors";
+    `pretrained` says what they hold) or "fresh" (`path` None). `why`: why this run is continued, or for a new run
+    a note on a run it does not continue ("" when there is nothing to say)."""
 
     kind: str
     path: str | None = None
     config: dict | None = None
     why: str = ""
+    pretrained: PretrainedFacts | None = None
 
 
 @dataclass(frozen=True)
@@ -82,16 +84,15 @@ def _named(resume: str) -> Source | str:
         if (paths[0] / "config.json").exists() or (paths[0] / "checkpoints").is_dir():
             return _run_folder(paths[0])
         return Source("checkpoint", resume)
-    if len(paths) <= 2 and all(p.is_file() and p.suffix == ".safetensors" for p in paths):
-        try:  # a damaged or hostile file is refused here, before a run folder is made for it
-            for path in paths:
-                check_weights_file(path)
+    if len(paths) <= 2 and all(p.is_file() for p in paths):
+        try:  # read whole here (a damaged or hostile file is refused before a run folder is made for it)
+            return Source("weights", resume, pretrained=describe(read_pretrained(paths)))
         except UserError as error:
             return error.problems[0]
-        return Source("weights", resume)
     return (
-        f"--resume {resume}: not a run folder, a checkpoint folder (ckpt-*), a snapshot (.safetensors) or a snapshot "
-        "and a discriminator file (G.safetensors,D.safetensors); pass one, or 'auto' / 'new'"
+        f"--resume {resume}: not a run folder, a checkpoint folder (ckpt-*), a pretrained network file (an NVlabs "
+        ".pkl, a rosinality .pt, a ganforge snapshot) or a snapshot and a discriminator file "
+        "(G.safetensors,D.safetensors); pass one, or 'auto' / 'new'"
     )
 
 
@@ -103,17 +104,49 @@ def _run_folder(path: Path) -> Source | str:
     return Source("continue", str(path), config, "the run --resume names")
 
 
-def describe_start(cfg: Config, source: Source | None) -> str:
+def describe_start(cfg: Config, source: Source | None) -> list[str]:
     """What a run of `cfg` would do, for --dry-run: "would continue RUN from CKPT at K kimg (why)" or "would start
-    RUN[ from ...]" (with the note on a run left alone). Reads only manifests: checkpoints are verified at the start."""
+    RUN[ from ...]" (with the note on a run left alone, and what pretrained files give). Reads only manifests:
+    checkpoints are verified at the start."""
     if source is not None and source.kind == "continue":
         newest = _newest_progress(Path(source.path) / "checkpoints")
         at = f" from {newest[0]} at {newest[1] / 1000:g} kimg" if newest else " (no readable checkpoint: it would stop)"
-        return f"would continue {source.path}{at} ({source.why})"
+        return [f"would continue {source.path}{at} ({source.why})"]
     line = f"would start {rundir.next_run(cfg)}"
     if source is not None and source.kind in ("checkpoint", "weights"):
         line += f" from {'checkpoint' if source.kind == 'checkpoint' else 'the weights of'} {source.path}"
-    return line + (f"; {source.why}" if source is not None and source.why else "")
+    lines = [line + (f"; {source.why}" if source is not None and source.why else "")]
+    return lines + (pretrained_lines(cfg, source) if source is not None and source.kind == "weights" else [])
+
+
+def pretrained_lines(cfg: Config, source: Source) -> list[str]:
+    """What a run takes from pretrained files (weights, architecture, ADA's p) and what starts fresh."""
+    facts, m = source.pretrained, cfg.model
+    files = "; ".join(f"{kind}, sha256 {digest[:12]}" for kind, digest in zip(facts.formats, facts.sha256, strict=True))
+    copied = " (G from its G_ema)" if "G" not in facts.held else ""
+    copied += " (G_ema from its G)" if "G_ema" not in facts.held else ""
+    lines = [
+        f"from {source.path} ({files}): the weights of {', '.join(n for n in facts.held)}{copied}",
+        f"from {source.path}: the architecture, {m.generator}, channel base {m.channel_base}, max {m.channel_max}, "
+        f"mapping {m.mapping_layers} layers, z {m.z_dim}, w {m.w_dim}{_fp16_note(cfg, facts)}",
+    ]
+    if facts.augment_p is not None:
+        used = cfg.augment.mode == "ada"
+        lines.append(
+            f"ADA's p starts at {facts.augment_p:.4g}, where the source left it" if used
+            else f"the source's ADA p {facts.augment_p:.4g} is not used (--aug {cfg.augment.mode})"
+        )  # fmt: skip
+    fresh = ([] if "D" in facts.held else ["D"]) + ["optimisers", "progress (kimg 0)"]
+    return lines + [f"starting fresh: {', '.join(fresh)}; the rest from --cfg {cfg.preset} and the flags"]
+
+
+def _fp16_note(cfg: Config, facts: PretrainedFacts) -> str:
+    source_res, p = facts.g_arch.get("num_fp16_res", 0), cfg.precision
+    if not source_res:
+        return ""
+    if p.mode == "fp16" and p.fp16_res:
+        return f"; fp16 in the top {p.fp16_res} resolutions, clamp {p.conv_clamp}"
+    return f" (its fp16 in the top {source_res} resolutions applies under --precision fp16 only)"
 
 
 def _newest_progress(ckpt_dir: Path) -> tuple[str, int] | None:
@@ -154,12 +187,12 @@ def select_run(cfg: Config, device: torch.device, found: Source) -> tuple[Path, 
         run_dir = Path(path) if kind == "continue" else rundir.create_run(cfg)
         rundir.write_config(run_dir, cfg)
         rundir.write_env(run_dir, device)
-        _explain(found, source or path, state, notes, run_dir)
+        _explain(cfg, found, source or path, state, notes, run_dir)
     run_dir = Path(dist.broadcast_object(str(run_dir) if run_dir else None))
     return run_dir, state, [Path(p) for p in path.split(",")] if kind == "weights" else []
 
 
-def _explain(found: Source, path, state: dict | None, notes: list[str], run_dir: Path) -> None:
+def _explain(cfg: Config, found: Source, path, state: dict | None, notes: list[str], run_dir: Path) -> None:
     """Say on the terminal what is being resumed from, and why, before the loop starts."""
     kind, why = found.kind, f" ({found.why})" if found.kind == "continue" and found.why else ""
     if state is not None:
@@ -167,17 +200,7 @@ def _explain(found: Source, path, state: dict | None, notes: list[str], run_dir:
     if kind != "continue" and found.why:
         dist.print0(f"new run {run_dir}: {found.why}")
     if kind == "weights":
-        _explain_weights(path.split(","))
+        for line in pretrained_lines(cfg, found):
+            dist.print0(line)
     for note in notes:
         dist.print0(f"config change allowed by --allow-config-change: {note}")
-
-
-def _explain_weights(paths: list[str]) -> None:
-    fresh = ["G", "D", "optimisers and progress"]
-    for path in paths:
-        is_d = file_format(path) == DISCRIMINATOR_FORMAT
-        fresh = [part for part in fresh if part != ("D" if is_d else "G")]
-        dist.print0(
-            f"initialising {'D from discriminator file' if is_d else 'G and G_ema from snapshot'} {path}: weights only"
-        )
-    dist.print0(f"{', '.join(fresh)} start fresh")

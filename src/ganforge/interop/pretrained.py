@@ -1,0 +1,149 @@
+"""A pretrained model as a training run starts from it (`ganforge train --resume FILE[,FILE]`): every network the
+file holds (G, G_ema, D), converted by the readers `ganforge import` uses, so nothing in it is executed, and the
+augmentation strength ADA had reached when it was saved; each file read once.
+
+- an NVlabs pickle holds G, D, G_ema and its `augment_pipe`, whose buffer `p` is ADA's probability;
+- a rosinality checkpoint holds `g`, `d`, `g_ema` (a converted one only `g_ema`) and, from its own ADA, `ada_aug_p`;
+- a ganforge snapshot holds G_ema, a ganforge discriminator file D: give both, comma-separated, for the pair.
+
+`describe` tells what the resolver needs to know without the weights (architectures, what is held, p, hashes), small
+enough to broadcast from the rank that read the file to the others.
+"""
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from ganforge.digest import file_sha256
+from ganforge.errors import UserError
+from ganforge.interop import official, official_stylegan3, rosinality
+from ganforge.interop.network import NVLABS, ROSINALITY, SNAPSHOT, file_kind
+from ganforge.interop.official_pickle import PersistentRecord, read_pickle
+from ganforge.nets import StyleGAN3Generator
+from ganforge.snapshot import DISCRIMINATOR_FORMAT, file_format, load_discriminator, load_snapshot
+
+NETWORK_NAMES = ("G", "G_ema", "D")
+
+
+@dataclass(frozen=True)
+class Pretrained:
+    """The networks of one or two pretrained files (by NETWORK_NAMES, those held), ADA's p if a file recorded it,
+    and what each file is."""
+
+    networks: dict[str, torch.nn.Module]
+    augment_p: float | None
+    formats: tuple[str, ...]  # per file: SNAPSHOT ("ganforge snapshot"), NVLABS, ROSINALITY, or "ganforge D file"
+    sha256: tuple[str, ...]  # per file
+
+
+@dataclass(frozen=True)
+class PretrainedFacts:
+    """What a run takes from pretrained files, without their weights: G's constructor arguments and generator
+    ("stylegan2", "stylegan3-t" or "stylegan3-r"), D's constructor arguments (None: the files hold no D), which
+    networks they hold, ADA's p, and each file's format and SHA-256."""
+
+    generator: str
+    g_arch: dict
+    d_arch: dict | None
+    held: tuple[str, ...]
+    augment_p: float | None
+    formats: tuple[str, ...]
+    sha256: tuple[str, ...]
+
+
+def read_pretrained(paths: list[Path]) -> Pretrained:
+    """Every network and ADA's p of `paths` (one file, or a snapshot and a discriminator file); a UserError naming
+    the file when one is unusable, or when the files hold no generator or two of one network."""
+    networks, formats, hashes, p = {}, [], [], None
+    for path in paths:
+        held, found_p, kind = _read_one(Path(path))
+        if set(held) & set(networks):
+            raise UserError(
+                f"--resume {','.join(map(str, paths))}: two files hold {', '.join(set(held) & set(networks))}"
+            )
+        networks |= held
+        p = found_p if found_p is not None else p
+        formats.append(kind)
+        hashes.append(_sha256(Path(path)))
+    if not {"G", "G_ema"} & set(networks):
+        raise UserError(f"--resume {','.join(map(str, paths))}: holds no generator (G or G_ema); give a snapshot too")
+    return Pretrained(networks, p, tuple(formats), tuple(hashes))
+
+
+def describe(pretrained: Pretrained) -> PretrainedFacts:
+    """What `pretrained` holds, without the weights; the architecture is G_ema's (else G's)."""
+    nets = pretrained.networks
+    G, D = nets.get("G_ema", nets.get("G")), nets.get("D")
+    generator = f"stylegan3-{G.config['config']}" if isinstance(G, StyleGAN3Generator) else "stylegan2"
+    held = tuple(name for name in NETWORK_NAMES if name in nets)
+    d_arch = None if D is None else D.config
+    return PretrainedFacts(
+        generator, G.config, d_arch, held, pretrained.augment_p, pretrained.formats, pretrained.sha256
+    )
+
+
+def _read_one(path: Path) -> tuple[dict[str, torch.nn.Module], float | None, str]:
+    """(networks by name, ADA's p or None, the file's format) of one file."""
+    kind = file_kind(path)
+    if kind == SNAPSHOT:
+        if file_format(path) == DISCRIMINATOR_FORMAT:
+            return {"D": load_discriminator(path)[0]}, None, "ganforge discriminator file"
+        return {"G_ema": load_snapshot(path)[0]}, None, kind
+    if kind == NVLABS:
+        data = read_pickle(path)
+        official.network_record(path, data, "G_ema" if isinstance(data.get("G_ema"), PersistentRecord) else "G")
+        held = {name: _nvlabs_network(path, data[name], name) for name in NETWORK_NAMES if _holds(data, name)}
+        return held, _nvlabs_p(path, data.get("augment_pipe")), kind
+    assert kind == ROSINALITY, kind
+    checkpoint = rosinality.read_checkpoint(path)
+    held = {}
+    for name in NETWORK_NAMES:
+        if not isinstance(checkpoint.get(rosinality.SOURCE_KEYS[name]), dict):
+            continue
+        if name == "D":
+            held[name] = rosinality.read_discriminator(path, checkpoint)[0]
+        else:
+            held[name] = rosinality.read_generator(path, checkpoint, name)[0]
+    return held, _probability(path, "ada_aug_p", checkpoint.get("ada_aug_p")), kind
+
+
+def _holds(data, name: str) -> bool:
+    return isinstance(data, dict) and isinstance(data.get(name), PersistentRecord)
+
+
+def _nvlabs_network(path: Path, record: PersistentRecord, name: str) -> torch.nn.Module:
+    if name == "D":
+        return official.read_discriminator(path, record)[0]
+    if official_stylegan3.is_stylegan3(record):
+        return official_stylegan3.read_stylegan3(path, record, official.generator_kwargs(path, record))[0]
+    return official.read_generator(path, record)[0]
+
+
+def _nvlabs_p(path: Path, augment_pipe) -> float | None:
+    """ADA's p from the pickle's AugmentPipe (its buffer `p`), None when the pickle has none."""
+    if not isinstance(augment_pipe, PersistentRecord):
+        return None
+    buffers = augment_pipe.state.get("_buffers")
+    p = buffers.get("p") if isinstance(buffers, dict) else None
+    if not isinstance(p, torch.Tensor) or p.numel() != 1 or p.dtype.is_complex:
+        raise UserError(f"{path}: its augment_pipe holds no scalar p; not an ADA augmentation pipe NVlabs wrote")
+    return _probability(path, "augment_pipe.p", float(p.reshape(()).double()))
+
+
+def _probability(path: Path, name: str, value) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, torch.Tensor) and value.numel() == 1 and not value.dtype.is_complex:
+        value = float(value.reshape(()).double())
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not (math.isfinite(value) and 0 <= value <= 1):
+        raise UserError(f"{path}: its {name} is not a probability in [0, 1]; the file is damaged")
+    return float(value)
+
+
+def _sha256(path: Path) -> str:
+    try:
+        return file_sha256(path)
+    except OSError as err:
+        raise UserError(f"{path}: cannot be read ({err.strerror or type(err).__name__})") from None

@@ -1,0 +1,141 @@
+"""`train --resume FILE` from any pretrained source: an NVlabs pickle (G, D, G_ema and ADA's p), a rosinality
+checkpoint (g, d, g_ema, ada_aug_p), a ganforge snapshot pair. The architecture comes from the file, what contradicts it
+is refused naming both values, the run starts at kimg 0 with the file's weights and p, records the file's hash, and
+continues bitwise after a stop like any run."""
+
+import argparse
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from click.testing import CliRunner
+from safetensors.torch import load_file
+from train_helpers import make_dataset, tiny_args, tiny_options
+
+from ganforge import checkpoint
+from ganforge.cli import main
+from ganforge.digest import file_sha256
+from ganforge.errors import UserError
+from ganforge.interop.pretrained import read_pretrained
+from ganforge.nets import Discriminator, Generator
+from ganforge.train import resolve, run
+from ganforge.train.resolver import observe, resolve_run
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "interop"))
+import rosinality_reference as ref  # noqa: E402
+from interop_fixtures import (  # noqa: E402
+    discriminator_kwargs,
+    generator_kwargs,
+    network_pickle,
+    persistent_tree,
+    random_weights,
+)
+
+STEP = 0.008  # one batch of the tiny preset's 8 images
+ARCH = dict(z_dim=16, w_dim=16, channel_base=128, channel_max=16, mapping_layers=3)  # not the tiny preset's
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    return make_dataset(tmp_path_factory.mktemp("pretrained") / "squares")  # 8x8, 1 channel
+
+
+def nvlabs_pickle(path: Path, resolution: int = 8, augment_p: float = 0.3) -> dict:
+    """An NVlabs pickle of G, G_ema and D of ARCH with distinct random weights; -> the networks."""
+    nets = {
+        "G": random_weights(Generator(resolution=resolution, img_channels=1, **ARCH), 1),
+        "G_ema": random_weights(Generator(resolution=resolution, img_channels=1, **ARCH), 2),
+        "D": random_weights(Discriminator(resolution=resolution, img_channels=1, channel_base=128, channel_max=16), 3),
+    }
+    trees = {
+        name: persistent_tree(net, discriminator_kwargs(net) if name == "D" else generator_kwargs(net))
+        for name, net in nets.items()
+    }
+    path.write_bytes(network_pickle(trees, augment_p=augment_p))
+    return nets
+
+
+@pytest.fixture(scope="module")
+def pickled(tmp_path_factory) -> tuple[Path, dict]:
+    path = tmp_path_factory.mktemp("pkl") / "network-snapshot.pkl"
+    return path, nvlabs_pickle(path)
+
+
+def test_the_architecture_hash_and_plan_come_from_the_pickle(data, pickled, tmp_path):
+    pkl, _ = pickled
+    options = tiny_options(data, tmp_path, resume=str(pkl))
+    cfg, source = resolve_run(options, observe(options))
+    m = cfg.model
+    assert (m.z_dim, m.w_dim, m.channel_base, m.channel_max, m.mapping_layers) == (16, 16, 128, 16, 3)
+    assert cfg.run.resume_sha256 == (file_sha256(pkl),) and cfg.loss.blur_sigma == 0
+    assert source.kind == "weights" and source.pretrained.held == ("G", "G_ema", "D")
+    result = CliRunner().invoke(main, [*tiny_args(data, tmp_path, resume=pkl, aug="ada"), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    lines = result.stderr.splitlines()
+    assert f"would start {tmp_path / '00000-squares-tiny-gpus1-batch8'} from the weights of {pkl}" in lines
+    assert f"from {pkl} (NVlabs pickle, sha256 {file_sha256(pkl)[:12]}): the weights of G, G_ema, D" in lines
+    assert f"from {pkl}: the architecture, stylegan2, channel base 128, max 16, mapping 3 layers, z 16, w 16" in lines
+    assert "ADA's p starts at 0.3, where the source left it" in lines
+    assert "starting fresh: optimisers, progress (kimg 0); the rest from --cfg tiny and the flags" in lines
+    noaug = CliRunner().invoke(main, [*tiny_args(data, tmp_path, resume=pkl), "--dry-run"])  # tiny_args: noaug
+    assert "the source's ADA p 0.3 is not used (--aug noaug)" in noaug.stderr
+
+
+def test_a_run_starts_from_the_pickles_weights_and_p_and_resumes_bitwise(data, pickled, tmp_path):
+    pkl, nets = pickled
+    whole, stopped = tmp_path / "whole", tmp_path / "stopped"
+    assert run(resolve(tiny_options(data, whole, kimg=2 * STEP, tick=STEP, aug="ada", resume=str(pkl)))) == 0
+    assert run(resolve(tiny_options(data, stopped, kimg=STEP, tick=STEP, aug="ada", resume=str(pkl)))) == 0
+    assert run(resolve(tiny_options(data, stopped, kimg=2 * STEP, tick=STEP, aug="ada", resume=str(pkl)))) == 0
+    (run_dir,) = whole.iterdir()
+    start = load_file(run_dir / "checkpoints" / "ckpt-000000000" / "tensors.safetensors")
+    for name, net in nets.items():
+        for key, value in net.state_dict().items():
+            assert torch.equal(start[f"{name}/{key}"], value), f"{name}.{key}"
+    first = checkpoint.load(run_dir / "checkpoints" / "ckpt-000000000")
+    assert first["augment"]["pipe"]["p"].item() == pytest.approx(0.3) and first["loop"]["cur_nimg"] == 0
+    (resumed,) = stopped.iterdir()
+    assert "resuming at 0.008 kimg" in (resumed / "log.txt").read_text()  # the rerun continued its own run
+    a, b = (checkpoint.load_latest(r / "checkpoints") for r in (run_dir, resumed))
+    for net in ("G", "D", "G_ema"):
+        for key, value in a[net].items():
+            assert torch.equal(b[net][key], value), f"{net}.{key}"
+    assert b["augment"]["pipe"]["p"] == a["augment"]["pipe"]["p"]
+
+
+def test_a_rosinality_checkpoint_gives_its_three_networks_and_p(tmp_path):
+    channels = {4: 16, 8: 16}
+    path = tmp_path / "550000.pt"
+    torch.save({"g_ema": ref.generator_state(8, 8, 2, channels, seed=1), "g": ref.generator_state(8, 8, 2, channels, 2),
+                "d": ref.discriminator_state(8, channels, seed=3), "args": argparse.Namespace(size=8),
+                "ada_aug_p": 0.25}, path)  # fmt: skip
+    pretrained = read_pretrained([path])
+    assert set(pretrained.networks) == {"G", "G_ema", "D"} and pretrained.augment_p == 0.25
+    G, G_ema = pretrained.networks["G"], pretrained.networks["G_ema"]
+    assert G.config == G_ema.config and G.config["mapping_layers"] == 2 and G.config["img_channels"] == 3
+    assert not torch.equal(G.mapping.fc0.weight, G_ema.mapping.fc0.weight)
+    data = make_dataset(tmp_path / "rgb", channels=3)
+    cfg = resolve(tiny_options(data, tmp_path / "runs", resume=str(path)))
+    assert (cfg.model.z_dim, cfg.model.mapping_layers) == (8, 2)
+
+
+def test_what_contradicts_the_pickle_is_refused_naming_both(data, tmp_path):
+    big = tmp_path / "big.pkl"
+    nvlabs_pickle(big, resolution=16)
+    problems = _problems(tiny_options(data, tmp_path, resume=str(big), cond=True, preset="tiny3"))
+    assert (
+        f"--data: 8x8 images with 1 channel(s), but {big} was trained on 16x16 with 1; rebuild the dataset to fit "
+        "it: ganforge dataset build SRC DEST --resolution 16 --channels 1"
+    ) in problems
+    assert f"--cfg tiny3: builds a stylegan3-t generator, but {big} holds a stylegan2 one" in " ".join(problems)
+    damaged = tmp_path / "damaged.pkl"
+    nvlabs_pickle(damaged, augment_p=2.0)
+    (problem,) = _problems(tiny_options(data, tmp_path, resume=str(damaged)))
+    assert problem == f"{damaged}: its augment_pipe.p is not a probability in [0, 1]; the file is damaged"
+
+
+def _problems(options) -> list[str]:
+    with pytest.raises(UserError) as raised:
+        resolve(options)
+    return list(raised.value.problems)
