@@ -1,0 +1,129 @@
+"""Does fine-tuning pay on a small dataset? The `tiny` preset is "pretrained" on the digits 0-4 (scikit-learn's scans
+at 32x32, `ganforge.demo`) for a fixed wall-clock budget; then, on 100 images of the digits 5-9, variants train for
+the same cumulative wall-clock budgets and are measured with KID (the standard Inception features) against every image
+of the digits 5-9, the distribution the 100 were drawn from:
+
+- scratch: the tiny preset from random weights;
+- finetune: from the pretrained G_ema and D (`--resume G.safetensors,D.safetensors`: weights only, kimg from 0);
+- freezed: finetune with `--freeze-d 4` (FreezeD: D's top block, fromRGB to skip, stays as pretrained);
+- mapping: finetune with `--freeze-g-mapping` (W stays the pretrained latent space);
+- recipe: the documented small-data recipe (README, Small datasets: finetune, --freeze-d 4, ADA fast enough to act
+  within a short run).
+
+Training runs in child processes stopped with SIGTERM when a budget is spent (benchmarks/quality_digits.py's
+`train_for`); the next budget continues the run. Wall-clock budgets depend on the machine's load: run it alone, and
+read the kimg each variant reached beside its KID (the variants cost about the same per image).
+
+    .venv/bin/python benchmarks/transfer_digits.py --out /tmp/transfer [--pretrain 8] [--budgets 2,5] [--fakes 1000]
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import torch
+
+from ganforge import checkpoint
+from ganforge.demo import write_digit_pngs
+from ganforge.snapshot import save_discriminator, save_snapshot
+from ganforge.train import TrainOptions, resolve
+from ganforge.train.build import build_networks
+from quality_digits import measure, train_for
+
+SMALL = 100  # images of the digits 5-9 to fine-tune on
+COMMON = {"preset": "tiny", "workers": 0, "device": "cpu", "snap": 1000, "kimg": 1000.0}
+RECIPE = {"freeze_d": 4, "ada_kimg": 20.0}
+
+
+def variants(pretrained: str) -> dict[str, dict]:
+    start = {"resume": pretrained}
+    return {
+        "scratch": {},
+        "finetune": start,
+        "freezed": start | {"freeze_d": 4},
+        "mapping": start | {"freeze_g_mapping": True},
+        "recipe": start | RECIPE,
+    }
+
+
+def build_splits(out: Path) -> dict[str, Path]:
+    """digits 0-4 (all), digits 5-9 (all: the reference), the first SMALL of the digits 5-9 by scan order."""
+    with tempfile.TemporaryDirectory() as tmp:
+        scans = Path(tmp) / "all"
+        scans.mkdir()
+        write_digit_pngs(scans)
+        late = sorted(p for p in scans.iterdir() if int(p.stem.split("-")[1]) >= 5)
+        parts = {
+            "digits04": [p for p in sorted(scans.iterdir()) if int(p.stem.split("-")[1]) < 5],
+            "digits59": late,
+            "digits59small": late[:SMALL],
+        }
+        made = {}
+        for name, files in parts.items():
+            folder = Path(tmp) / name
+            folder.mkdir()
+            for file in files:
+                shutil.copy(file, folder / file.name)
+            made[name] = out / f"{name}.zip"
+            if not made[name].exists():
+                command = [sys.executable, "-m", "ganforge", "dataset", "build", str(folder), str(made[name]),
+                           "--transform", "none", "--channels", "1"]  # fmt: skip
+                subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    return made
+
+
+def pretrain(data: Path, out: Path, minutes: float, seed: int) -> str:
+    """Train on the digits 0-4 for `minutes`; -> "G.safetensors,D.safetensors" of its newest checkpoint."""
+    options = {**COMMON, "data": str(data), "outdir": str(out / "pretrain"), "seed": seed}
+    wall, _ = train_for(options, minutes * 60)
+    cfg = resolve(TrainOptions(**options))
+    (run_dir,) = (out / "pretrain").iterdir()
+    state = checkpoint.load_latest(run_dir / "checkpoints")
+    G, D = build_networks(cfg, torch.device("cpu"))
+    G.load_state_dict(state["G_ema"])
+    D.load_state_dict(state["D"])
+    kimg = state["loop"]["cur_nimg"] / 1000
+    save_snapshot(out / "G.safetensors", G, {"kimg": kimg, "dataset": "digits04"})
+    save_discriminator(out / "D.safetensors", D, {"kimg": kimg, "dataset": "digits04"})
+    print(json.dumps({"pretrain_s": round(wall), "pretrain_kimg": kimg}), flush=True)
+    return f"{out / 'G.safetensors'},{out / 'D.safetensors'}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--pretrain", type=float, default=8.0, help="minutes of pretraining on the digits 0-4")
+    parser.add_argument("--budgets", default="2,5", help="cumulative minutes of training on the 100 images")
+    parser.add_argument("--fakes", type=int, default=1000, help="fakes per KID measurement")
+    parser.add_argument("--variants", default="scratch,finetune,freezed,mapping,recipe")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    data = build_splits(args.out)
+    pretrained = pretrain(data["digits04"], args.out, args.pretrain, args.seed)
+    table = variants(pretrained)
+    rows = []
+    for name in args.variants.split(","):
+        options = {**COMMON, "data": str(data["digits59small"]), "outdir": str(args.out / name), "seed": args.seed,
+                   **table[name]}  # fmt: skip
+        trained = 0.0
+        for budget in (float(b) for b in args.budgets.split(",")):
+            wall, _ = train_for(options, budget * 60 - trained)
+            trained += wall
+            row = {"variant": name, "budget_min": budget, "trained_s": round(trained),
+                   **measure(options, data["digits59"], None, args.fakes)}  # fmt: skip
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    print("\n| variant | minutes | kimg | KID x1e3 | SWD |\n| --- | --- | --- | --- | --- |")
+    for r in rows:
+        print(f"| {r['variant']} | {r['budget_min']:g} | {r['kimg']:.2f} | {r['kid'] * 1e3:.1f} | {r['swd']:.2f} |")
+    print(f"load average at the end: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()
