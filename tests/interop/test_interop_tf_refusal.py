@@ -226,3 +226,15 @@ def test_values_from_the_file_are_shown_bounded(nets, tmp_path):
     found = problems(tmp_path, changed(nets[0], fmap_max=shared, fmap_decay=10**5000))
     assert found == ["fmap_max=<a list of 2 items>: not a number, string or short list",
                      "fmap_decay=<an integer of 16610 bits>: ganforge implements only 1"]  # fmt: skip
+
+
+def test_settings_are_read_from_the_network_that_takes_them(nets, tmp_path):
+    """TensorFlow builds each component from its own static_kwargs: a setting G_main passed on is checked there."""
+    G = changed(nets[0], architecture="resnet")
+    G._state["components"]["synthesis"]._state["static_kwargs"]["architecture"] = "skip"
+    path = tmp_path / "network.pkl"
+    path.write_bytes(tfx.tf_pickle(G, G, G))
+    assert load_network(path)[0].config == nets[0].config
+    G = tfx.tf_generator(nets[0])
+    G._state["components"]["synthesis"]._state["static_kwargs"]["architecture"] = "resnet"
+    assert problems(tmp_path, G) == ["architecture='resnet': ganforge implements only 'skip'"]
