@@ -238,3 +238,9 @@ def test_settings_are_read_from_the_network_that_takes_them(nets, tmp_path):
     G = tfx.tf_generator(nets[0])
     G._state["components"]["synthesis"]._state["static_kwargs"]["architecture"] = "resnet"
     assert problems(tmp_path, G) == ["architecture='resnet': ganforge implements only 'skip'"]
+
+
+def test_an_architecture_larger_than_the_file_is_refused_before_its_variables_are_compared(nets, tmp_path):
+    G = changed(nets[0], resolution=1024, fmap_max=1024, fmap_base=2**19)
+    (found,) = problems(tmp_path, G)
+    assert found.startswith("its architecture has ") and "parameters, more than a file of" in found

@@ -19,7 +19,7 @@ import torch
 
 from ganforge.errors import UserError
 from ganforge.interop.official import ANY, FIR, IGNORE, settings
-from ganforge.interop.tensors import build_network, construct
+from ganforge.interop.tensors import build_network, network_shapes
 from ganforge.interop.tf_pickle import ArrayRecord, TFNet
 from ganforge.limits import shown, shown_name
 from ganforge.nets import Discriminator, Generator
@@ -257,7 +257,7 @@ def _doubled(fmap_base):
 def _tensors(path: Path, role: str, network: type, arch: dict, variables: dict, source) -> dict:
     """ganforge tensors of `network(**arch)` from TF `variables`, where `source(key)` names the variable holding
     each and how it converts; UserError listing every missing, unexpected, misshapen or non-float variable."""
-    shapes = {k: tuple(v.shape) for k, v in construct(path, network, arch, "meta").state_dict().items()}
+    shapes = network_shapes(path, network, arch)
     wanted = {key: source(key) for key in shapes}
     needed = {name: (key, transform) for key, (name, transform) in wanted.items()}
     problems = [f"missing variable {name}" for name in needed if name not in variables]
