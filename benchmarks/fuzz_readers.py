@@ -533,8 +533,9 @@ TARGETS["label_csv"] = Target(
 )
 
 
-# ---- network files: NVlabs pickles, rosinality checkpoints, ganforge snapshots (tiny networks, so that a mutant that
-# is accepted costs milliseconds). The pickle builders of the interop tests write the official object graph.
+# ---- network files: NVlabs pickles (PyTorch, TensorFlow-era), rosinality checkpoints, ganforge snapshots (tiny
+# networks, so that a mutant that is accepted costs milliseconds). The pickle builders of the interop tests write the
+# official object graph.
 
 NETWORK_ARCH = dict(resolution=8, z_dim=4, w_dim=4, channel_base=32, channel_max=4, mapping_layers=1)
 SNAPSHOT_TENSORS, SNAPSHOT_METADATA, SNAPSHOT = "tensors.safetensors", "metadata.json", "snapshot.safetensors"
@@ -664,6 +665,34 @@ def _dumps(value) -> str:
 
 TARGETS["official_pickle"] = Target(
     "official_pickle", make_official_pickle, lambda pkl, scratch: ["import", str(pkl), str(scratch / "G.safetensors")]
+)
+
+
+def make_tf_pickle(folder: Path, protocol: int = 4) -> Path:
+    """A TensorFlow-era NVlabs pickle (G, D, Gs) of a conditional 8 px network, written to the published layout by
+    the interop tests' builder: protocol 4 as the released files are, or 3, without frames, so that more edits reach
+    the opcodes rather than a frame's length."""
+    from ganforge.nets import Discriminator, Generator
+
+    fx, _ = _interop_fixtures()
+    import tf_fixtures as tfx
+
+    G = fx.random_weights(Generator(**NETWORK_ARCH, c_dim=2), seed=1)
+    D = fx.random_weights(Discriminator(**NETWORK_ARCH, c_dim=2, mbstd_group_size=2), seed=2)
+    folder.mkdir(parents=True)
+    path = folder / "network.pkl"
+    path.write_bytes(tfx.tf_pickle(tfx.tf_generator(G, name="G"), tfx.tf_discriminator(D), tfx.tf_generator(G),
+                                   protocol=protocol))  # fmt: skip
+    return path
+
+
+TARGETS["tf_pickle"] = Target(
+    "tf_pickle", make_tf_pickle, lambda pkl, scratch: ["import", str(pkl), str(scratch / "G.safetensors")]
+)
+TARGETS["tf_pickle_d"] = Target(
+    "tf_pickle_d",
+    lambda folder: make_tf_pickle(folder, protocol=3),
+    lambda pkl, scratch: ["import", str(pkl), str(scratch / "D.safetensors"), "--which", "D"],
 )
 TARGETS["rosinality_pt"] = Target(
     "rosinality_pt",

@@ -63,6 +63,8 @@ DIFF_SNAPSHOTS = "tests/checkpoint/test_checkpoint_diff_snapshots.py::"
 EXPORT_PROGRESS = "tests/export/test_export_progress.py::"
 METRICS_PROGRESS = "tests/metrics/test_metrics_progress.py::"
 TERMINAL_CARD = "test_on_a_terminal_each_stage_has_a_bar_and_the_card_records_the_calibration"
+TF_REFUSAL = "tests/interop/test_interop_tf_refusal.py::"
+TF_REFERENCE = "tests/interop/test_interop_tf.py::test_imported_networks_compute_what_tensorflow_computes"
 M = Mutant
 
 MUTANTS = (
@@ -396,11 +398,37 @@ MUTANTS = (
       ("tests/interop/test_interop_bounded.py::test_build_on_a_tensor_is_refused_and_nothing_is_written",)),
     M("pickle_storage_check_skipped", "interop/official_pickle.py", "        _check_storages(unpickler.built)\n", "",
       ("tests/interop/test_interop_bounded.py::test_the_storage_check_catches_a_widened_tensor_whatever_widened_it",)),
-    M("pickle_declared_length_unchecked", "interop/official_pickle.py", "if not 0 <= n <= self.left:", "if n < 0:",
+    M("pickle_declared_length_unchecked", "interop/restricted_pickle.py", "if not 0 <= n <= self.left:", "if n < 0:",
       ("tests/interop/test_interop_bounded.py::test_declared_lengths_are_compared_with_the_file",)),
-    M("pickle_keys_not_plain", "interop/official_pickle.py", "if not all(type(k) in PLAIN_KEYS for k in keys):",
+    M("pickle_keys_not_plain", "interop/restricted_pickle.py", "if not all(type(k) in PLAIN_KEYS for k in keys):",
       "if False:",
       ("tests/interop/test_interop_bounded.py::test_keys_are_plain_values_whose_hashing_costs_their_length",)),
+    # TensorFlow-era pickles: the allow-list unpickler's guards, the kind by content, the variable mapping.
+    M("tf_build_on_anything", "interop/tf_pickle.py", "        else:\n            self.refuse_build(target)",
+      "        else:\n            pass", (TF_REFUSAL + "test_build_acts_only_on_networks_arrays_and_dtypes_and_once",)),
+    M("tf_array_bytes_unbounded", "interop/tf_pickle.py", "if self.array_bytes > self.size:", "if False:",
+      (TF_REFUSAL + "test_bytes_shared_through_the_memo_make_no_more_array_than_the_file_holds",)),
+    M("tf_array_size_unchecked", "interop/tf_pickle.py",
+      "if count < 0 or count * dtype.dtype.itemsize != len(data):", "if count < 0:",
+      (TF_REFUSAL + "test_an_array_holds_exactly_the_bytes_of_its_shape",)),
+    M("tf_dtype_any_code", "interop/tf_pickle.py", "if code not in NUMERIC_CODES or", "if not code or",
+      (TF_REFUSAL + "test_an_array_holds_exactly_the_bytes_of_its_shape",)),
+    M("tf_variables_share_arrays", "interop/tf_pickle.py", "if name in variables or id(value) in arrays:",
+      "if name in variables:", (TF_REFUSAL + "test_every_variable_holds_an_array_of_its_own",)),
+    M("tf_kind_not_told_apart", "interop/network.py",
+      "return TENSORFLOW if _first_global_module(head) == TF_NETWORK_MODULE else NVLABS", "return NVLABS",
+      ("tests/interop/test_interop_network.py::test_kinds_by_content",)),
+    M("tf_up_conv_not_flipped", "interop/tf_stylegan2.py", "lambda t: t.flip(0, 1).permute(3, 2, 0, 1)",
+      "lambda t: t.permute(3, 2, 0, 1)", (TF_REFERENCE,)),
+    M("tf_style_bias_without_one", "interop/tf_stylegan2.py", '"mod_bias": (lambda s: s, lambda t: t + 1)',
+      '"mod_bias": (lambda s: s, lambda t: t)', (TF_REFERENCE,)),
+    M("tf_noise_inputs_swapped", "interop/tf_stylegan2.py", '(5 if layer == "conv0" else 4)',
+      '(4 if layer == "conv0" else 5)', (TF_REFERENCE,)),
+    M("tf_channel_base_not_doubled", "interop/tf_stylegan2.py", "return 2 * fmap_base if", "return fmap_base if",
+      (TF_REFERENCE,)),
+    M("tf_settings_from_g_alone", "interop/tf_stylegan2.py",
+      'settings(f"{path}: ", _kwargs(G.components["synthesis"])', 'settings(f"{path}: ", _kwargs(G)',
+      (TF_REFUSAL + "test_settings_are_read_from_the_network_that_takes_them",)),
     M("module_walk_revisits", "interop/official.py", "if id(rec) in seen:", "if False:",
       ("tests/interop/test_interop_bounded.py::test_a_module_reached_twice_is_refused_after_one_visit",)),
     M("rosinality_zip_crc_unread", "interop/rosinality.py", "while member.read(1 << 20):", "while False:",

@@ -318,9 +318,9 @@ def construct(where, network: type, arch: dict, device=None) -> torch.nn.Module:
         raise UserError(*listed(f"{where}: unsupported architecture, ", err.problems)) from None
 
 
-def check_network(where, network: type, arch: dict, tensors: dict, file_bytes: int) -> torch.nn.Module:
-    """`network(**arch)` on the meta device (shapes only), once `arch` is within the limits, its parameter count
-    compared with what a file of `file_bytes` can hold and its tensors with `tensors`: everything but allocating."""
+def sized_network(where, network: type, arch: dict, file_bytes: int) -> torch.nn.Module:
+    """`network(**arch)` on the meta device (shapes only), once `arch` is within the limits and its parameter count
+    within what a file of `file_bytes` can hold."""
     shapes_only = construct(where, network, arch, "meta")
     count = sum(v.numel() for v in shapes_only.state_dict().values())
     if count * MIN_PARAMETER_BYTES > file_bytes:
@@ -328,6 +328,12 @@ def check_network(where, network: type, arch: dict, tensors: dict, file_bytes: i
             f"{where}: its architecture has {count:,} parameters, more than a file of {file_bytes:,} "
             "bytes can hold; the file is truncated or its architecture was altered"
         )
+    return shapes_only
+
+
+def check_network(where, network: type, arch: dict, tensors: dict, file_bytes: int) -> torch.nn.Module:
+    """`sized_network`, its tensors compared with `tensors`: everything but allocating."""
+    shapes_only = sized_network(where, network, arch, file_bytes)
     check_tensors(where, shapes_only, tensors)
     return shapes_only
 

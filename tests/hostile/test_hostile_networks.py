@@ -1,6 +1,6 @@
-"""Hostile network files against every command that reads them: NVlabs pickles, rosinality checkpoints and ganforge
-snapshots, each built here by a small generator, each refused with one line and exit 2, fast, in little memory, and
-without writing anything (no snapshot, no image, no folder)."""
+"""Hostile network files against every command that reads them: NVlabs pickles (PyTorch and TensorFlow-era),
+rosinality checkpoints and ganforge snapshots, each built here by a small generator, each refused with one line and
+exit 2, fast, in little memory, and without writing anything (no snapshot, no image, no folder)."""
 
 import collections
 import io
@@ -16,6 +16,7 @@ import warnings
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 import safetensors.torch
 import torch
@@ -24,6 +25,7 @@ from hostile_harness import Case, assert_all_rejected
 from launch_helpers import tiny_archive
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "interop"))  # the official-pickle fixtures live there
+import tf_fixtures as tfx  # noqa: E402
 from interop_fixtures import (  # noqa: E402
     Persistent,
     _reconstruct_persistent_obj,
@@ -35,7 +37,7 @@ from interop_fixtures import (  # noqa: E402
 )
 from rosinality_reference import generator_state  # noqa: E402
 
-from ganforge.nets import Generator  # noqa: E402
+from ganforge.nets import Discriminator, Generator  # noqa: E402
 from ganforge.snapshot import content_sha256, save_snapshot  # noqa: E402
 
 ARCH = dict(resolution=8, z_dim=4, w_dim=4, channel_base=32, channel_max=4, mapping_layers=1)
@@ -183,6 +185,59 @@ def pkl_memo_index() -> bytes:
     return b"\x80\x02K\x01r\xff\xff\xff\xff."  # LONG_BINPUT at index 2^32 - 1: the C unpickler grows its memo to it
 
 
+# --- TensorFlow-era pickles ------------------------------------------------------------------------------------------
+
+
+def tf_networks(**kwargs_changes) -> tuple:
+    """(G, D, Gs) of a tiny TensorFlow-era file, Gs recording `kwargs_changes` in its static kwargs."""
+    G = random_weights(Generator(**ARCH), seed=1)
+    Gs = tfx.tf_generator(G, kwargs=tfx.generator_kwargs(G, "ada") | kwargs_changes)
+    return Gs, tfx.tf_discriminator(random_weights(Discriminator(**ARCH), seed=2)), Gs
+
+
+def tf_file(**kwargs_changes) -> bytes:
+    return tfx.tf_pickle(*tf_networks(**kwargs_changes))
+
+
+def tf_with_variables(*extra) -> bytes:
+    """A tiny TF file whose Gs holds the variables `extra` ((name, value) pairs) besides its own."""
+    networks = tf_networks()
+    networks[2].__getstate__()["variables"].extend(extra)
+    return tfx.tf_pickle(*networks)
+
+
+def tf_array(shape, dtype, data: bytes) -> Call:
+    return Call(tfx._reconstruct, np.ndarray, (0,), b"b", state=(1, shape, np.dtype(dtype), False, data))
+
+
+def tf_shared_bytes() -> bytes:
+    """One 4 KB bytes object (pickled once, then fetched from the memo) made into 2,000 arrays: 8 MB of arrays from a
+    100 KB file (each a copy once converted), refused once they hold more bytes than the file."""
+    data = b"\x00" * 4096
+    return tf_with_variables(*((f"x{i}", tf_array((1024,), "f4", data)) for i in range(2000)))
+
+
+def tf_shared_array() -> bytes:
+    shared = tfx.Array(np.zeros(4))
+    return tf_with_variables(("a", shared), ("b", shared))
+
+
+def tf_deep_kwargs() -> bytes:
+    """fmap_max nested DEEP lists deep (written as opcodes; a protocol-3 file, without frames)."""
+    data = tfx.tf_pickle(*tf_networks(fmap_max="DEEP-VALUE"), protocol=3)
+    marker = b"X" + struct.pack("<I", 10) + b"DEEP-VALUE"
+    assert data.count(marker) == 1
+    return data.replace(marker, b"]" * DEPTH + b"a" * (DEPTH - 1))
+
+
+def tf_truncated() -> bytes:
+    data = tf_file()
+    return data[: len(data) // 2]
+
+
+TF_NETWORK = b"\x80\x02cdnnlib.tflib.network\nNetwork\n)\x81"  # GLOBAL, EMPTY_TUPLE, NEWOBJ
+
+
 # --- rosinality checkpoints -------------------------------------------------------------------------------------------
 
 
@@ -324,6 +379,18 @@ IMPORTS = {  # file name -> bytes; each is read by `ganforge import NAME out.saf
     "frame-2e62.pkl": lambda: declared_length(b"\x95"),
     "bytearray8-2e62.pkl": lambda: b"\x80\x05" + declared_length(b"\x96")[2:],
     "memo-index.pkl": pkl_memo_index,
+    "tf-payload-in-kwargs.pkl": lambda: tf_file(fmap_max=Call(os.system, "true")),
+    "tf-build-twice.pkl": lambda: TF_NETWORK + b"}b}b.",
+    "tf-build-on-a-list.pkl": lambda: TF_NETWORK + b"0]]b.",
+    "tf-declared-length.pkl": lambda: TF_NETWORK + b"\x8e" + struct.pack("<Q", 2**62) + b"\x00" * 8,
+    "tf-shared-bytes.pkl": tf_shared_bytes,
+    "tf-shared-array.pkl": tf_shared_array,
+    "tf-object-array.pkl": lambda: tf_with_variables(("x", tf_array((2,), "O", [None, None]))),
+    "tf-huge-shape.pkl": lambda: tf_with_variables(("x", tf_array((2**62, 2**62), "f4", b"\x00" * 16))),
+    "tf-deep-kwargs.pkl": tf_deep_kwargs,
+    "tf-channels-4096.pkl": lambda: tf_file(fmap_max=4096),
+    "tf-params-beyond-file.pkl": lambda: tf_file(resolution=1024, fmap_max=1024, fmap_base=2**19),
+    "tf-truncated.pkl": tf_truncated,
     "truncated.pt": pt_truncated,
     "bad-crc.pt": pt_bad_crc,
     "deflated-member.pt": pt_deflated_member,
@@ -345,6 +412,8 @@ GENERATES = {  # file name -> bytes; each is read by `ganforge generate --networ
     "huge-format-version.safetensors": lambda: snapshot({"format_version": "9" * 100_000}),
     "widening-build.pkl": pkl_widening_build,
     "deep-kwargs.pkl": pkl_deep_kwargs,
+    "tf-shared-bytes.pkl": tf_shared_bytes,
+    "tf-deep-kwargs.pkl": tf_deep_kwargs,
 }
 
 
@@ -374,6 +443,8 @@ def test_hostile_network_files_are_refused_by_every_reader(tmp_path):
     assert "sets the state of a tensor (BUILD)" in outcomes["import widening-build.pkl"].stderr
     assert "without a checksum" in outcomes["generate no-checksum-nan.safetensors"].stderr
     assert "does not match its checksum" in outcomes["generate altered-metadata.safetensors"].stderr
+    assert "bytes in all from a file of" in outcomes["import tf-shared-bytes.pkl"].stderr
+    assert "refused: the pickle asks for posix.system" in outcomes["import tf-payload-in-kwargs.pkl"].stderr
     made = {p.name for p in tmp_path.iterdir()} - {*IMPORTS, *(f"g-{n}" for n in GENERATES)}
     assert made == {"data", "a-fifo.safetensors", "a-file", "a-folder.safetensors", "good.pkl", "deep-args.pt",
                     "deep.safetensors", "hostile-cases.json", "hostile-outcomes.jsonl"}  # fmt: skip

@@ -1,11 +1,13 @@
-"""`ganforge import` and `ganforge generate --network <foreign file>` end to end: the round trip gives the pixels of the
-original tensors loaded by hand; a malicious or unknown file exits 2 with one message and no side effect."""
+"""`ganforge import`, `generate --network` and `metrics --network` with foreign files (NVlabs PyTorch and TensorFlow
+pickles) end to end: the round trip gives the pixels of the original tensors loaded by hand; a malicious or unknown
+file exits 2 with one message and no side effect."""
 
 import os
 
 import numpy as np
 import PIL.Image
 import pytest
+import tf_fixtures as tfx
 import torch
 from click.testing import CliRunner
 from interop_fixtures import discriminator_kwargs, generator_kwargs, network_pickle, persistent_tree, random_weights
@@ -83,13 +85,40 @@ def test_refused_and_unknown_files_exit_2_with_one_message(official, tmp_path):
     assert result.exit_code == 2 and "error: --class: " in result.output and "is conditional" in result.output
 
 
-def test_metrics_reads_a_foreign_network_like_its_imported_snapshot(tmp_path):
+def test_a_tensorflow_pickle_is_read_by_import_generate_and_its_which(tmp_path):
+    G, G_ema = random_weights(Generator(**ARCH), seed=11), random_weights(Generator(**ARCH), seed=12)
+    D = random_weights(Discriminator(**ARCH), seed=13)
+    path = tmp_path / "stylegan2-tf.pkl"
+    path.write_bytes(tfx.tf_pickle(tfx.tf_generator(G, name="G"), tfx.tf_discriminator(D), tfx.tf_generator(G_ema)))
+    for which in ("G_ema", "G", "D"):
+        result = run("import", path, tmp_path / f"{which}.safetensors", "--which", which)
+        assert result.exit_code == 0, result.output
+        assert f"{which} of {path} (NVlabs TensorFlow pickle)" in result.output
+    seeds = ["--seeds", "3", "--class", "1", "--device", "cpu"]
+    for network, folder in ((path, "from-pickle"), (tmp_path / "G_ema.safetensors", "from-snapshot")):
+        assert run("generate", "--network", network, "--outdir", tmp_path / folder, *seeds).exit_code == 0
+    z = torch.from_numpy(np.random.RandomState(3).randn(1, 8)).float()
+    with torch.no_grad():
+        expected = to_uint8(G_ema(z, torch.eye(2)[[1]], noise_mode="const")).permute(0, 2, 3, 1).numpy()
+    for folder in ("from-pickle", "from-snapshot"):
+        assert np.array_equal(np.asarray(PIL.Image.open(tmp_path / folder / "seed0000003.png")), expected[0])
+
+
+@pytest.mark.parametrize("kind", ["pytorch", "tensorflow"])
+def test_metrics_reads_a_foreign_network_like_its_imported_snapshot(tmp_path, kind):
     unconditional = {**ARCH, "c_dim": 0}
     G_ema = random_weights(Generator(**unconditional), seed=9)
     D = random_weights(Discriminator(**unconditional), seed=10)
     pickle_path = tmp_path / "network.pkl"
-    trees = {"G_ema": persistent_tree(G_ema, generator_kwargs(G_ema)), "D": persistent_tree(D, discriminator_kwargs(D))}
-    pickle_path.write_bytes(network_pickle(trees))
+    if kind == "pytorch":
+        trees = {
+            "G_ema": persistent_tree(G_ema, generator_kwargs(G_ema)),
+            "D": persistent_tree(D, discriminator_kwargs(D)),
+        }
+        pickle_path.write_bytes(network_pickle(trees))
+    else:
+        Gs = tfx.tf_generator(G_ema)
+        pickle_path.write_bytes(tfx.tf_pickle(Gs, tfx.tf_discriminator(D), Gs))
     assert run("import", pickle_path, tmp_path / "G.safetensors").exit_code == 0
     (tmp_path / "reals").mkdir()
     rng = np.random.default_rng(0)

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from ganforge.errors import UserError
-from ganforge.interop.network import NVLABS, ROSINALITY, SNAPSHOT, file_kind, load_network
+from ganforge.interop.network import NVLABS, ROSINALITY, SNAPSHOT, TENSORFLOW, file_kind, load_network
 from ganforge.nets import Generator
 from ganforge.snapshot import save_snapshot
 
@@ -28,6 +28,13 @@ def test_kinds_by_content(tmp_path):
     for data, kind in (
         (pickle.dumps({"G": 1}, protocol=2), NVLABS),
         (pickle.dumps({"G": 1}, protocol=4), NVLABS),
+        (b"\x80\x02cdnnlib.tflib.network\nNetwork\n)\x81.", TENSORFLOW),  # GLOBAL
+        (
+            b"\x80\x04\x95\x00\x00\x00\x00\x00\x00\x00\x00\x8c\x14dnnlib.tflib.network\x94\x8c\x07Network\x93.",
+            TENSORFLOW,
+        ),
+        (b"\x80\x04\x8c\x14dnnlib.tflib.network\x8c\x07Network\x93.", TENSORFLOW),  # STACK_GLOBAL
+        (b"\x80\x04\x8c\x05numpy\x8c\x05dtype\x93.", NVLABS),  # another first global: the PyTorch reader's to refuse
         (_torch_save(True), ROSINALITY),
         (_torch_save(False), ROSINALITY),
     ):

@@ -85,12 +85,19 @@ def test_extension_codes_resolve_through_the_allow_list(tmp_path, marker):
         copyreg.remove_extension("posix", "system", 0xF0)
 
 
-def test_tensorflow_pickles_and_persistent_ids_are_refused(tmp_path, marker):
+def test_persistent_ids_are_refused(tmp_path, marker):
     path = tmp_path / "network.pkl"
-    path.write_bytes(b"\x80\x02cdnnlib.tflib.network\nNetwork\n)\x81.")
-    refused(path, "a TensorFlow StyleGAN pickle .*convert it with stylegan2-ada-pytorch's legacy.py")
     path.write_bytes(b"\x80\x02X\x01\x00\x00\x00xQ.")  # BINPERSID: only torch's own loader may resolve these
     refused(path, "not a readable NVlabs network pickle")
+
+
+def test_a_tensorflow_network_inside_a_pytorch_pickle_is_refused_by_name(tmp_path, marker):
+    """A file is read as the kind its first global names; a TF Network later in a PyTorch pickle is not allowed."""
+    path = tmp_path / "network.pkl"
+    path.write_bytes(
+        b"\x80\x02ctorch_utils.persistence\n_reconstruct_persistent_obj\n0cdnnlib.tflib.network\nNetwork\n)\x81."
+    )
+    refused(path, "asks for dnnlib.tflib.network.Network, which is not part of a StyleGAN2 network pickle")
 
 
 class NestedStorage:

@@ -1,7 +1,8 @@
-"""Pretrained StyleGAN2 models in: NVlabs pickles and rosinality checkpoints, read without executing the file.
+"""Pretrained StyleGAN2 models in: NVlabs pickles (PyTorch and TensorFlow-era) and rosinality checkpoints, read
+without executing the file.
 
 from ganforge.interop import load_network, import_network
-G, meta = load_network("ffhq.pkl")                      # or a snapshot, or a rosinality .pt
+G, meta = load_network("ffhq.pkl")                      # or a TF-era .pkl, a snapshot, a rosinality .pt
 import_network("ffhq.pkl", "ffhq.safetensors")          # G_ema -> a ganforge snapshot
 """
 

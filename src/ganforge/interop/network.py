@@ -3,12 +3,15 @@
 - a ganforge snapshot (`.safetensors`, `ganforge.snapshot`),
 - an NVlabs network pickle (stylegan2-ada-pytorch, or stylegan3: StyleGAN2 networks and alias-free T and R
   generators), read as data,
+- a TensorFlow-era NVlabs network pickle (stylegan2, stylegan2-ada in TensorFlow), read as data without TensorFlow,
 - a rosinality stylegan2-pytorch checkpoint (`.pt`), read with `torch.load(weights_only=True)`.
 
 Nothing from any of them is executed.
 """
 
 import contextlib
+import io
+import pickletools
 from pathlib import Path
 
 import torch
@@ -16,30 +19,35 @@ import torch
 from ganforge.digest import file_sha256
 from ganforge.durable import WriteError, check_destination, write_problem
 from ganforge.errors import UserError
-from ganforge.interop import official, official_stylegan3, rosinality
+from ganforge.interop import official, official_stylegan3, rosinality, tf_stylegan2
 from ganforge.interop.official_pickle import read_pickle
+from ganforge.interop.tf_pickle import network_of, read_tf_pickle
 from ganforge.nets import Generator
 from ganforge.outputs import check_writable_folder
 from ganforge.snapshot import load_snapshot, save_discriminator, save_snapshot
 
 SNAPSHOT, NVLABS, ROSINALITY = "ganforge snapshot", "NVlabs pickle", "rosinality checkpoint"
+TENSORFLOW = "NVlabs TensorFlow pickle"
 WHICH = ("G_ema", "G", "D")
 SUPPORTED = (
-    "supported: a ganforge snapshot (.safetensors), an NVlabs stylegan2-ada-pytorch or stylegan3 network "
-    "pickle (.pkl), a rosinality stylegan2-pytorch checkpoint (.pt)"
+    "supported: a ganforge snapshot (.safetensors), an NVlabs network pickle (.pkl) of stylegan2-ada-pytorch, "
+    "stylegan3, or TensorFlow stylegan2 / stylegan2-ada, a rosinality stylegan2-pytorch checkpoint (.pt)"
 )
 ZIP_MAGIC = b"PK\x03\x04"  # torch.save's format since PyTorch 1.6
 LEGACY_TORCH_MAGIC = b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19"  # older torch.save: a pickled magic
 PICKLE_PROTO = b"\x80"  # then the protocol number, 2 to 5
+HEAD_BYTES = 256  # a network pickle names its first global within its first 64 bytes
+TF_NETWORK_MODULE = "dnnlib.tflib.network"  # a TensorFlow-era file starts with its G, a Network of this module
+STRING_OPCODES = ("SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE")
 
 
 def file_kind(path: Path) -> str:
-    """SNAPSHOT, NVLABS or ROSINALITY from the first bytes; UserError saying what the file is otherwise."""
+    """SNAPSHOT, NVLABS, TENSORFLOW or ROSINALITY from the first bytes; UserError saying what the file is otherwise."""
     if not path.is_file():
         raise UserError(f"{path}: no such file; {SUPPORTED}")
     try:
         with open(path, "rb") as file:
-            head = file.read(16)
+            head = file.read(HEAD_BYTES)
     except OSError as err:
         raise UserError(f"{path}: cannot be read ({err.strerror or type(err).__name__}); {SUPPORTED}") from None
     # safetensors: an 8-byte little-endian header length, then the JSON header; checked first, since the length's
@@ -49,27 +57,42 @@ def file_kind(path: Path) -> str:
     if head.startswith(ZIP_MAGIC) or head.startswith(LEGACY_TORCH_MAGIC):
         return ROSINALITY
     if head[:1] == PICKLE_PROTO and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
-        return NVLABS
+        return TENSORFLOW if _first_global_module(head) == TF_NETWORK_MODULE else NVLABS
     what = "an empty file" if not head else "a PNG image" if head.startswith(b"\x89PNG") else "of unknown content"
     raise UserError(f"{path}: {what} (first bytes {head[:8].hex(' ')}); {SUPPORTED}")
 
 
+def _first_global_module(head: bytes) -> str | None:
+    """The module of the first global a pickle names, parsed (never run) from its first bytes; None if there is none
+    within them. STACK_GLOBAL takes the module from the string pushed before the name."""
+    strings = []
+    try:
+        for opcode, arg, _ in pickletools.genops(io.BytesIO(head)):
+            if opcode.name == "GLOBAL":
+                return arg.split(" ", 1)[0]
+            if opcode.name == "STACK_GLOBAL":
+                return strings[-2] if len(strings) >= 2 else None
+            if opcode.name in STRING_OPCODES:
+                strings.append(arg)
+    except ValueError:  # the head ends inside an opcode, or is not a pickle past this point
+        pass
+    return None
+
+
 def read_network(path, which: str = "G_ema") -> tuple[torch.nn.Module, dict]:
-    """Network `which` (G_ema, G or D) of an NVlabs pickle or rosinality checkpoint, converted in memory (CPU, eval
-    mode), with a meta dict saying where it came from and what was inferred."""
+    """Network `which` (G_ema, G or D) of an NVlabs pickle (PyTorch or TensorFlow) or rosinality checkpoint, converted
+    in memory (CPU, eval mode), with a meta dict saying where it came from and what was inferred."""
     path = Path(path)
     assert which in WHICH, which
     kind = file_kind(path)
     if kind == SNAPSHOT:
         raise UserError(f"{path}: already a ganforge snapshot; use it as it is")
     if kind == NVLABS:
-        record = official.network_record(path, read_pickle(path), which)
-        if which == "D":
-            net, details = official.read_discriminator(path, record)
-        elif official_stylegan3.is_stylegan3(record):
-            net, details = official_stylegan3.read_stylegan3(path, record, official.generator_kwargs(path, record))
-        else:
-            net, details = official.read_generator(path, record)
+        net, details = _read_nvlabs(path, which)
+    elif kind == TENSORFLOW:
+        network = network_of(path, read_tf_pickle(path), which)
+        read = tf_stylegan2.read_tf_discriminator if which == "D" else tf_stylegan2.read_tf_generator
+        net, details = read(path, network)
     else:
         checkpoint = rosinality.read_checkpoint(path)
         if which == "D":
@@ -80,9 +103,19 @@ def read_network(path, which: str = "G_ema") -> tuple[torch.nn.Module, dict]:
     return net, {**meta, "details": details}
 
 
+def _read_nvlabs(path: Path, which: str) -> tuple[torch.nn.Module, dict]:
+    record = official.network_record(path, read_pickle(path), which)
+    if which == "D":
+        return official.read_discriminator(path, record)
+    if official_stylegan3.is_stylegan3(record):
+        return official_stylegan3.read_stylegan3(path, record, official.generator_kwargs(path, record))
+    return official.read_generator(path, record)
+
+
 def load_network(path, which: str = "G_ema", device="cpu") -> tuple[Generator, dict]:
-    """A generator from a ganforge snapshot, an NVlabs pickle or a rosinality checkpoint: (Generator in eval mode
-    on `device`, meta). `which` picks G_ema (default) or G in the foreign formats; a snapshot holds only G_ema."""
+    """A generator from a ganforge snapshot, an NVlabs pickle (PyTorch or TensorFlow) or a rosinality checkpoint:
+    (Generator in eval mode on `device`, meta). `which` picks G_ema (default) or G in the foreign formats; a snapshot
+    holds only G_ema."""
     path = Path(path)
     assert which in ("G_ema", "G"), which
     if file_kind(path) == SNAPSHOT:

@@ -18,50 +18,31 @@ Here unpickling resolves only an allow-list of globals, each to a ganforge funct
 
 Every other global is refused before anything is called; `read_pickle` raises a UserError naming it.
 
-The opcodes that change an object after it was made act only where a network pickle needs them: SETITEM(S) on
-dicts, APPEND(S) on lists, ADDITEMS on sets, BUILD (set the state) on numpy values alone. BUILD on a tensor would run
-`Tensor.__setstate__`, whose `set_` widens a storage to any size without initialising it (the process's memory
-would become weights); BUILD on a record would overwrite its fields. Dict keys and set items are plain values, whose
-hashing costs their length (hashing a tuple of shared tuples costs 2^depth). Every length an opcode declares is
-compared with what remains of the file before anything is read or allocated. After loading, every tensor is checked
-to lie within the storage the file supplied for it, and every storage to hold exactly the bytes it was read with.
+The generic guards (bounded reads, container opcodes on containers only, plain keys) are `restricted_pickle`'s.
+BUILD (set the state) acts on numpy values alone: BUILD on a tensor would run `Tensor.__setstate__`, whose `set_`
+widens a storage to any size without initialising it (the process's memory would become weights); BUILD on a record
+would overwrite its fields. After loading, every tensor is checked to lie within the storage the file supplied for
+it, and every storage to hold exactly the bytes it was read with.
 """
 
 import collections
 import dataclasses
 import io
 import pickle
-import struct
 import warnings
 from pathlib import Path
 
 import torch
 
 from ganforge.errors import UserError
-from ganforge.limits import shown_name
-
-# Malformed streams surface as any of these from pickle, from our stand-ins, or from torch.load.
-_DECODE_ERRORS = (
-    pickle.UnpicklingError,
-    EOFError,
-    ValueError,
-    TypeError,
-    KeyError,
-    IndexError,
-    AttributeError,
-    RuntimeError,
-    OverflowError,
-    struct.error,
+from ganforge.interop.restricted_pickle import (
+    DECODE_ERRORS,
+    RefusedGlobal,
+    RestrictedUnpickler,
+    decode_detail,
+    plain_keys,
+    unpickle,
 )
-MAX_MESSAGE_DETAIL = 200  # characters of a decoding error quoted in a message
-
-
-class RefusedGlobal(pickle.UnpicklingError):
-    """The pickle names a global outside the allow-list; nothing it names has been imported or called."""
-
-    def __init__(self, module: str, name: str):
-        self.qualname = f"{shown_name(module)}.{shown_name(name)}"
-        super().__init__(f"refused global {self.qualname}")
 
 
 @dataclasses.dataclass
@@ -104,16 +85,8 @@ class _Storage:
     data_ptr: int
 
 
-PLAIN_KEYS = (str, int, float, bytes, bool, type(None))  # hashing costs their length
 BUILD_TARGETS = (NumpyValue,)  # the only objects a network pickle gives a state (numpy dtypes)
 DICTS = (dict, collections.OrderedDict, EasyDict)
-
-
-def _plain_keys(keys) -> list:
-    keys = list(keys)
-    if not all(type(k) in PLAIN_KEYS for k in keys):
-        raise pickle.UnpicklingError("a dict key or set item that is not a plain value (string, number, bytes)")
-    return keys
 
 
 def _reconstruct_persistent_obj(meta) -> PersistentRecord:
@@ -130,7 +103,7 @@ def _ordered_dict(*args) -> collections.OrderedDict:
         pairs = [tuple(p) for p in args[0] if isinstance(p, (list, tuple)) and len(p) == 2]
         if len(pairs) != len(args[0]):
             raise pickle.UnpicklingError("an OrderedDict made from something other than a list of pairs")
-        _plain_keys(k for k, _ in pairs)
+        plain_keys(k for k, _ in pairs)
         return collections.OrderedDict(pairs)
     return collections.OrderedDict()
 
@@ -138,7 +111,7 @@ def _ordered_dict(*args) -> collections.OrderedDict:
 def _set(items=()) -> set:
     if not isinstance(items, (list, tuple)):
         raise pickle.UnpicklingError("a set made from something other than a list")
-    return set(_plain_keys(items))
+    return set(plain_keys(items))
 
 
 def _load_storage(data) -> _Storage:
@@ -149,7 +122,7 @@ def _load_storage(data) -> _Storage:
         warnings.filterwarnings("ignore", "TypedStorage is deprecated", UserWarning)
         try:
             storage = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
-        except (*_DECODE_ERRORS, AssertionError):  # torch's legacy reader asserts what the stream must hold
+        except (*DECODE_ERRORS, AssertionError):  # torch's legacy reader asserts what the stream must hold
             raise pickle.UnpicklingError(
                 "a nested tensor storage is not plain tensor data (torch.load with "
                 "weights_only=True refused or could not read it)"
@@ -184,55 +157,19 @@ ALLOWED = {
 }
 
 
-class _BoundedFile:
-    """The pickle file, refusing to read (and so the unpickler to allocate) more than what remains of it."""
+class _RestrictedUnpickler(RestrictedUnpickler):
+    """The allow-list of a PyTorch network pickle (ALLOWED), BUILD on numpy values only; every tensor it rebuilds is
+    recorded with the storage it views, for the check after loading."""
+
+    allowed = ALLOWED
+    dicts = DICTS
 
     def __init__(self, file, size: int):
-        self.file, self.left = file, size
-
-    def read(self, n: int) -> bytes:
-        self._check(n)
-        data = self.file.read(n)
-        self.left -= len(data)
-        return data
-
-    def readinto(self, buffer) -> int:
-        self._check(len(buffer))
-        n = self.file.readinto(buffer)
-        self.left -= n
-        return n
-
-    def readline(self) -> bytes:
-        line = self.file.readline()
-        self.left -= len(line)
-        return line
-
-    def _check(self, n: int) -> None:
-        if not 0 <= n <= self.left:
-            raise pickle.UnpicklingError(f"an opcode declares {n} bytes where {self.left} remain in the file")
-
-
-class _Dispatch(dict):
-    def __missing__(self, key):
-        raise pickle.UnpicklingError(f"unknown opcode 0x{key:02x}")
-
-
-class _RestrictedUnpickler(pickle._Unpickler):
-    """Every global (GLOBAL, STACK_GLOBAL, INST, OBJ and extension codes all go through find_class) comes from
-    ALLOWED; persistent ids are refused by the base class, which has no persistent_load. Python's own unpickler
-    (pickle._Unpickler) is used because its opcodes can be replaced: the C one allocates a declared length before
-    reading it and grows its memo to any index a file names."""
-
-    dispatch = _Dispatch(pickle._Unpickler.dispatch)
-
-    def __init__(self, file, size: int):
-        super().__init__(_BoundedFile(file, size))
+        super().__init__(file, size)
         self.built: list[tuple[torch.Tensor, _Storage]] = []
 
     def find_class(self, module: str, name: str):
-        if (module, name) not in ALLOWED:
-            raise RefusedGlobal(module, name)
-        return ALLOWED[(module, name)] or self._rebuild_tensor
+        return super().find_class(module, name) or self._rebuild_tensor
 
     def _rebuild_tensor(self, storage, offset, size, stride, requires_grad=False, backward_hooks=None, metadata=None):
         """The tensor view [offset, size, stride] of `storage`; the range is checked, since `Tensor.set_` does not."""
@@ -248,81 +185,14 @@ class _RestrictedUnpickler(pickle._Unpickler):
         self.built.append((tensor, storage))
         return tensor
 
-    def load_build(self):
-        state, target = self.stack[-1], self.stack[-2]
+    def build(self, target, state) -> None:
         if type(target) in BUILD_TARGETS:
             target.__setstate__(state)
         elif not (type(target) in DICTS and (state is None or (type(state) is dict and not state))):  # a no-op
-            raise pickle.UnpicklingError(
-                f"the pickle sets the state of a {_kind(target)} (BUILD), which a network pickle never does"
-            )
-        self.stack.pop()
+            self.refuse_build(target)
 
-    def load_setitem(self):
-        _expect(self.stack[-3], DICTS, "SETITEM")
-        _plain_keys([self.stack[-2]])
-        super().load_setitem()
-
-    def load_setitems(self):  # the items follow the mark; the dict is just before it
-        _expect(self._marked(), DICTS, "SETITEMS")
-        _plain_keys(self.stack[0::2])
-        super().load_setitems()
-
-    def load_append(self):
-        _expect(self.stack[-2], (list,), "APPEND")
-        super().load_append()
-
-    def load_appends(self):
-        _expect(self._marked(), (list,), "APPENDS")
-        super().load_appends()
-
-    def load_additems(self):
-        _expect(self._marked(), (set,), "ADDITEMS")
-        _plain_keys(self.stack)
-        super().load_additems()
-
-    def load_dict(self):
-        _plain_keys(self.stack[0::2])
-        super().load_dict()
-
-    def load_frozenset(self):
-        _plain_keys(self.stack)
-        super().load_frozenset()
-
-    def load_bytearray8(self):
-        raise pickle.UnpicklingError("a bytearray (BYTEARRAY8), which a network pickle never holds")
-
-    def _marked(self):
-        """The object just before the innermost mark (what SETITEMS, APPENDS and ADDITEMS change)."""
-        if not self.metastack or not self.metastack[-1]:
-            raise pickle.UnpicklingError("an opcode that needs a mark and an object before it has neither")
-        return self.metastack[-1][-1]
-
-
-_RestrictedUnpickler.dispatch.update(
-    {
-        pickle.BUILD[0]: _RestrictedUnpickler.load_build,
-        pickle.SETITEM[0]: _RestrictedUnpickler.load_setitem,
-        pickle.SETITEMS[0]: _RestrictedUnpickler.load_setitems,
-        pickle.APPEND[0]: _RestrictedUnpickler.load_append,
-        pickle.APPENDS[0]: _RestrictedUnpickler.load_appends,
-        pickle.ADDITEMS[0]: _RestrictedUnpickler.load_additems,
-        pickle.DICT[0]: _RestrictedUnpickler.load_dict,
-        pickle.FROZENSET[0]: _RestrictedUnpickler.load_frozenset,
-        pickle.BYTEARRAY8[0]: _RestrictedUnpickler.load_bytearray8,
-    }
-)
-
-
-def _expect(target, types: tuple, opcode: str) -> None:
-    if type(target) not in types:
-        raise pickle.UnpicklingError(f"{opcode} on a {_kind(target)}, which a network pickle never does")
-
-
-def _kind(value) -> str:
-    if isinstance(value, torch.Tensor):
-        return "tensor"
-    return "network module record" if isinstance(value, PersistentRecord) else type(value).__name__
+    def kind(self, value) -> str:
+        return "network module record" if isinstance(value, PersistentRecord) else super().kind(value)
 
 
 def _check_view(storage: _Storage, offset: int, size: tuple, stride: tuple) -> None:
@@ -358,28 +228,17 @@ def _check_storages(built: list) -> None:
 def read_pickle(path: Path):
     """The object graph of an NVlabs pickle, built from allowed data only; UserError for anything else."""
     try:
-        with open(path, "rb") as file:
-            unpickler = _RestrictedUnpickler(file, Path(path).stat().st_size)
-            data = unpickler.load()
+        data, unpickler = unpickle(path, _RestrictedUnpickler)
         _check_storages(unpickler.built)
     except RefusedGlobal as err:
-        raise UserError(_refusal(path, err.qualname)) from None
-    except _DECODE_ERRORS as err:
-        detail = str(err)[:MAX_MESSAGE_DETAIL]
-        detail = f"{type(err).__name__}: {detail}" if type(err) in (KeyError, EOFError) or not detail else detail
-        raise UserError(f"{path}: not a readable NVlabs network pickle ({detail}); nothing from it was run") from None
+        raise UserError(
+            f"{path}: refused: the pickle asks for {err.qualname}, which is not part of a StyleGAN2 network pickle; "
+            "ganforge never runs code from a file, and nothing from this one was run"
+        ) from None
+    except DECODE_ERRORS as err:
+        raise UserError(
+            f"{path}: not a readable NVlabs network pickle ({decode_detail(err)}); nothing from it was run"
+        ) from None
     except OSError as err:
         raise UserError(f"{path}: cannot be read ({err.strerror or type(err).__name__})") from None
     return data
-
-
-def _refusal(path: Path, qualname: str) -> str:
-    if qualname.startswith("dnnlib.tflib"):
-        return (
-            f"{path}: a TensorFlow StyleGAN pickle ({qualname}); ganforge reads the PyTorch pickles of "
-            "stylegan2-ada-pytorch and stylegan3: convert it with stylegan2-ada-pytorch's legacy.py"
-        )
-    return (
-        f"{path}: refused: the pickle asks for {qualname}, which is not part of a StyleGAN2 network pickle; "
-        "ganforge never runs code from a file, and nothing from this one was run"
-    )

@@ -7,9 +7,9 @@ import torch
 from ganforge.errors import UserError
 from ganforge.nets.layers import fir_kernel
 from ganforge.snapshot import build_network as _build_checked
-from ganforge.snapshot import construct
+from ganforge.snapshot import construct, sized_network
 
-__all__ = ["build_network", "check_fir", "construct", "drop_resample_filters", "fit_singleton_dims"]
+__all__ = ["build_network", "check_fir", "construct", "drop_resample_filters", "fit_singleton_dims", "network_shapes"]
 
 RESAMPLE_FILTER = ".resample_filter"
 
@@ -46,3 +46,10 @@ def build_network(path: Path, network: type, arch: dict, tensors: dict) -> torch
     the limits and against the size of `path` before anything is allocated (snapshot.build_network); UserError
     listing every mismatch."""
     return _build_checked(path, network, arch, tensors, "cpu", Path(path).stat().st_size)
+
+
+def network_shapes(path: Path, network: type, arch: dict) -> dict[str, tuple]:
+    """The shape of every tensor of `network(**arch)`, once the architecture is within the limits and no larger
+    than the file at `path` can hold (nothing is allocated)."""
+    shapes_only = sized_network(path, network, arch, Path(path).stat().st_size)
+    return {name: tuple(value.shape) for name, value in shapes_only.state_dict().items()}
