@@ -24,6 +24,7 @@ from ganforge.train.resolver import observe, resolve_run
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "interop"))
 import rosinality_reference as ref  # noqa: E402
+import tf_fixtures as tfx  # noqa: E402
 from interop_fixtures import (  # noqa: E402
     discriminator_kwargs,
     generator_kwargs,
@@ -118,6 +119,19 @@ def test_a_rosinality_checkpoint_gives_its_three_networks_and_p(tmp_path):
     data = make_dataset(tmp_path / "rgb", channels=3)
     cfg = resolve(tiny_options(data, tmp_path / "runs", resume=str(path)))
     assert (cfg.model.z_dim, cfg.model.mapping_layers) == (8, 2)
+
+
+def test_a_tensorflow_pickle_gives_g_d_and_gs_and_no_p(data, tmp_path):
+    G, G_ema = (random_weights(Generator(resolution=8, img_channels=1, **ARCH), seed) for seed in (1, 2))
+    D = random_weights(Discriminator(resolution=8, img_channels=1, channel_base=128, channel_max=16), 3)
+    path = tmp_path / "stylegan2-ada.pkl"
+    path.write_bytes(tfx.tf_pickle(tfx.tf_generator(G, name="G"), tfx.tf_discriminator(D), tfx.tf_generator(G_ema)))
+    pretrained = read_pretrained([path])
+    assert set(pretrained.networks) == {"G", "G_ema", "D"} and pretrained.augment_p is None
+    for name, net in (("G", G), ("G_ema", G_ema), ("D", D)):
+        key = "b4.fc.weight" if name == "D" else "mapping.fc0.weight"
+        assert torch.equal(pretrained.networks[name].state_dict()[key], net.state_dict()[key]), name
+    assert resolve(tiny_options(data, tmp_path, resume=str(path))).model.mapping_layers == 3
 
 
 def test_what_contradicts_the_pickle_is_refused_naming_both(data, tmp_path):

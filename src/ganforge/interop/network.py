@@ -20,7 +20,7 @@ from ganforge.digest import file_sha256
 from ganforge.durable import WriteError, check_destination, write_problem
 from ganforge.errors import UserError
 from ganforge.interop import official, official_stylegan3, rosinality, tf_stylegan2
-from ganforge.interop.official_pickle import read_pickle
+from ganforge.interop.official_pickle import PersistentRecord, read_pickle
 from ganforge.interop.tf_pickle import network_of, read_tf_pickle
 from ganforge.nets import Generator
 from ganforge.outputs import check_writable_folder
@@ -87,29 +87,48 @@ def read_network(path, which: str = "G_ema") -> tuple[torch.nn.Module, dict]:
     kind = file_kind(path)
     if kind == SNAPSHOT:
         raise UserError(f"{path}: already a ganforge snapshot; use it as it is")
-    if kind == NVLABS:
-        net, details = _read_nvlabs(path, which)
-    elif kind == TENSORFLOW:
-        network = network_of(path, read_tf_pickle(path), which)
-        read = tf_stylegan2.read_tf_discriminator if which == "D" else tf_stylegan2.read_tf_generator
-        net, details = read(path, network)
-    else:
-        checkpoint = rosinality.read_checkpoint(path)
-        if which == "D":
-            net, details = rosinality.read_discriminator(path, checkpoint)
-        else:
-            net, details = rosinality.read_generator(path, checkpoint, which)
-    meta = {"imported_from": path.name, "source_format": kind, "source_sha256": _sha256(path), "network": which}
+    net, details = convert(path, kind, parse(path, kind), which)
+    meta = {"imported_from": path.name, "source_format": kind, "source_sha256": sha256_of(path), "network": which}
     return net, {**meta, "details": details}
 
 
-def _read_nvlabs(path: Path, which: str) -> tuple[torch.nn.Module, dict]:
-    record = official.network_record(path, read_pickle(path), which)
+def parse(path: Path, kind: str):
+    """A foreign file's content as its reader parses it, nothing run: the object graph of an NVlabs pickle (PyTorch
+    or TensorFlow), or a rosinality checkpoint's dict."""
+    if kind == NVLABS:
+        return read_pickle(path)
+    if kind == TENSORFLOW:
+        return read_tf_pickle(path)
+    assert kind == ROSINALITY, kind
+    return rosinality.read_checkpoint(path)
+
+
+def holds(kind: str, parsed, which: str) -> bool:
+    """Does the parsed file hold network `which` (a TensorFlow pickle always holds G, D and Gs, or is refused)?"""
+    if kind == NVLABS:
+        return isinstance(parsed, dict) and isinstance(parsed.get(which), PersistentRecord)
+    if kind == TENSORFLOW:
+        return True
+    return isinstance(parsed.get(rosinality.SOURCE_KEYS[which]), dict)
+
+
+def convert(path: Path, kind: str, parsed, which: str) -> tuple[torch.nn.Module, dict]:
+    """Network `which` of a parsed file as a ganforge network, and the architecture and details it was built from;
+    a UserError naming what the file holds when it has no such network."""
+    if kind == NVLABS:
+        record = official.network_record(path, parsed, which)
+        if which == "D":
+            return official.read_discriminator(path, record)
+        if official_stylegan3.is_stylegan3(record):
+            return official_stylegan3.read_stylegan3(path, record, official.generator_kwargs(path, record))
+        return official.read_generator(path, record)
+    if kind == TENSORFLOW:
+        network = network_of(path, parsed, which)
+        read = tf_stylegan2.read_tf_discriminator if which == "D" else tf_stylegan2.read_tf_generator
+        return read(path, network)
     if which == "D":
-        return official.read_discriminator(path, record)
-    if official_stylegan3.is_stylegan3(record):
-        return official_stylegan3.read_stylegan3(path, record, official.generator_kwargs(path, record))
-    return official.read_generator(path, record)
+        return rosinality.read_discriminator(path, parsed)
+    return rosinality.read_generator(path, parsed, which)
 
 
 def load_network(path, which: str = "G_ema", device="cpu") -> tuple[Generator, dict]:
@@ -150,7 +169,8 @@ def import_network(src, dest, which: str = "G_ema") -> dict:
     return meta
 
 
-def _sha256(path: Path) -> str:
+def sha256_of(path: Path) -> str:
+    """The file's SHA-256; a UserError naming it when it cannot be read."""
     try:
         return file_sha256(path)
     except OSError as err:

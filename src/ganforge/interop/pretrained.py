@@ -4,6 +4,7 @@ augmentation strength ADA had reached when it was saved; each file read once.
 
 - an NVlabs pickle holds G, D, G_ema and its `augment_pipe`, whose buffer `p` is ADA's probability;
 - a rosinality checkpoint holds `g`, `d`, `g_ema` (a converted one only `g_ema`) and, from its own ADA, `ada_aug_p`;
+- a TensorFlow-era NVlabs pickle holds G, D and Gs (G_ema), and no augmentation state;
 - a ganforge snapshot holds G_ema, a ganforge discriminator file D: give both, comma-separated, for the pair.
 
 `describe` tells what the resolver needs to know without the weights (architectures, what is held, p, hashes), small
@@ -16,11 +17,9 @@ from pathlib import Path
 
 import torch
 
-from ganforge.digest import file_sha256
 from ganforge.errors import UserError
-from ganforge.interop import official, official_stylegan3, rosinality
-from ganforge.interop.network import NVLABS, ROSINALITY, SNAPSHOT, file_kind
-from ganforge.interop.official_pickle import PersistentRecord, read_pickle
+from ganforge.interop.network import NVLABS, ROSINALITY, SNAPSHOT, convert, file_kind, holds, parse, sha256_of
+from ganforge.interop.official_pickle import PersistentRecord
 from ganforge.nets import StyleGAN3Generator
 from ganforge.snapshot import DISCRIMINATOR_FORMAT, file_format, load_discriminator, load_snapshot
 
@@ -66,7 +65,7 @@ def read_pretrained(paths: list[Path]) -> Pretrained:
         networks |= held
         p = found_p if found_p is not None else p
         formats.append(kind)
-        hashes.append(_sha256(Path(path)))
+        hashes.append(sha256_of(Path(path)))
     if not {"G", "G_ema"} & set(networks):
         raise UserError(f"--resume {','.join(map(str, paths))}: holds no generator (G or G_ema); give a snapshot too")
     return Pretrained(networks, p, tuple(formats), tuple(hashes))
@@ -91,34 +90,15 @@ def _read_one(path: Path) -> tuple[dict[str, torch.nn.Module], float | None, str
         if file_format(path) == DISCRIMINATOR_FORMAT:
             return {"D": load_discriminator(path)[0]}, None, "ganforge discriminator file"
         return {"G_ema": load_snapshot(path)[0]}, None, kind
+    parsed = parse(path, kind)
+    held = {name: convert(path, kind, parsed, name)[0] for name in NETWORK_NAMES if holds(kind, parsed, name)}
+    if not held:  # the reader's own message, which says what the file holds
+        convert(path, kind, parsed, "G_ema")
     if kind == NVLABS:
-        data = read_pickle(path)
-        official.network_record(path, data, "G_ema" if isinstance(data.get("G_ema"), PersistentRecord) else "G")
-        held = {name: _nvlabs_network(path, data[name], name) for name in NETWORK_NAMES if _holds(data, name)}
-        return held, _nvlabs_p(path, data.get("augment_pipe")), kind
-    assert kind == ROSINALITY, kind
-    checkpoint = rosinality.read_checkpoint(path)
-    held = {}
-    for name in NETWORK_NAMES:
-        if not isinstance(checkpoint.get(rosinality.SOURCE_KEYS[name]), dict):
-            continue
-        if name == "D":
-            held[name] = rosinality.read_discriminator(path, checkpoint)[0]
-        else:
-            held[name] = rosinality.read_generator(path, checkpoint, name)[0]
-    return held, _probability(path, "ada_aug_p", checkpoint.get("ada_aug_p")), kind
-
-
-def _holds(data, name: str) -> bool:
-    return isinstance(data, dict) and isinstance(data.get(name), PersistentRecord)
-
-
-def _nvlabs_network(path: Path, record: PersistentRecord, name: str) -> torch.nn.Module:
-    if name == "D":
-        return official.read_discriminator(path, record)[0]
-    if official_stylegan3.is_stylegan3(record):
-        return official_stylegan3.read_stylegan3(path, record, official.generator_kwargs(path, record))[0]
-    return official.read_generator(path, record)[0]
+        return held, _nvlabs_p(path, parsed.get("augment_pipe")), kind
+    if kind == ROSINALITY:
+        return held, _probability(path, "ada_aug_p", parsed.get("ada_aug_p")), kind
+    return held, None, kind  # a TensorFlow-era pickle keeps no augmentation state
 
 
 def _nvlabs_p(path: Path, augment_pipe) -> float | None:
@@ -140,10 +120,3 @@ def _probability(path: Path, name: str, value) -> float | None:
     if not isinstance(value, (int, float)) or isinstance(value, bool) or not (math.isfinite(value) and 0 <= value <= 1):
         raise UserError(f"{path}: its {name} is not a probability in [0, 1]; the file is damaged")
     return float(value)
-
-
-def _sha256(path: Path) -> str:
-    try:
-        return file_sha256(path)
-    except OSError as err:
-        raise UserError(f"{path}: cannot be read ({err.strerror or type(err).__name__})") from None
