@@ -10,9 +10,11 @@ of the digits 5-9, the distribution the 100 were drawn from:
 - recipe: the documented small-data recipe (README, Small datasets: finetune, --freeze-d 4, ADA fast enough to act
   within a short run).
 
-Training runs in child processes stopped with SIGTERM when a budget is spent (benchmarks/quality_digits.py's
-`train_for`); the next budget continues the run. Wall-clock budgets depend on the machine's load: run it alone, and
-read the kimg each variant reached beside its KID (the variants cost about the same per image).
+Training runs in child processes (benchmarks/quality_digits.py's `train_for`); each budget continues the run of the
+one before. The budgets are minutes of this machine at the rate the pretraining ran (images per second), turned into
+a length in images that every variant trains to, so that another load on the machine later does not favour one
+variant (the variants cost about the same per image: the same networks and batch); each row also gives the wall
+time a variant took.
 
     .venv/bin/python benchmarks/transfer_digits.py --out /tmp/transfer [--pretrain 8] [--budgets 2,5] [--fakes 1000]
 """
@@ -36,6 +38,7 @@ from ganforge.train.build import build_networks
 from quality_digits import measure, train_for
 
 SMALL = 100  # images of the digits 5-9 to fine-tune on
+BATCH = 16  # the tiny preset's
 COMMON = {"preset": "tiny", "workers": 0, "device": "cpu", "snap": 1000, "kimg": 1000.0}
 RECIPE = {"freeze_d": 4, "ada_kimg": 20.0}
 
@@ -77,8 +80,9 @@ def build_splits(out: Path) -> dict[str, Path]:
     return made
 
 
-def pretrain(data: Path, out: Path, minutes: float, seed: int) -> str:
-    """Train on the digits 0-4 for `minutes`; -> "G.safetensors,D.safetensors" of its newest checkpoint."""
+def pretrain(data: Path, out: Path, minutes: float, seed: int) -> tuple[str, float]:
+    """Train on the digits 0-4 for `minutes`; -> ("G.safetensors,D.safetensors" of its newest checkpoint, the kimg
+    it trained per second)."""
     options = {**COMMON, "data": str(data), "outdir": str(out / "pretrain"), "seed": seed}
     wall, _ = train_for(options, minutes * 60)
     cfg = resolve(TrainOptions(**options))
@@ -91,7 +95,7 @@ def pretrain(data: Path, out: Path, minutes: float, seed: int) -> str:
     save_snapshot(out / "G.safetensors", G, {"kimg": kimg, "dataset": "digits04"})
     save_discriminator(out / "D.safetensors", D, {"kimg": kimg, "dataset": "digits04"})
     print(json.dumps({"pretrain_s": round(wall), "pretrain_kimg": kimg}), flush=True)
-    return f"{out / 'G.safetensors'},{out / 'D.safetensors'}"
+    return f"{out / 'G.safetensors'},{out / 'D.safetensors'}", kimg / wall
 
 
 def main() -> None:
@@ -105,7 +109,7 @@ def main() -> None:
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     data = build_splits(args.out)
-    pretrained = pretrain(data["digits04"], args.out, args.pretrain, args.seed)
+    pretrained, rate = pretrain(data["digits04"], args.out, args.pretrain, args.seed)
     table = variants(pretrained)
     rows = []
     for name in args.variants.split(","):
@@ -113,15 +117,17 @@ def main() -> None:
                    **table[name]}  # fmt: skip
         trained = 0.0
         for budget in (float(b) for b in args.budgets.split(",")):
-            wall, _ = train_for(options, budget * 60 - trained)
+            kimg = max(round(rate * budget * 60 * 1000 / BATCH), 1) * BATCH / 1000
+            wall, _ = train_for({**options, "kimg": kimg}, None)
             trained += wall
             row = {"variant": name, "budget_min": budget, "trained_s": round(trained),
                    **measure(options, data["digits59"], None, args.fakes)}  # fmt: skip
             print(json.dumps(row), flush=True)
             rows.append(row)
-    print("\n| variant | minutes | kimg | KID x1e3 | SWD |\n| --- | --- | --- | --- | --- |")
+    print("\n| variant | minutes | kimg | wall s | KID x1e3 | SWD |\n| --- | --- | --- | --- | --- | --- |")
     for r in rows:
-        print(f"| {r['variant']} | {r['budget_min']:g} | {r['kimg']:.2f} | {r['kid'] * 1e3:.1f} | {r['swd']:.2f} |")
+        print(f"| {r['variant']} | {r['budget_min']:g} | {r['kimg']:.2f} | {r['trained_s']} | {r['kid'] * 1e3:.1f} "
+              f"| {r['swd']:.2f} |")  # fmt: skip
     print(f"load average at the end: {os.getloadavg()}")
 
 
