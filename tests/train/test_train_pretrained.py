@@ -15,6 +15,7 @@ from train_helpers import make_dataset, tiny_args, tiny_options
 
 from ganforge import checkpoint
 from ganforge.cli import main
+from ganforge.config.describe import small_data_advice
 from ganforge.digest import file_sha256
 from ganforge.errors import UserError
 from ganforge.interop.pretrained import read_pretrained
@@ -153,3 +154,16 @@ def _problems(options) -> list[str]:
     with pytest.raises(UserError) as raised:
         resolve(options)
     return list(raised.value.problems)
+
+
+def test_a_small_dataset_without_the_recipe_is_warned_about(data, pickled, tmp_path):
+    cfg = resolve(tiny_options(data, tmp_path))  # 32 images, --aug noaug, from scratch
+    assert cfg.data.images == 32
+    assert small_data_advice(cfg) == [
+        "small dataset: 32 images, few for a GAN (D overfits them within a few kimg); the small-data recipe (README, "
+        "Small datasets) adds a pretrained start (--resume FILE: an NVlabs .pkl, a rosinality .pt or a snapshot); "
+        "augmentation (--aug ada, not noaug)"
+    ]
+    assert small_data_advice(resolve(tiny_options(data, tmp_path, resume=str(pickled[0]), aug="ada", freeze_d=4))) == []
+    result = CliRunner().invoke(main, [*tiny_args(data, tmp_path), "--dry-run"])
+    assert "derived: small dataset: 32 images, few for a GAN" in result.stderr

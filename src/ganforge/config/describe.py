@@ -26,6 +26,7 @@ def describe_derived(cfg: Config) -> list[str]:
         *_preset_notes(cfg),
         *_describe_auto(cfg.precision),
         *_describe_memory(cfg),
+        *small_data_advice(cfg),
     ] + ([f"D blur sigma {lo.blur_sigma:g} fading to 0 over {lo.blur_fade_kimg:g} kimg"] if lo.blur_sigma else [])
 
 
@@ -98,3 +99,28 @@ def _preset_notes(cfg: Config) -> list[str]:
             "('orig') one, which ganforge does not build (see README, Presets)"
         )
     return notes
+
+
+# Below this many images the small-data recipe (README, Small datasets) is advised: D memorises a few thousand images
+# within a few kimg (ADA, Karras et al. 2020, Fig. 1), and starting from a pretrained model pays most there.
+SMALL_DATASET = 5000
+
+
+def small_data_advice(cfg: Config) -> list[str]:
+    """For a small dataset, one line naming what of the small-data recipe the run leaves out (none when it uses it)."""
+    images = cfg.data.images
+    if images is None or images >= SMALL_DATASET:
+        return []
+    missing = []
+    if not cfg.run.resume_sha256:
+        missing.append("a pretrained start (--resume FILE: an NVlabs .pkl, a rosinality .pt or a snapshot)")
+    if cfg.augment.mode not in ("ada", "diffaug"):
+        missing.append(f"augmentation (--aug ada, not {cfg.augment.mode})")
+    if cfg.run.resume_sha256 and not cfg.optim.freeze_d:
+        missing.append("--freeze-d 4 (FreezeD)")
+    if not missing:
+        return []
+    return [
+        f"small dataset: {images} images, few for a GAN (D overfits them within a few kimg); the small-data recipe "
+        f"(README, Small datasets) adds {'; '.join(missing)}"
+    ]

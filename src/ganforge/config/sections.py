@@ -52,6 +52,7 @@ class DataConfig:
     resolution: int
     channels: int
     label_dim: int
+    images: int | None = setting(None, maths=False)  # how many images --data holds (None: not known, as for bench)
     cond: bool = option(DATA, "Condition on the dataset's class labels.", default=False)
     mirror: bool = option(DATA, "Add x-flipped copies of the images.", default=False)
     workers: int = option(

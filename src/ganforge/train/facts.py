@@ -14,6 +14,7 @@ class DatasetFacts:
     channels: int
     label_dim: int
     name: str
+    num_raw: int | None = None  # images, mirror copies not counted (None: not known)
 
 
 @dataclass(frozen=True)

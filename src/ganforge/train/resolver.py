@@ -125,6 +125,7 @@ def _build(
         "preset": name, "world_size": world_size, "run.outdir": str(o.outdir),
         "data.path": data_path(o), "data.name": dataset.name, "data.resolution": dataset.resolution,
         "data.channels": dataset.channels, "data.label_dim": dataset.label_dim if o.cond else 0,
+        "data.images": dataset.num_raw,
         "model.z_dim": preset.z_dim, "model.w_dim": preset.z_dim, "model.mapping_layers": preset.mapping_layers,
         "model.channel_base": preset.channel_base, "model.channel_max": preset.channel_max,
         "model.mbstd_group": min(preset.mbstd, batch_gpu), "model.generator": preset.generator,
