@@ -322,9 +322,9 @@ class RunConfig:
     resume: str = option(
         CHECKPOINTS,
         "auto: continue this command's run in OUTDIR (the same options, else the same training maths and data; "
-        "--dry-run says which); new: start a new run; RUNDIR: continue that run folder in place; PATH: a checkpoint "
-        "folder, or a snapshot (.safetensors, weights only: D, optimisers and progress start fresh), or "
-        "G.safetensors,D.safetensors (a snapshot and a discriminator file from `ganforge import`).",
+        "--dry-run says which); new: start a new run; RUNDIR: continue that run folder in place; CKPT: continue "
+        "from a checkpoint folder; FILE: fine-tune a pretrained model (an NVlabs .pkl, a rosinality .pt, a snapshot, "
+        "or G.safetensors,D.safetensors): its architecture and weights, ADA's p, progress from 0.",
         default="auto",
     )
     # The SHA-256 of each pretrained file the run started from (--resume FILE[,FILE]), recorded with its path.
