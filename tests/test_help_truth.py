@@ -9,6 +9,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
+from cli_helpers import leaf_commands
 from ganforge.cli import main
 from ganforge.metric_names import METRIC_NAMES
 from ganforge.presets import PRESETS
@@ -16,18 +17,7 @@ from ganforge.presets import PRESETS
 README = Path(__file__).parents[1] / "README.md"
 
 
-def _commands(group: click.Group = main, prefix: str = "") -> dict[str, click.Command]:
-    """Every leaf command by its words ("train", "dataset build", ...)."""
-    found = {}
-    for name, command in group.commands.items():
-        if isinstance(command, click.Group):
-            found |= _commands(command, f"{prefix}{name} ")
-        else:
-            found[f"{prefix}{name}"] = command
-    return found
-
-
-COMMANDS = _commands()
+COMMANDS = leaf_commands()
 
 
 def _options(command: click.Command) -> dict[str, click.Parameter]:

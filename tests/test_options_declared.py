@@ -5,9 +5,8 @@ flag twice, and nowhere in the package is a train flag declared again (a click.o
 import ast
 from pathlib import Path
 
-import click
-
 import ganforge
+from cli_helpers import leaf_commands
 from ganforge.bench.options import BENCH_OPTIONS, TRAINING
 from ganforge.cli import main
 from ganforge.train.options import TRAIN_OPTIONS
@@ -15,16 +14,6 @@ from ganforge.train.options import TRAIN_OPTIONS
 PACKAGE = Path(ganforge.__file__).parent
 # Where options are declared: the Config sections, train's two own, and bench's own.
 DECLARING = {"config/sections.py", "train/options.py", "bench/options.py"}
-
-
-def _commands(group: click.Group, path: str = "ganforge") -> dict[str, click.Command]:
-    found = {}
-    for name, command in group.commands.items():
-        if isinstance(command, click.Group):
-            found |= _commands(command, f"{path} {name}")
-        else:
-            found[f"{path} {name}"] = command
-    return found
 
 
 def test_the_train_command_has_exactly_the_declared_options():
@@ -39,7 +28,7 @@ def test_bench_shares_trains_declarations_themselves():
 
 
 def test_no_command_lists_a_flag_twice():
-    for name, command in _commands(main).items():
+    for name, command in leaf_commands().items():
         flags = [flag for param in command.params for flag in getattr(param, "opts", []) if flag.startswith("--")]
         assert len(flags) == len(set(flags)), (name, sorted(f for f in flags if flags.count(f) > 1))
 

@@ -40,6 +40,7 @@ from pathlib import Path
 import torch
 
 from ganforge.errors import UserError
+from ganforge.interop.restricted_pickle import DECODE_ERRORS
 from ganforge.interop.tensors import build_network, check_fir, construct, fit_singleton_dims
 from ganforge.limits import shown, shown_name
 from ganforge.nets import Discriminator, Generator
@@ -92,19 +93,7 @@ def read_checkpoint(path: Path) -> dict:
             f"{path}: refused: the checkpoint {what}; ganforge never runs code from a file, and nothing "
             "from this one was run"
         ) from None
-    except (
-        RuntimeError,
-        EOFError,
-        ValueError,
-        TypeError,
-        KeyError,
-        IndexError,
-        AttributeError,
-        OverflowError,
-        struct.error,
-        OSError,
-        AssertionError,
-    ) as err:  # torch's legacy reader asserts what the stream holds
+    except (*DECODE_ERRORS, OSError, AssertionError) as err:  # torch's legacy reader asserts what the stream holds
         raise UserError(f"{path}: not a readable PyTorch checkpoint ({_detail(err)})") from None
     except RecursionError:
         raise UserError(f"{path}: not a readable PyTorch checkpoint (nested too deeply)") from None
