@@ -35,26 +35,49 @@ def _phases(m: Measurement) -> dict:
 
 def _spread(m: Measurement, device_type: str) -> dict:
     img_per_s = spread_of(m.repeat_img_per_s)
-    return {"repeat": len(m.repeats), "img_per_s": img_per_s.as_dict(), "relative": img_per_s.relative,
-            "limit": SPREAD_LIMIT, "warning": spread_warning(img_per_s, len(m.repeats), device_type)}  # fmt: skip
+    return {
+        "repeat": len(m.repeats),
+        "img_per_s": img_per_s.as_dict(),
+        "relative": img_per_s.relative,
+        "limit": SPREAD_LIMIT,
+        "warning": spread_warning(img_per_s, len(m.repeats), device_type),
+    }
 
 
 def _config(options: BenchOptions, shape: Shape, preset, final: Measurement) -> dict:
     model = preset.model
-    return {"cfg": options.cfg, "resolution": shape.resolution, "channels": shape.channels, "cond": options.cond,
-            "label_dim": shape.label_dim, "sources": shape.sources,
-            "channel_base": options.cbase or model.channel_base, "channel_max": options.cmax or model.channel_max,
-            "precision": options.precision, "compile": options.compile, "channels_last": options.channels_last,
-            "aug": preset.augment.mode, "aug_p": options.fixed_p, "batch_gpu": final.batch_gpu,
-            "batch": final.images_per_step, "G_params": final.G_params, "D_params": final.D_params}  # fmt: skip
+    return {
+        "cfg": options.cfg,
+        "resolution": shape.resolution,
+        "channels": shape.channels,
+        "cond": options.cond,
+        "label_dim": shape.label_dim,
+        "sources": shape.sources,
+        "channel_base": options.cbase or model.channel_base,
+        "channel_max": options.cmax or model.channel_max,
+        "precision": options.precision,
+        "compile": options.compile,
+        "channels_last": options.channels_last,
+        "aug": preset.augment.mode,
+        "aug_p": options.fixed_p,
+        "batch_gpu": final.batch_gpu,
+        "batch": final.images_per_step,
+        "G_params": final.G_params,
+        "D_params": final.D_params,
+    }
 
 
 def _data(options: BenchOptions, shape: Shape) -> dict | None:
     d = shape.dataset
     if d is None:
         return None
-    return {"path": options.data, "name": d.name, "resolution": d.resolution, "channels": d.channels,
-            "label_dim": d.label_dim}  # fmt: skip
+    return {
+        "path": options.data,
+        "name": d.name,
+        "resolution": d.resolution,
+        "channels": d.channels,
+        "label_dim": d.label_dim,
+    }
 
 
 def _search(found: SearchResult | None, cap: float | None, preset_batch: int) -> dict | None:
@@ -68,9 +91,16 @@ def _search(found: SearchResult | None, cap: float | None, preset_batch: int) ->
             "preset_batch": preset_batch}  # fmt: skip
 
 
-def result(options: BenchOptions, shape: Shape, preset, device: torch.device, peak: DevicePeak,
-           measurements: tuple[Measurement, Measurement | None], found: SearchResult | None,
-           cap: float | None) -> dict:  # fmt: skip
+def result(
+    options: BenchOptions,
+    shape: Shape,
+    preset,
+    device: torch.device,
+    peak: DevicePeak,
+    measurements: tuple[Measurement, Measurement | None],
+    found: SearchResult | None,
+    cap: float | None,
+) -> dict:
     """The result dict; `preset` is the resolved Config of the options at the preset's batch; `measurements` the one
     on this device alone and the one of all ranks together (None on one device)."""
     single, together = measurements
@@ -160,24 +190,32 @@ def _speed_line(r: dict) -> str:
     else:
         v = s["img_per_s"]
         spread = f"min {v['min']:.1f}, max {v['max']:.1f} over {s['repeat']} repeats: {100 * s['relative']:.0f}% spread"
-    return (f"speed    {r['img_per_s']:.1f} img/s ({spread}), {r['s_per_kimg']:.1f} s/kimg; the preset's "
-            f"{r['estimate']['kimg']:g} kimg would take {duration(r['estimate']['seconds'])}")  # fmt: skip
+    return (
+        f"speed    {r['img_per_s']:.1f} img/s ({spread}), {r['s_per_kimg']:.1f} s/kimg; the preset's "
+        f"{r['estimate']['kimg']:g} kimg would take {duration(r['estimate']['seconds'])}"
+    )
 
 
 def table(r: dict) -> str:
     """The human-readable report of a result dict."""
     c, m, p = r["config"], r["memory"], r["peak"]
-    lines = [f"ganforge bench: --cfg {c['cfg']} {c['resolution']}x{c['resolution']}x{c['channels']}, {c['precision']}, "
-             f"batch {c['batch_gpu']} per device x {r['device']['world_size']} on {r['device']['type']} "
-             f"({r['device']['name']})", _images_line(r),
-             f"networks: G {c['G_params']:,} parameters, D {c['D_params']:,}; channel base {c['channel_base']}, "
-             f"max {c['channel_max']}; per phase the median of {r['steps']} timed calls per repeat, "
-             f"{r['repeat']} repeats, after {r['warmup']} untimed",
-             "", f"{'phase':<10} {'ms/call':>9} {'min':>9} {'max':>9} {'every':>6} {'ms/step':>9}"]  # fmt: skip
+    lines = [
+        f"ganforge bench: --cfg {c['cfg']} {c['resolution']}x{c['resolution']}x{c['channels']}, {c['precision']}, "
+        f"batch {c['batch_gpu']} per device x {r['device']['world_size']} on {r['device']['type']} "
+        f"({r['device']['name']})",
+        _images_line(r),
+        f"networks: G {c['G_params']:,} parameters, D {c['D_params']:,}; channel base {c['channel_base']}, "
+        f"max {c['channel_max']}; per phase the median of {r['steps']} timed calls per repeat, "
+        f"{r['repeat']} repeats, after {r['warmup']} untimed",
+        "",
+        f"{'phase':<10} {'ms/call':>9} {'min':>9} {'max':>9} {'every':>6} {'ms/step':>9}",
+    ]
     for name, phase in r["phases"].items():
         per_step = phase["ms"] / phase["interval"]
-        lines.append(f"{name:<10} {phase['ms']:>9.1f} {phase['ms_min']:>9.1f} {phase['ms_max']:>9.1f} "
-                     f"{phase['interval']:>6} {per_step:>9.1f}")  # fmt: skip
+        lines.append(
+            f"{name:<10} {phase['ms']:>9.1f} {phase['ms_min']:>9.1f} {phase['ms_max']:>9.1f} "
+            f"{phase['interval']:>6} {per_step:>9.1f}"
+        )
     lines.append(f"{'step':<10} {'':>9} {'':>9} {'':>9} {'':>6} {r['iteration_ms']:>9.1f}")
     share = "" if p["fraction"] is None else f" = {100 * p['fraction']:.0f}% of {flop_rate(p['tflops'])}"
     lines += ["", _speed_line(r),

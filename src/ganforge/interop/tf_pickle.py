@@ -251,8 +251,13 @@ def _checked(path: Path, role: str, network, arrays: set) -> TFNet:
             raise UserError(f"{path}: {role}'s {field} is {shown(state[field])}, not a {kind.__name__}")
     if not all(type(k) is str for k in (*state["static_kwargs"], *state["components"])):
         raise UserError(f"{path}: {role}'s static_kwargs or components are not named by strings")
-    return TFNet(role, state["build_func_name"], state["static_kwargs"], _variables(path, role, state, arrays),
-                 state["components"])  # fmt: skip
+    return TFNet(
+        role,
+        state["build_func_name"],
+        state["static_kwargs"],
+        _variables(path, role, state, arrays),
+        state["components"],
+    )
 
 
 def _variables(path: Path, role: str, state: dict, arrays: set) -> dict:

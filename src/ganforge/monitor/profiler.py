@@ -216,9 +216,11 @@ class Window:
 
     def header(self, total: float) -> list[str]:
         extension = f" ({self.extension()})" if self.extension() else ""
-        recorded = "with input shapes, memory and Python stacks" if self.detail else (
-            "operator names and times (input shapes, memory and Python stacks not recorded)"
-        )  # fmt: skip
+        recorded = (
+            "with input shapes, memory and Python stacks"
+            if self.detail
+            else ("operator names and times (input shapes, memory and Python stacks not recorded)")
+        )
         return [
             f"ganforge profile: {self.count} steps{extension} from {self.first_nimg / 1000:g} kimg, "
             f"{total / 1000 / max(self.count, 1):.2f} ms per step (host wall-clock)",

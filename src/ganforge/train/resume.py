@@ -131,11 +131,10 @@ def pretrained_lines(cfg: Config, source: Source) -> list[str]:
         f"mapping {m.mapping_layers} layers, z {m.z_dim}, w {m.w_dim}{_fp16_note(cfg, facts)}",
     ]
     if facts.augment_p is not None:
-        used = cfg.augment.mode == "ada"
-        lines.append(
-            f"ADA's p starts at {facts.augment_p:.4g}, where the source left it" if used
-            else f"the source's ADA p {facts.augment_p:.4g} is not used (--aug {cfg.augment.mode})"
-        )  # fmt: skip
+        if cfg.augment.mode == "ada":
+            lines.append(f"ADA's p starts at {facts.augment_p:.4g}, where the source left it")
+        else:
+            lines.append(f"the source's ADA p {facts.augment_p:.4g} is not used (--aug {cfg.augment.mode})")
     fresh = ([] if "D" in facts.held else ["D"]) + ["optimisers", "progress (kimg 0)"]
     return lines + [f"starting fresh: {', '.join(fresh)}; the rest from --cfg {cfg.preset} and the flags"]
 

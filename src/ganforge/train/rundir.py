@@ -211,8 +211,9 @@ def command_changes(old: dict, cfg: Config) -> list[tuple[str, object, object]]:
     changes = field_changes(old, mine.to_dict(), keep=lambda path: path not in _EXPLANATIONS)
     was_auto = bool(flatten(upgrade(old)).get("precision.auto_reason"))
     is_auto = bool(mine.precision.auto_reason) or cfg.precision.mode == AUTO_PRECISION
-    return changes + ([("precision.mode", "auto" if was_auto else "given", "auto" if is_auto else "given")]
-                      if was_auto != is_auto else [])  # fmt: skip
+    if was_auto != is_auto:
+        changes.append(("precision.mode", "auto" if was_auto else "given", "auto" if is_auto else "given"))
+    return changes
 
 
 def _as_continuing(cfg: Config, old: dict) -> Config:
