@@ -461,7 +461,7 @@ MUTANTS = (
       "derived |= {} if pretrained is None else pretrained_fields(pretrained)", "derived |= {}",
       (PRETRAINED + "test_the_architecture_hash_and_plan_come_from_the_pickle",)),
     M("pretrained_p_not_carried", "train/checkpointing.py", "        trainer.augment.p.fill_(pretrained.augment_p)",
-      "        pass", (PRETRAINED + "test_a_run_starts_from_the_pickles_weights_and_p_and_resumes_bitwise",)),
+      "        pass", (PRETRAINED + "test_a_run_starts_from_each_kind_of_source_and_resumes_bitwise",)),
     M("pretrained_dataset_size_unchecked", "train/pretrained.py",
       "if (cfg.data.resolution, cfg.data.channels) != (res, channels):", "if False:",
       (PRETRAINED + "test_what_contradicts_the_pickle_is_refused_naming_both",)),

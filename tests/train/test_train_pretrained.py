@@ -20,6 +20,7 @@ from ganforge.digest import file_sha256
 from ganforge.errors import UserError
 from ganforge.interop.pretrained import read_pretrained
 from ganforge.nets import Discriminator, Generator
+from ganforge.snapshot import save_discriminator, save_snapshot
 from ganforge.train import resolve, run
 from ganforge.train.resolver import observe, resolve_run
 
@@ -84,19 +85,63 @@ def test_the_architecture_hash_and_plan_come_from_the_pickle(data, pickled, tmp_
     assert "the source's ADA p 0.3 is not used (--aug noaug)" in noaug.stderr
 
 
-def test_a_run_starts_from_the_pickles_weights_and_p_and_resumes_bitwise(data, pickled, tmp_path):
-    pkl, nets = pickled
+def _nvlabs(path: Path) -> Path:
+    nvlabs_pickle(path)
+    return path
+
+
+def _rosinality(folder: Path) -> Path:
+    channels = {4: 16, 8: 16}
+    path = folder / "550000.pt"
+    torch.save({"g_ema": ref.generator_state(8, 8, 2, channels, seed=1), "g": ref.generator_state(8, 8, 2, channels, 2),
+                "d": ref.discriminator_state(8, channels, seed=3), "args": argparse.Namespace(size=8),
+                "ada_aug_p": 0.25}, path)  # fmt: skip
+    return path
+
+
+def _tensorflow(folder: Path) -> Path:
+    G, G_ema = (random_weights(Generator(resolution=8, img_channels=1, **ARCH), seed) for seed in (1, 2))
+    D = random_weights(Discriminator(resolution=8, img_channels=1, channel_base=128, channel_max=16), 3)
+    path = folder / "stylegan2-ada.pkl"
+    path.write_bytes(tfx.tf_pickle(tfx.tf_generator(G, name="G"), tfx.tf_discriminator(D), tfx.tf_generator(G_ema)))
+    return path
+
+
+def _snapshot_pair(folder: Path) -> str:
+    G = random_weights(Generator(resolution=8, img_channels=1, **ARCH), 1)
+    D = random_weights(Discriminator(resolution=8, img_channels=1, channel_base=128, channel_max=16), 3)
+    save_snapshot(folder / "G.safetensors", G, {})
+    save_discriminator(folder / "D.safetensors", D, {})
+    return f"{folder / 'G.safetensors'},{folder / 'D.safetensors'}"
+
+
+# Each kind of source: (a maker of the --resume value in a folder, channels of its images, ADA's p it records).
+SOURCES = {
+    "nvlabs": (lambda folder: _nvlabs(folder / "network-snapshot.pkl"), 1, 0.3),
+    "rosinality": (_rosinality, 3, 0.25),
+    "tensorflow": (_tensorflow, 1, None),
+    "snapshot-pair": (_snapshot_pair, 1, None),
+}
+
+
+@pytest.mark.parametrize("kind", SOURCES)
+def test_a_run_starts_from_each_kind_of_source_and_resumes_bitwise(kind, data, tmp_path):
+    make, channels, p = SOURCES[kind]
+    resume = str(make(tmp_path))
+    held = read_pretrained([Path(f) for f in resume.split(",")]).networks
+    images = data if channels == 1 else make_dataset(tmp_path / "rgb", channels=3)
     whole, stopped = tmp_path / "whole", tmp_path / "stopped"
-    assert run(resolve(tiny_options(data, whole, kimg=2 * STEP, tick=STEP, aug="ada", resume=str(pkl)))) == 0
-    assert run(resolve(tiny_options(data, stopped, kimg=STEP, tick=STEP, aug="ada", resume=str(pkl)))) == 0
-    assert run(resolve(tiny_options(data, stopped, kimg=2 * STEP, tick=STEP, aug="ada", resume=str(pkl)))) == 0
+    assert run(resolve(tiny_options(images, whole, kimg=2 * STEP, tick=STEP, aug="ada", resume=resume))) == 0
+    assert run(resolve(tiny_options(images, stopped, kimg=STEP, tick=STEP, aug="ada", resume=resume))) == 0
+    assert run(resolve(tiny_options(images, stopped, kimg=2 * STEP, tick=STEP, aug="ada", resume=resume))) == 0
     (run_dir,) = whole.iterdir()
     start = load_file(run_dir / "checkpoints" / "ckpt-000000000" / "tensors.safetensors")
-    for name, net in nets.items():
-        for key, value in net.state_dict().items():
+    for name in ("G", "G_ema", "D"):  # one generator in the file stands for both
+        source = held.get(name, held.get("G_ema" if name == "G" else "G"))
+        for key, value in ({} if source is None else source.state_dict()).items():
             assert torch.equal(start[f"{name}/{key}"], value), f"{name}.{key}"
     first = checkpoint.load(run_dir / "checkpoints" / "ckpt-000000000")
-    assert first["augment"]["pipe"]["p"].item() == pytest.approx(0.3) and first["loop"]["cur_nimg"] == 0
+    assert first["augment"]["pipe"]["p"].item() == pytest.approx(p or 0.0) and first["loop"]["cur_nimg"] == 0
     (resumed,) = stopped.iterdir()
     assert "resuming at 0.008 kimg" in (resumed / "log.txt").read_text()  # the rerun continued its own run
     a, b = (checkpoint.load_latest(r / "checkpoints") for r in (run_dir, resumed))
@@ -107,11 +152,7 @@ def test_a_run_starts_from_the_pickles_weights_and_p_and_resumes_bitwise(data, p
 
 
 def test_a_rosinality_checkpoint_gives_its_three_networks_and_p(tmp_path):
-    channels = {4: 16, 8: 16}
-    path = tmp_path / "550000.pt"
-    torch.save({"g_ema": ref.generator_state(8, 8, 2, channels, seed=1), "g": ref.generator_state(8, 8, 2, channels, 2),
-                "d": ref.discriminator_state(8, channels, seed=3), "args": argparse.Namespace(size=8),
-                "ada_aug_p": 0.25}, path)  # fmt: skip
+    path = _rosinality(tmp_path)
     pretrained = read_pretrained([path])
     assert set(pretrained.networks) == {"G", "G_ema", "D"} and pretrained.augment_p == 0.25
     G, G_ema = pretrained.networks["G"], pretrained.networks["G_ema"]
@@ -123,15 +164,11 @@ def test_a_rosinality_checkpoint_gives_its_three_networks_and_p(tmp_path):
 
 
 def test_a_tensorflow_pickle_gives_g_d_and_gs_and_no_p(data, tmp_path):
-    G, G_ema = (random_weights(Generator(resolution=8, img_channels=1, **ARCH), seed) for seed in (1, 2))
-    D = random_weights(Discriminator(resolution=8, img_channels=1, channel_base=128, channel_max=16), 3)
-    path = tmp_path / "stylegan2-ada.pkl"
-    path.write_bytes(tfx.tf_pickle(tfx.tf_generator(G, name="G"), tfx.tf_discriminator(D), tfx.tf_generator(G_ema)))
+    path = _tensorflow(tmp_path)
     pretrained = read_pretrained([path])
     assert set(pretrained.networks) == {"G", "G_ema", "D"} and pretrained.augment_p is None
-    for name, net in (("G", G), ("G_ema", G_ema), ("D", D)):
-        key = "b4.fc.weight" if name == "D" else "mapping.fc0.weight"
-        assert torch.equal(pretrained.networks[name].state_dict()[key], net.state_dict()[key]), name
+    G, G_ema = pretrained.networks["G"], pretrained.networks["G_ema"]
+    assert not torch.equal(G.mapping.fc0.weight, G_ema.mapping.fc0.weight)  # G and Gs told apart
     assert resolve(tiny_options(data, tmp_path, resume=str(path))).model.mapping_layers == 3
 
 
