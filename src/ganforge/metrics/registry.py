@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from ganforge import dist
 from ganforge.errors import UserError
-from ganforge.metric_names import METRIC_NAMES
+from ganforge.metric_names import METRIC_COUNTS, METRIC_NAMES
 from ganforge.metrics import equivariance, inception, swd
 from ganforge.metrics.evaluator import Evaluator, MetricOptions
 from ganforge.metrics.fid import fid
@@ -31,34 +31,42 @@ class MetricSpec:
     needs_real: bool = True  # False: measures the generator alone (equivariance)
 
 
-def _inception_metric(name: str, fn: Callable, num_real: int | None, num_gen: int, **kwargs) -> MetricSpec:
+def _inception_metric(name: str, fn: Callable, **kwargs) -> MetricSpec:
     protocol, network, needs_all = inception.PROTOCOL, inception.FEATURE_NETWORK, fn is not fid
-    return MetricSpec(name, fn, num_real, num_gen, protocol, network, needs_all, types.MappingProxyType(kwargs))
+    counts = METRIC_COUNTS[name]
+    kwargs = types.MappingProxyType(kwargs)
+    return MetricSpec(name, fn, counts.num_real, counts.num_gen, protocol, network, needs_all, kwargs)
 
 
 def _generator_metric(name: str, fn: Callable) -> MetricSpec:
-    return MetricSpec(name, fn, 0, 50_000, equivariance.PROTOCOL, None, needs_real=False)
+    counts = METRIC_COUNTS[name]
+    return MetricSpec(name, fn, counts.num_real, counts.num_gen, equivariance.PROTOCOL, None, needs_real=False)
 
 
-# Names as in the field (stylegan2-ada): "_full" compares with the whole dataset, "50k" is the number of fakes.
+def _swd_metric(name: str) -> MetricSpec:
+    counts = METRIC_COUNTS[name]
+    return MetricSpec(name, swd.swd, counts.num_real, counts.num_gen, swd.PROTOCOL, None)
+
+
+# The protocols' image counts are ganforge.metric_names' (one table, read by the help and the report too).
 METRICS = types.MappingProxyType(
     {
         spec.name: spec
         for spec in (
-            _inception_metric("fid50k_full", fid, None, 50_000),
-            _inception_metric("fid50k", fid, 50_000, 50_000),
-            _inception_metric("fid10k", fid, 10_000, 10_000),
-            _inception_metric("fid10k_full", fid, None, 10_000),
-            _inception_metric("kid50k_full", kid, None, 50_000, num_subsets=100, subset_size=1000),
-            _inception_metric("pr50k3_full", pr, None, 50_000, k=3),
-            MetricSpec("swd16k", swd.swd, 16_384, 16_384, swd.PROTOCOL, None),
+            _inception_metric("fid50k_full", fid),
+            _inception_metric("fid50k", fid),
+            _inception_metric("fid10k", fid),
+            _inception_metric("fid10k_full", fid),
+            _inception_metric("kid50k_full", kid, num_subsets=100, subset_size=1000),
+            _inception_metric("pr50k3_full", pr, k=3),
+            _swd_metric("swd16k"),
             _generator_metric("eqt50k_int", equivariance.eqt_int),
             _generator_metric("eqt50k_frac", equivariance.eqt_frac),
             _generator_metric("eqr50k", equivariance.eqr),
         )
     }
 )
-assert tuple(METRICS) == METRIC_NAMES, "ganforge.metric_names lists the metrics the commands' help shows"
+assert tuple(METRICS) == METRIC_NAMES, "ganforge.metric_names lists every metric, in order"
 
 
 def parse_names(names: str | list[str] | tuple[str, ...]) -> list[str]:

@@ -8,6 +8,8 @@ counts beside every value and marks each one that was not computed on the full p
 
 from dataclasses import dataclass
 
+from ganforge.metric_names import METRIC_COUNTS, Counts
+
 
 @dataclass(frozen=True)
 class Protocol:
@@ -46,14 +48,14 @@ def image_text(count: int) -> str:
     return f"{count // 1000}k" if count >= 1000 and count % 1000 == 0 else f"{count:,}"
 
 
-def _nominal(spec) -> str:
+def _nominal(spec: Counts) -> str:
     if not spec.needs_real:
         return f"{image_text(spec.num_gen)} fakes"
     reals = "all reals" if spec.num_real is None else f"{image_text(spec.num_real)} reals"
     return f"{image_text(spec.num_gen)} fakes / {reals}"
 
 
-def _is_full(spec, fakes: int | None, reals: int | None) -> bool:
+def _is_full(spec: Counts, fakes: int | None, reals: int | None) -> bool:
     """At least the metric's count of fakes and of reals. A "_full" metric's reals are all of the dataset's, which the
     record does not size: any count of them is taken as all."""
     if fakes is None or fakes < spec.num_gen:
@@ -65,10 +67,8 @@ def _is_full(spec, fakes: int | None, reals: int | None) -> bool:
 
 def protocol(metric: str, record: dict) -> Protocol:
     """The protocol of `record`, a result of the metric named `metric` (as rundata reads it)."""
-    from ganforge.metrics.registry import METRICS  # loads torch: only for a run that has metric results
-
     fakes, reals = record.get("num_fake"), record.get("num_real")
-    spec = METRICS.get(metric)
+    spec = METRIC_COUNTS.get(metric)
     if spec is None:
         return Protocol(fakes, reals, False, None)
     return Protocol(fakes, reals, _is_full(spec, fakes, reals), _nominal(spec))
