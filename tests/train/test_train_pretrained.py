@@ -201,6 +201,10 @@ def test_a_small_dataset_without_the_recipe_is_warned_about(data, pickled, tmp_p
         "Small datasets) adds a pretrained start (--resume FILE: an NVlabs .pkl, a rosinality .pt or a snapshot); "
         "augmentation (--aug ada, not noaug)"
     ]
-    assert small_data_advice(resolve(tiny_options(data, tmp_path, resume=str(pickled[0]), aug="ada", freeze_d=4))) == []
+    recipe = dict(resume=str(pickled[0]), aug="ada", freeze_d=4, ada_kimg=0.032)
+    assert small_data_advice(resolve(tiny_options(data, tmp_path, **recipe))) == []
+    (slow,) = small_data_advice(resolve(tiny_options(data, tmp_path, **recipe | {"ada_kimg": 500})))
+    assert slow.endswith("adds an --ada-kimg within the run's length (--ada-kimg 500 over --kimg 0.032: p can rise "
+                         "only 6.4e-05 in the whole run)")  # fmt: skip
     result = CliRunner().invoke(main, [*tiny_args(data, tmp_path), "--dry-run"])
     assert "derived: small dataset: 32 images, few for a GAN" in result.stderr

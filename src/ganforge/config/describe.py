@@ -114,8 +114,14 @@ def small_data_advice(cfg: Config) -> list[str]:
     missing = []
     if not cfg.run.resume_sha256:
         missing.append("a pretrained start (--resume FILE: an NVlabs .pkl, a rosinality .pt or a snapshot)")
-    if cfg.augment.mode not in ("ada", "diffaug"):
-        missing.append(f"augmentation (--aug ada, not {cfg.augment.mode})")
+    a, kimg = cfg.augment, cfg.schedule.kimg
+    if a.mode not in ("ada", "diffaug"):
+        missing.append(f"augmentation (--aug ada, not {a.mode})")
+    elif a.mode == "ada" and a.ada_kimg > kimg:
+        missing.append(
+            f"an --ada-kimg within the run's length (--ada-kimg {a.ada_kimg:g} over --kimg {kimg:g}: p can rise "
+            f"only {kimg / a.ada_kimg:.2g} in the whole run)"
+        )
     if cfg.run.resume_sha256 and not cfg.optim.freeze_d:
         missing.append("--freeze-d 4 (FreezeD)")
     if not missing:
