@@ -151,6 +151,32 @@ def test_a_run_starts_from_each_kind_of_source_and_resumes_bitwise(kind, data, t
     assert b["augment"]["pipe"]["p"] == a["augment"]["pipe"]["p"]
 
 
+def test_fine_tuning_keeps_the_files_g_ema_and_lets_ada_react_within_the_run(data, pickled, tmp_path):
+    pkl, nets = pickled
+    scratch = resolve(tiny_options(data, tmp_path, aug="ada"))
+    assert (scratch.schedule.ema_rampup, scratch.augment.ada_kimg) == (0.05, 500)  # the tiny row, the field default
+    tuned = resolve(tiny_options(data, tmp_path, aug="ada", resume=str(pkl)))
+    assert (tuned.schedule.ema_rampup, tuned.augment.ada_kimg) == (None, 100)  # as the released setups resume
+    assert resolve(tiny_options(data, tmp_path, aug="ada", resume=str(pkl), ada_kimg=20)).augment.ada_kimg == 20
+    result = CliRunner().invoke(main, [*tiny_args(data, tmp_path, resume=pkl, aug="ada"), "--dry-run"])
+    assert (
+        "as a fine-tuning start: G_ema averages from the file's weights without a ramp-up; ADA moves p from 0 to 1 "
+        "in 100 kimg"
+    ) in result.stderr.splitlines()
+    # One step: G_ema is the file's G_ema moved towards the trained G by the half-life's share, not replaced by G
+    # (a ramp-up at 0 images gives the average no memory).
+    assert run(resolve(tiny_options(data, tmp_path / "one", kimg=STEP, tick=STEP, resume=str(pkl)))) == 0
+    (run_dir,) = (tmp_path / "one").iterdir()
+    state = checkpoint.load_latest(run_dir / "checkpoints")
+    beta = 0.5 ** (8 / (tuned.schedule.ema_kimg * 1000))
+    for key, before in nets["G_ema"].state_dict().items():
+        if key.endswith("w_avg") or "noise_const" in key:
+            continue  # buffers are copied from G
+        trained = state["G"][key]
+        torch.testing.assert_close(state["G_ema"][key], trained.lerp(before, beta), rtol=0, atol=1e-6, msg=key)
+    assert not torch.equal(state["G_ema"]["mapping.fc0.weight"], state["G"]["mapping.fc0.weight"])
+
+
 def test_a_rosinality_checkpoint_gives_its_three_networks_and_p(tmp_path):
     path = _rosinality(tmp_path)
     pretrained = read_pretrained([path])

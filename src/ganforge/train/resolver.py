@@ -145,7 +145,8 @@ def _build(
         "schedule.d_warmup_kimg": typed.get("schedule.d_warmup_kimg"),
         "optim.lr_warmup_kimg": typed.get("optim.lr_warmup_kimg"), "schedule.rounded": rounded,
         "schedule.snap": _pick(o.snap, preset.snap), "schedule.ema_kimg": _ema_kimg(PRESETS[name], preset, batch),
-        "schedule.ema_rampup": preset.ema_rampup,
+        "schedule.ema_rampup": _ema_rampup(preset, pretrained),
+        "augment.ada_kimg": _pick(o.ada_kimg, FINE_TUNING_ADA_KIMG if pretrained is not None else None),
         "run.metrics": None if o.metrics is None else tuple(parse_names(o.metrics)),
     }  # fmt: skip
     derived |= {} if pretrained is None else pretrained_fields(pretrained)
@@ -231,6 +232,18 @@ def _blur_sigma(preset: Preset, pretrained: PretrainedFacts | None) -> float | N
     """The row's blurred-D warm-up (StyleGAN3-R, App. D), except when fine-tuning a pretrained network: it is past
     the warm-up, and the released setup disables the blur when it resumes from a network."""
     return None if pretrained is not None else preset.blur_sigma
+
+
+# ADA's speed when fine-tuning (kimg for p to go from 0 to 1): the released setups make ADA react faster when they
+# resume from a network (100 instead of 500), as a short run on new data needs p to move within its length.
+FINE_TUNING_ADA_KIMG = 100.0
+
+
+def _ema_rampup(preset: Preset, pretrained: PretrainedFacts | None) -> float | None:
+    """The row's EMA ramp-up (a half-life of at most this x the images seen), except when fine-tuning: at 0 images
+    the ramp-up gives G_ema no memory at all, so the first step would replace the pretrained G_ema by G; the released
+    setups turn it off when they resume from a network."""
+    return None if pretrained is not None else preset.ema_rampup
 
 
 def _conv_clamp(fp16_res: int, pretrained: PretrainedFacts | None) -> int | None:

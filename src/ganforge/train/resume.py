@@ -19,6 +19,7 @@ from ganforge.checkpoint.store import InvalidCheckpoint, read_manifest
 from ganforge.config import Config
 from ganforge.errors import UserError
 from ganforge.interop.pretrained import PretrainedFacts, describe, read_pretrained
+from ganforge.presets import PRESETS
 from ganforge.train import rundir
 from ganforge.train.checkpointing import check_config
 
@@ -136,7 +137,20 @@ def pretrained_lines(cfg: Config, source: Source) -> list[str]:
         else:
             lines.append(f"the source's ADA p {facts.augment_p:.4g} is not used (--aug {cfg.augment.mode})")
     fresh = ([] if "D" in facts.held else ["D"]) + ["optimisers", "progress (kimg 0)"]
-    return lines + [f"starting fresh: {', '.join(fresh)}; the rest from --cfg {cfg.preset} and the flags"]
+    return lines + [
+        _fine_tuning_schedule(cfg),
+        f"starting fresh: {', '.join(fresh)}; the rest from --cfg {cfg.preset} and the flags",
+    ]
+
+
+def _fine_tuning_schedule(cfg: Config) -> str:
+    """What a start from a trained network changes in the from-scratch schedules, as the released setups do."""
+    parts = ["G_ema averages from the file's weights without a ramp-up"]
+    if cfg.augment.mode == "ada":
+        parts.append(f"ADA moves p from 0 to 1 in {cfg.augment.ada_kimg:g} kimg")
+    if PRESETS[cfg.preset].blur_sigma:
+        parts.append("no blurred-D warm-up")
+    return "as a fine-tuning start: " + "; ".join(parts)
 
 
 def _fp16_note(cfg: Config, facts: PretrainedFacts) -> str:
