@@ -110,3 +110,28 @@ def test_a_run_folder_named_by_resume_with_a_damaged_config_is_one_line(data, tm
         resolve(tiny_options(data, tmp_path / "runs", resume=str(run0)))
     (problem,) = raised.value.problems
     assert problem.startswith(f"--resume {run0}: its config.json is not a run's configuration")
+
+
+def test_the_same_folders_spelled_another_way_are_the_same_command(data, tmp_path, monkeypatch):
+    """--outdir and --resume PATH recorded as typed made `runs` and `/abs/runs` two commands, so rerunning run 0's
+    command continued a newer run 1 of the same maths; they are recorded absolute, and --outdir is not compared (every
+    run compared lies in it). A run recorded before, with relative paths, is read from the working directory."""
+    monkeypatch.chdir(tmp_path)
+    pkl = tmp_path / "start.safetensors"
+    pkl.write_bytes(b"")  # --resume PATH is only compared here, never read
+    relative = tiny_options(data, Path("runs"), kimg=0.032)
+    run0 = _started(resolve(relative))
+    run1 = _started(resolve(tiny_options(data, Path("runs"), kimg=0.064, resume="new")))
+    absolute = tiny_options(data, tmp_path / "runs", kimg=0.032)
+    assert _choice(absolute) == (tmp_path / run0, "same command")
+    assert _choice(dataclasses.replace(absolute, outdir="./runs/")) == (tmp_path / run0, "same command")
+    assert resolve(relative).run.outdir == str(tmp_path / "runs")
+    recorded = json.loads((run1 / "config.json").read_text())
+    recorded["run"] |= {"outdir": "runs", "resume": "start.safetensors"}  # as a run started before recorded them
+    (run1 / "config.json").write_text(json.dumps(recorded))
+    config, _ = rundir.read_config(run1)
+    cfg = resolve(tiny_options(data, tmp_path / "runs", kimg=0.064))
+    cfg = dataclasses.replace(cfg, run=dataclasses.replace(cfg.run, resume=str(pkl)))
+    assert rundir.command_changes(config, cfg) == []
+    key = dataclasses.replace(rundir.RunKey.of(cfg), resume=str(pkl))
+    assert [Path(found.path) for found in rundir.matching_runs(key)] == [tmp_path / run1]

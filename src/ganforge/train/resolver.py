@@ -25,7 +25,7 @@ from ganforge.train.precision import resolve_auto
 from ganforge.train.pretrained import pretrained_fields, pretrained_problems
 from ganforge.train.problems import combination_problems
 from ganforge.train.resume import Source, choose_source, find_sources
-from ganforge.train.rundir import RunKey
+from ganforge.train.rundir import RunKey, absolute, absolute_resume
 
 
 def observe(options: TrainOptions) -> Facts:
@@ -45,11 +45,11 @@ def observe(options: TrainOptions) -> Facts:
         problems += error.problems
     # Collective (rank 0 looks, every rank gets the answer), so every rank asks, whatever it met above.
     key = RunKey(
-        str(options.outdir),
+        absolute(options.outdir),
         data_path(options),
         "" if dataset is None else dataset.name,
         options.preset or DEFAULT_PRESET,
-        _pick(options.resume, _field_default("run.resume")),
+        absolute_resume(_pick(options.resume, _field_default("run.resume"))),
     )
     try:
         found = find_sources(key)
@@ -60,7 +60,7 @@ def observe(options: TrainOptions) -> Facts:
 
 def data_path(options: TrainOptions) -> str:
     """--data as an absolute path, so that a run is found again from any working directory."""
-    return str(Path(options.data).resolve())
+    return absolute(options.data)
 
 
 def resolve(options: TrainOptions, facts: Facts | None = None) -> Config:
@@ -122,7 +122,7 @@ def _build(
     typed, rounded = typed_lengths(o, batch, lr_steps)
     kimg = typed.get("schedule.kimg", _whole_batches(preset.kimg, batch))
     derived = {
-        "preset": name, "world_size": world_size, "run.outdir": str(o.outdir),
+        "preset": name, "world_size": world_size, "run.outdir": absolute(o.outdir),
         "data.path": data_path(o), "data.name": dataset.name, "data.resolution": dataset.resolution,
         "data.channels": dataset.channels, "data.label_dim": dataset.label_dim if o.cond else 0,
         "data.images": dataset.num_raw,
@@ -148,6 +148,7 @@ def _build(
         "schedule.ema_rampup": _ema_rampup(preset, pretrained),
         "augment.ada_kimg": _pick(o.ada_kimg, FINE_TUNING_ADA_KIMG if pretrained is not None else None),
         "run.metrics": None if o.metrics is None else tuple(parse_names(o.metrics)),
+        "run.resume": absolute_resume(_pick(o.resume, _field_default("run.resume"))),
     }  # fmt: skip
     derived |= {} if pretrained is None else pretrained_fields(pretrained)
     return from_flat(_given(o) | {path: value for path, value in derived.items() if value is not None})

@@ -86,6 +86,18 @@ def _fields_ok(config: dict) -> bool:
     )
 
 
+def absolute(path: str) -> str:
+    """A path as the run records it: absolute, so that the same folder written two ways (`runs`, `./runs`,
+    `/home/me/runs`) is one value, and a run is found again from any working directory."""
+    return str(Path(path).resolve())
+
+
+def absolute_resume(resume: str) -> str:
+    """--resume as the run records it: `auto` and `new` as they are, each path of PATH[,PATH] absolute. A run
+    recorded before the paths were made absolute is read from the working directory, where its command ran."""
+    return resume if resume in ("auto", "new") else ",".join(absolute(part) for part in resume.split(","))
+
+
 def _has_checkpoint(run: Path) -> bool:
     ckpt = run / "checkpoints"
     return ckpt.is_dir() and any(p.name.startswith("ckpt-") for p in ckpt.iterdir())
@@ -139,7 +151,7 @@ def matching_runs(key: RunKey) -> list[RunFolder]:
                 warnings.warn(f"skipping run folder {run}: config.json {problem}", RunFolderWarning, stacklevel=2)
             continue
         same_data = old["data"]["path"] == key.data_path and old["preset"] == key.preset
-        if same_data and (key.resume == "auto" or old["run"]["resume"] == key.resume):
+        if same_data and (key.resume == "auto" or absolute_resume(old["run"]["resume"]) == key.resume):
             found.append(RunFolder(str(run), old))
     return found
 
@@ -206,8 +218,11 @@ _EXPLANATIONS = ("precision.auto_reason", "schedule.rounded")
 
 def command_changes(old: dict, cfg: Config) -> list[tuple[str, object, object]]:
     """What differs between a run's recorded configuration (the resolved options of the command that last ran it)
-    and `cfg`'s: every field but the explanations, and whether --precision was left to auto."""
+    and `cfg`'s: every field but the explanations, and whether --precision was left to auto. --outdir is not
+    compared: every run compared lies in this command's OUTDIR, however either command spelled it; --resume is
+    compared as absolute paths."""
     mine = _as_continuing(cfg, old)
+    old = {**old, "run": {**old["run"], "outdir": cfg.run.outdir, "resume": absolute_resume(old["run"]["resume"])}}
     changes = field_changes(old, mine.to_dict(), keep=lambda path: path not in _EXPLANATIONS)
     was_auto = bool(flatten(upgrade(old)).get("precision.auto_reason"))
     is_auto = bool(mine.precision.auto_reason) or cfg.precision.mode == AUTO_PRECISION
