@@ -73,6 +73,18 @@ def test_readme_command_table_names_only_real_options_and_their_choices():
     assert {c.name for c in COMMANDS.values()} <= seen  # every command has a row
 
 
+def test_readme_command_table_shows_every_required_option_of_each_command():
+    """The other direction: a row leaves optional flags out, but never one its command cannot run without."""
+    rows: dict[click.Command, str] = {}
+    for cell in _readme_table():
+        for command, text in _invocations(cell):
+            rows[command] = f"{rows.get(command, '')} {text}"
+    required = {(name, flag) for name, c in COMMANDS.items() for flag, p in _options(c).items() if p.required}
+    assert ("train", "--data") in required and ("generate", "--network") in required
+    for name, flag in required:
+        assert re.search(rf"{flag}(?![a-z-])", rows[COMMANDS[name]]), f"README row of {name} lacks {flag}"
+
+
 def _help(words: str) -> str:
     result = CliRunner().invoke(main, [*words.split(), "--help"], terminal_width=200)
     assert result.exit_code == 0, result.output
@@ -104,3 +116,14 @@ def test_every_help_ends_with_examples_of_its_own_options(name):
         ((command, rest),) = _invocations(line)
         assert command is COMMANDS[name], line
         _check_invocation(command, rest)
+
+
+def test_what_train_help_says_auto_precision_picks_is_what_it_picks():
+    """The help once said auto picks bf16 on CPUs with native bf16 while the code kept every CPU on fp32."""
+    from ganforge.devices import CPU_BF16_FLAGS, pick_precision
+
+    assert "auto: bf16 on Ampere+ GPUs, else fp32" in _help("train")
+    assert pick_precision("cuda", (8, 0), frozenset())[0] == pick_precision("cuda", (9, 0), frozenset())[0] == "bf16"
+    assert pick_precision("cuda", (7, 5), frozenset())[0] == "fp32"
+    for flags in (frozenset(), frozenset(CPU_BF16_FLAGS)):  # "else": CPUs, with native bf16 or without
+        assert pick_precision("cpu", None, flags)[0] == "fp32"
