@@ -192,7 +192,15 @@ def test_a_snapshot_without_a_checksum_is_refused(G, tmp_path):
         load_snapshot(path)
 
 
-def test_snapshots_from_before_the_content_checksum_still_load(G, tmp_path):
+def loaded_with_warnings(load, path) -> tuple[torch.nn.Module, dict, list[str]]:
+    """`load(path)`: (network, meta, the text of every warning it gave)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        net, meta = load(path)
+    return net, meta, [str(w.message) for w in caught]
+
+
+def test_snapshots_from_before_the_content_checksum_still_load_with_a_warning(G, tmp_path):
     """As each earlier ganforge wrote them (git history of snapshot.py): no checksum and no architecture (the first
     format); tensors_sha256 without the architecture; tensors_sha256 with it (until content_sha256)."""
     from ganforge.snapshot import tensors_sha256
@@ -201,13 +209,12 @@ def test_snapshots_from_before_the_content_checksum_still_load(G, tmp_path):
     first = {"format": "ganforge-snapshot", "format_version": "1", "generator": json.dumps(G.config), "meta": "{}"}
     second = first | {"tensors_sha256": tensors_sha256(tensors)}
     for i, metadata in enumerate((first, second, second | {"architecture": "stylegan2"})):
-        safetensors.torch.save_file(tensors, tmp_path / f"old{i}.safetensors", metadata=metadata)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            loaded, _ = load_snapshot(tmp_path / f"old{i}.safetensors")
-        assert loaded.config == G.config and [str(w.message) for w in caught][:1] == (
-            [f"{tmp_path / 'old0.safetensors'}: written before snapshots carried a checksum, so its integrity cannot "
-             "be checked"] if i == 0 else [])  # fmt: skip
+        path = tmp_path / f"old{i}.safetensors"
+        safetensors.torch.save_file(tensors, path, metadata=metadata)
+        loaded, _, shown = loaded_with_warnings(load_snapshot, path)
+        assert loaded.config == G.config and shown == (
+            [f"{path}: written before snapshots carried a checksum, so its integrity cannot be checked"] if i == 0
+            else [UNCOVERED.format(path=path, noun="snapshot")])  # fmt: skip
     flipped = {k: v.clone() for k, v in tensors.items()}
     flipped["mapping.fc0.weight"][0, 0] += 1
     safetensors.torch.save_file(flipped, tmp_path / "old1.safetensors", metadata=second)
@@ -219,6 +226,54 @@ def test_snapshots_from_before_the_content_checksum_still_load(G, tmp_path):
     damaged = r"damaged weights, 1 tensors hold NaN or infinite values \(mapping.fc0"
     with pytest.raises(UserError, match=damaged), pytest.warns(UserWarning, match="before snapshots carried a"):
         load_snapshot(tmp_path / "old0.safetensors")
+
+
+UNCOVERED = (
+    "{path}: its architecture and meta are not covered by a checksum (tensors_sha256 without content_sha256: a "
+    "ganforge {noun} from before content_sha256, or a current one with it removed), so they may have been altered; "
+    "for a fully checked file copy the original again or, if it was imported, run `ganforge import` on its source "
+    "again"
+)
+
+
+def stripped(path, **changes) -> None:
+    """Remove content_sha256 from the file at `path` and change its metadata fields by `changes`: what anyone can do
+    to a current file, leaving tensors_sha256 to match."""
+    metadata, tensors = signed_parts(path)
+    del metadata["content_sha256"]
+    safetensors.torch.save_file(tensors, path, metadata=metadata | changes)
+
+
+def test_a_file_stripped_of_its_content_checksum_warns_that_its_metadata_is_unchecked(G, tmp_path):
+    """Such a file cannot be told from the tensors_sha256-only format, which loads: it loads too, with the altered
+    architecture and meta, but never silently."""
+    path = tmp_path / "snap.safetensors"
+    save_snapshot(path, G, {"kimg": 1})
+    assert loaded_with_warnings(load_snapshot, path)[2] == []
+    stripped(path, generator=json.dumps({**G.config, "conv_clamp": 0.001}), meta='{"kimg": 9000}')
+    loaded, meta, shown = loaded_with_warnings(load_snapshot, path)
+    assert loaded.config["conv_clamp"] == 0.001 and meta == {"kimg": 9000}
+    assert shown == [UNCOVERED.format(path=path, noun="snapshot")]
+    D = Discriminator(**{**ARCH, "mbstd_group_size": 2})
+    save_discriminator(path, D, {})
+    assert loaded_with_warnings(load_discriminator, path)[2] == []
+    stripped(path, discriminator=json.dumps({**D.config, "conv_clamp": 0.001}))
+    loaded, _, shown = loaded_with_warnings(load_discriminator, path)
+    assert loaded.config["conv_clamp"] == 0.001 and shown == [UNCOVERED.format(path=path, noun="discriminator")]
+
+
+def test_the_unchecked_metadata_warning_is_one_line_of_the_command(G, tmp_path):
+    from click.testing import CliRunner
+
+    from ganforge.cli import main
+
+    path = tmp_path / "snap.safetensors"
+    save_snapshot(path, G, {})
+    stripped(path, meta='{"kimg": 9000}')
+    args = ["generate", "--network", str(path), "--seeds", "0", "--class", "0", "--outdir", str(tmp_path / "out")]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines() == ["warning: " + UNCOVERED.format(path=path, noun="snapshot")]
 
 
 def test_discriminator_files_always_had_a_checksum(tmp_path):

@@ -14,11 +14,12 @@ as in docs/official-tensor-mapping.md) and whose string metadata is
     content_sha256  SHA-256 over every tensor (name, dtype, shape, raw bytes) in name order, then every other metadata
                     field (canonical JSON): what the file says it is, as much as what it holds
 
-A file is checked against content_sha256. Files from before it existed are read as what they are: with only
-tensors_sha256 (the architecture and meta were not covered then), or, for the very first snapshots, with no checksum
-at all (exactly the fields format, format_version, generator and meta). Any other file without content_sha256 is
-refused: its content cannot be verified. safetensors itself detects a truncated file, not flipped bytes. A checksum
-is not a signature: it proves a file intact, not who wrote it.
+A file is checked against content_sha256. Files from before it existed still load, each with a warning naming
+what is unchecked: with only tensors_sha256 (written for about a day; removing content_sha256 from a current file
+gives the same, so such a file's architecture and meta may have been altered), or, for the very first snapshots,
+with no checksum at all (exactly the fields format, format_version, generator and meta). Any other file without
+content_sha256 is refused: its content cannot be verified. safetensors itself detects a truncated file, not flipped
+bytes. A checksum is not a signature: it proves a file intact, not who wrote it.
 
 Loading never executes code from the file: it parses JSON, checks the architecture against ganforge.limits, builds
 the network on the meta device to compare its tensors with the file's, then builds it and copies tensors.
@@ -206,12 +207,20 @@ def _checked_parts(path: Path, kind: _Kind) -> tuple[type, dict, dict, dict]:
 
 
 def _verify(path: Path, metadata: dict, tensors: dict, kind: _Kind) -> None:
-    """UserError unless the file's checksum matches what it holds, or it is a ganforge format from before the
-    checksum covered the metadata (tensors_sha256 only), or from before snapshots had checksums."""
+    """UserError unless the file's checksum matches what it holds. A ganforge format from before the checksum
+    covered the metadata (tensors_sha256 only), or from before snapshots had checksums, loads with a warning."""
     if CONTENT_HASH in metadata:
         ok = metadata[CONTENT_HASH] == content_sha256(metadata, tensors)
-    elif TENSORS_HASH in metadata:  # ganforge before content_sha256: the tensors are covered, the metadata not
+    elif TENSORS_HASH in metadata:  # the tensors are covered, the metadata not: the file cannot vouch for it
         ok = metadata[TENSORS_HASH] == tensors_sha256(tensors)
+        if ok:
+            warnings.warn(
+                f"{path}: its architecture and meta are not covered by a checksum ({TENSORS_HASH} without "
+                f"{CONTENT_HASH}: a ganforge {kind.noun} from before {CONTENT_HASH}, or a current one with it "
+                "removed), so they may have been altered; for a fully checked file copy the original again or, "
+                "if it was imported, run `ganforge import` on its source again",
+                stacklevel=3,
+            )
     elif kind is _SNAPSHOT and set(metadata) == UNCHECKED_FIELDS:  # the first snapshots, before any checksum
         warnings.warn(
             f"{path}: written before snapshots carried a checksum, so its integrity cannot be checked", stacklevel=3
