@@ -4,6 +4,7 @@ is refused naming both values, the run starts at kimg 0 with the file's weights 
 continues bitwise after a stop like any run."""
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -234,3 +235,44 @@ def test_a_small_dataset_without_the_recipe_is_warned_about(data, pickled, tmp_p
                          "only 6.4e-05 in the whole run)")  # fmt: skip
     result = CliRunner().invoke(main, [*tiny_args(data, tmp_path), "--dry-run"])
     assert "derived: small dataset: 32 images, few for a GAN" in result.stderr
+
+
+def test_a_run_or_checkpoint_of_other_data_is_a_fine_tuning_start(data, tmp_path):
+    """A ganforge run pretrained on other data (here `circles`) fine-tunes like any pretrained file: --resume RUNDIR
+    takes its newest checkpoint's G, G_ema, D and ADA's p into a new run at kimg 0; the same data continues it."""
+    circles = make_dataset(tmp_path / "circles", brightness=0.8)
+    source = tmp_path / "source"
+    assert run(resolve(tiny_options(circles, source, kimg=4 * STEP, tick=4 * STEP, aug="ada", ada_kimg=1))) == 0
+    (source_run,) = source.iterdir()
+    ckpt = source_run / "checkpoints" / "ckpt-000000032"
+    trained = checkpoint.load(ckpt)
+    digest = json.loads((ckpt / "manifest.json").read_text())["files"]["tensors.safetensors"]["sha256"]
+    result = CliRunner().invoke(main, [*tiny_args(data, tmp_path / "tuned", resume=source_run, aug="ada"), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    lines = result.stderr.splitlines()
+    assert (
+        f"would start {tmp_path / 'tuned' / '00000-squares-tiny-gpus1-batch8'} from the weights of {source_run}"
+        in lines
+    )
+    assert (
+        f"from {source_run} (ganforge checkpoint ckpt-000000032, sha256 {digest[:12]}): the weights of G, G_ema, D"
+        in lines
+    )
+    options = tiny_options(data, tmp_path / "tuned", kimg=STEP, tick=STEP, aug="ada", resume=str(source_run))
+    cfg = resolve(options)
+    assert cfg.run.resume_sha256 == (digest,) and cfg.schedule.ema_rampup is None
+    assert run(cfg) == 0
+    (tuned,) = (tmp_path / "tuned").iterdir()
+    start = checkpoint.load(tuned / "checkpoints" / "ckpt-000000000")
+    assert start["loop"]["cur_nimg"] == 0 and start["opt_G"]["state"] == {}  # progress and optimisers fresh
+    for name in ("G", "G_ema", "D"):
+        for key, value in trained[name].items():
+            assert torch.equal(start[name][key], value), f"{name}.{key}"
+    assert torch.equal(start["augment"]["pipe"]["p"], trained["augment"]["pipe"]["p"])
+    same_data = tiny_options(circles, tmp_path / "more", resume=str(ckpt))
+    assert resolve_run(same_data, observe(same_data))[1].kind == "checkpoint"  # its own data: a continued run
+    own_run = tiny_options(circles, tmp_path / "more", resume=str(source_run))
+    assert resolve_run(own_run, observe(own_run))[1].kind == "continue"
+    other = tiny_options(data, tmp_path / "other", resume=str(ckpt))
+    cfg, from_ckpt = resolve_run(other, observe(other))
+    assert from_ckpt.kind == "weights" and from_ckpt.pretrained.formats == ("ganforge checkpoint ckpt-000000032",)

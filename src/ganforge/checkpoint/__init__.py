@@ -11,6 +11,7 @@ a checkpoint invalid but can never run code.
 """
 
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 from ganforge import dist
@@ -26,11 +27,14 @@ __all__ = [
     "CheckpointWarning",
     "InvalidCheckpoint",
     "Retention",
+    "Trained",
     "capture_rng",
     "find_latest",
     "list_checkpoints",
     "load",
     "load_latest",
+    "load_trained",
+    "read_trained",
     "read",
     "restore_rng",
     "save",
@@ -105,12 +109,50 @@ def load_latest(ckpt_dir: Path, check_state: bool = True) -> dict | None:
 
 def find_latest(ckpt_dir: Path, check_state: bool = True) -> tuple[Path, dict] | None:
     """Like `load_latest`, and also says which folder the state came from (for "resuming from ..." messages)."""
+    return _newest(ckpt_dir, lambda path: read(path, check_state))
+
+
+@dataclass(frozen=True)
+class Trained:
+    """What a fine-tuning start takes from a checkpoint: its folder, its state, its stored config's fields in today's
+    flat layout (they describe its networks: `nets.configured.network_arguments`) and its tensors' SHA-256."""
+
+    path: Path
+    state: dict
+    fields: dict
+    tensors_sha256: str
+
+
+def read_trained(path: Path) -> Trained:
+    """The checkpoint folder `path`, checked as a resume checks it (`read`); InvalidCheckpoint or OSError."""
+    manifest, state = store.read_checkpoint(Path(path))
+    fields = resumable.check(state, manifest)
+    return Trained(Path(path), state, fields, manifest["files"][store.TENSORS]["sha256"])
+
+
+def load_trained(path: Path) -> Trained:
+    """The checkpoint folder `path`, or when it is a run folder its newest checkpoint that verifies (each newer one
+    skipped with a CheckpointWarning); UserError naming the folder when there is none."""
+    path = Path(path)
+    if (path / "checkpoints").is_dir():
+        found = _newest(path / "checkpoints", read_trained)
+        if found is None:
+            raise UserError(f"{path}: no valid checkpoint in {path / 'checkpoints'} (see the warnings above)")
+        return found[1]
+    try:
+        return read_trained(path)
+    except (InvalidCheckpoint, OSError) as error:
+        raise UserError(f"checkpoint {path}: {reason(error)}; pass another checkpoint, or remove it") from None
+
+
+def _newest(ckpt_dir: Path, reader):
+    """(folder, what `reader` made of it) for the newest checkpoint in `ckpt_dir` that it reads, or None."""
     for path in reversed(list_checkpoints(ckpt_dir)):
         try:
-            return path, read(path, check_state)
+            return path, reader(path)
         except (InvalidCheckpoint, OSError) as error:
             if dist.is_main():
-                warnings.warn(f"skipping checkpoint {path}: {reason(error)}", CheckpointWarning, stacklevel=3)
+                warnings.warn(f"skipping checkpoint {path}: {reason(error)}", CheckpointWarning, stacklevel=4)
     return None
 
 

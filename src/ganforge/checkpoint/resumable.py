@@ -59,16 +59,18 @@ _FLOAT32_MAX = float(torch.finfo(torch.float32).max)
 _SCALER_KEYS = ("scale", "growth_factor", "backoff_factor", "growth_interval", "_growth_tracker")
 
 
-def check(state, manifest: dict) -> None:
+def check(state, manifest: dict) -> dict:
     """Raise InvalidCheckpoint naming the first entry of `state` that a resume could not load or continue from;
-    `manifest` is the checkpoint's (checked by store.read_manifest): its progress and format version."""
+    `manifest` is the checkpoint's (checked by store.read_manifest): its progress and format version. Returns the
+    stored config's fields in today's flat layout (with the defaults of fields it predates), which describe its
+    networks (`nets.configured.network_arguments`)."""
     try:
-        _check(state, manifest["nimg"], manifest["format_version"])
+        return _check(state, manifest["nimg"], manifest["format_version"])
     except Refused as refused:
         raise InvalidCheckpoint(str(refused)) from None
 
 
-def _check(state, nimg: int, version: int) -> None:
+def _check(state, nimg: int, version: int) -> dict:
     state = entries(state, "the state", STATE_KEYS)
     fields = _check_config(state["config"], state["config_hash"], version)
     G, D = _architecture(fields)
@@ -81,6 +83,7 @@ def _check(state, nimg: int, version: int) -> None:
         _check_scaler(state[name], name, fp16=fields["precision.mode"] == "fp16")
     _check_augment(state["augment"], fields)
     check_rng(state["rng"])
+    return fields
 
 
 # ---- config and the networks it describes -------------------------------------------------------------------------

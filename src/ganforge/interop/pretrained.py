@@ -5,25 +5,31 @@ augmentation strength ADA had reached when it was saved; each file read once.
 - an NVlabs pickle holds G, D, G_ema and its `augment_pipe`, whose buffer `p` is ADA's probability;
 - a rosinality checkpoint holds `g`, `d`, `g_ema` (a converted one only `g_ema`) and, from its own ADA, `ada_aug_p`;
 - a TensorFlow-era NVlabs pickle holds G, D and Gs (G_ema), and no augmentation state;
-- a ganforge snapshot holds G_ema, a ganforge discriminator file D: give both, comma-separated, for the pair.
+- a ganforge snapshot holds G_ema, a ganforge discriminator file D: give both, comma-separated, for the pair;
+- a ganforge checkpoint folder (or a run folder: its newest checkpoint) holds G, G_ema, D and ADA's p, read with
+  every check a resume makes; its hash is its tensors file's, from its verified manifest.
 
 `describe` tells what the resolver needs to know without the weights (architectures, what is held, p, hashes), small
 enough to broadcast from the rank that read the file to the others.
 """
 
+import copy
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
+from ganforge import checkpoint
 from ganforge.errors import UserError
 from ganforge.interop.network import NVLABS, ROSINALITY, SNAPSHOT, convert, file_kind, holds, parse, sha256_of
 from ganforge.interop.official_pickle import PersistentRecord
 from ganforge.nets import StyleGAN3Generator
+from ganforge.nets.configured import build_networks_from, network_arguments
 from ganforge.snapshot import DISCRIMINATOR_FORMAT, file_format, load_discriminator, load_snapshot
 
 NETWORK_NAMES = ("G", "G_ema", "D")
+CHECKPOINT = "ganforge checkpoint"
 
 
 @dataclass(frozen=True)
@@ -57,7 +63,7 @@ def read_pretrained(paths: list[Path]) -> Pretrained:
     the file when one is unusable, or when the files hold no generator or two of one network."""
     networks, formats, hashes, p = {}, [], [], None
     for path in paths:
-        held, found_p, kind = _read_one(Path(path))
+        held, found_p, kind, digest = _read_one(Path(path))
         if set(held) & set(networks):
             raise UserError(
                 f"--resume {','.join(map(str, paths))}: two files hold {', '.join(set(held) & set(networks))}"
@@ -65,7 +71,7 @@ def read_pretrained(paths: list[Path]) -> Pretrained:
         networks |= held
         p = found_p if found_p is not None else p
         formats.append(kind)
-        hashes.append(sha256_of(Path(path)))
+        hashes.append(digest)
     if not {"G", "G_ema"} & set(networks):
         raise UserError(f"--resume {','.join(map(str, paths))}: holds no generator (G or G_ema); give a snapshot too")
     return Pretrained(networks, p, tuple(formats), tuple(hashes))
@@ -83,22 +89,38 @@ def describe(pretrained: Pretrained) -> PretrainedFacts:
     )
 
 
-def _read_one(path: Path) -> tuple[dict[str, torch.nn.Module], float | None, str]:
-    """(networks by name, ADA's p or None, the file's format) of one file."""
-    kind = file_kind(path)
+def _read_one(path: Path) -> tuple[dict[str, torch.nn.Module], float | None, str, str]:
+    """(networks by name, ADA's p or None, the file's format, its SHA-256) of one file or checkpoint folder."""
+    if path.is_dir():
+        trained = from_checkpoint(checkpoint.load_trained(path))
+        return trained.networks, trained.augment_p, trained.formats[0], trained.sha256[0]
+    kind, digest = file_kind(path), sha256_of(path)
     if kind == SNAPSHOT:
         if file_format(path) == DISCRIMINATOR_FORMAT:
-            return {"D": load_discriminator(path)[0]}, None, "ganforge discriminator file"
-        return {"G_ema": load_snapshot(path)[0]}, None, kind
+            return {"D": load_discriminator(path)[0]}, None, "ganforge discriminator file", digest
+        return {"G_ema": load_snapshot(path)[0]}, None, kind, digest
     parsed = parse(path, kind)
     held = {name: convert(path, kind, parsed, name)[0] for name in NETWORK_NAMES if holds(kind, parsed, name)}
     if not held:  # the reader's own message, which says what the file holds
         convert(path, kind, parsed, "G_ema")
     if kind == NVLABS:
-        return held, _nvlabs_p(path, parsed.get("augment_pipe")), kind
+        return held, _nvlabs_p(path, parsed.get("augment_pipe")), kind, digest
     if kind == ROSINALITY:
-        return held, _probability(path, "ada_aug_p", parsed.get("ada_aug_p")), kind
-    return held, None, kind  # a TensorFlow-era pickle keeps no augmentation state
+        return held, _probability(path, "ada_aug_p", parsed.get("ada_aug_p")), kind, digest
+    return held, None, kind, digest  # a TensorFlow-era pickle keeps no augmentation state
+
+
+def from_checkpoint(trained: checkpoint.Trained) -> Pretrained:
+    """G, G_ema and D of a ganforge checkpoint, built as the run that wrote it built them, and ADA's p when that run
+    adapted it; its format names the checkpoint. The checkpoint passed a resume's checks, so its networks are within
+    the limits and its tensors fit them."""
+    G, D = build_networks_from(*network_arguments(trained.fields))
+    networks = {"G": G, "G_ema": copy.deepcopy(G), "D": D}
+    for name, network in networks.items():
+        network.load_state_dict(trained.state[name])
+    augment = trained.state["augment"]
+    p = float(augment["pipe"]["p"].reshape(()).double()) if augment else None
+    return Pretrained(networks, p, (f"{CHECKPOINT} {trained.path.name}",), (trained.tensors_sha256,))
 
 
 def _nvlabs_p(path: Path, augment_pipe) -> float | None:

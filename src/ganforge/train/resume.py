@@ -18,7 +18,7 @@ from ganforge import checkpoint, dist
 from ganforge.checkpoint.store import InvalidCheckpoint, read_manifest
 from ganforge.config import Config
 from ganforge.errors import UserError
-from ganforge.interop.pretrained import PretrainedFacts, describe, read_pretrained
+from ganforge.interop.pretrained import PretrainedFacts, describe, from_checkpoint, read_pretrained
 from ganforge.presets import PRESETS
 from ganforge.train import rundir
 from ganforge.train.checkpointing import check_config
@@ -72,24 +72,22 @@ def choose_source(cfg: Config, found: Found) -> Source:
 
 def _look(key: rundir.RunKey) -> Found | str:
     """What the file system holds, or the problem's message."""
-    named = Source("fresh") if key.resume in ("auto", "new") else _named(key.resume)
+    named = Source("fresh") if key.resume in ("auto", "new") else _named(key.resume, key.data_name)
     if isinstance(named, str):
         return named
     return Found(named, () if named.kind == "continue" else tuple(rundir.matching_runs(key)))
 
 
-def _named(resume: str) -> Source | str:
-    """What --resume PATH names, or the problem's message."""
+def _named(resume: str, data_name: str) -> Source | str:
+    """What --resume PATH names, or the problem's message. A run or checkpoint of another dataset than --data's
+    (`data_name`; "" when --data could not be read) is a fine-tuning start from its networks."""
     paths = [Path(p) for p in resume.split(",")]
     if len(paths) == 1 and paths[0].is_dir():
         if (paths[0] / "config.json").exists() or (paths[0] / "checkpoints").is_dir():
-            return _run_folder(paths[0])
-        return Source("checkpoint", resume)
+            return _run_folder(paths[0], data_name)
+        return _checkpoint_folder(paths[0], data_name)
     if len(paths) <= 2 and all(p.is_file() for p in paths):
-        try:  # read whole here (a damaged or hostile file is refused before a run folder is made for it)
-            return Source("weights", resume, pretrained=describe(read_pretrained(paths)))
-        except UserError as error:
-            return error.problems[0]
+        return _weights(resume, paths)
     return (
         f"--resume {resume}: not a run folder, a checkpoint folder (ckpt-*), a pretrained network file (an NVlabs "
         ".pkl, a rosinality .pt, a ganforge snapshot) or a snapshot and a discriminator file "
@@ -97,12 +95,34 @@ def _named(resume: str) -> Source | str:
     )
 
 
-def _run_folder(path: Path) -> Source | str:
-    """--resume RUNDIR: that run, continued in place."""
+def _weights(resume: str, paths: list[Path]) -> Source | str:
+    try:  # read whole here (a damaged or hostile file is refused before a run folder is made for it)
+        return Source("weights", resume, pretrained=describe(read_pretrained(paths)))
+    except UserError as error:
+        return error.problems[0]
+
+
+def _run_folder(path: Path, data_name: str) -> Source | str:
+    """--resume RUNDIR: that run, continued in place; a run of another dataset: a fine-tuning start from its newest
+    checkpoint."""
     config, problem = rundir.read_config(path)
     if problem is not None:
         return f"--resume {path}: its config.json {problem}; restore it, or pass one of its checkpoints (ckpt-*)"
-    return Source("continue", str(path), config, "the run --resume names")
+    if not data_name or config["data"].get("name") == data_name:
+        return Source("continue", str(path), config, "the run --resume names")
+    return _weights(str(path), [path])
+
+
+def _checkpoint_folder(path: Path, data_name: str) -> Source | str:
+    """--resume CKPT: a run continued from that checkpoint; one of another dataset: a fine-tuning start from it.
+    A checkpoint that does not verify is left to the start, which refuses it naming why."""
+    try:
+        trained = checkpoint.read_trained(path)
+    except (InvalidCheckpoint, OSError):
+        return Source("checkpoint", str(path))
+    if not data_name or trained.fields["data.name"] == data_name:
+        return Source("checkpoint", str(path))
+    return Source("weights", str(path), pretrained=describe(from_checkpoint(trained)))
 
 
 def describe_start(cfg: Config, source: Source | None) -> list[str]:
