@@ -1,6 +1,7 @@
 """Snapshot files: round trip, atomic write, and a clear UserError for every kind of bad file."""
 
 import json
+import struct
 import warnings
 
 import pytest
@@ -341,6 +342,17 @@ def test_metadata_is_parsed_within_bounds(G, tmp_path):
         load_snapshot(path)
     message = err.value.problems[0].removeprefix(str(path))  # the path's length is the test folder's, not the file's
     assert len(message) < 160 and "...: not an argument of Generator" in message
+
+
+def test_more_tensors_than_any_network_has_are_refused_by_their_count(tmp_path):
+    """Counted from the header, before any tensor is read or compared with an architecture."""
+    header = {"__metadata__": {"format": "ganforge-snapshot"}}
+    header |= {f"t{i}": {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]} for i in range(10_001)}  # all empty
+    text = json.dumps(header).encode()
+    path = tmp_path / "s.safetensors"
+    path.write_bytes(struct.pack("<Q", len(text)) + text)  # the safetensors layout: header length, header, data
+    with pytest.raises(UserError, match=r"holds 10001 tensors, more than any network ganforge reads \(10000\)"):
+        load_snapshot(path)
 
 
 def test_weights_that_are_not_finite_are_refused(G, tmp_path):

@@ -136,6 +136,28 @@ def test_declared_lengths_are_compared_with_the_file(tmp_path, opcode):
     refused(tmp_path, data, f"an opcode declares {declared} bytes where 8 remain in the file")
 
 
+@pytest.mark.parametrize(
+    "stream, opcode, target",
+    [
+        (b"]K\x07a(K\x00K\x01u", "SETITEMS", "list"),  # [7], then item 0 set to 1: a list would take it
+        (b"}(K\x00e", "APPENDS", "dict"),
+        (b"](K\x00\x90", "ADDITEMS", "list"),
+    ],
+    ids=("setitems", "appends", "additems"),
+)
+def test_items_after_a_mark_go_only_into_their_own_kind_of_container(tmp_path, stream, opcode, target):
+    """SETITEMS, APPENDS and ADDITEMS change the object before their mark: on any other kind of object each is
+    refused by name, before that object's own method is called."""
+    refused(tmp_path, b"\x80\x04" + stream + b".", f"{opcode} on a {target}, which a network pickle never does")
+
+
+def test_a_bytearray_is_refused_even_one_the_file_holds(tmp_path):
+    """Python's unpickler allocates a BYTEARRAY8's declared length before reading it, and a network pickle holds
+    no bytearray: refused by its opcode, whatever its length."""
+    data = b"\x80\x05\x96" + struct.pack("<Q", 4) + b"abcd."
+    refused(tmp_path, data, r"a bytearray \(BYTEARRAY8\), which a network pickle never holds")
+
+
 def test_a_tensor_repeating_its_elements_is_refused(G, tmp_path):
     tree = tree_of(G)
     conv1(tree)["weight"] = tensor(Storage(torch.zeros(1)), (4, 4, 3, 3), (0, 0, 0, 0))
