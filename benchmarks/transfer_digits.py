@@ -4,7 +4,7 @@ the same cumulative wall-clock budgets and are measured with KID (the standard I
 of the digits 5-9, the distribution the 100 were drawn from:
 
 - scratch: the tiny preset from random weights;
-- finetune: from the pretrained G_ema and D (`--resume G.safetensors,D.safetensors`: weights only, kimg from 0);
+- finetune: from the pretrained run (`--resume RUNDIR`: its G, G_ema, D and ADA's p, weights only, kimg from 0);
 - freezed: finetune with `--freeze-d 4` (FreezeD: D's top block, fromRGB to skip, stays as pretrained);
 - mapping: finetune with `--freeze-g-mapping` (W stays the pretrained latent space);
 - recipe: the documented small-data recipe (README, Small datasets: finetune, --freeze-d 4, ADA fast enough to act
@@ -28,13 +28,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-import torch
-
 from ganforge import checkpoint
 from ganforge.demo import write_digit_pngs
-from ganforge.snapshot import save_discriminator, save_snapshot
-from ganforge.train import TrainOptions, resolve
-from ganforge.train.build import build_networks
 from quality_digits import measure, train_for
 
 SMALL = 100  # images of the digits 5-9 to fine-tune on
@@ -81,21 +76,14 @@ def build_splits(out: Path) -> dict[str, Path]:
 
 
 def pretrain(data: Path, out: Path, minutes: float, seed: int) -> tuple[str, float]:
-    """Train on the digits 0-4 for `minutes`; -> ("G.safetensors,D.safetensors" of its newest checkpoint, the kimg
-    it trained per second)."""
+    """Train on the digits 0-4 for `minutes`; -> (the run folder, which `--resume` fine-tunes from: its newest
+    checkpoint's G, G_ema, D and ADA's p, since the run's data differs; the kimg it trained per second)."""
     options = {**COMMON, "data": str(data), "outdir": str(out / "pretrain"), "seed": seed}
     wall, _ = train_for(options, minutes * 60)
-    cfg = resolve(TrainOptions(**options))
     (run_dir,) = (out / "pretrain").iterdir()
-    state = checkpoint.load_latest(run_dir / "checkpoints")
-    G, D = build_networks(cfg, torch.device("cpu"))
-    G.load_state_dict(state["G_ema"])
-    D.load_state_dict(state["D"])
-    kimg = state["loop"]["cur_nimg"] / 1000
-    save_snapshot(out / "G.safetensors", G, {"kimg": kimg, "dataset": "digits04"})
-    save_discriminator(out / "D.safetensors", D, {"kimg": kimg, "dataset": "digits04"})
+    kimg = checkpoint.load_latest(run_dir / "checkpoints")["loop"]["cur_nimg"] / 1000
     print(json.dumps({"pretrain_s": round(wall), "pretrain_kimg": kimg}), flush=True)
-    return f"{out / 'G.safetensors'},{out / 'D.safetensors'}", kimg / wall
+    return str(run_dir), kimg / wall
 
 
 def main() -> None:

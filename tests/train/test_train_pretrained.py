@@ -225,8 +225,8 @@ def test_a_small_dataset_without_the_recipe_is_warned_about(data, pickled, tmp_p
     assert cfg.data.images == 32
     assert small_data_advice(cfg) == [
         "small dataset: 32 images, few for a GAN (D overfits them within a few kimg); the small-data recipe (README, "
-        "Small datasets) adds a pretrained start (--resume FILE: an NVlabs .pkl, a rosinality .pt or a snapshot); "
-        "augmentation (--aug ada, not noaug)"
+        "Small datasets) adds a pretrained start (--resume FILE: an NVlabs .pkl, a rosinality .pt, a snapshot, or a "
+        "run of other data); augmentation (--aug ada, not noaug)"
     ]
     recipe = dict(resume=str(pickled[0]), aug="ada", freeze_d=4, ada_kimg=0.032)
     assert small_data_advice(resolve(tiny_options(data, tmp_path, **recipe))) == []
@@ -234,7 +234,7 @@ def test_a_small_dataset_without_the_recipe_is_warned_about(data, pickled, tmp_p
     assert slow.endswith("adds an --ada-kimg within the run's length (--ada-kimg 500 over --kimg 0.032: p can rise "
                          "only 6.4e-05 in the whole run)")  # fmt: skip
     result = CliRunner().invoke(main, [*tiny_args(data, tmp_path), "--dry-run"])
-    assert "derived: small dataset: 32 images, few for a GAN" in result.stderr
+    assert "warning: small dataset: 32 images, few for a GAN" in result.stderr
 
 
 def test_a_run_or_checkpoint_of_other_data_is_a_fine_tuning_start(data, tmp_path):

@@ -26,7 +26,6 @@ def describe_derived(cfg: Config) -> list[str]:
         *_preset_notes(cfg),
         *_describe_auto(cfg.precision),
         *_describe_memory(cfg),
-        *small_data_advice(cfg),
     ] + ([f"D blur sigma {lo.blur_sigma:g} fading to 0 over {lo.blur_fade_kimg:g} kimg"] if lo.blur_sigma else [])
 
 
@@ -113,7 +112,9 @@ def small_data_advice(cfg: Config) -> list[str]:
         return []
     missing = []
     if not cfg.run.resume_sha256:
-        missing.append("a pretrained start (--resume FILE: an NVlabs .pkl, a rosinality .pt or a snapshot)")
+        missing.append(
+            "a pretrained start (--resume FILE: an NVlabs .pkl, a rosinality .pt, a snapshot, or a run of other data)"
+        )
     a, kimg = cfg.augment, cfg.schedule.kimg
     if a.mode not in ("ada", "diffaug"):
         missing.append(f"augmentation (--aug ada, not {a.mode})")

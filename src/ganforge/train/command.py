@@ -5,7 +5,7 @@ import sys
 
 from ganforge import dist
 from ganforge.config import Config
-from ganforge.config.describe import describe_derived
+from ganforge.config.describe import describe_derived, small_data_advice
 from ganforge.train.build import build_runtime
 from ganforge.train.loop import training_loop
 from ganforge.train.options import TrainOptions
@@ -49,6 +49,8 @@ def main(options: TrainOptions) -> int:
             dist.print0(config.to_json())
             for line in describe_derived(config):  # on stderr, so that stdout stays one JSON document
                 dist.print0(f"derived: {line}", file=sys.stderr)
+            for line in small_data_advice(config):
+                dist.print0(f"warning: {line}", file=sys.stderr)
             for line in describe_start(config, source):
                 dist.print0(line, file=sys.stderr)
             return 0

@@ -14,7 +14,7 @@ import torch
 
 from ganforge import checkpoint, dist
 from ganforge.config import Config
-from ganforge.config.describe import describe_derived
+from ganforge.config.describe import describe_derived, small_data_advice
 from ganforge.data import make_loader
 from ganforge.errors import UserError
 from ganforge.metrics import append_result, compute_metrics
@@ -148,6 +148,8 @@ def _start_report(cfg: Config, log: logs.RunLog, trainer, samples, run_dir: Path
         detail(summary(trainer.D, img, c))
         for line in describe_derived(cfg):
             detail(f"derived: {line}")
+        for line in small_data_advice(cfg):
+            detail(f"warning: {line}")
         log.print(f"{'resuming at' if cur_nimg else 'starting at'} {cur_nimg / 1000:g} kimg in {run_dir}")
         log.images("reals", samples.save_reals(run_dir / "reals.png"), cur_nimg)
 
