@@ -1,6 +1,7 @@
 """Each option is declared once. The train command's options are exactly the declarations (on the Config fields,
 plus --clip-grad and --dry-run), bench takes train's own declarations for the options it shares, no command lists a
-flag twice, and nowhere in the package is a train flag declared again (a click.option, or a second Option of it)."""
+flag twice, no two declarations of the commands make the same flag (however it is spelled: given, or derived from the
+field's name), and nowhere in the package is a train flag declared again (a click.option, or a second Option of it)."""
 
 import ast
 from pathlib import Path
@@ -12,8 +13,12 @@ from ganforge.cli import main
 from ganforge.train.options import TRAIN_OPTIONS
 
 PACKAGE = Path(ganforge.__file__).parent
-# Where options are declared: the Config sections, train's two own, and bench's own.
-DECLARING = {"config/sections.py", "train/options.py", "bench/options.py"}
+# The declarations each command's options are made from (cli/declared.py).
+COMMAND_DECLARATIONS = {"train": TRAIN_OPTIONS, "bench": BENCH_OPTIONS}
+# bench's own options under train's flags, each a different option: its --aug-p has another default (every transform
+# on), its --data is optional (it only shapes the synthetic images) and its --batch-gpu also takes auto (the search
+# for the batch to train with).
+BENCH_OWN = {"--aug-p", "--data", "--batch-gpu"}
 
 
 def test_the_train_command_has_exactly_the_declared_options():
@@ -33,14 +38,39 @@ def test_no_command_lists_a_flag_twice():
         assert len(flags) == len(set(flags)), (name, sorted(f for f in flags if flags.count(f) > 1))
 
 
+def test_every_command_made_from_declarations_is_checked():
+    made = {
+        name: set(command.callback.__declared_sections__)
+        for name, command in leaf_commands().items()
+        if hasattr(command.callback, "__declared_sections__")
+    }
+    assert made == {name: {d.name for d in options} for name, options in COMMAND_DECLARATIONS.items()}
+
+
+def test_no_two_declarations_make_one_flag():
+    """A flag is one declaration, the same object wherever a command takes it (bench takes train's shared options
+    themselves), whether its flag is written out or derived from the field's name: a `gamma` field on BenchOptions
+    would declare a second --gamma without spelling it."""
+    places: dict[str, dict[int, str]] = {}
+    for command, options in COMMAND_DECLARATIONS.items():
+        for d in options:
+            places.setdefault(d.flag, {}).setdefault(id(d), f"{command}: {d.path or d.flag}")
+    twice = {flag: list(where.values()) for flag, where in places.items() if len(where) > 1}
+    assert not {flag: where for flag, where in twice.items() if flag not in BENCH_OWN}, twice
+    assert twice.keys() == BENCH_OWN, "an exception that is no longer needed: drop it from BENCH_OWN"
+
+
 def _declared_flags(path: Path) -> list[tuple[str, str]]:
-    """(kind, flag) for every string given to a click.option ("click") or a declaration (`option`/`Option`)."""
+    """(kind, flag) for every string given to a click.option ("click") or a declaration (`option`/`Option`), and for
+    every field declared with `option(...)` without a `flag`, the flag derived from its name."""
     found = []
     for node in ast.walk(ast.parse(path.read_text())):
-        callee = getattr(node, "func", None)
-        name = getattr(callee, "attr", getattr(callee, "id", None))
-        if not isinstance(node, ast.Call) or name not in ("option", "Option"):
+        field = isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and _is_call(node.value, "option")
+        if field and not any(kw.arg == "flag" for kw in node.value.keywords):
+            found.append(("declared", "--" + node.target.id.replace("_", "-")))
+        if not (_is_call(node, "option") or _is_call(node, "Option")):
             continue
+        callee = node.func
         is_click = isinstance(callee, ast.Attribute) and getattr(callee.value, "id", "") == "click"
         kind = "click" if is_click else "declared"
         values = [*node.args, *(kw.value for kw in node.keywords if kw.arg == "flag")]
@@ -48,19 +78,24 @@ def _declared_flags(path: Path) -> list[tuple[str, str]]:
     return found
 
 
+def _is_call(node, name: str) -> bool:
+    """Is `node` a call of `name` (plain or as an attribute, as in `click.option`)?"""
+    callee = getattr(node, "func", None)
+    return isinstance(node, ast.Call) and getattr(callee, "attr", getattr(callee, "id", None)) == name
+
+
 def test_no_train_flag_is_declared_a_second_time():
-    """train's options and those bench shares with it have one declaration; bench's own --aug-p (another default:
-    every transform on) and --data (optional: it only shapes the synthetic images) are different options. Other
-    commands' flags of the same name (--seed, --workers, ...) are their own options."""
+    """train's options and those bench shares with it have one declaration; bench's own BENCH_OWN are different
+    options. Other commands' flags of the same name (--seed, --workers, ...) are their own options."""
     train_flags = {d.flag for d in TRAIN_OPTIONS}
     found = []
     for relative in ("cli/train.py", "cli/bench.py"):
         found += [f"{relative}: {flag}" for kind, flag in _declared_flags(PACKAGE / relative) if flag in train_flags]
+    own = {("bench/options.py", flag) for flag in BENCH_OWN}
     for path in sorted(PACKAGE.rglob("*.py")):
         relative = path.relative_to(PACKAGE).as_posix()
         if relative in ("config/sections.py", "train/options.py"):
             continue
-        own = {("bench/options.py", "--aug-p"), ("bench/options.py", "--data")}
-        found += [f"{relative}: {flag}" for kind, flag in _declared_flags(path)
-                  if kind == "declared" and flag in train_flags and (relative, flag) not in own]  # fmt: skip
+        flags = [flag for kind, flag in _declared_flags(path) if kind == "declared" and flag in train_flags]
+        found += [f"{relative}: {flag}" for flag in flags if (relative, flag) not in own]
     assert not found, found
