@@ -7,6 +7,10 @@ launches them, every process of that step sent the signal the example asks SLURM
 once the run has trained a step (its workers have delivered batches); every run is 8-pixel `--cfg tiny` with two
 workers per rank, and each case is one chain of launches (signal, rerun and the other signal, rerun to the end) that
 proves both signals and both resumes with three starts instead of four.
+
+torchrun, stopped by the signal itself, reports none of its ranks' statuses, so each rank records its own: it runs
+`ganforge.cli.main` as `python -m ganforge` does, and on the way out writes the status it exits with and the
+checkpoints that exist by then.
 """
 
 import functools
@@ -22,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from ganforge import checkpoint
+from ganforge.checkpoint.store import checkpoint_name
 from launch_helpers import TIMEOUT, alive, descendants, env, free_port, kill_all, run_dir, tiny_archive
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,6 +35,20 @@ KIMG = 1  # far more than any case trains: each is stopped by its signal, then f
 TRAIN_ARGS = ["--cfg", "tiny", "--batch", "8", "--batch-gpu", "4", "--tick", "0.008", "--snap", "1000", "--seed", "3",
               "--workers", "2", "--device", "cpu", "--no-report"]  # fmt: skip
 GONE_SECONDS = 2  # workers are joined before their process exits; an orphan would outlive it by DataLoader's 5 s
+# A rank: `python -m ganforge ...`, writing RANK_RECORDS/rank<RANK>.json as it exits (SystemExit: click's and the
+# training command's way out, with the status the process then ends with).
+RANK_PROGRAM = """
+import glob, json, os
+from ganforge.cli import main
+try:
+    main()
+except SystemExit as end:
+    made = sorted(os.path.basename(p) for p in glob.glob(os.environ["RANK_CHECKPOINTS"]))
+    record = {"status": end.code, "checkpoints": made}
+    with open(os.path.join(os.environ["RANK_RECORDS"], "rank" + os.environ["RANK"] + ".json"), "w") as file:
+        json.dump(record, file)
+    raise
+"""
 
 
 @pytest.fixture(scope="module")
@@ -101,6 +120,17 @@ def _finish(proc: subprocess.Popen, position: int) -> None:
     assert f"resuming at {position / 1000:g} kimg" in output and "done:" in output, output[-4000:]
 
 
+def _rank_exits(records: Path, position: int) -> dict[str, tuple[int, bool]]:
+    """{rank: (the status it exited with, whether the checkpoint at `position` existed by then)}, each record
+    removed once read."""
+    exits = {}
+    for path in sorted(records.glob("rank*.json")):
+        record = json.loads(path.read_text())
+        exits[path.stem] = (record["status"], checkpoint_name(position) in record["checkpoints"])
+        path.unlink()
+    return exits
+
+
 def _send_group(signum: int, pids: list[int]) -> None:
     os.killpg(os.getpgid(pids[0]), signum)
 
@@ -157,15 +187,19 @@ def test_the_slurm_examples_signal_to_every_process_of_its_step_checkpoints_and_
     """SLURM sends `#SBATCH --signal` to every process of the job step: torchrun, its ranks and their workers alike,
     and torchrun forwards it to the ranks once more. Then SIGINT the same way (`scancel --signal=INT`): each rank gets
     it twice at once, which must count as one interrupt, not a second Ctrl-C. torchrun itself ends by raising the
-    signal as its own SignalException (exit 1, with torch's traceback): the one traceback allowed."""
+    signal as its own SignalException (exit 1, with torch's traceback): the one traceback allowed. Each rank exits
+    with the signal's status once the checkpoint is written."""
     options, exported, example_signal = _slurm_example(tmp_path)
     options[options.index("--rdzv-endpoint") + 1] = f"127.0.0.1:{free_port()}"  # the example's fixed port may be taken
-    launcher = [sys.executable, "-m", "torch.distributed.run", *options, "-m", "ganforge"]
-    outdir = tmp_path / "runs"
+    rank = [sys.executable, "-u", "-c", RANK_PROGRAM]  # what `-m ganforge` runs, with its record
+    launcher = [sys.executable, "-m", "torch.distributed.run", *options, "--no-python", *rank]
+    outdir, records = tmp_path / "runs", tmp_path / "ranks"
     outdir.mkdir()
+    records.mkdir()
+    recording = {"RANK_RECORDS": str(records), "RANK_CHECKPOINTS": str(outdir / "*" / "checkpoints" / "ckpt-*")}
 
     def launch(kimg: float) -> subprocess.Popen:
-        return _start([*launcher, *_train(data, outdir, kimg)], exported)
+        return _start([*launcher, *_train(data, outdir, kimg)], exported | recording)
 
     position = 0
     for signum in (example_signal, signal.SIGINT):
@@ -176,6 +210,7 @@ def test_the_slurm_examples_signal_to_every_process_of_its_step_checkpoints_and_
         assert output.count("Traceback") == 1 and "interrupted" not in output, output[-4000:]
         assert position == 0 or f"resuming at {position / 1000:g} kimg" in output, output[-4000:]
         position = _stopped_at(outdir, position)
+        assert _rank_exits(records, position) == {"rank0": (128 + signum, True), "rank1": (128 + signum, True)}
     _finish(launch((position + 8) / 1000), position)
 
 
