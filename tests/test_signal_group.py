@@ -36,7 +36,7 @@ TRAIN_ARGS = ["--cfg", "tiny", "--batch", "8", "--batch-gpu", "4", "--tick", "0.
               "--workers", "2", "--device", "cpu", "--no-report"]  # fmt: skip
 GONE_SECONDS = 2  # workers are joined before their process exits; an orphan would outlive it by DataLoader's 5 s
 # A rank: `python -m ganforge ...`, writing RANK_RECORDS/rank<RANK>.json as it exits (SystemExit: click's and the
-# training command's way out, with the status the process then ends with).
+# training command's way out, carrying the status the rank asks to exit with).
 RANK_PROGRAM = """
 import glob, json, os
 from ganforge.cli import main
