@@ -4,6 +4,7 @@ is refused naming both values, the run starts at kimg 0 with the file's weights 
 continues bitwise after a stop like any run."""
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -45,12 +46,15 @@ def data(tmp_path_factory):
     return make_dataset(tmp_path_factory.mktemp("pretrained") / "squares")  # 8x8, 1 channel
 
 
-def nvlabs_pickle(path: Path, resolution: int = 8, augment_p: float = 0.3) -> dict:
-    """An NVlabs pickle of G, G_ema and D of ARCH with distinct random weights; -> the networks."""
+def nvlabs_pickle(path: Path, resolution: int = 8, augment_p: float = 0.3, d_max: int = 16, **g_extra) -> dict:
+    """An NVlabs pickle of G, G_ema and D of ARCH (G with `g_extra`, D's channel max `d_max`) with distinct random
+    weights; -> the networks."""
     nets = {
-        "G": random_weights(Generator(resolution=resolution, img_channels=1, **ARCH), 1),
-        "G_ema": random_weights(Generator(resolution=resolution, img_channels=1, **ARCH), 2),
-        "D": random_weights(Discriminator(resolution=resolution, img_channels=1, channel_base=128, channel_max=16), 3),
+        "G": random_weights(Generator(resolution=resolution, img_channels=1, **ARCH, **g_extra), 1),
+        "G_ema": random_weights(Generator(resolution=resolution, img_channels=1, **ARCH, **g_extra), 2),
+        "D": random_weights(
+            Discriminator(resolution=resolution, img_channels=1, channel_base=128, channel_max=d_max), 3
+        ),
     }
     trees = {
         name: persistent_tree(net, discriminator_kwargs(net) if name == "D" else generator_kwargs(net))
@@ -208,10 +212,55 @@ def test_what_contradicts_the_pickle_is_refused_naming_both(data, tmp_path):
         "it: ganforge dataset build SRC DEST --resolution 16 --channels 1"
     ) in problems
     assert f"--cfg tiny3: builds a stylegan3-t generator, but {big} holds a stylegan2 one" in " ".join(problems)
+    conditional = tmp_path / "conditional.pkl"
+    nvlabs_pickle(conditional, c_dim=3)
+    assert (
+        f"--cond: {conditional} is conditional on 3 classes but this run has 0; pass --cond with a dataset of 3 classes"
+    ) in _problems(tiny_options(data, tmp_path, resume=str(conditional)))
+    mismatched = tmp_path / "mismatched.pkl"
+    nvlabs_pickle(mismatched, d_max=32)
+    (problem,) = _problems(tiny_options(data, tmp_path, resume=str(mismatched)))
+    assert problem.startswith(f"--resume {mismatched}: its D differs from its G in channel_max 32 (G: 16), and ")
     damaged = tmp_path / "damaged.pkl"
     nvlabs_pickle(damaged, augment_p=2.0)
     (problem,) = _problems(tiny_options(data, tmp_path, resume=str(damaged)))
     assert problem == f"{damaged}: its augment_pipe.p is not a probability in [0, 1]; the file is damaged"
+
+
+def test_under_fp16_the_files_fp16_layers_and_clamp_are_taken_else_only_named(data, tmp_path):
+    pkl = tmp_path / "fp16.pkl"
+    nvlabs_pickle(pkl, num_fp16_res=2, conv_clamp=128)
+    options = tiny_options(data, tmp_path, resume=str(pkl), precision="fp16")
+    on_cuda = dataclasses.replace(observe(options), device_type="cuda")  # fp16 needs CUDA; only resolved here
+    assert (resolve(options, on_cuda).precision.fp16_res, resolve(options, on_cuda).precision.conv_clamp) == (2, 128)
+    fewer = dataclasses.replace(options, fp16_res=1)
+    assert (resolve(fewer, on_cuda).precision.fp16_res, resolve(fewer, on_cuda).precision.conv_clamp) == (1, 128)
+    fp32 = resolve(dataclasses.replace(options, precision="fp32"))
+    assert (fp32.precision.fp16_res, fp32.precision.conv_clamp) == (0, None)
+    result = CliRunner().invoke(main, [*tiny_args(data, tmp_path, resume=pkl, precision="fp32"), "--dry-run"])
+    assert "(its fp16 in the top 2 resolutions applies under --precision fp16 only)" in result.stderr
+
+
+def test_an_official_stylegan3_pickle_gives_its_generator_family_and_trains(tmp_path):
+    """A StyleGAN3-R pickle (G_ema only, the released kwargs with R's doubled widths) on a run without --cfg: the
+    family, widths and layer count come from the file, the blurred-D warm-up is off, and a step trains from it."""
+    sys.path.insert(0, str(Path(__file__).parents[1] / "interop"))
+    from test_interop_stylegan3 import _generator, _official_kwargs, _write
+
+    G = _generator("r")
+    pkl = _write(tmp_path, G, _official_kwargs(G))
+    rgb = make_dataset(tmp_path / "rgb", res=16, channels=3)
+    options = tiny_options(rgb, tmp_path / "runs", kimg=STEP, tick=STEP, resume=str(pkl), preset=None)
+    cfg = resolve(options)
+    m = cfg.model
+    assert (m.generator, m.synthesis_layers, m.channel_base, m.channel_max) == ("stylegan3-r", 4, 256, 16)
+    assert cfg.loss.blur_sigma == 0 and cfg.schedule.ema_rampup is None
+    assert run(cfg) == 0
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    start = checkpoint.load(run_dir / "checkpoints" / "ckpt-000000000")
+    for name in ("G", "G_ema"):  # the file's one generator stands for both
+        for key, value in G.state_dict().items():
+            assert torch.equal(start[name][key], value), f"{name}.{key}"
 
 
 def _problems(options) -> list[str]:
