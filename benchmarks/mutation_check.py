@@ -39,6 +39,7 @@ REFERENCE = "tests/train/test_train_reference.py::"
 SCHEDULE = "tests/train/test_train_schedule.py::"
 RUN_CHOICE = "tests/train/test_train_run_choice.py::"
 PRETRAINED = "tests/train/test_train_pretrained.py::"
+FINE_TUNING_SCHEDULES = PRETRAINED + "test_fine_tuning_keeps_the_files_g_ema_and_lets_ada_react_within_the_run"
 METRICS_REFERENCE = "tests/metrics/test_metrics_reference.py::test_inception_inputs_are_fid_helper_pytorchs"
 SWD_REFERENCE = "tests/metrics/test_metrics_swd.py::test_laplacian_pyramid_matches_the_burt_adelson_reference"
 SWD_LEVEL = "tests/metrics/test_metrics_swd.py::test_swd_of_one_level_equals_the_progan_reference"
@@ -484,6 +485,22 @@ MUTANTS = (
       (PRETRAINED + "test_the_architecture_hash_and_plan_come_from_the_pickle",)),
     M("pretrained_p_not_carried", "train/checkpointing.py", "        trainer.augment.p.fill_(pretrained.augment_p)",
       "        pass", (PRETRAINED + "test_a_run_starts_from_each_kind_of_source_and_resumes_bitwise",)),
+    M("fine_tuning_ema_ramps_up", "train/resolver.py", "return None if pretrained is not None else preset.ema_rampup",
+      "return preset.ema_rampup", (FINE_TUNING_SCHEDULES,)),
+    M("fine_tuning_ada_at_scratch_speed", "train/resolver.py",
+      "FINE_TUNING_ADA_KIMG if pretrained is not None else None", "None", (FINE_TUNING_SCHEDULES,)),
+    M("run_of_other_data_continued", "train/resume.py", 'if not data_name or config["data"].get("name") == data_name:',
+      "if True:", (PRETRAINED + "test_a_run_or_checkpoint_of_other_data_is_a_fine_tuning_start",)),
+    M("checkpoint_of_other_data_continued", "train/resume.py",
+      'if not data_name or trained.fields["data.name"] == data_name:', "if True:",
+      (PRETRAINED + "test_a_run_or_checkpoint_of_other_data_is_a_fine_tuning_start",)),
+    M("fine_tuning_checkpoint_g_ema_from_g", "interop/pretrained.py",
+      'networks = {"G": G, "G_ema": copy.deepcopy(G), "D": D}', 'networks = {"G": G, "G_ema": G, "D": D}',
+      (PRETRAINED + "test_a_run_or_checkpoint_of_other_data_is_a_fine_tuning_start",)),
+    M("outdir_compared_as_typed", "train/rundir.py", '"run": {**old["run"], "outdir": cfg.run.outdir, ',
+      '"run": {**old["run"], ', (RUN_CHOICE + "test_the_same_folders_spelled_another_way_are_the_same_command",)),
+    M("outdir_recorded_as_typed", "train/resolver.py", '"run.outdir": absolute(o.outdir),',
+      '"run.outdir": str(o.outdir),', (RUN_CHOICE + "test_the_same_folders_spelled_another_way_are_the_same_command",)),
     M("pretrained_dataset_size_unchecked", "train/pretrained.py",
       "if (cfg.data.resolution, cfg.data.channels) != (res, channels):", "if False:",
       (PRETRAINED + "test_what_contradicts_the_pickle_is_refused_naming_both",)),
