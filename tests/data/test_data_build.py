@@ -7,7 +7,15 @@ import numpy as np
 import pytest
 import torch
 from click.testing import CliRunner
-from data_testfiles import bad_files, convertible_files, png, read_nvlabs_zip, write_folder, write_nvlabs_zip
+from data_testfiles import (
+    bad_files,
+    convertible_files,
+    png,
+    read_nvlabs_zip,
+    write_fast,
+    write_folder,
+    write_nvlabs_zip,
+)
 from PIL import Image
 
 from ganforge.cli import main
@@ -138,14 +146,28 @@ def test_build_refuses_a_resolution_train_cannot_use(tmp_path, resolution):
     assert not (tmp_path / "o.zip").exists()
 
 
+SMALL = "size 4x4 is not square with a side that is a power of two from 8 to 1024"
+
+
 def test_build_without_resolution_refuses_images_train_cannot_use(tmp_path):
     (tmp_path / "src").mkdir()
     for i in range(3):
         Image.new("RGB", (4, 4), (i, 0, 0)).save(tmp_path / "src" / f"{i}.png")
     result = run_cli("dataset", "build", tmp_path / "src", tmp_path / "o.zip", "--transform", "none", "--workers", "0")
     assert result.exit_code == 2, result.output
-    assert "SRC: the images are 4x4, and `ganforge train` takes a power of two from 8 to 1024" in result.output
+    assert all(f"{tmp_path / 'src' / f'{i}.png'}: {SMALL}" in result.output for i in range(3)), result.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["src"]
+
+
+@pytest.mark.parametrize("command", ["info", "verify"])
+def test_an_archive_of_images_train_cannot_use_is_refused_when_read(tmp_path, command):
+    """Images read as they are meet the limit of limits.py, as at every other door: an NVlabs-layout zip of 4x4
+    images from elsewhere is refused naming its first image."""
+    with zipfile.ZipFile(tmp_path / "small.zip", "w") as archive:
+        for i in range(2):
+            archive.writestr(f"00000/img{i:08d}.png", png(i, 4))
+    result = run_cli("dataset", command, tmp_path / "small.zip")
+    assert result.exit_code == 2 and f"{tmp_path / 'small.zip'}/00000/img00000000.png: {SMALL}" in result.output
 
 
 def test_decompression_bombs_are_bad_files(tmp_path, monkeypatch):
@@ -178,15 +200,15 @@ def test_info_and_verify(messy, tmp_path):
 
 
 def test_info_flags_what_train_would_refuse_and_says_it_did_not_verify(tmp_path):
-    """An archive from elsewhere (here an NVlabs-layout zip of 4x4 images, which `dataset build` no longer makes)."""
-    with zipfile.ZipFile(tmp_path / "small.zip", "w") as archive:
-        for i in range(2):
-            archive.writestr(f"00000/img{i:08d}.png", png(i, 4))
-    summary = json.loads(run_cli("dataset", "info", tmp_path / "small.zip", "--json").output)
+    """A fast-format file whose header states 4x4 images (as `dataset build` wrote them before the limit): its header
+    reads, and info names the problem without decoding."""
+    arrays = [np.random.default_rng(i).integers(0, 256, (4, 4, 3), dtype=np.uint8) for i in range(2)]
+    small = write_fast(tmp_path / "small.gfd", arrays, None, [])
+    summary = json.loads(run_cli("dataset", "info", small, "--json").output)
     assert summary["verified"] is False and len(summary["problems"]) == 1
     assert summary["problems"][0].startswith("resolution 4 is not one `ganforge train` takes")
-    text = run_cli("dataset", "info", tmp_path / "small.zip").output
-    assert "problem: resolution 4" in text and f"`ganforge dataset verify {tmp_path / 'small.zip'}`" in text
+    text = run_cli("dataset", "info", small).output
+    assert "problem: resolution 4" in text and f"`ganforge dataset verify {small}`" in text
 
 
 def test_verify_names_a_damaged_zip_member(tmp_path):

@@ -6,6 +6,7 @@ from data_testfiles import bad_files, convertible_files, pixels
 from PIL import Image
 
 from ganforge.data import images
+from ganforge.limits import MAX_RESOLUTION, MIN_RESOLUTION, RESOLUTIONS
 
 
 def load(data, channels=3):
@@ -101,3 +102,17 @@ def test_transforms_give_r_by_r_and_refuse_to_upscale(transform, shape, ok):
 def test_pad_keeps_black_borders():
     out = images.fit(np.full((4, 8, 3), 200, np.uint8), images.Conversion(resolution=8, transform="pad"))
     assert (out[:2] == 0).all() and (out[2:6] == 200).all() and (out[6:] == 0).all()
+
+
+@pytest.mark.parametrize(("width", "height"), [(4, 4), (12, 12), (2048, 2048), (16, 8)])
+def test_images_taken_as_they_are_need_a_size_train_takes(width, height):
+    """Without --resolution an image keeps its size, so it must be one `train` takes: limits.py's rule, not one of
+    the reader's own."""
+    with pytest.raises(images.BadImage, match=f"size {width}x{height} is not square with a side that is {RESOLUTIONS}"):
+        images.fit(np.zeros((height, width, 1), np.uint8), images.Conversion(channels=1, transform="none"))
+
+
+@pytest.mark.parametrize("side", [MIN_RESOLUTION, MAX_RESOLUTION])
+def test_the_limits_sides_are_taken_as_they_are(side):
+    array = np.zeros((side, side, 1), np.uint8)
+    assert images.fit(array, images.Conversion(channels=1, transform="none")).shape == (side, side, 1)

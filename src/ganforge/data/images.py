@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 from PIL import ExifTags, Image, ImageOps
 
-from ganforge.limits import MAX_RESOLUTION
+from ganforge.limits import MAX_RESOLUTION, RESOLUTIONS, resolution_ok
 
 # Suffixes the tool reads; anything else in a source folder or zip (labels.csv, dataset.json, .DS_Store) is ignored.
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff")
@@ -160,10 +160,10 @@ def _fitted(image: Image.Image, conversion: Conversion) -> Image.Image:
     size = conversion.resolution
     if conversion.transform == "none":
         if size is None:
-            if height != width or width < 4 or width & (width - 1):
+            if height != width or not resolution_ok(width):
                 raise BadImage(
-                    f"size {width}x{height} is not square with a power-of-two side >= 4 (`ganforge "
-                    "dataset build --resolution R` resizes)"
+                    f"size {width}x{height} is not square with a side that is {RESOLUTIONS}, the sizes `ganforge "
+                    "train` takes (`ganforge dataset build --resolution R` resizes)"
                 )
             return image
         if (width, height) != (size, size):
