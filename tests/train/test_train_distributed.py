@@ -1,4 +1,5 @@
-"""Two gloo processes under torchrun train exactly like one process with the same global batch and micro-batch."""
+"""Two gloo processes under torchrun train exactly like one process with the same global batch and micro-batch, with
+D's first layers frozen (--freeze-d 2: the gradient sync leaves them out, so they stay bitwise on every rank)."""
 
 import os
 import subprocess
@@ -15,8 +16,8 @@ from ganforge import checkpoint
 def test_train_two_process_gloo_equals_one_process(tmp_path):
     data = make_dataset(tmp_path / "squares")
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    one = tiny_args(data, tmp_path / "one", kimg=0.032, batch_gpu=4)
-    two = tiny_args(data, tmp_path / "two", kimg=0.032)
+    one = tiny_args(data, tmp_path / "one", kimg=0.032, batch_gpu=4, freeze_d=2)
+    two = tiny_args(data, tmp_path / "two", kimg=0.032, freeze_d=2)
     subprocess.run([sys.executable, "-m", "ganforge", *one], check=True, env=env, capture_output=True)
     launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
     proc = subprocess.run([*launcher, "-m", "ganforge", *two], env=env, capture_output=True, text=True)
@@ -38,3 +39,5 @@ def test_train_two_process_gloo_equals_one_process(tmp_path):
     torch.testing.assert_close(b["loop"]["pl_mean"], a["loop"]["pl_mean"])
     initial = checkpoint.load(run_one / "checkpoints" / "ckpt-000000000")
     assert not torch.equal(initial["D"]["b4.out.weight"], a["D"]["b4.out.weight"])
+    for frozen in ("b8.fromrgb.weight", "b8.fromrgb.bias", "b8.conv0.weight", "b8.conv0.bias"):
+        assert torch.equal(a["D"][frozen], initial["D"][frozen]) and torch.equal(b["D"][frozen], initial["D"][frozen])
