@@ -218,14 +218,19 @@ def table(r: dict) -> str:
         )
     lines.append(f"{'step':<10} {'':>9} {'':>9} {'':>9} {'':>6} {r['iteration_ms']:>9.1f}")
     share = "" if p["fraction"] is None else f" = {100 * p['fraction']:.0f}% of {flop_rate(p['tflops'])}"
-    lines += ["", _speed_line(r),
-              f"compute  {flop_count(r['flops_per_iteration'])} per step per device, {flop_rate(r['tflops'])}"
-              f"{share} ({p['source']})",
-              f"memory   {m['gb']:.2f} GB ({m['source']})"]  # fmt: skip
+    lines += [
+        "",
+        _speed_line(r),
+        f"compute  {flop_count(r['flops_per_iteration'])} per step per device, {flop_rate(r['tflops'])}"
+        f"{share} ({p['source']})",
+        f"memory   {m['gb']:.2f} GB ({m['source']})",
+    ]
     if r["scaling"] is not None:
         s = r["scaling"]
-        lines.append(f"scaling  {s['img_per_s']:.1f} img/s on {s['world_size']} devices vs {s['world_size']} x "
-                     f"{s['one_device_img_per_s']:.1f} alone: {100 * s['efficiency']:.0f}% efficiency")  # fmt: skip
+        lines.append(
+            f"scaling  {s['img_per_s']:.1f} img/s on {s['world_size']} devices vs {s['world_size']} x "
+            f"{s['one_device_img_per_s']:.1f} alone: {100 * s['efficiency']:.0f}% efficiency"
+        )
     if r["batch_search"] is not None:
         lines += _search_lines(r["batch_search"])
     return "\n".join(lines)

@@ -198,8 +198,7 @@ def generator_arch(path: Path, G: TFNet) -> dict:
     problems = []
     settings(f"{path}: ", _kwargs(G), _own_rules(G_MAIN_RULES, G_KEYS), problems)
     mapping = settings(f"{path}: ", _kwargs(G.components["mapping"]), _own_rules(MAPPING_RULES, G_KEYS), problems)
-    synthesis = settings(f"{path}: ", _kwargs(G.components["synthesis"]), _own_rules(SYNTHESIS_RULES, G_KEYS),
-                         problems)  # fmt: skip
+    synthesis = settings(f"{path}: ", _kwargs(G.components["synthesis"]), _own_rules(SYNTHESIS_RULES, G_KEYS), problems)
     if mapping["dlatent_size"] != synthesis["dlatent_size"]:
         problems.append(
             f"{path}: dlatent_size: the mapping network's {shown(mapping['dlatent_size'])} and the synthesis "
@@ -267,8 +266,9 @@ def _tensors(path: Path, role: str, network: type, arch: dict, variables: dict, 
         if value is not None and value.dtype.kind != "f":
             problems.append(f"variable {name} holds {value.dtype} values, not floating-point numbers")
         elif value is not None and value.shape != expected:
-            problems.append(f"variable {name} has shape {shown(list(value.shape))}, the architecture needs "
-                            f"{list(expected)}")  # fmt: skip
+            problems.append(
+                f"variable {name} has shape {shown(list(value.shape))}, the architecture needs {list(expected)}"
+            )
     if problems:
         raise UserError(*listed(f"{path}: {role}: architecture mismatch, ", problems))
     return {

@@ -51,8 +51,9 @@ class SynthesisLayer(nn.Module):
     def forward(self, x: torch.Tensor, w: torch.Tensor, noise_mode: str = "random") -> torch.Tensor:
         styles = self.affine(w)  # [N, in_channels]
         fused = use_fused_modconv(self.training, x)
-        x = modulated_conv2d(x, self.weight, styles, up=self.up, fused=fused, resample_filter=self.resample_filter,
-                             fast=self.winograd)  # fmt: skip
+        x = modulated_conv2d(
+            x, self.weight, styles, up=self.up, fused=fused, resample_filter=self.resample_filter, fast=self.winograd
+        )
         if noise_mode == "random":
             noise = torch.randn([x.shape[0], 1, self.resolution, self.resolution], device=x.device)
             x = x + (noise * self.noise_strength).to(x.dtype)
