@@ -229,11 +229,8 @@ class _Build:
     def _open(self, shape: tuple) -> None:
         self.shape = shape
         channels, resolution = shape[0], shape[1]
-        if not resolution_ok(resolution):
-            raise UserError(
-                f"SRC: the images are {resolution}x{resolution}, and `ganforge train` takes {RESOLUTIONS}; "
-                "pass --resolution R to resize them"
-            )
+        # --resolution is checked against the limits, and each image kept at its own size is checked when read.
+        assert resolution_ok(resolution), shape
         with writing(self.partial):
             self.partial.unlink(missing_ok=True)  # left by a build that was killed; the writers create exclusively
             if self.fmt == "zip":
