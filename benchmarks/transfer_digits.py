@@ -17,6 +17,7 @@ variant (the variants cost about the same per image: the same networks and batch
 time a variant took.
 
     .venv/bin/python benchmarks/transfer_digits.py --out /tmp/transfer [--pretrain 8] [--budgets 2,5] [--fakes 1000]
+    .venv/bin/python benchmarks/transfer_digits.py --out /tmp/transfer --pretrain-kimg 17.2 --lengths 4.304,10.704
 """
 
 import argparse
@@ -75,11 +76,11 @@ def build_splits(out: Path) -> dict[str, Path]:
     return made
 
 
-def pretrain(data: Path, out: Path, minutes: float, seed: int) -> tuple[str, float]:
-    """Train on the digits 0-4 for `minutes`; -> (the run folder, which `--resume` fine-tunes from: its newest
-    checkpoint's G, G_ema, D and ADA's p, since the run's data differs; the kimg it trained per second)."""
+def pretrain(data: Path, out: Path, minutes: float, kimg: float | None, seed: int) -> tuple[str, float]:
+    """Train on the digits 0-4 for `minutes` (or to `kimg`); -> (the run folder, which `--resume` fine-tunes from: its
+    newest checkpoint's G, G_ema, D and ADA's p, since the run's data differs; the kimg it trained per second)."""
     options = {**COMMON, "data": str(data), "outdir": str(out / "pretrain"), "seed": seed}
-    wall, _ = train_for(options, minutes * 60)
+    wall, _ = train_for(options | ({} if kimg is None else {"kimg": kimg}), None if kimg else minutes * 60)
     (run_dir,) = (out / "pretrain").iterdir()
     kimg = checkpoint.load_latest(run_dir / "checkpoints")["loop"]["cur_nimg"] / 1000
     print(json.dumps({"pretrain_s": round(wall), "pretrain_kimg": kimg}), flush=True)
@@ -91,21 +92,29 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--pretrain", type=float, default=8.0, help="minutes of pretraining on the digits 0-4")
     parser.add_argument("--budgets", default="2,5", help="cumulative minutes of training on the 100 images")
+    parser.add_argument("--pretrain-kimg", type=float, help="pretrain to this length instead of for --pretrain minutes")
+    parser.add_argument(
+        "--lengths",
+        help="cumulative kimg on the 100 images instead of --budgets (to repeat a run of another day at its lengths, "
+        "whatever this machine's speed now)",
+    )
     parser.add_argument("--fakes", type=int, default=1000, help="fakes per KID measurement")
     parser.add_argument("--variants", default="scratch,finetune,freezed,mapping,recipe")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     data = build_splits(args.out)
-    pretrained, rate = pretrain(data["digits04"], args.out, args.pretrain, args.seed)
+    pretrained, rate = pretrain(data["digits04"], args.out, args.pretrain, args.pretrain_kimg, args.seed)
+    lengths = [float(k) for k in args.lengths.split(",")] if args.lengths else None
+    budgets = [None] * len(lengths) if lengths else [float(b) for b in args.budgets.split(",")]
     table = variants(pretrained)
     rows = []
     for name in args.variants.split(","):
         options = {**COMMON, "data": str(data["digits59small"]), "outdir": str(args.out / name), "seed": args.seed,
                    **table[name]}  # fmt: skip
         trained = 0.0
-        for budget in (float(b) for b in args.budgets.split(",")):
-            kimg = max(round(rate * budget * 60 * 1000 / BATCH), 1) * BATCH / 1000
+        for i, budget in enumerate(budgets):
+            kimg = lengths[i] if lengths else max(round(rate * budget * 60 * 1000 / BATCH), 1) * BATCH / 1000
             wall, _ = train_for({**options, "kimg": kimg}, None)
             trained += wall
             row = {"variant": name, "budget_min": budget, "trained_s": round(trained),
@@ -114,7 +123,8 @@ def main() -> None:
             rows.append(row)
     print("\n| variant | minutes | kimg | wall s | KID x1e3 | SWD |\n| --- | --- | --- | --- | --- | --- |")
     for r in rows:
-        print(f"| {r['variant']} | {r['budget_min']:g} | {r['kimg']:.2f} | {r['trained_s']} | {r['kid'] * 1e3:.1f} "
+        minutes = "-" if r["budget_min"] is None else f"{r['budget_min']:g}"
+        print(f"| {r['variant']} | {minutes} | {r['kimg']:.2f} | {r['trained_s']} | {r['kid'] * 1e3:.1f} "
               f"| {r['swd']:.2f} |")  # fmt: skip
     print(f"load average at the end: {os.getloadavg()}")
 
