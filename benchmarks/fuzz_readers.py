@@ -148,6 +148,7 @@ def _alarm(signum, frame):
 
 
 def worker(cases_file: Path, outcomes_file: Path) -> None:
+    import torch._dynamo  # noqa: F401  (imported by the first arithmetic on the meta device, which sizes networks)
     from click.testing import CliRunner
 
     import ganforge.data  # noqa: F401  (torch and the readers, imported before the first case's alarm)
