@@ -15,21 +15,21 @@ PACKAGE = Path(ganforge.__file__).parent
 # Lowest first. A name is a top-level module or subpackage of ganforge; "" is the package root (its __version__).
 LAYERS = (
     ("", "errors", "numerics", "durable", "tensorfile", "digest", "option", "config", "presets", "limits", "outputs",
-     "devices", "progress", "allocator", "metric_names"),
+     "devices", "progress", "allocator", "metric_names", "projected"),
     ("dist", "preempt"),
     ("nets", "augment", "data", "checkpoint", "monitor"),
     ("snapshot", "compare"),
     ("interop", "metrics", "report"),
     ("train",),
-    ("doctor", "generate", "export"),
+    ("doctor", "generate", "export", "project"),
     ("bench",),
     ("cli", "demo", "__main__"),
 )  # fmt: skip
 LAYER_OF = {part: level for level, parts in enumerate(LAYERS) for part in parts}
-# Parts above `train` that still may not use it: `doctor`, `generate` and `export` stand on the layers below it, and
-# `bench` uses only what makes and runs the training step it times.
+# Parts above `train` that still may not use it: `doctor`, `generate`, `export` and `project` stand on the layers
+# below it, and `bench` uses only what makes and runs the training step it times.
 TRAIN_MODULES_ALLOWED = {
-    "doctor": set(), "generate": set(), "export": set(),
+    "doctor": set(), "generate": set(), "export": set(), "project": set(),
     "bench": {"ganforge.train.options", "ganforge.train.resolver", "ganforge.train.build", "ganforge.train.phases",
               "ganforge.train.schedules", "ganforge.train.precision"},
 }  # fmt: skip

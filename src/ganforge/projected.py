@@ -1,0 +1,190 @@
+"""Projected latents as a file: `projected_w.npz`, the layout of NVlabs' projector (stylegan2-ada-pytorch
+`projector.py` writes it, `gen_images.py --projected-w` reads it).
+
+The file is an uncompressed zip as `numpy.savez` writes it, holding one array, `w`: float32 [N, num_ws, w_dim], one
+W+ latent per row (the official projector writes N = 1). ganforge writes exactly that, and reads float16 and float64
+too, converted to float32: float16 converts exactly, and a float64 row is rounded to float32 when it enters the
+network anyway, so a user's own file of interpolated rows (numpy computes in float64) need not be converted by hand.
+
+A file to read may be hostile. It is read once, whole, from a regular file of at most MAX_BYTES, and judged before any
+array is made: the zip's end record (one member, nothing after it, no zip64 record that would make the zip reader
+list millions of members), the member (`w.npy`, stored, of the size its .npy header declares, inside the file), the
+header (version 1.0 of at most MAX_HEADER_CHARS, which bounds the literal numpy parses; a floating-point dtype; three
+dimensions within the limits, or the network's). Only then does numpy read the array, without pickle; its values must
+be finite. Every problem is one UserError naming the file and what to do.
+"""
+
+import io
+import math
+import os
+import stat
+import struct
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from ganforge import limits
+from ganforge.durable import replace_file, shorten
+from ganforge.errors import UserError
+
+KEY = "w"
+MEMBER = f"{KEY}.npy"
+# ws per latent: StyleGAN2 has two per resolution from 8 px up, one at 4 px and the last toRGB's (18 at 1024 px);
+# StyleGAN3 one per synthesis layer, the input's and the output's.
+MAX_NUM_WS = max(2 * int(math.log2(limits.MAX_RESOLUTION)) - 2, limits.MAX_SYNTHESIS_LAYERS + 2)
+# A row of a 1024 px FFHQ generator (18 x 512 float32) is 36 KiB: 512 MiB hold about 14,000 of them, and projecting
+# one image takes a GPU about a minute, so no projection comes near; a reader holds the file and its array at once,
+# about twice this.
+MAX_BYTES = 512 * 2**20
+# numpy writes the header of a 3-D float array in 128 bytes; the bound keeps the literal that numpy parses far from
+# the depth at which Python's parser runs out of stack (thousands of nested operators: a RecursionError or a
+# MemoryError, not a message).
+MAX_HEADER_CHARS = 1024
+MAX_DIRECTORY_BYTES = 1024  # the zip directory's one entry: 46 bytes, the name, and an extra field if any
+FLOAT_SIZES = (2, 4, 8)  # float16, float32, float64
+_END = struct.Struct("<4s4H2LH")  # the zip's end-of-central-directory record (APPNOTE 4.3.16), no comment
+# A zip64 end locator right before the end record sends zip readers to a zip64 record for the member count.
+_ZIP64_LOCATOR, _LOCATOR_SIZE = b"PK\x06\x07", 20
+# What zipfile and numpy raise for bytes that are no zip or .npy, are cut short, or use a zip feature (a compression
+# method, a version) that zipfile lacks.
+_UNREADABLE = (OSError, ValueError, EOFError, KeyError, NotImplementedError, zipfile.BadZipFile)
+_WRITTEN_BY = "give a projected_w.npz as `ganforge project` or NVlabs' projector.py writes it"
+
+
+def write_projected_w(path: Path, w: np.ndarray) -> None:
+    """`w` [N, num_ws, w_dim] as projected_w.npz at `path`, atomically (see ganforge.durable). Converted to float32,
+    the official dtype; it must be finite: a projection that diverged is the caller's to report, not a file to
+    write."""
+    w = np.ascontiguousarray(w, dtype=np.float32)
+    assert w.ndim == 3 and min(w.shape) >= 1 and np.isfinite(w).all(), w.shape
+    buffer = io.BytesIO()
+    np.savez(buffer, **{KEY: w})  # a float array is written without pickle
+    assert buffer.tell() <= MAX_BYTES, buffer.tell()
+    replace_file(path, buffer.getvalue())
+
+
+def read_projected_w(path: Path, num_ws: int | None = None, w_dim: int | None = None) -> np.ndarray:
+    """The rows of a projected_w.npz: float32 [N, num_ws, w_dim]. With `num_ws` and `w_dim` (the network's), a file
+    of another shape is refused before its array is read. UserError for anything else than such a file."""
+    data = _file_bytes(Path(path))
+    problem = _layout_problem(data, num_ws, w_dim)
+    if problem is None:
+        try:
+            with np.load(io.BytesIO(data), allow_pickle=False, max_header_size=MAX_HEADER_CHARS) as npz:
+                w = npz[KEY]
+        except _UNREADABLE:
+            problem = f"its {MEMBER} cannot be read (damaged?); {_WRITTEN_BY}"
+    if problem is not None:
+        raise UserError(f"{shorten(path)}: {problem}")
+    with np.errstate(over="ignore"):  # a float64 beyond float32's range becomes infinite, and is refused below
+        w = w.astype(np.float32, copy=False)
+    bad = w.size - np.count_nonzero(np.isfinite(w))
+    if bad:
+        raise UserError(
+            f"{shorten(path)}: {bad:,} of the {w.size:,} values of w are not finite float32 numbers (NaN, infinite "
+            "or too large); project the image again"
+        )
+    return w
+
+
+def _file_bytes(path: Path) -> bytes:
+    """The whole file, when it is a regular file of at most MAX_BYTES. Opened without blocking and checked on the
+    open descriptor, so that a FIFO or a device in its place can neither stall the reader nor feed it without end;
+    read once, so that what is judged is what is loaded."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        raise UserError(f"{shorten(path)}: no such file; {_WRITTEN_BY}") from None
+    except OSError as error:
+        raise UserError(f"{shorten(path)}: cannot be read ({error.strerror or error})") from None
+    with os.fdopen(fd, "rb") as file:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise UserError(f"{shorten(path)}: not a regular file; {_WRITTEN_BY}")
+        if info.st_size > MAX_BYTES:
+            raise UserError(_too_big(path, info.st_size))
+        try:
+            data = file.read(MAX_BYTES + 1)  # one byte more tells that it grew since it was measured
+        except OSError as error:
+            raise UserError(f"{shorten(path)}: cannot be read ({error.strerror or error})") from None
+    if len(data) > MAX_BYTES:
+        raise UserError(_too_big(path, len(data)))
+    return data
+
+
+def _too_big(path: Path, size: int) -> str:
+    return (
+        f"{shorten(path)}: {size:,} bytes, more than a projected_w.npz may hold ({MAX_BYTES:,}); split its rows "
+        "into several files"
+    )
+
+
+def _layout_problem(data: bytes, num_ws: int | None, w_dim: int | None) -> str | None:
+    """What is wrong with the file's bytes as a projected_w.npz, judged without making the array; None when
+    numpy may read it."""
+    if data.startswith(b"\x93NUMPY"):
+        return f"a .npy array, not an .npz holding w; write it with numpy.savez(path, {KEY}=w)"
+    if not data.startswith(b"PK\x03\x04") or len(data) < _END.size:
+        return f"not an .npz (a zip of .npy arrays): truncated, or another kind of file? {_WRITTEN_BY}"
+    signature, disk, start_disk, here, entries, size, offset, comment = _END.unpack(data[-_END.size :])
+    if signature != b"PK\x05\x06" or comment or disk or start_disk or here != entries:
+        return f"its zip directory is damaged or has a comment (truncated?); {_WRITTEN_BY}"
+    if entries != 1:
+        return f"holds {entries:,} arrays; a projected_w.npz holds one, {KEY}"
+    locator = data[-_END.size - _LOCATOR_SIZE : -_END.size]
+    if size > MAX_DIRECTORY_BYTES or offset + size + _END.size != len(data) or locator.startswith(_ZIP64_LOCATOR):
+        return f"its zip directory is not the one entry numpy.savez writes (altered?); {_WRITTEN_BY}"
+    try:
+        return _member_problem(zipfile.ZipFile(io.BytesIO(data)), offset, num_ws, w_dim)
+    except _UNREADABLE:
+        return f"its {MEMBER} cannot be read (damaged?); {_WRITTEN_BY}"
+
+
+def _member_problem(archive: zipfile.ZipFile, directory: int, num_ws: int | None, w_dim: int | None) -> str | None:
+    """The one member: named w.npy, stored whole before the zip directory, its .npy header declaring exactly its
+    bytes."""
+    infos = archive.infolist()
+    if len(infos) != 1:  # the end record said one, the directory holds more
+        return f"holds {len(infos):,} arrays; a projected_w.npz holds one, {KEY}"
+    info = infos[0]
+    if info.filename != MEMBER:
+        name = limits.shown_name(info.filename.removesuffix(".npy"))
+        return f"holds an array named {name}, not {KEY}; save the latents as numpy.savez(path, {KEY}=w)"
+    if info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 0x1:
+        return f"its {KEY} is compressed or encrypted; write it with numpy.savez (uncompressed), as projectors do"
+    if info.compress_size != info.file_size or info.header_offset + info.file_size > directory:
+        return f"declares a {MEMBER} larger than the file (truncated?); {_WRITTEN_BY}"
+    with archive.open(info) as member:
+        version = np.lib.format.read_magic(member)
+        if version != (1, 0):
+            return f"its {MEMBER} is a .npy of version {version[0]}.{version[1]}; numpy writes a float array as 1.0"
+        shape, _fortran, dtype = np.lib.format.read_array_header_1_0(member, max_header_size=MAX_HEADER_CHARS)
+        header = member.tell()
+    problem = _array_problem(shape, dtype, num_ws, w_dim)
+    if problem is None and header + math.prod(shape) * dtype.itemsize != info.file_size:
+        return (
+            f"its {KEY} declares shape {limits.shown(list(shape))} of {dtype.str}, another size than the "
+            f"{info.file_size - header:,} bytes it holds (truncated or altered?); {_WRITTEN_BY}"
+        )
+    return problem
+
+
+def _array_problem(shape: tuple, dtype: np.dtype, num_ws: int | None, w_dim: int | None) -> str | None:
+    """A declared shape and dtype that are not float [N >= 1, num_ws, w_dim] within the limits, or the network's."""
+    if dtype.kind != "f" or dtype.itemsize not in FLOAT_SIZES:
+        return f"its {KEY} is of dtype {dtype.str}, not floating point; store it as float32 (w.astype(numpy.float32))"
+    if len(shape) != 3 or min(shape) < 1:
+        return f"its {KEY} has shape {limits.shown(list(shape))}, not [N, num_ws, w_dim] with N >= 1 (W+ latents)"
+    _rows, found_ws, found_dim = shape
+    if num_ws is not None and (found_ws, found_dim) != (num_ws, w_dim):
+        return (
+            f"holds ws of shape {limits.shown(list(shape))} (N x num_ws x w_dim), this network takes [N, {num_ws}, "
+            f"{w_dim}]; project the image with this network, or use the network it was projected with"
+        )
+    if found_ws > MAX_NUM_WS or found_dim > limits.MAX_LATENT_DIM:
+        return (
+            f"its {KEY} has shape {limits.shown(list(shape))} (N x num_ws x w_dim); no network has more than "
+            f"{MAX_NUM_WS} ws of {limits.MAX_LATENT_DIM}"
+        )
+    return None
