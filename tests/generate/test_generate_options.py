@@ -48,7 +48,9 @@ def test_grid_and_mode_combinations():
     assert parse(style_mix=("1-2", "3")).style_mix == ((1, 2), (3,))
     assert problems(seeds="0", grid="4") == ["--grid 4: write ROWSxCOLUMNS with both at least 1, e.g. 4x8"]
     assert problems(seeds="0", interp=5) == ["--interp: needs at least two --seeds to travel between"]
-    assert problems() == ["--seeds: which images to make, e.g. --seeds 0-7,42 (or --style-mix ROWS COLS)"]
+    assert problems() == [
+        "--seeds: which images to make, e.g. --seeds 0-7,42 (or --style-mix ROWS COLS, or --projected-w FILE)"
+    ]
     assert problems(seeds="1", grid="1x1", interp=2, style_mix=("1", "2"), mix_layers="0") == [
         "--grid and --interp and --style-mix: choose one output mode (--grid with --interp is a grid of loops)",
         "--seeds: --style-mix takes its own row and column seeds; drop --seeds",

@@ -1,4 +1,5 @@
-"""`ganforge generate`: images, grids, interpolations and style mixing from a generator."""
+"""`ganforge generate`: images, grids, interpolations and style mixing from a generator, from seeds or projected
+latents."""
 
 from pathlib import Path
 
@@ -24,6 +25,8 @@ from ganforge.generate.options import (
         "ganforge generate --network ffhq.pkl --outdir out --seeds 0-7 --trunc 0.7",
         "ganforge generate --network snapshot.safetensors --outdir out --seeds 0-15 --grid 4x4",
         "ganforge generate --network snapshot.safetensors --outdir out --seeds 0-8 --interp 120 --size 256 --fps 30",
+        "ganforge generate --network ffhq.pkl --outdir out --projected-w a/projected_w.npz --projected-w "
+        "b/projected_w.npz --interp 60",
     )
 )
 @click.option(
@@ -35,14 +38,24 @@ from ganforge.generate.options import (
 )
 @click.option("--outdir", type=click.Path(file_okay=False, path_type=Path), required=True, help="Output folder.")
 @click.option("--seeds", help="Images to make, by seed: ranges and lists, e.g. 0-7,12,100-199.")
-@click.option("--trunc", type=float, default=1.0, help="Truncation psi: 1 is none; 0.5-0.7 trade variety for quality.")
+@click.option(
+    "--projected-w",
+    type=click.Path(path_type=Path),
+    multiple=True,
+    metavar="FILE",
+    help="Images from projected latents instead of seeds: a projected_w.npz as `ganforge project` or NVlabs' "
+    "projector writes it, one image per row (proj00.png, proj01.png, ...). Repeat the flag to take the rows of "
+    "several files in order, e.g. to --interp between two projected photos.",
+)
+@click.option("--trunc", type=float, help="Truncation psi: 1 is none; 0.5-0.7 trade variety for quality.  [default: 1]")
 @click.option("--trunc-cutoff", type=click.IntRange(min=1), help="Truncate only the first N ws.  [default: all]")
 @click.option("--class", "class_index", type=click.IntRange(min=0), help="Class of a conditional network.")
 @click.option(
     "--noise-mode",
     type=click.Choice(NOISE_MODES),
     default="const",
-    help="const: the network's fixed noise; random: drawn from each image's seed; none.",
+    help="const: the network's fixed noise; random: drawn from each image's seed (row k of --projected-w: seed k); "
+    "none.",
 )
 @click.option(
     "--batch",
@@ -71,7 +84,9 @@ from ganforge.generate.options import (
     f"[default: {DEFAULT_FPS:g}]",
 )
 @click.option(
-    "--interp-space", type=click.Choice(INTERP_SPACES), default="z", help="z: spherical in z; w: linear in w."
+    "--interp-space",
+    type=click.Choice(INTERP_SPACES),
+    help="z: spherical in z; w: linear in w (--projected-w: always w).  [default: z]",
 )
 @click.option(
     "--interp-format",
@@ -111,8 +126,8 @@ from ganforge.generate.options import (
 )
 @click.option("--rotate", type=float, metavar="DEG", help="StyleGAN3: rotate the images counter-clockwise by DEG.")
 def generate(**options):
-    """Images, a grid, a looping interpolation (or a grid of them) or a style-mixing table; the same command gives
-    the same files."""
+    """Images, a grid, a looping interpolation (or a grid of them) or a style-mixing table, from seeds or projected
+    latents; the same command gives the same files."""
     from ganforge.generate import GenerateOptions
     from ganforge.generate.run import closing_note
     from ganforge.generate.run import generate as run_generate

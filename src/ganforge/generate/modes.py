@@ -1,6 +1,6 @@
 """The four outputs of `ganforge generate`, each made batch by batch: one PNG per seed, a grid, a looping
-interpolation (or a grid of them) and a style-mixing table. Every image goes through `pixels` (rounded to uint8,
-brought to --size) on its way into a file."""
+interpolation (or a grid of them) and a style-mixing table; the first three from seeds or from the rows of projected
+latents (`Keys`). Every image goes through `pixels` (rounded to uint8, brought to --size) on its way into a file."""
 
 import torch
 
@@ -13,6 +13,12 @@ from ganforge.generate.writers import Pixels
 
 def seed_name(seed: int) -> str:
     return f"seed{seed:07d}.png"
+
+
+def projected_name(row: int, rows: int) -> str:
+    """The image of projected row `row` of `rows`: proj00.png as NVlabs' gen_images.py names it, with as many digits
+    as the last row needs, so that the names sort in row order."""
+    return f"proj{row:0{max(2, len(str(rows - 1)))}d}.png"
 
 
 def cell_name(row_seed: int, col_seed: int) -> str:
@@ -30,41 +36,64 @@ def _ws(G, o: GenerateOptions, z: torch.Tensor) -> torch.Tensor:
     return map_latents(G, z, o.class_index, o.trunc, o.trunc_cutoff, o.batch)
 
 
-def images(G, o: GenerateOptions, render: Renderer, pixels: Pixels) -> None:
-    """One PNG per seed, batch by batch (memory does not grow with the number of seeds)."""
-    for start in range(0, len(o.seeds), o.batch):
-        seeds = o.seeds[start : start + o.batch]
-        made = render(_ws(G, o, z_from_seeds(seeds, G.z_dim)), seeds)
-        writers.write_images(o.outdir, pixels(made), [seed_name(seed) for seed in seeds])
+class Keys:
+    """The latents an output is made from, in order, each with the seed its `random` noise is drawn from: the seeds,
+    mapped (and truncated) to ws batch by batch; or the rows of projected ws [N, num_ws, w_dim], used as they are,
+    row k drawing its noise from seed k."""
+
+    def __init__(self, G, o: GenerateOptions, projected: torch.Tensor | None):
+        self.G, self.o, self.projected = G, o, projected
+        self.seeds = o.seeds if projected is None else tuple(range(len(projected)))
+
+    def __len__(self) -> int:
+        return len(self.seeds)
+
+    def ws(self, start: int, stop: int) -> torch.Tensor:
+        if self.projected is not None:
+            return self.projected[start:stop]
+        return _ws(self.G, self.o, z_from_seeds(self.seeds[start:stop], self.G.z_dim))
+
+    def names(self, start: int, stop: int) -> list[str]:
+        """The files of keys start .. stop - 1 as single images."""
+        if self.projected is not None:
+            return [projected_name(row, len(self)) for row in range(start, stop)]
+        return [seed_name(seed) for seed in self.seeds[start:stop]]
 
 
-def grid(G, o: GenerateOptions, render: Renderer, pixels: Pixels) -> None:
-    """The seed images row-major, one per cell, made batch by batch into one canvas."""
+def images(G, o: GenerateOptions, keys: Keys, render: Renderer, pixels: Pixels) -> None:
+    """One PNG per seed or projected row, batch by batch (memory does not grow with their number)."""
+    for start in range(0, len(keys), o.batch):
+        stop = min(start + o.batch, len(keys))
+        made = render(keys.ws(start, stop), keys.seeds[start:stop])
+        writers.write_images(o.outdir, pixels(made), keys.names(start, stop))
+
+
+def grid(G, o: GenerateOptions, keys: Keys, render: Renderer, pixels: Pixels) -> None:
+    """The images of the seeds or projected rows row-major, one per cell, made batch by batch into one canvas."""
     rows, cols = o.grid
     canvas = writers.Canvas(rows, cols, pixels.size or G.resolution, G.img_channels)
-    for start in range(0, len(o.seeds), o.batch):
-        seeds = o.seeds[start : start + o.batch]
-        canvas.paste(start, pixels(render(_ws(G, o, z_from_seeds(seeds, G.z_dim)), seeds)))
+    for start in range(0, len(keys), o.batch):
+        stop = min(start + o.batch, len(keys))
+        canvas.paste(start, pixels(render(keys.ws(start, stop), keys.seeds[start:stop])))
     canvas.write(o.outdir / "grid.png")
 
 
-def frame_batches(G, o: GenerateOptions, render: Renderer, pixels: Pixels):
-    """Batches of frames [T, rows * side, columns * side, C] uint8 of a loop through the seeds, or with --grid of
-    one loop per cell, cell k (row-major) through the k-th run of len(seeds) / cells consecutive seeds, as NVlabs'
+def frame_batches(G, o: GenerateOptions, keys: Keys, render: Renderer, pixels: Pixels):
+    """Batches of frames [T, rows * side, columns * side, C] uint8 of a loop through the keys, or with --grid of
+    one loop per cell, cell k (row-major) through the k-th run of len(keys) / cells consecutive keys, as NVlabs'
     gen_video.py lays out its grid. Spherical in z (each frame mapped and truncated), or linear in w (truncation is
-    linear in w, so interpolating truncated keys equals truncating interpolated ones). Each cell's noise follows
-    its first seed in every frame, so it does not flicker."""
+    linear in w, so interpolating truncated keys equals truncating interpolated ones; projected rows are ws, always
+    interpolated so). Each cell's noise follows its first key's seed in every frame, so it does not flicker."""
     rows, cols = o.layout
-    per_cell = len(o.seeds) // (rows * cols)
-    spherical = o.interp_space == "z"
-    z = z_from_seeds(o.seeds, G.z_dim)
-    keys = z if spherical else _ws(G, o, z)
-    paths = [LoopPath(keys[first : first + per_cell], o.interp, spherical) for first in range(0, len(keys), per_cell)]
-    noise_seeds = o.seeds[::per_cell]
+    per_cell = len(keys) // (rows * cols)
+    spherical = o.interp_space == "z" and keys.projected is None
+    latents = z_from_seeds(o.seeds, G.z_dim) if spherical else keys.ws(0, len(keys))
+    paths = [LoopPath(latents[k : k + per_cell], o.interp, spherical) for k in range(0, len(keys), per_cell)]
+    noise_seeds = keys.seeds[::per_cell]
     for start in range(0, o.frames, o.frames_per_batch):
         count = min(o.frames_per_batch, o.frames - start)
-        latents = torch.cat([path.between(start, start + count) for path in paths])  # cell by cell
-        ws = _ws(G, o, latents) if spherical else latents
+        between = torch.cat([path.between(start, start + count) for path in paths])  # cell by cell
+        ws = _ws(G, o, between) if spherical else between
         yield writers.tile(pixels(render(ws, [seed for seed in noise_seeds for _ in range(count)])), rows, cols)
 
 

@@ -32,14 +32,19 @@ DEFAULT_FPS = 30.0
 FPS_RANGE = (0.1, 120.0)
 # GIF stores frame durations in hundredths of a second, and browsers play frames shorter than 20 ms at 100 ms
 MAX_GIF_FPS = 50
-DEFAULTED = ("resize", "fps")  # options whose CLI value is None when not given, so that a lone one can be refused
+# options whose CLI value is None when not given, so that one given where it has no use can be refused
+DEFAULTED = ("resize", "fps", "trunc", "interp_space")
 
 
 @dataclasses.dataclass(frozen=True)
 class GenerateOptions:
     """What `ganforge generate` makes. Exactly one output mode: PNGs per seed (default), `grid` (rows, columns; as
     many cells as seeds), `interp` (frames per seed-to-seed transition of a looping animation; with `grid`, a grid of
-    such loops, each cell through its own consecutive seeds) or `style_mix` (row seeds, column seeds)."""
+    such loops, each cell through its own consecutive seeds) or `style_mix` (row seeds, column seeds).
+
+    With `projected_w`, the rows of those files (projected_w.npz, see ganforge.projected) take the place of the seeds
+    in the first three modes: each row is a W+ latent, rendered as it is; row k of all the files together is image
+    k, named proj00.png ... in the images mode, and draws its `random` noise from seed k."""
 
     network: Path
     outdir: Path
@@ -52,7 +57,7 @@ class GenerateOptions:
     device: str = "auto"
     grid: tuple[int, int] | None = None
     interp: int | None = None
-    interp_space: str = "z"  # z: spherical interpolation of z; w: linear interpolation of w
+    interp_space: str = "z"  # z: spherical interpolation of z; w: linear interpolation of w (always for projected_w)
     interp_format: str = "auto"  # auto | mp4 | webp | gif
     style_mix: tuple[tuple[int, ...], tuple[int, ...]] | None = None
     mix_layers: tuple[int, ...] | None = None  # None: the coarse styles 0-6 the network has
@@ -62,6 +67,10 @@ class GenerateOptions:
     resize: str = DEFAULT_RESIZE  # how images are brought to `size`: lanczos | nearest
     fps: float = DEFAULT_FPS  # frames per second of an interpolation
     mix_cells: bool = False  # with style_mix, also one PNG per mixed cell of the table
+    projected_w: tuple[Path, ...] = ()  # projected_w.npz files whose rows, in order, take the place of seeds
+    # Rows of the projected_w files together: generate sets it once it has read them (0 until then), so that the
+    # counts below hold for both kinds of latents.
+    projected_rows: int = 0
 
     @property
     def moves(self) -> bool:
@@ -71,6 +80,11 @@ class GenerateOptions:
     def __post_init__(self):
         assert self.noise_mode in NOISE_MODES and self.interp_space in INTERP_SPACES, self
         assert self.interp_format in ANIMATION_FORMATS and self.resize in RESIZE_FILTERS, self
+
+    @property
+    def keys(self) -> int:
+        """Latents the images come from: the seeds, or the rows of the projected_w files."""
+        return self.projected_rows if self.projected_w else len(self.seeds)
 
     @property
     def mode(self) -> str:
@@ -83,12 +97,21 @@ class GenerateOptions:
 
     @classmethod
     def parse(
-        cls, *, seeds=None, grid=None, style_mix=None, mix_layers=None, translate=None, rotate=None, **fields
+        cls,
+        *,
+        seeds=None,
+        grid=None,
+        style_mix=None,
+        mix_layers=None,
+        translate=None,
+        rotate=None,
+        projected_w=(),
+        **fields,
     ) -> "GenerateOptions":
         """From the CLI's values (seeds, grid, style_mix, mix_layers and translate as typed; None for a flag not
-        given); UserError listing every problem."""
+        given; projected_w the files given, in order); UserError listing every problem."""
         fields = {name: value for name, value in fields.items() if value is not None or name not in DEFAULTED}
-        given = dict(grid=grid, style_mix=style_mix, mix_layers=mix_layers)
+        given = dict(grid=grid, style_mix=style_mix, mix_layers=mix_layers, projected_w=projected_w)
         problems = _combination_problems(seeds, given, fields) + _number_problems(fields, rotate)
         options = cls(
             **fields,
@@ -98,6 +121,7 @@ class GenerateOptions:
             mix_layers=parse_ranges("--mix-layers", mix_layers, problems) if mix_layers else None,
             translate=_parse_translate(translate, problems) if translate else (0.0, 0.0),
             rotate=rotate or 0.0,
+            projected_w=tuple(projected_w),
         )
         problems = problems or options.count_problems()  # counts mean something only when all else is right
         if problems:
@@ -105,12 +129,19 @@ class GenerateOptions:
         return options
 
     def count_problems(self) -> list[str]:
-        """What the numbers of seeds, cells and images do not allow (also checked for options made without
-        `parse`)."""
+        """What the numbers of seeds (or projected rows), cells and images do not allow (also checked for options
+        made without `parse`). Projected rows are counted once generate has read them."""
+        if self.projected_w and not self.projected_rows:
+            return []
         if self.grid:
             problems = self._grid_problems()
-        elif self.interp and len(self.seeds) < 2:
-            problems = ["--interp: needs at least two --seeds to travel between"]
+        elif self.interp and self.keys < 2:
+            problems = [
+                f"--interp: needs at least two rows of --projected-w to travel between, the files hold {self.keys}; "
+                "give another file too"
+                if self.projected_w
+                else "--interp: needs at least two --seeds to travel between"
+            ]
         else:
             problems = []
         if not problems and self.image_count > MAX_COUNT:
@@ -122,19 +153,24 @@ class GenerateOptions:
 
     def _grid_problems(self) -> list[str]:
         """A grid has one image per cell; a grid of interpolations (as NVlabs' gen_video.py) gives each cell the same
-        number of consecutive seeds, at least two to travel between. Cells are never left black."""
+        number of consecutive seeds (or projected rows), at least two to travel between. Cells are never left
+        black. The files' rows are what they are: only the grid can change to fit them."""
         rows, cols = self.grid
-        cells, seeds = rows * cols, len(self.seeds)
-        if not self.interp and seeds != cells:
-            fitting = f" (e.g. --grid {grid_for(seeds)})" if seeds else ""
+        cells, keys = rows * cols, self.keys
+        given = f"--projected-w holds {keys:,} rows" if self.projected_w else f"--seeds gives {keys:,} images"
+        if not self.interp and keys != cells:
+            fitting = f" (e.g. --grid {grid_for(keys)})" if keys else ""
+            more = "" if self.projected_w else f"give {cells:,} seeds, or "
+            return [f"--grid {rows}x{cols}: {cells:,} cells, {given}; {more}a grid of {keys:,} cells{fitting}"]
+        if self.interp and self.projected_w and (keys % cells or keys < 2 * cells):
             return [
-                f"--grid {rows}x{cols}: {cells:,} cells, --seeds gives {seeds:,} images; give {cells:,} seeds, or "
-                f"a grid of {seeds:,} cells{fitting}"
+                f"--grid {rows}x{cols} with --interp: each of the {cells:,} cells loops through its own rows (the "
+                f"same number in each, at least 2); {given}; give a multiple of {cells:,} rows from {2 * cells:,}"
             ]
-        if self.interp and (seeds % cells or seeds < 2 * cells):
+        if self.interp and (keys % cells or keys < 2 * cells):
             return [
                 f"--grid {rows}x{cols} with --interp: each of the {cells:,} cells loops through its own seeds (the "
-                f"same number in each, at least 2); --seeds gives {seeds:,}; give a multiple of {cells:,} from "
+                f"same number in each, at least 2); --seeds gives {keys:,}; give a multiple of {cells:,} from "
                 f"{2 * cells:,}, e.g. --seeds 0-{2 * cells - 1}"
             ]
         return []
@@ -143,17 +179,17 @@ class GenerateOptions:
     def image_count(self) -> int:
         """Images the synthesis network makes (the style-mixing table's blank corner is not made)."""
         if self.mode == "interp":
-            return len(self.seeds) * self.interp
+            return self.keys * self.interp
         if self.mode == "style_mix":
             rows, cols = self.style_mix
             return len(rows) + len(cols) + len(rows) * len(cols)
-        return len(self.seeds)
+        return self.keys
 
     @property
     def frames(self) -> int:
-        """Frames of an interpolation: --interp frames per seed of one cell."""
+        """Frames of an interpolation: --interp frames per seed (or row) of one cell."""
         rows, cols = self.layout
-        return len(self.seeds) // (rows * cols) * self.interp
+        return self.keys // (rows * cols) * self.interp
 
     @property
     def frames_per_batch(self) -> int:
@@ -163,21 +199,17 @@ class GenerateOptions:
         return min(max(1, self.batch // (rows * cols)), self.frames)
 
     def _count_flag(self) -> str:
+        keys = "rows of --projected-w" if self.projected_w else "seeds"
         if self.mode == "interp":
-            return f"--interp {self.interp} with {len(self.seeds):,} seeds"
+            return f"--interp {self.interp} with {self.keys:,} {keys}"
         if self.mode == "style_mix":
             return f"--style-mix {len(self.style_mix[0]):,} rows x {len(self.style_mix[1]):,} columns"
-        return "--seeds"
+        return "--projected-w" if self.projected_w else "--seeds"
 
     def check_network(self, G) -> None:
-        """UserError listing every option the loaded generator cannot honour (class, cutoff, mixed layers)."""
-        problems = []
-        if G.c_dim == 0 and self.class_index is not None:
-            problems.append(f"--class {self.class_index}: {self.network} is unconditional; drop --class")
-        if G.c_dim > 0 and self.class_index is None:
-            problems.append(f"--class: {self.network} is conditional; pick a class from 0 to {G.c_dim - 1}")
-        if G.c_dim > 0 and self.class_index is not None and self.class_index >= G.c_dim:
-            problems.append(f"--class {self.class_index}: {self.network} has classes 0 to {G.c_dim - 1}")
+        """UserError listing every option the loaded generator cannot honour (class, cutoff, mixed layers). Projected
+        ws already hold their class."""
+        problems = [] if self.projected_w else self._class_problems(G.c_dim)
         if self.trunc_cutoff is not None and self.trunc_cutoff > G.num_ws:
             problems.append(
                 f"--trunc-cutoff {self.trunc_cutoff}: {self.network} has {G.num_ws} ws; use 1 to {G.num_ws}"
@@ -193,6 +225,15 @@ class GenerateOptions:
         if problems:
             raise UserError(*problems)
 
+    def _class_problems(self, c_dim: int) -> list[str]:
+        if c_dim == 0 and self.class_index is not None:
+            return [f"--class {self.class_index}: {self.network} is unconditional; drop --class"]
+        if c_dim > 0 and self.class_index is None:
+            return [f"--class: {self.network} is conditional; pick a class from 0 to {c_dim - 1}"]
+        if c_dim > 0 and self.class_index >= c_dim:
+            return [f"--class {self.class_index}: {self.network} has classes 0 to {c_dim - 1}"]
+        return []
+
     def layers_to_mix(self, num_ws: int) -> tuple[int, ...]:
         return self.mix_layers or tuple(i for i in COARSE_STYLES if i < num_ws)
 
@@ -206,10 +247,14 @@ def _combination_problems(seeds, given: dict, fields: dict) -> list[str]:
     problems = []
     if style_mix and len(modes) > 1:
         problems.append(f"{' and '.join(modes)}: choose one output mode (--grid with --interp is a grid of loops)")
-    if style_mix and seeds:
+    if given["projected_w"]:
+        problems += _projected_problems(seeds, style_mix, fields)
+    elif style_mix and seeds:
         problems.append("--seeds: --style-mix takes its own row and column seeds; drop --seeds")
-    if not style_mix and not seeds:
-        problems.append("--seeds: which images to make, e.g. --seeds 0-7,42 (or --style-mix ROWS COLS)")
+    elif not style_mix and not seeds:
+        problems.append(
+            "--seeds: which images to make, e.g. --seeds 0-7,42 (or --style-mix ROWS COLS, or --projected-w FILE)"
+        )
     for flag, name, needs, present in (
         ("--mix-layers", "mix_layers", "--style-mix", style_mix),
         ("--mix-cells", "mix_cells", "--style-mix", style_mix),
@@ -218,6 +263,28 @@ def _combination_problems(seeds, given: dict, fields: dict) -> list[str]:
     ):
         if (given.get(name) or fields.get(name)) and not present:
             problems.append(f"{flag}: only used with {needs}")
+    return problems
+
+
+def _projected_problems(seeds, style_mix, fields: dict) -> list[str]:
+    """The rows of --projected-w are ws rendered as they are: the flags that make or change ws from seeds have
+    nothing to act on."""
+    makers = (
+        ("--seeds", seeds),
+        ("--style-mix", style_mix),
+        ("--trunc", fields.get("trunc")),
+        ("--trunc-cutoff", fields.get("trunc_cutoff")),
+        ("--class", fields.get("class_index")),
+    )
+    given = [flag for flag, value in makers if value is not None]
+    problems = []
+    if given:
+        problems.append(
+            f"--projected-w with {', '.join(given)}: its rows are ws, rendered as they are (their class is in "
+            f"them; seeds, truncation and style mixing make ws of their own); drop {', '.join(given)}"
+        )
+    if fields.get("interp_space") == "z":
+        problems.append("--interp-space z: the rows of --projected-w are ws, interpolated linearly in w; drop it")
     return problems
 
 

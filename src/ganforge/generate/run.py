@@ -1,4 +1,5 @@
-"""`ganforge generate`: images, a grid, a looping interpolation or a style-mixing table from any generator file.
+"""`ganforge generate`: images, a grid, a looping interpolation or a style-mixing table from any generator file, from
+seeds or from the rows of projected latents (projected_w.npz).
 
 Memory does not grow with the number of images except where one file holds them all (a grid, a table, a Pillow
 animation); what that takes, and what a batch takes, is estimated and checked before the first image is made
@@ -6,10 +7,12 @@ animation); what that takes, and what a batch takes, is estimated and checked be
 nothing behind.
 """
 
+import dataclasses
 import math
 import warnings
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from ganforge import outputs
@@ -21,21 +24,25 @@ from ganforge.generate.needs import needs_of
 from ganforge.generate.options import GenerateOptions
 from ganforge.generate.render import Renderer
 from ganforge.interop import load_network
+from ganforge.projected import read_projected_w
 
 
 def generate(options: GenerateOptions) -> dict:
     """Everything `ganforge generate` does. Returns {"written": [file names], "images", "images_per_second",
     "device"}; the same options give byte-identical files on the same machine (see render.py for what --batch
     changes)."""
-    problems = options.count_problems()  # options made in Python have not been through GenerateOptions.parse
-    if problems:
-        raise UserError(*problems)
+    _refuse(options.count_problems())  # options made in Python have not been through GenerateOptions.parse
     device = pick_device(options.device)
     animation = writers.animation_format(options.interp_format) if options.mode == "interp" else None
-    names = _file_names(options, animation)
     outputs.check_writable_folder(options.outdir, "--outdir")
     G, _meta = load_network(options.network, device=device)
     options.check_network(G)
+    projected = _read_projected(options, G)
+    if projected is not None:
+        options = dataclasses.replace(options, projected_rows=len(projected))
+        _refuse(options.count_problems())
+    keys = modes.Keys(G, options, projected)
+    names = _file_names(options, keys, animation)
     if animation:
         rows, cols = options.layout
         side = options.size or G.resolution
@@ -46,7 +53,7 @@ def generate(options: GenerateOptions) -> dict:
         _make_outdir(options.outdir)
         for name in names:  # before any image is made: a refusal leaves nothing half done
             check_destination(options.outdir / name)
-        _make(G, options, renderer, names[0])
+        _make(G, options, keys, renderer, names[0])
     finally:
         renderer.close()
     return {
@@ -57,17 +64,32 @@ def generate(options: GenerateOptions) -> dict:
     }
 
 
-def _make(G, o: GenerateOptions, renderer: Renderer, first_name: str) -> None:
+def _refuse(problems: list[str]) -> None:
+    if problems:
+        raise UserError(*problems)
+
+
+def _read_projected(o: GenerateOptions, G) -> torch.Tensor | None:
+    """The rows of the --projected-w files, in order, as ws [N, num_ws, w_dim] on the CPU; None without them. Each
+    file is refused (before its array is read) unless its rows are ws of this network's shape."""
+    if not o.projected_w:
+        return None
+    return torch.from_numpy(np.concatenate([read_projected_w(path, G.num_ws, G.w_dim) for path in o.projected_w]))
+
+
+def _make(G, o: GenerateOptions, keys: modes.Keys, renderer: Renderer, first_name: str) -> None:
     pixels = writers.Pixels(o.size, o.resize)
     if o.mode == "interp":
-        writers.write_animation(o.outdir / first_name, modes.frame_batches(G, o, renderer, pixels), o.fps)
+        writers.write_animation(o.outdir / first_name, modes.frame_batches(G, o, keys, renderer, pixels), o.fps)
+    elif o.mode == "style_mix":
+        modes.style_mix(G, o, renderer, pixels)
     else:
-        {"images": modes.images, "grid": modes.grid, "style_mix": modes.style_mix}[o.mode](G, o, renderer, pixels)
+        {"images": modes.images, "grid": modes.grid}[o.mode](G, o, keys, renderer, pixels)
 
 
-def _file_names(o: GenerateOptions, animation: str | None) -> list[str]:
+def _file_names(o: GenerateOptions, keys: modes.Keys, animation: str | None) -> list[str]:
     if o.mode == "images":
-        return [modes.seed_name(seed) for seed in o.seeds]
+        return keys.names(0, len(keys))
     if o.mode == "style_mix":
         return ["stylemix.png", *(modes.cell_names(o) if o.mix_cells else [])]
     return {"grid": ["grid.png"], "interp": [f"interp.{animation}"]}[o.mode]
