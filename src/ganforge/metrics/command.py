@@ -5,6 +5,7 @@ Results are printed and appended to `metric-<name>.jsonl` in `outdir`, by defaul
 `outdir` is given.
 """
 
+import warnings
 from pathlib import Path
 
 import torch
@@ -13,7 +14,7 @@ from ganforge import dist
 from ganforge.durable import WriteError, check_destination, write_problem
 from ganforge.errors import UserError
 from ganforge.metrics import METRICS, append_result, compute_metrics, parse_names
-from ganforge.metrics.registry import name_problems
+from ganforge.metrics.registry import NEEDED_FILES, file_problems, name_problems, unused_files
 from ganforge.outputs import check_writable_folder
 
 
@@ -23,7 +24,7 @@ def snapshot_run_dir(snapshot: Path) -> Path:
     return folder.parent if folder.name == "snapshots" else folder
 
 
-def _check_sources(network, data, fake, names: list[str]) -> None:
+def _check_sources(network, data, fake, names: list[str], files: dict) -> None:
     problems = []
     if network is None and fake is None:
         problems.append("give --network SNAPSHOT --data DATASET, or --real DIR_OR_ZIP --fake DIR_OR_ZIP")
@@ -31,9 +32,11 @@ def _check_sources(network, data, fake, names: list[str]) -> None:
         problems.append("--network and --fake: give one source of fake images, not both")
     if data is None and any(METRICS[n].needs_real for n in names if n in METRICS):
         problems.append("--data/--real: the real images to compare with are required")
-    problems += name_problems(names)
+    problems += name_problems(names) + file_problems(names, **files)
     if problems:
         raise UserError(*problems)
+    for flag in unused_files(names, **files):
+        warnings.warn(f"{flag}: no metric named uses it; it has no effect", stacklevel=3)
 
 
 def result_path(outdir: Path, name: str) -> Path:
@@ -59,7 +62,7 @@ def run(metrics, network=None, data=None, fake=None, outdir=None, device: str = 
     `metrics` is a comma-separated string or a list of names; `options` are MetricOptions fields. Works under torchrun.
     """
     names = parse_names(metrics)
-    _check_sources(network, data, fake, names)
+    _check_sources(network, data, fake, names, {field: options.get(field) for field in NEEDED_FILES})
     target = Path(outdir) if outdir is not None else snapshot_run_dir(Path(network)) if network else None
     if target is not None:  # before the hours of computing, not after
         check_writable_folder(target, "--outdir" if outdir is not None else "--network's run folder (or pass --outdir)")

@@ -1,8 +1,10 @@
-"""One metrics run's sources and shared state: the real and fake image streams, the Inception network (loaded once,
-on first use), features already computed in this run, and the on-disk cache of the reals' statistics."""
+"""One metrics run's sources and shared state: the real and fake image streams, the networks (each loaded once, on
+first use), features already computed in this run, and the on-disk cache of the reals' statistics."""
 
 import dataclasses
+import stat
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -34,6 +36,8 @@ class MetricOptions:
     num_gen: int | None = None  # replaces each metric's number of fake images (tiny tests, quick looks)
     num_real: int | None = None  # caps each metric's number of real images
     inception: str | Path | None = None  # weights file; None searches (see inception.resolve_weights)
+    vgg16: str | Path | None = None  # PPL's distance: NVlabs' vgg16.pt, given by the user (never downloaded)
+    inception_classifier: str | Path | None = None  # IS's classifier: NVlabs' inception-2015-12-05.pt, given likewise
     cache_dir: str | Path | None = None  # None: $GANFORGE_CACHE or ~/.cache/ganforge
     progress: bool = True  # each stage shown while it runs: a bar on a terminal, lines in a log (progress.Stage)
 
@@ -47,6 +51,28 @@ def open_images(source, flag: str):
     if not Path(source).exists():
         raise UserError(f"{flag}: no such file or folder: {source}")
     return open_dataset(source, what=flag)
+
+
+def load_user_script(path: str | Path, flag: str, max_bytes: int, fix: str, device) -> torch.jit.ScriptModule:
+    """A TorchScript file the user gave with `flag`, on `device`: checked to be a regular file of at most `max_bytes`
+    before it is opened, then loaded with torch.jit.load (which runs no pickled Python). UserError naming the flag, the
+    file and `fix` (what file to pass) when it is not readable TorchScript; the caller probes what the network does."""
+    path = Path(path)
+    try:
+        info = path.stat()
+    except OSError as error:
+        raise UserError(f"{flag} {path}: cannot be read ({error.strerror or 'no such file'}); {fix}") from None
+    if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
+        raise UserError(f"{flag} {path}: not a regular file of at most {max_bytes:,} bytes; {fix}")
+    with warnings.catch_warnings():
+        warnings.simplefilter(
+            "ignore", DeprecationWarning
+        )  # deprecated TorchScript: these files exist in no other form
+        try:
+            return torch.jit.load(str(path), map_location=device).eval()
+        except (RuntimeError, ValueError, OSError) as error:
+            what = str(error).splitlines()[0][:120] if str(error) else type(error).__name__
+            raise UserError(f"{flag} {path}: not a TorchScript file ({what}); {fix}") from None
 
 
 def _resolve_device(device, generator) -> torch.device:
@@ -85,6 +111,7 @@ class Evaluator:
             self.fake_shape = (self.fake.channels, self.fake.resolution, self.fake.resolution)
         self.capture_all = capture_all
         self._net = None
+        self._networks: dict[str, torch.nn.Module] = {}
         self._memo: dict[tuple[str, int], FeatureStats | None] = {}
 
     def real_count(self, nominal: int | None) -> int:
@@ -135,6 +162,12 @@ class Evaluator:
                 if dist.is_main():
                     dist.barrier()
         return self._net
+
+    def network(self, name: str, load: Callable[[], torch.nn.Module]) -> torch.nn.Module:
+        """The network `name` (PPL's VGG16, IS's classifier): `load()` on first use, then shared by the metrics."""
+        if name not in self._networks:
+            self._networks[name] = load()
+        return self._networks[name]
 
     def _features(self, images, count: int, capture_all: bool) -> FeatureStats:
         net = self.inception()

@@ -5,11 +5,13 @@ import dataclasses
 import time
 import types
 from collections.abc import Callable
+from functools import partial
+from pathlib import Path
 
 from ganforge import dist
 from ganforge.errors import UserError
 from ganforge.metric_names import METRIC_COUNTS, METRIC_NAMES
-from ganforge.metrics import equivariance, inception, swd
+from ganforge.metrics import equivariance, inception, inception_score, ppl, swd
 from ganforge.metrics.evaluator import Evaluator, MetricOptions
 from ganforge.metrics.fid import fid
 from ganforge.metrics.kid import kid
@@ -28,7 +30,11 @@ class MetricSpec:
     feature_network: str | None
     needs_all_features: bool = False  # KID and PR need every feature vector, FID only their moments
     kwargs: types.MappingProxyType = dataclasses.field(default_factory=lambda: types.MappingProxyType({}))
-    needs_real: bool = True  # False: measures the generator alone (equivariance)
+    needs_real: bool = True  # False: measures the fakes alone (equivariance, PPL, IS)
+    # A file the user must give, as the MetricOptions field that names it (NEEDED_FILES), and `prepare(ev)`: checks
+    # the sources and loads the file's network, for every metric of a run before the first one runs.
+    needs_file: str | None = None
+    prepare: Callable | None = None
 
 
 def _inception_metric(name: str, fn: Callable, **kwargs) -> MetricSpec:
@@ -48,6 +54,39 @@ def _swd_metric(name: str) -> MetricSpec:
     return MetricSpec(name, swd.swd, counts.num_real, counts.num_gen, swd.PROTOCOL, None)
 
 
+def _ppl_metric(name: str, space: str, sampling: str) -> MetricSpec:
+    kwargs = types.MappingProxyType({"space": space, "sampling": sampling, "name": name})
+    protocol, prepare = ppl.protocol(space, sampling), partial(ppl.prepare, name=name)
+    return MetricSpec(
+        name,
+        ppl.ppl,
+        0,
+        METRIC_COUNTS[name].num_gen,
+        protocol,
+        ppl.FEATURE_NETWORK,
+        kwargs=kwargs,
+        needs_real=False,
+        needs_file="vgg16",
+        prepare=prepare,
+    )
+
+
+def _is_metric(name: str) -> MetricSpec:
+    kwargs, prepare = types.MappingProxyType({"name": name}), partial(inception_score.prepare, name=name)
+    return MetricSpec(
+        name,
+        inception_score.is_metric,
+        0,
+        METRIC_COUNTS[name].num_gen,
+        inception_score.PROTOCOL,
+        inception_score.FEATURE_NETWORK,
+        kwargs=kwargs,
+        needs_real=False,
+        needs_file="inception_classifier",
+        prepare=prepare,
+    )
+
+
 # The protocols' image counts are ganforge.metric_names' (one table, read by the help and the report too).
 METRICS = types.MappingProxyType(
     {
@@ -63,10 +102,26 @@ METRICS = types.MappingProxyType(
             _generator_metric("eqt50k_int", equivariance.eqt_int),
             _generator_metric("eqt50k_frac", equivariance.eqt_frac),
             _generator_metric("eqr50k", equivariance.eqr),
+            _ppl_metric("ppl_zfull", "z", "full"),
+            _ppl_metric("ppl_wfull", "w", "full"),
+            _ppl_metric("ppl_zend", "z", "end"),
+            _ppl_metric("ppl_wend", "w", "end"),
+            _is_metric("is50k"),
         )
     }
 )
 assert tuple(METRICS) == METRIC_NAMES, "ganforge.metric_names lists every metric, in order"
+
+# The files metrics need that ganforge neither ships nor downloads (NVlabs' TorchScript networks, which the user
+# fetches): the MetricOptions field that names one -> what to pass. Its flag is the field's name with dashes, in every
+# command.
+NEEDED_FILES = types.MappingProxyType(
+    {
+        "vgg16": "NVlabs' vgg16.pt, the VGG16 LPIPS TorchScript of the official projector and PPL",
+        "inception_classifier": "NVlabs' inception-2015-12-05.pt, the official metrics' Inception TorchScript with "
+        "its class probabilities (not --inception, FID's feature file)",
+    }
+)
 
 
 def parse_names(names: str | list[str] | tuple[str, ...]) -> list[str]:
@@ -81,6 +136,32 @@ def name_problems(names: list[str]) -> list[str]:
     known = ", ".join(METRICS)
     problems = [f"--metrics: unknown metric {n!r}; choose from {known}" for n in names if n not in METRICS]
     return problems if names else [f"--metrics: no metric named; choose from {known}"]
+
+
+def file_flag(field: str) -> str:
+    return "--" + field.replace("_", "-")
+
+
+def file_problems(names: list[str], **files: str | Path | None) -> list[str]:
+    """One message per file (a MetricOptions field of NEEDED_FILES, given as keyword) that a named metric needs and
+    that is not given or not a file; unknown names are name_problems' to report."""
+    problems = []
+    for field, wanted in NEEDED_FILES.items():
+        users = [name for name in names if name in METRICS and METRICS[name].needs_file == field]
+        path = files.get(field)
+        if users and path is None:
+            problems.append(
+                f"--metrics {','.join(users)}: needs {file_flag(field)} PATH, {wanted}; ganforge does not download it"
+            )
+        elif users and not Path(path).is_file():
+            problems.append(f"{file_flag(field)} {path}: no such file; pass {wanted}")
+    return problems
+
+
+def unused_files(names: list[str], **files: str | Path | None) -> list[str]:
+    """The flags of the given files that no named metric uses (they have no effect)."""
+    used = {METRICS[name].needs_file for name in names if name in METRICS}
+    return [file_flag(field) for field in NEEDED_FILES if files.get(field) is not None and field not in used]
 
 
 def check_names(names: list[str]) -> None:
@@ -116,10 +197,17 @@ def compute_metrics(names, generator=None, real=None, fake=None, **options) -> l
     """
     names = parse_names(names)
     check_names(names)
+    files = {field: options.get(field) for field in NEEDED_FILES}
+    problems = file_problems(names, **files)
     if real is None and any(METRICS[name].needs_real for name in names):
-        raise UserError("--data/--real: the real images to compare with are required")
+        problems.append("--data/--real: the real images to compare with are required")
+    if problems:
+        raise UserError(*problems)
     capture_all = any(METRICS[name].needs_all_features for name in names)
     ev = Evaluator(real, generator=generator, fake=fake, options=MetricOptions(**options), capture_all=capture_all)
+    for name in names:  # every metric's own sources and files checked before hours go into the first one
+        if METRICS[name].prepare is not None:
+            METRICS[name].prepare(ev)
     records = []
     for name in names:
         spec = METRICS[name]

@@ -16,9 +16,10 @@ from ganforge.report.rundata import Run, number
 
 MAX_CELL_CHARS = 1000
 MAX_ETA_S = 10 * 365 * 86400  # an ETA beyond ten years is no estimate
-MAX_BEST_LINES = 40  # best values in the summary: ganforge's metrics have at most 19 result keys (SWD: a level each)
+MAX_BEST_LINES = 40  # best values in the summary: ganforge's metrics have at most 25 result keys (SWD: a level each)
 
-HIGHER_IS_BETTER = ("precision", "recall", "eqt", "eqr")  # PR and the equivariance PSNRs; FID, KID, SWD: lower
+# PR, the equivariance PSNRs and the Inception Score; FID, KID, SWD, PPL (and the spread of IS over its splits): lower
+HIGHER_IS_BETTER = ("precision", "recall", "eqt", "eqr", "is50k_mean")
 
 
 def duration(seconds: float) -> str:

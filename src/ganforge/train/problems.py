@@ -10,6 +10,7 @@ from ganforge.config import DIFFAUG_OPS, Config
 from ganforge.errors import UserError
 from ganforge.limits import RESOLUTIONS, resolution_ok
 from ganforge.metrics import check_names
+from ganforge.metrics.registry import file_problems
 from ganforge.nets.configured import make_networks
 from ganforge.presets import Preset
 from ganforge.train.facts import Facts
@@ -43,13 +44,15 @@ def _space_problems(cfg: Config, facts: Facts) -> list[str]:
 
 
 def _metric_problems(cfg: Config) -> list[str]:
+    """Unknown names, and the files that named metrics need (--vgg16, --inception-classifier) not given or missing."""
     if not cfg.run.metrics:
         return []
+    names = list(cfg.run.metrics)
     try:
-        check_names(list(cfg.run.metrics))
+        check_names(names)
     except UserError as error:
         return list(error.problems)
-    return []
+    return file_problems(names, vgg16=cfg.run.vgg16, inception_classifier=cfg.run.inception_classifier)
 
 
 def _retention_problems(cfg: Config) -> list[str]:
