@@ -66,6 +66,9 @@ METRICS_PROGRESS = "tests/metrics/test_metrics_progress.py::"
 TERMINAL_CARD = "test_on_a_terminal_each_stage_has_a_bar_and_the_card_records_the_calibration"
 TF_REFUSAL = "tests/interop/test_interop_tf_refusal.py::"
 TF_REFERENCE = "tests/interop/test_interop_tf.py::test_imported_networks_compute_what_tensorflow_computes"
+PPL_TESTS = "tests/metrics/test_metrics_ppl.py::"
+PPL_REFERENCE = PPL_TESTS + "test_each_variant_equals_the_float64_reference"
+IS_HAND = "tests/metrics/test_metrics_is.py::test_is_equals_the_hand_computation_over_ten_uneven_splits"
 M = Mutant
 
 MUTANTS = (
@@ -635,6 +638,23 @@ MUTANTS = (
       (PROFILER + "test_the_window_is_extended_until_every_phase_ran", PROFILER_BOUND)),
     M("profiler_missing_phase_shown_as_zero", "monitor/profiler.py", "        if name in window.missing:",
       "        if False:", (PROFILER_BOUND,)),
+    # Perceptual path length and the Inception Score: the official protocols' maths.
+    M("ppl_divided_by_eps", "metrics/ppl.py", "return squared_distance(a, b) / EPSILON**2",
+      "return squared_distance(a, b) / EPSILON", (PPL_REFERENCE + "[ppl_wend-24]",)),
+    M("ppl_z_lerp", "metrics/ppl.py", "ends = torch.cat([slerp(z0, z1, t), slerp(z0, z1, t + EPSILON)])",
+      "ends = torch.cat([z0.lerp(z1, t), z0.lerp(z1, t + EPSILON)])",
+      (PPL_REFERENCE + "[ppl_zend-24]", PPL_REFERENCE + "[ppl_zfull-104]")),
+    M("ppl_no_percentile_filter", "metrics/ppl.py", "return float(d[(d >= low) & (d <= high)].mean())",
+      "return float(d.mean())",
+      (PPL_TESTS + "test_trimmed_mean_keeps_the_lower_1st_to_the_higher_99th_percentile",
+       PPL_REFERENCE + "[ppl_zfull-104]")),
+    M("ppl_noise_not_redrawn", "metrics/ppl.py", "redraw_noise(buffers, opts.seed, mine[row])",
+      "redraw_noise([], opts.seed, mine[row])", (PPL_REFERENCE + "[ppl_wend-24]",)),
+    M("is_splits_ignored", "metrics/inception_score.py",
+      "part = probs[i * n // num_splits : (i + 1) * n // num_splits].double()", "part = probs.double()",
+      (IS_HAND,)),
+    M("is_with_output_bias", "metrics/inception_score.py", "return self.net(x, no_output_bias=True)",
+      "return self.net(x)", (IS_HAND,)),
 )  # fmt: skip
 
 
