@@ -10,14 +10,13 @@ Keeping every image alone always would cost 1.4-1.5x (256 px) to 6-7x (32 px) th
 (benchmarks/generate_batch_rounding.py).
 """
 
-import contextlib
 import time
 
 import torch
 
 from ganforge.generate.latents import labels
 from ganforge.nets import Generator
-from ganforge.nets.generator import SynthesisLayer
+from ganforge.nets.noise import noise_buffer_names, per_image_noise
 from ganforge.progress import progress_bar
 
 
@@ -33,33 +32,36 @@ def map_latents(G: Generator, z: torch.Tensor, class_index, psi: float, cutoff, 
     return torch.cat(ws)
 
 
-@contextlib.contextmanager
 def seeded_noise(G: Generator, seeds):
-    """Per-image noise drawn from each image's seed, for `noise_mode="const"`.
-
-    Each synthesis layer adds noise_const * noise_strength; holding [N, 1, r, r] in place of the [r, r] constant
-    gives every image its own noise, drawn layer by layer from torch.Generator(seed) in module order (what the
-    official `random` mode draws from the global generator, made reproducible per image).
-    """
-    layers = [m for m in G.synthesis.modules() if isinstance(m, SynthesisLayer)]
-    saved = [layer.noise_const for layer in layers]
+    """Per-image noise drawn from each image's seed, for `noise_mode="const"`: layer by layer from
+    torch.Generator(seed) in module order (what the official `random` mode draws from the global generator, made
+    reproducible per image)."""
     generators = [torch.Generator().manual_seed(seed) for seed in seeds]
-    try:
-        for layer, const in zip(layers, saved, strict=True):
-            noise = torch.stack([torch.randn(const.shape, generator=g) for g in generators]).unsqueeze(1)
-            layer.noise_const = noise.to(const.device)  # [N, 1, r, r]
-        yield
-    finally:
-        for layer, const in zip(layers, saved, strict=True):
-            layer.noise_const = const
+    maps = {}
+    for name in noise_buffer_names(G):
+        const = G.synthesis.get_buffer(name)
+        noise = torch.stack([torch.randn(const.shape, generator=g) for g in generators]).unsqueeze(1)
+        maps[name] = noise.to(const.device)  # [N, 1, r, r]
+    return per_image_noise(G, maps)
 
 
 class Renderer:
     """Synthesizes ws in batches on G's device, counting images and seconds for the closing img/s note."""
 
-    def __init__(self, G: Generator, noise_mode: str, batch: int, total: int, transform: torch.Tensor | None = None):
-        """transform: StyleGAN3's input transform [3, 3] (see nets.input_transform), or None for the network's."""
+    def __init__(
+        self,
+        G: Generator,
+        noise_mode: str,
+        batch: int,
+        total: int,
+        transform: torch.Tensor | None = None,
+        row_noise: dict[str, torch.Tensor] | None = None,
+    ):
+        """transform: StyleGAN3's input transform [3, 3] (see nets.input_transform), or None for the network's.
+        row_noise: the noise maps stored with projected rows, {buffer: [N, H, W]}, used in the `const` mode by the
+        rows' indices (which projected rows pass as their noise seeds), so that a row renders as it was projected."""
         self.G, self.noise_mode, self.batch, self.transform = G, noise_mode, batch, transform
+        self.row_noise = row_noise
         self.images, self.seconds = 0, 0.0
         self.bar = progress_bar(total=total, unit="img", desc="generate", leave=False)
 
@@ -86,6 +88,10 @@ class Renderer:
     def _synthesize(self, ws: torch.Tensor, seeds) -> torch.Tensor:
         if self.transform is not None:  # StyleGAN3: no noise inputs; the image moves through the Fourier input
             return self.G.synthesis(ws, noise_mode=self.noise_mode, transform=self.transform)
+        if self.noise_mode == "const" and self.row_noise:
+            maps = {name: rows[list(seeds)].unsqueeze(1).to(ws.device) for name, rows in self.row_noise.items()}
+            with per_image_noise(self.G, maps):
+                return self.G.synthesis(ws, noise_mode="const")
         if self.noise_mode != "random":
             return self.G.synthesis(ws, noise_mode=self.noise_mode)
         with seeded_noise(self.G, seeds):
