@@ -1,22 +1,28 @@
 """Projected latents as a file: `projected_w.npz`, the layout of NVlabs' projector (stylegan2-ada-pytorch
 `projector.py` writes it, `gen_images.py --projected-w` reads it).
 
-The file is an uncompressed zip as `numpy.savez` writes it, holding one array, `w`: float32 [N, num_ws, w_dim], one
-W+ latent per row (the official projector writes N = 1). ganforge writes exactly that, and reads float16 and float64
-too, converted to float32: float16 converts exactly, and a float64 row is rounded to float32 when it enters the
-network anyway, so a user's own file of interpolated rows (numpy computes in float64) need not be converted by hand.
+The file is an uncompressed zip as `numpy.savez` writes it, holding the array `w`: float32 [N, num_ws, w_dim], one
+W+ latent per row (the official projector writes N = 1). `ganforge project` also stores the noise maps it optimised
+beside it, one array `noise.<buffer>` float32 [N, H, W] per noise input of the network (official readers take `w`
+and ignore them; `ganforge generate --projected-w` renders with them, so it makes exactly the projection's image).
+ganforge reads float16 and float64 too, converted to float32: float16 converts exactly, and a float64 row is rounded
+to float32 when it enters the network anyway, so a user's own file of interpolated rows (numpy computes in float64)
+need not be converted by hand.
 
 A file to read may be hostile. It is read once, whole, from a regular file of at most MAX_BYTES, and judged before any
 array is made: the zip's end record (one member, nothing after it, no zip64 record that would make the zip reader
-list millions of members), the member (`w.npy`, stored, of the size its .npy header declares, inside the file), the
-header (version 1.0 of at most MAX_HEADER_CHARS, which bounds the literal numpy parses; a floating-point dtype; three
-dimensions within the limits, or the network's). Only then does numpy read the array, without pickle; its values must
-be finite. Every problem is one UserError naming the file and what to do.
+list millions of members), each member (`w.npy` once, `noise.<buffer>.npy` at most MAX_NOISE_MAPS times; stored, of
+the size its .npy header declares, inside the file, together no more than the file), each header (version 1.0 of at
+most MAX_HEADER_CHARS, which bounds the literal numpy parses; a floating-point dtype; three dimensions within the
+limits, or the network's; the noise maps square, of w's N rows). Only then does numpy read the arrays, without pickle;
+their values must be finite. Every problem is one UserError naming the file and what to do.
 """
 
+import dataclasses
 import io
 import math
 import os
+import re
 import stat
 import struct
 import zipfile
@@ -41,7 +47,11 @@ MAX_BYTES = 512 * 2**20
 # the depth at which Python's parser runs out of stack (thousands of nested operators: a RecursionError or a
 # MemoryError, not a message).
 MAX_HEADER_CHARS = 1024
-MAX_DIRECTORY_BYTES = 1024  # the zip directory's one entry: 46 bytes, the name, and an extra field if any
+MAX_DIRECTORY_BYTES = 1024  # per zip directory entry: 46 bytes, the name, and an extra field if any
+# Noise inputs of a StyleGAN2 generator: one at 4 px and two per resolution above (17 at 1024 px); StyleGAN3 has none.
+MAX_NOISE_MAPS = 2 * int(math.log2(limits.MAX_RESOLUTION)) - 3
+NOISE_PREFIX = "noise."
+_NOISE_MEMBER = re.compile(r"noise\.[A-Za-z0-9_.]{1,200}\.npy")  # a buffer's dotted module path
 FLOAT_SIZES = (2, 4, 8)  # float16, float32, float64
 _END = struct.Struct("<4s4H2LH")  # the zip's end-of-central-directory record (APPNOTE 4.3.16), no comment
 # A zip64 end locator right before the end record sends zip readers to a zip64 record for the member count.
@@ -52,40 +62,59 @@ _UNREADABLE = (OSError, ValueError, EOFError, KeyError, NotImplementedError, zip
 _WRITTEN_BY = "give a projected_w.npz as `ganforge project` or NVlabs' projector.py writes it"
 
 
-def write_projected_w(path: Path, w: np.ndarray) -> None:
-    """`w` [N, num_ws, w_dim] as projected_w.npz at `path`, atomically (see ganforge.durable). Converted to float32,
-    the official dtype; it must be finite: a projection that diverged is the caller's to report, not a file to
-    write."""
-    w = np.ascontiguousarray(w, dtype=np.float32)
-    assert w.ndim == 3 and min(w.shape) >= 1 and np.isfinite(w).all(), w.shape
+@dataclasses.dataclass(frozen=True)
+class Projected:
+    """A projected_w.npz's rows: ws float32 [N, num_ws, w_dim], and the noise maps stored beside them by buffer name,
+    float32 [N, H, W] each (empty when the file holds none)."""
+
+    w: np.ndarray
+    noise: dict[str, np.ndarray]
+
+
+def write_projected_w(path: Path, w: np.ndarray, noise: dict[str, np.ndarray] | None = None) -> None:
+    """`w` [N, num_ws, w_dim] (and `noise`, {buffer name: [N, H, W]}) as projected_w.npz at `path`, atomically (see
+    ganforge.durable). Converted to float32, the official dtype; finite: a projection that diverged is the caller's
+    to report, not a file to write."""
+    arrays = {KEY: np.ascontiguousarray(w, dtype=np.float32)}
+    arrays |= {NOISE_PREFIX + name: np.ascontiguousarray(v, dtype=np.float32) for name, v in (noise or {}).items()}
+    w = arrays[KEY]
+    assert w.ndim == 3 and min(w.shape) >= 1 and all(np.isfinite(a).all() for a in arrays.values()), w.shape
+    assert all(a.ndim == 3 and a.shape[0] == w.shape[0] for a in arrays.values()) and len(arrays) <= 1 + MAX_NOISE_MAPS
     buffer = io.BytesIO()
-    np.savez(buffer, **{KEY: w})  # a float array is written without pickle
+    np.savez(buffer, **arrays)  # float arrays are written without pickle
     assert buffer.tell() <= MAX_BYTES, buffer.tell()
     replace_file(path, buffer.getvalue())
 
 
 def read_projected_w(path: Path, num_ws: int | None = None, w_dim: int | None = None) -> np.ndarray:
-    """The rows of a projected_w.npz: float32 [N, num_ws, w_dim]. With `num_ws` and `w_dim` (the network's), a file
-    of another shape is refused before its array is read. UserError for anything else than such a file."""
+    """The rows of a projected_w.npz: float32 [N, num_ws, w_dim] (see `read_projected`)."""
+    return read_projected(path, num_ws, w_dim).w
+
+
+def read_projected(path: Path, num_ws: int | None = None, w_dim: int | None = None) -> Projected:
+    """The rows of a projected_w.npz and the noise maps beside them. With `num_ws` and `w_dim` (the network's), a file
+    of another shape is refused before its arrays are read. UserError for anything else than such a file."""
     data = _file_bytes(Path(path))
     problem = _layout_problem(data, num_ws, w_dim)
     if problem is None:
         try:
             with np.load(io.BytesIO(data), allow_pickle=False, max_header_size=MAX_HEADER_CHARS) as npz:
-                w = npz[KEY]
+                arrays = {key: npz[key] for key in npz.files}
         except _UNREADABLE:
-            problem = f"its {MEMBER} cannot be read (damaged?); {_WRITTEN_BY}"
+            problem = f"an array cannot be read (damaged?); {_WRITTEN_BY}"
     if problem is not None:
         raise UserError(f"{shorten(path)}: {problem}")
-    with np.errstate(over="ignore"):  # a float64 beyond float32's range becomes infinite, and is refused below
-        w = w.astype(np.float32, copy=False)
-    bad = w.size - np.count_nonzero(np.isfinite(w))
-    if bad:
-        raise UserError(
-            f"{shorten(path)}: {bad:,} of the {w.size:,} values of w are not finite float32 numbers (NaN, infinite "
-            "or too large); project the image again"
-        )
-    return w
+    for key, value in arrays.items():
+        with np.errstate(over="ignore"):  # a float64 beyond float32's range becomes infinite, and is refused below
+            arrays[key] = value = value.astype(np.float32, copy=False)
+        bad = value.size - np.count_nonzero(np.isfinite(value))
+        if bad:
+            raise UserError(
+                f"{shorten(path)}: {bad:,} of the {value.size:,} values of {limits.shown_name(key)} are not finite "
+                "float32 numbers (NaN, infinite or too large); project the image again"
+            )
+    noise = {key.removeprefix(NOISE_PREFIX): value for key, value in arrays.items() if key != KEY}
+    return Projected(arrays[KEY], noise)
 
 
 def _file_bytes(path: Path) -> bytes:
@@ -130,44 +159,85 @@ def _layout_problem(data: bytes, num_ws: int | None, w_dim: int | None) -> str |
     signature, disk, start_disk, here, entries, size, offset, comment = _END.unpack(data[-_END.size :])
     if signature != b"PK\x05\x06" or comment or disk or start_disk or here != entries:
         return f"its zip directory is damaged or has a comment (truncated?); {_WRITTEN_BY}"
-    if entries != 1:
-        return f"holds {entries:,} arrays; a projected_w.npz holds one, {KEY}"
+    if not 1 <= entries <= 1 + MAX_NOISE_MAPS:
+        return (
+            f"holds {entries:,} arrays; a projected_w.npz holds {KEY} and at most {MAX_NOISE_MAPS} noise maps beside it"
+        )
     locator = data[-_END.size - _LOCATOR_SIZE : -_END.size]
-    if size > MAX_DIRECTORY_BYTES or offset + size + _END.size != len(data) or locator.startswith(_ZIP64_LOCATOR):
-        return f"its zip directory is not the one entry numpy.savez writes (altered?); {_WRITTEN_BY}"
+    directory_ok = size <= MAX_DIRECTORY_BYTES * entries and offset + size + _END.size == len(data)
+    if not directory_ok or locator.startswith(_ZIP64_LOCATOR):
+        return f"its zip directory is not the one numpy.savez writes (altered?); {_WRITTEN_BY}"
     try:
-        return _member_problem(zipfile.ZipFile(io.BytesIO(data)), offset, num_ws, w_dim)
+        return _members_problem(zipfile.ZipFile(io.BytesIO(data)), entries, offset, num_ws, w_dim)
     except _UNREADABLE:
-        return f"its {MEMBER} cannot be read (damaged?); {_WRITTEN_BY}"
+        return f"an array cannot be read (damaged?); {_WRITTEN_BY}"
 
 
-def _member_problem(archive: zipfile.ZipFile, directory: int, num_ws: int | None, w_dim: int | None) -> str | None:
-    """The one member: named w.npy, stored whole before the zip directory, its .npy header declaring exactly its
-    bytes."""
+def _members_problem(archive, entries: int, directory: int, num_ws: int | None, w_dim: int | None) -> str | None:
+    """`w.npy` once and noise maps, each stored whole before the zip directory, together no larger than the part
+    of the file before it, each .npy header declaring exactly its bytes; the noise maps [N, H, W] of w's N."""
     infos = archive.infolist()
-    if len(infos) != 1:  # the end record said one, the directory holds more
-        return f"holds {len(infos):,} arrays; a projected_w.npz holds one, {KEY}"
-    info = infos[0]
-    if info.filename != MEMBER:
-        name = limits.shown_name(info.filename.removesuffix(".npy"))
-        return f"holds an array named {name}, not {KEY}; save the latents as numpy.savez(path, {KEY}=w)"
-    if info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 0x1:
-        return f"its {KEY} is compressed or encrypted; write it with numpy.savez (uncompressed), as projectors do"
-    if info.compress_size != info.file_size or info.header_offset + info.file_size > directory:
-        return f"declares a {MEMBER} larger than the file (truncated?); {_WRITTEN_BY}"
+    if len(infos) != entries:  # the end record said one count, the directory holds another
+        return f"its zip directory lists {len(infos):,} arrays, its end record {entries:,} (altered?); {_WRITTEN_BY}"
+    names = [info.filename for info in infos]
+    if names.count(MEMBER) != 1:
+        others = ", ".join(limits.shown_name(name.removesuffix(".npy")) for name in names[:3])
+        return f"holds arrays named {others}, not one named {KEY}; save the latents as numpy.savez(path, {KEY}=w)"
+    strangers = [name for name in names if name != MEMBER and not _NOISE_MEMBER.fullmatch(name)]
+    if strangers:
+        name = limits.shown_name(strangers[0].removesuffix(".npy"))
+        return f"holds an array named {name}, neither {KEY} nor a noise map; save latents as numpy.savez(path, {KEY}=w)"
+    for info in infos:
+        key = limits.shown_name(info.filename.removesuffix(".npy"))
+        if info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 0x1:
+            return f"its {key} is compressed or encrypted; write it with numpy.savez (uncompressed), as projectors do"
+        if info.compress_size != info.file_size or info.header_offset + info.file_size > directory:
+            return f"declares a {key}.npy larger than the file (truncated?); {_WRITTEN_BY}"
+    if sum(info.file_size for info in infos) > directory:
+        return f"declares arrays that together are larger than the file (altered?); {_WRITTEN_BY}"
+    shapes = {}
+    for info in infos:
+        problem, shapes[info.filename] = _member_problem(archive, info, num_ws, w_dim)
+        if problem is not None:
+            return problem
+    rows = shapes[MEMBER][0]
+    for name, shape in shapes.items():
+        if name != MEMBER and (shape[0] != rows or shape[1] != shape[2] or shape[1] > limits.MAX_RESOLUTION):
+            return (
+                f"its {limits.shown_name(name.removesuffix('.npy'))} has shape {limits.shown(list(shape))}, not "
+                f"{rows} square maps of at most {limits.MAX_RESOLUTION} px (one per row of {KEY}); {_WRITTEN_BY}"
+            )
+    return None
+
+
+def _member_problem(archive, info, num_ws, w_dim) -> tuple[str | None, tuple]:
+    """(what is wrong with one member's .npy header, or None; its declared shape)."""
+    key = info.filename.removesuffix(".npy")
     with archive.open(info) as member:
         version = np.lib.format.read_magic(member)
         if version != (1, 0):
-            return f"its {MEMBER} is a .npy of version {version[0]}.{version[1]}; numpy writes a float array as 1.0"
-        shape, _fortran, dtype = np.lib.format.read_array_header_1_0(member, max_header_size=MAX_HEADER_CHARS)
+            return f"its {info.filename} is a .npy of version {version[0]}.{version[1]}; numpy writes 1.0", ()
+        try:
+            shape, _fortran, dtype = np.lib.format.read_array_header_1_0(member, max_header_size=MAX_HEADER_CHARS)
+        except _UNREADABLE:
+            return f"its {info.filename} cannot be read (damaged?); {_WRITTEN_BY}", ()
         header = member.tell()
-    problem = _array_problem(shape, dtype, num_ws, w_dim)
+    problem = _array_problem(shape, dtype, num_ws, w_dim) if key == KEY else _noise_problem(key, shape, dtype)
     if problem is None and header + math.prod(shape) * dtype.itemsize != info.file_size:
-        return (
-            f"its {KEY} declares shape {limits.shown(list(shape))} of {dtype.str}, another size than the "
-            f"{info.file_size - header:,} bytes it holds (truncated or altered?); {_WRITTEN_BY}"
+        problem = (
+            f"its {limits.shown_name(key)} declares shape {limits.shown(list(shape))} of {dtype.str}, another size "
+            f"than the {info.file_size - header:,} bytes it holds (truncated or altered?); {_WRITTEN_BY}"
         )
-    return problem
+    return problem, shape
+
+
+def _noise_problem(key: str, shape: tuple, dtype: np.dtype) -> str | None:
+    if dtype.kind != "f" or dtype.itemsize not in FLOAT_SIZES or len(shape) != 3 or min(shape) < 1:
+        return (
+            f"its {limits.shown_name(key)} is no noise map (float [N, H, W]: dtype {dtype.str}, shape "
+            f"{limits.shown(list(shape))}); {_WRITTEN_BY}"
+        )
+    return None
 
 
 def _array_problem(shape: tuple, dtype: np.dtype, num_ws: int | None, w_dim: int | None) -> str | None:

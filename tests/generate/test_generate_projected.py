@@ -182,8 +182,8 @@ def hostile_files(folder: Path) -> dict[str, tuple[Path, str]]:
         "not a zip": (b"P3\n16 16\n", "not an .npz (a zip of .npy arrays)"),
         "a .npy": (npy(w), "a .npy array, not an .npz holding w; write it with numpy.savez(path, w=w)"),
         "pickle member": (npz({"w.npy": npy(np.array([{"x": 1}], dtype=object))}), "of dtype |O, not floating point"),
-        "another key": (npz({"latents.npy": npy(w)}), "holds an array named latents, not w"),
-        "a second array": (npz({"w.npy": npy(w), "noise.npy": npy(w)}), "holds 2 arrays; a projected_w.npz holds one"),
+        "another key": (npz({"latents.npy": npy(w)}), "holds arrays named latents, not one named w"),
+        "a second array": (npz({"w.npy": npy(w), "noise.npy": npy(w)}), "holds an array named noise, neither w nor"),
         "other network": (
             npz({"w.npy": npy(ws_rows(1, num_ws=14))}),
             f"holds ws of shape [1, 14, 8] (N x num_ws x w_dim), this network takes [N, {NUM_WS}, {W_DIM}]; project "
@@ -205,7 +205,23 @@ def hostile_files(folder: Path) -> dict[str, tuple[Path, str]]:
         "version 2.0": (npz({"w.npy": npy(w, version=(2, 0))}), "its w.npy is a .npy of version 2.0"),
         "compressed": (npz({"w.npy": npy(w)}, zipfile.ZIP_DEFLATED), "its w is compressed or encrypted"),
         "zip64 locator": (npz({"w.npy": npy(w)}, comment=b"PK\x06\x07" + bytes(16)), "its zip directory is not"),
-        "1,000 members": (npz({f"{k}.npy": b"" for k in range(1000)}), "holds 1,000 arrays"),
+        "1,000 members": (npz({f"{k}.npy": b"" for k in range(1000)}), "holds 1,000 arrays; a projected_w.npz holds w"),
+        "noise of other rows": (
+            npz({"w.npy": npy(w), "noise.synthesis.b4.conv1.noise_const.npy": npy(np.zeros((2, 4, 4), np.float32))}),
+            "its noise.synthesis.b4.conv1.noise_const has shape [2, 4, 4], not 1 square maps",
+        ),
+        "noise not a map": (
+            npz({"w.npy": npy(w), "noise.synthesis.b4.conv1.noise_const.npy": npy(np.zeros((1, 4, 4), np.int16))}),
+            "is no noise map (float [N, H, W]",
+        ),
+        "too many noise maps": (
+            npz({"w.npy": npy(w)} | {f"noise.m{k}.npy": npy(np.zeros((1, 4, 4), np.float32)) for k in range(18)}),
+            "holds 19 arrays; a projected_w.npz holds w and at most 17 noise maps",
+        ),
+        "noise of another network": (
+            npz({"w.npy": npy(w), "noise.synthesis.b4.conv9.noise_const.npy": npy(np.zeros((1, 4, 4), np.float32))}),
+            "its noise maps are not this network's",
+        ),
     }
     paths = {}
     for name, (data, message) in files.items():
@@ -238,3 +254,29 @@ def test_hostile_files_are_one_error_line_and_exit_2(snapshot, tmp_path):
             failures.append(f"{name}: exit {result.exit_code}: {result.output[-600:]}")
     assert not failures, "\n".join(failures)
     assert not (tmp_path / "out").exists()
+
+
+def test_stored_noise_maps_are_used_and_a_file_without_them_takes_the_networks(snapshot, tmp_path):
+    from ganforge.nets.noise import noise_buffer_names, per_image_noise
+
+    G, _ = load_snapshot(snapshot)
+    w = ws_rows(2)
+    rng = np.random.default_rng(1)
+    maps = {name: rng.standard_normal((2, *G.synthesis.get_buffer(name).shape)).astype(np.float32)
+            for name in noise_buffer_names(G)}  # fmt: skip
+    with torch.no_grad():
+        G.synthesis.get_submodule("b4.conv1").noise_strength.fill_(1.0)  # so that the maps show
+    save_snapshot(tmp_path / "noisy.safetensors", G, {})
+    write_projected_w(tmp_path / "with.npz", w, maps)
+    write_projected_w(tmp_path / "without.npz", w)
+    with_noise = run(tmp_path / "noisy.safetensors", tmp_path / "a", "--projected-w", tmp_path / "with.npz")
+    assert with_noise.exit_code == 0, with_noise.output
+    with torch.no_grad(), per_image_noise(G, {n: torch.from_numpy(v)[:, None] for n, v in maps.items()}):
+        expected = to_uint8(G.synthesis(torch.from_numpy(w), noise_mode="const")).permute(0, 2, 3, 1).numpy()
+    for row in range(2):
+        assert np.array_equal(read_png(tmp_path / "a" / projected_name(row, 2)), expected[row])
+    mixed = run(tmp_path / "noisy.safetensors", tmp_path / "b", "--projected-w", tmp_path / "with.npz",
+                "--projected-w", tmp_path / "without.npz")  # fmt: skip
+    assert mixed.exit_code == 0 and "every row is rendered with the network's own noise" in mixed.output
+    own = rendered(tmp_path / "noisy.safetensors", np.concatenate([w, w]))
+    assert np.array_equal(read_png(tmp_path / "b" / "proj00.png"), own[0])

@@ -24,7 +24,8 @@ from ganforge.generate.needs import needs_of
 from ganforge.generate.options import GenerateOptions
 from ganforge.generate.render import Renderer
 from ganforge.interop import load_network
-from ganforge.projected import read_projected_w
+from ganforge.nets.noise import noise_buffer_names
+from ganforge.projected import read_projected
 
 
 def generate(options: GenerateOptions) -> dict:
@@ -37,7 +38,7 @@ def generate(options: GenerateOptions) -> dict:
     outputs.check_writable_folder(options.outdir, "--outdir")
     G, _meta = load_network(options.network, device=device)
     options.check_network(G)
-    projected = _read_projected(options, G)
+    projected, row_noise = _read_projected(options, G)
     if projected is not None:
         options = dataclasses.replace(options, projected_rows=len(projected))
         _refuse(options.count_problems())
@@ -47,7 +48,8 @@ def generate(options: GenerateOptions) -> dict:
         rows, cols = options.layout
         side = options.size or G.resolution
         writers.check_animation(animation, options.fps, cols * side, rows * side)
-    renderer = Renderer(G, options.noise_mode, options.batch, options.image_count, _transform(options))
+    transform = _transform(options)
+    renderer = Renderer(G, options.noise_mode, options.batch, options.image_count, transform, row_noise)
     try:
         _check_budget(G, options, renderer, device, animation)
         _make_outdir(options.outdir)
@@ -69,12 +71,33 @@ def _refuse(problems: list[str]) -> None:
         raise UserError(*problems)
 
 
-def _read_projected(o: GenerateOptions, G) -> torch.Tensor | None:
-    """The rows of the --projected-w files, in order, as ws [N, num_ws, w_dim] on the CPU; None without them. Each
-    file is refused (before its array is read) unless its rows are ws of this network's shape."""
+def _read_projected(o: GenerateOptions, G) -> tuple[torch.Tensor | None, dict[str, torch.Tensor] | None]:
+    """The rows of the --projected-w files, in order, as ws [N, num_ws, w_dim] on the CPU, and the noise maps stored
+    with them ({buffer: [N, H, W]}, when every file holds this network's); (None, None) without files. Each file is
+    refused (before its arrays are read) unless its rows are ws of this network's shape."""
     if not o.projected_w:
-        return None
-    return torch.from_numpy(np.concatenate([read_projected_w(path, G.num_ws, G.w_dim) for path in o.projected_w]))
+        return None, None
+    files = [read_projected(path, G.num_ws, G.w_dim) for path in o.projected_w]
+    ws = torch.from_numpy(np.concatenate([f.w for f in files]))
+    wanted = {name: tuple(G.synthesis.get_buffer(name).shape) for name in noise_buffer_names(G)}
+    held = [path for path, f in zip(o.projected_w, files, strict=True) if f.noise]
+    if not wanted or not held:
+        return ws, None
+    for path, f in zip(o.projected_w, files, strict=True):
+        found = {name: tuple(value.shape[1:]) for name, value in f.noise.items()}
+        if f.noise and found != wanted:
+            raise UserError(
+                f"{path}: its noise maps are not this network's ({len(found)} maps, the network has {len(wanted)} "
+                "noise inputs of other names or sizes); use the network it was projected with"
+            )
+    if len(held) < len(files):
+        warnings.warn(
+            f"--projected-w: {held[0]} holds noise maps and {len(files) - len(held)} other file(s) do not; every row "
+            "is rendered with the network's own noise",
+            stacklevel=2,
+        )
+        return ws, None
+    return ws, {name: torch.from_numpy(np.concatenate([f.noise[name] for f in files])) for name in wanted}
 
 
 def _make(G, o: GenerateOptions, keys: modes.Keys, renderer: Renderer, first_name: str) -> None:
