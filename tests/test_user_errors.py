@@ -18,7 +18,7 @@ QUOTED_COMMAND = re.compile(r"`ganforge ([^`]*)`")  # advice to run another comm
 
 # Modules (a path under src/ganforge, or a package folder) -> the commands that run their code.
 DATA_READERS = ("train", "metrics", "doctor", "dataset info", "dataset verify", "bench")
-NETWORK_READERS = ("train", "generate", "export", "metrics", "import")
+NETWORK_READERS = ("train", "generate", "export", "metrics", "import", "project")
 RAISED_BY = {
     "train/": ("train",), "config/": ("train", "bench"), "option.py": ("train", "bench"),
     "augment/": ("train", "bench"), "preempt.py": ("train",), "dist.py": ("train", "metrics"),
@@ -27,7 +27,8 @@ RAISED_BY = {
     "metrics/": ("metrics", "train"), "generate/": ("generate",), "interop/": NETWORK_READERS,
     "snapshot.py": NETWORK_READERS, "nets/": NETWORK_READERS, "export/": ("export",), "bench/": ("bench",),
     "report/": ("report",), "doctor/": ("doctor",), "devices.py": ("train", "generate", "metrics", "bench"),
-    "demo.py": ("train",), "monitor/": ("train", "doctor"),
+    "demo.py": ("train",), "monitor/": ("train", "doctor"), "metrics/perceptual.py": ("project",),
+    "project/": ("project",), "projected.py": ("generate",),
 }  # fmt: skip
 # Flags of other programs that messages may tell the user to pass there.
 OTHER_PROGRAMS = {"--max-restarts"}  # torchrun's

@@ -20,6 +20,7 @@ from ganforge.cli.export import export
 from ganforge.cli.generate import generate
 from ganforge.cli.metrics import metrics
 from ganforge.cli.network import import_
+from ganforge.cli.project import project
 from ganforge.cli.report import report
 from ganforge.cli.train import train
 from ganforge.errors import UserError, carried_problems
@@ -100,5 +101,5 @@ def main(ctx: click.Context):
         click.echo(ctx.get_help())
 
 
-for _command in (doctor, train, dataset, metrics, generate, import_, export, bench, report, checkpoint_group):
+for _command in (doctor, train, dataset, metrics, generate, project, import_, export, bench, report, checkpoint_group):
     main.add_command(_command)

@@ -26,7 +26,6 @@ import torch.nn.functional as F
 from ganforge.errors import UserError
 from ganforge.metrics import inception
 
-PERCEPTUAL_CHOICES = ("inception", "none")  # or a path to NVlabs' vgg16.pt
 INCEPTION_DEPTHS = ("conv_2", "conv_4", "mixed_2", "mixed_7", "mixed_10")
 VGG16_MAX_BYTES = 2**31  # NVlabs' vgg16.pt is about 0.5 GB; a file several times that is not it
 _PROBE_SIDE = 64  # a probe image the distance must accept, to refuse a file that is no feature network at load time

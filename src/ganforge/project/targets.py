@@ -1,0 +1,60 @@
+"""The images to project, read as the dataset tool reads a photo (bounded, fully decoded, EXIF orientation, alpha on
+white, the network's channels), then centre-cropped to a square and resized to the network's resolution with
+Lanczos' filter, as the official projector does, smaller images included (a projection target may be any size)."""
+
+import os
+import stat
+from pathlib import Path
+
+import numpy as np
+import PIL.Image
+import torch
+
+from ganforge.data.images import BadImage, decode, to_array
+from ganforge.errors import UserError
+
+# A photo of Pillow's largest size (about 89 megapixels) stored as 16-bit RGBA without compression, with room for
+# metadata: a larger file is no image this reads, and is refused before a byte of it is read.
+MAX_TARGET_BYTES = 1 << 30
+
+
+def load_targets(paths: tuple[Path, ...], resolution: int, channels: int) -> torch.Tensor:
+    """uint8 [N, channels, resolution, resolution] of every target; one UserError naming each bad file."""
+    images, problems = [], []
+    for path in paths:
+        try:
+            images.append(target_pixels(_read(Path(path)), resolution, channels))
+        except BadImage as problem:
+            problems.append(f"--target {path}: {problem}; pass an image file (PNG, JPEG, WebP, ...)")
+    if problems:
+        raise UserError(*problems)
+    return torch.from_numpy(np.stack(images))
+
+
+def target_pixels(data: bytes, resolution: int, channels: int) -> np.ndarray:
+    """File bytes -> uint8 [channels, resolution, resolution]: the centred square of the image, resized."""
+    image = PIL.Image.fromarray(_squeezed(to_array(decode(data), channels)))
+    side = min(image.size)
+    left, top = (image.width - side) // 2, (image.height - side) // 2
+    square = image.crop((left, top, left + side, top + side)).resize((resolution, resolution), PIL.Image.LANCZOS)
+    pixels = np.asarray(square).reshape(resolution, resolution, channels)
+    return np.ascontiguousarray(pixels.transpose(2, 0, 1))
+
+
+def _squeezed(array: np.ndarray) -> np.ndarray:
+    return array[:, :, 0] if array.shape[2] == 1 else array
+
+
+def _read(path: Path) -> bytes:
+    """A regular file's bytes, its size checked on the open descriptor first (a FIFO never blocks the read)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as error:
+        raise BadImage(f"cannot be read ({error.strerror})") from None
+    with os.fdopen(fd, "rb") as file:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise BadImage("not a regular file")
+        if info.st_size > MAX_TARGET_BYTES:
+            raise BadImage(f"{info.st_size:,} bytes, more than an image file this reads ({MAX_TARGET_BYTES:,})")
+        return file.read(MAX_TARGET_BYTES + 1)

@@ -1,0 +1,56 @@
+"""`ganforge project` through the command line: a short run writes every file (the video included) and says what it
+did; every bad input is one `error:` line, exit 2, nothing written."""
+
+import pytest
+from click.testing import CliRunner
+from project_helpers import known_targets, saved_generator
+
+from ganforge.cli import main
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("project_cli")
+    network, G = saved_generator(folder)
+    targets, _ = known_targets(G, folder, count=1)
+    return folder, network, targets[0]
+
+
+def _project(network, target, outdir, *extra):
+    args = ["project", "--network", str(network), "--target", str(target), "--outdir", str(outdir), "--device", "cpu"]
+    return CliRunner().invoke(main, [*args, "--steps", "3", "--perceptual", "none", *map(str, extra)])
+
+
+def test_a_short_run_writes_every_file_and_says_what_it_did(made, tmp_path):
+    folder, network, target = made
+    result = _project(network, target, tmp_path / "out", "--video", "--tune-g", "2")
+    assert result.exit_code == 0, result.output
+    files = sorted(p.name for p in (tmp_path / "out" / "target0").iterdir())
+    video = [name for name in files if name.startswith("proj.") and not name.endswith(".png")]
+    assert len(video) == 1 and (tmp_path / "out" / "target0" / video[0]).stat().st_size > 0
+    expected = {"G_tuned.safetensors", "compare.png", "proj.png", "proj_tuned.png", "projected_w.npz",
+                "projection.json", "target.png"}  # fmt: skip
+    assert expected <= set(files)
+    assert result.output.splitlines()[-1].startswith(f"projected 1 target(s) into {tmp_path / 'out'} (")
+
+
+def test_bad_inputs_are_one_line_and_nothing_is_written(made, tmp_path):
+    folder, network, target = made
+    not_image = tmp_path / "notes.png"
+    not_image.write_text("not an image")
+    cases = {
+        "not an image": ((network, not_image), (), f"--target {not_image}: not an image PIL can identify"),
+        "missing target": ((network, tmp_path / "gone.png"), (), "cannot be read"),
+        "class, unconditional network": ((network, target), ("--class", 1), "--class: the network is unconditional"),
+        "repeated names": ((network, target), ("--target", target), "several images are named target0"),
+        "no vgg16 file": ((network, target), ("--perceptual", tmp_path / "vgg16.pt"), "--perceptual"),
+        "missing network": ((tmp_path / "G.pkl", target), (), "G.pkl"),
+        "steps out of range": ((network, target), ("--steps", 0), "--steps"),
+    }
+    for name, ((net, image), extra, message) in cases.items():
+        outdir = tmp_path / name.replace(" ", "-")
+        result = _project(net, image, outdir, *extra)
+        lines = result.output.splitlines()
+        assert result.exit_code == 2 and len(lines) == 1 and lines[0].startswith("error: "), (name, result.output)
+        assert message in lines[0], (name, lines[0])
+        assert not outdir.exists(), name
