@@ -39,6 +39,11 @@ REFERENCE = "tests/train/test_train_reference.py::"
 SCHEDULE = "tests/train/test_train_schedule.py::"
 RUN_CHOICE = "tests/train/test_train_run_choice.py::"
 PRETRAINED = "tests/train/test_train_pretrained.py::"
+PROJECT = "tests/project/test_project.py::"
+PROJECT_LAYOUT = PROJECT + "test_the_latent_is_in_the_official_layout_with_the_noise_maps_beside_it"
+PROJECTED_TESTS = "tests/generate/test_generate_projected.py::"
+PROJECTED_HOSTILE = PROJECTED_TESTS + "test_hostile_files_are_one_error_line_and_exit_2"
+PROJECTED_NOISE = PROJECTED_TESTS + "test_stored_noise_maps_are_used_and_a_file_without_them_takes_the_networks"
 FINE_TUNING_SCHEDULES = PRETRAINED + "test_fine_tuning_keeps_the_files_g_ema_and_lets_ada_react_within_the_run"
 METRICS_REFERENCE = "tests/metrics/test_metrics_reference.py::test_inception_inputs_are_fid_helper_pytorchs"
 SWD_REFERENCE = "tests/metrics/test_metrics_swd.py::test_laplacian_pyramid_matches_the_burt_adelson_reference"
@@ -536,8 +541,8 @@ MUTANTS = (
     M("generate_seed_digits_converted", "generate/options.py",
       'return len(digits.lstrip("0")) > len(str(MAX_SEED)) or', "return",
       ("tests/generate/test_generate_limits.py::test_typed_values_are_repeated_short_and_each_problem_once",)),
-    M("generate_grid_cells_left_black", "generate/options.py", "if not self.interp and seeds != cells:",
-      "if not self.interp and seeds > cells:",
+    M("generate_grid_cells_left_black", "generate/options.py", "if not self.interp and keys != cells:",
+      "if not self.interp and keys > cells:",
       ("tests/generate/test_generate_options.py::"
        "test_a_grid_has_one_seed_per_cell_and_a_grid_of_loops_the_same_number_per_cell",
        "tests/generate/test_generate_cli.py::test_the_grid_of_the_issue_exits_2_naming_both_counts")),
@@ -547,8 +552,8 @@ MUTANTS = (
     M("generate_loop_grid_transposed", "generate/writers.py", "cells.transpose(2, 0, 3, 1, 4, 5)",
       "cells.transpose(2, 1, 3, 0, 4, 5)",
       ("tests/generate/test_generate_modes.py::test_a_grid_of_loops_is_each_cells_own_loop_whatever_the_batch",)),
-    M("generate_loop_cell_noise_from_next_seed", "generate/modes.py", "noise_seeds = o.seeds[::per_cell]",
-      "noise_seeds = o.seeds[: len(paths)]",
+    M("generate_loop_cell_noise_from_next_seed", "generate/modes.py", "noise_seeds = keys.seeds[::per_cell]",
+      "noise_seeds = keys.seeds[: len(paths)]",
       ("tests/generate/test_generate_modes.py::test_a_grid_of_loops_is_each_cells_own_loop_whatever_the_batch",)),
     M("generate_resize_filters_swapped", "generate/writers.py",
       '{"lanczos": PIL.Image.Resampling.LANCZOS, "nearest": PIL.Image.Resampling.NEAREST}',
@@ -655,6 +660,35 @@ MUTANTS = (
       (IS_HAND,)),
     M("is_with_output_bias", "metrics/inception_score.py", "return self.net(x, no_output_bias=True)",
       "return self.net(x)", (IS_HAND,)),
+    # Projection: the official projector's maths, W against W+, targets independent of their batch.
+    M("project_noise_regulariser_negated", "project/search.py",
+      "loss = distance + noise_penalty(list(maps.values())) * settings.NOISE_REGULARIZATION",
+      "loss = distance - noise_penalty(list(maps.values())) * settings.NOISE_REGULARIZATION", (PROJECT_LAYOUT,)),
+    M("project_wplus_one_w", "project/search.py", 'rows = G.num_ws if space == "wplus" else 1', "rows = 1",
+      (PROJECT_LAYOUT,)),
+    M("project_w_per_layer", "project/search.py", 'rows = G.num_ws if space == "wplus" else 1', "rows = G.num_ws",
+      (PROJECT_LAYOUT,)),
+    M("project_target_seeded_by_batch_place", "project/run.py", 'position_seed(options.seed, "project", index)',
+      'position_seed(options.seed, "project", index % options.batch)',
+      (PROJECT + "test_the_same_seed_gives_the_same_bytes_and_a_target_does_not_depend_on_its_batch",)),
+    M("project_noise_not_renormalised", "project/search.py", "            _normalise(maps.values())\n", "",
+      (PROJECT_LAYOUT,)),
+    # Projected latents: the file's bounds, and the noise maps rendered with their rows.
+    M("generate_ignores_row_noise", "generate/render.py", 'if self.noise_mode == "const" and self.row_noise:',
+      "if False:", (PROJECT + "test_generate_renders_the_projected_latent_as_proj_png", PROJECTED_NOISE)),
+    M("projected_noise_rows_unchecked", "projected.py", "if name != MEMBER and (shape[0] != rows or ",
+      "if name != MEMBER and (", (PROJECTED_HOSTILE,)),
+    M("projected_declared_size_unchecked", "projected.py",
+      "    if problem is None and header + math.prod(shape) * dtype.itemsize != info.file_size:", "    if False:",
+      (PROJECTED_HOSTILE,)),
+    M("projected_network_shape_unchecked", "projected.py",
+      "    if num_ws is not None and (found_ws, found_dim) != (num_ws, w_dim):", "    if False:",
+      (PROJECTED_HOSTILE,)),
+    M("projected_header_bound_numpy_default", "projected.py", "MAX_HEADER_CHARS = 1024", "MAX_HEADER_CHARS = 10000",
+      (PROJECTED_HOSTILE,)),
+    M("generate_projected_combination_unchecked", "generate/options.py",
+      "    given = [flag for flag, value in makers if value is not None]", "    given = []",
+      ("tests/generate/test_generate_projected.py::test_flags_that_make_ws_from_seeds_are_refused_with_projected_rows",)),
 )  # fmt: skip
 
 

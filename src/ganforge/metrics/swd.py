@@ -124,10 +124,8 @@ def swd(ev, num_real: int | None, num_gen: int) -> dict | None:
     """SWD between equally many real and fake images (the smaller count); None on ranks other than 0."""
     if ev.real_shape != ev.fake_shape:
         raise UserError(f"swd: fakes {ev.fake_shape} and reals {ev.real_shape} must have the same channels and size")
-    if ev.real_shape[-1] < PATCH:
-        raise UserError(
-            f"swd: {ev.real_shape[-1]}px images are smaller than its {PATCH}x{PATCH} patches; use 8px or more"
-        )
+    # Every image source holds images of at least 8 px (limits.py): its 7x7 patches fit.
+    assert ev.real_shape[-1] >= PATCH, ev.real_shape
     count = min(ev.real_count(num_real), ev.fake_count(num_gen))
     real = collect_descriptors(ev.real_images(count, DESCRIPTORS), count, ev.options.seed)
     # The same patch positions for both sets: identical image sets then give exactly 0.
