@@ -14,8 +14,8 @@ import torch
 
 from ganforge import dist
 from ganforge.errors import UserError
-from ganforge.metrics.evaluator import load_user_script
 from ganforge.metrics.features import gather_rows
+from ganforge.metrics.torchscript import load_user_script
 from ganforge.numerics import fp32_math
 
 CLASSES = 1008  # the 2015 graph's softmax: ImageNet's 1000 classes and 8 unused

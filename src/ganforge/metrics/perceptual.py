@@ -16,8 +16,6 @@ Images come in as float [N, C, H, W] in [0, 255] (C = 1 or 3), the convention of
 """
 
 import math
-import stat
-import warnings
 from pathlib import Path
 
 import torch
@@ -25,6 +23,7 @@ import torch.nn.functional as F
 
 from ganforge.errors import UserError
 from ganforge.metrics import inception
+from ganforge.metrics.torchscript import load_user_script
 
 INCEPTION_DEPTHS = ("conv_2", "conv_4", "mixed_2", "mixed_7", "mixed_10")
 VGG16_MAX_BYTES = 2**31  # NVlabs' vgg16.pt is about 0.5 GB; a file several times that is not it
@@ -87,45 +86,30 @@ def load_perceptual(choice: str, device: torch.device, inception_path: str | Pat
     if choice == "inception":
         net = inception.load_inception(inception_path, device).net
         return _frozen(InceptionDepthFeatures(net), device)
-    return _frozen(VGG16Features(_load_vgg16(Path(choice), device)), device)
+    fix = "pass NVlabs' vgg16.pt (the official projector's), or --perceptual inception to work offline"
+    return load_vgg16(Path(choice), device, "--perceptual", fix)
 
 
 def _frozen(module: torch.nn.Module, device: torch.device) -> torch.nn.Module:
     return module.eval().requires_grad_(False).to(device)
 
 
-def _load_vgg16(path: Path, device: torch.device) -> torch.jit.ScriptModule:
-    fix = "pass NVlabs' vgg16.pt (the official projector's), or --perceptual inception to work offline"
-    try:
-        info = path.stat()
-    except OSError as error:
-        raise UserError(f"--perceptual {path}: cannot be read ({error.strerror or 'no such file'}); {fix}") from None
-    if not stat.S_ISREG(info.st_mode) or info.st_size > VGG16_MAX_BYTES:
-        raise UserError(f"--perceptual {path}: not a regular file of at most {VGG16_MAX_BYTES:,} bytes; {fix}")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # deprecated TorchScript: the file exists in no other form
-        try:
-            net = torch.jit.load(str(path), map_location=device).eval()
-        except (RuntimeError, ValueError, OSError) as error:
-            what = str(error).splitlines()[0][:120] if str(error) else type(error).__name__
-            raise UserError(f"--perceptual {path}: not a TorchScript file ({what}); {fix}") from None
-    _probe(net, path, device, fix)
-    return net
-
-
-def _probe(net, path: Path, device: torch.device, fix: str) -> None:
-    """Refuse a TorchScript file that does not map images to feature vectors as VGG16's LPIPS file does."""
+def load_vgg16(path: Path, device: torch.device, flag: str, fix: str) -> VGG16Features:
+    """NVlabs' VGG16 LPIPS file given with `flag`, frozen on `device`, probed so that another file (a TorchScript
+    that is no such network, or anything else) is one clear error naming `fix`."""
+    features = _frozen(VGG16Features(load_user_script(path, flag, VGG16_MAX_BYTES, fix, device)), device)
     probe = torch.zeros([2, 3, _PROBE_SIDE, _PROBE_SIDE], device=device)
     try:
         with torch.no_grad():
-            out = net(probe, resize_images=False, return_lpips=True)
+            out = features(probe)
     except (RuntimeError, TypeError, ValueError) as error:
         raise UserError(
-            f"--perceptual {path}: does not take (images, resize_images=False, return_lpips=True) as VGG16's LPIPS "
-            f"file does ({str(error).splitlines()[0][:120]}); {fix}"
+            f"{flag} {path}: does not take (images, resize_images=False, return_lpips=True) as VGG16's LPIPS file "
+            f"does ({str(error).splitlines()[0][:120]}); {fix}"
         ) from None
     if not isinstance(out, torch.Tensor) or out.ndim != 2 or out.shape[0] != 2 or not out.isfinite().all():
-        raise UserError(f"--perceptual {path}: does not give one finite feature vector per image; {fix}")
+        raise UserError(f"{flag} {path}: does not give one finite feature vector per image; {fix}")
+    return features
 
 
 def squared_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

@@ -23,15 +23,16 @@ Images are generated and compared in IEEE fp32 (TF32's 10-bit mantissa would swa
 """
 
 import contextlib
+from pathlib import Path
 
 import numpy as np
 import torch
 
 from ganforge import dist
 from ganforge.errors import UserError
-from ganforge.metrics.evaluator import load_user_script
+from ganforge.metrics import perceptual
 from ganforge.metrics.features import gather_rows, position_rng, progress
-from ganforge.metrics.perceptual import VGG16_MAX_BYTES, VGG16Features, squared_distance
+from ganforge.metrics.perceptual import VGG16Features, squared_distance
 from ganforge.numerics import fp32_math
 
 EPSILON = 1e-4
@@ -39,7 +40,6 @@ LPIPS_SIDE = 256  # frames larger than this are averaged down by whole factors
 LOW_PERCENTILE, HIGH_PERCENTILE = 1, 99
 FEATURE_NETWORK = VGG16Features.name
 VGG16_FIX = "pass NVlabs' vgg16.pt, the VGG16 LPIPS TorchScript of the official projector and PPL"
-_PROBE_SIDE = 64  # a probe batch the distance network must accept, to refuse another file at load time
 
 
 def protocol(space: str, sampling: str) -> str:
@@ -143,21 +143,8 @@ def _labels(G, positions: range, seed: int, dataset) -> torch.Tensor:
 
 
 def load_vgg16(path, device) -> VGG16Features:
-    """NVlabs' VGG16 LPIPS file given as --vgg16, frozen on `device`, probed so that another file is one clear error."""
-    features = VGG16Features(load_user_script(path, "--vgg16", VGG16_MAX_BYTES, VGG16_FIX, device))
-    features = features.eval().requires_grad_(False).to(device)
-    probe = torch.zeros([2, 3, _PROBE_SIDE, _PROBE_SIDE], device=device)
-    try:
-        with torch.no_grad():
-            out = features(probe)
-    except (RuntimeError, TypeError, ValueError) as error:
-        raise UserError(
-            f"--vgg16 {path}: does not take (images, resize_images=False, return_lpips=True) as VGG16's LPIPS file "
-            f"does ({str(error).splitlines()[0][:120]}); {VGG16_FIX}"
-        ) from None
-    if not isinstance(out, torch.Tensor) or out.ndim != 2 or out.shape[0] != 2 or not out.isfinite().all():
-        raise UserError(f"--vgg16 {path}: does not give one finite feature vector per image; {VGG16_FIX}")
-    return features
+    """NVlabs' VGG16 LPIPS file given as --vgg16, frozen on `device`, probed (perceptual.load_vgg16)."""
+    return perceptual.load_vgg16(Path(path), device, "--vgg16", VGG16_FIX)
 
 
 def prepare(ev, name: str) -> torch.nn.Module:
