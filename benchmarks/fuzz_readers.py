@@ -724,6 +724,56 @@ TARGETS["snapshot"] = Target(
 )
 
 
+def make_projected_w(folder: Path) -> Path:
+    """A projected_w.npz of two rows with its noise maps, as `ganforge project` writes them, kept as its .npy members
+    (`after` stores them in the npz with correct CRCs, as numpy.savez does, so that mutations reach the headers and
+    the arrays rather than stopping at the zip's checksums); the snapshot of the network they belong to lies beside
+    the valid input, where no mutation reaches it."""
+    import io
+    import zipfile
+
+    import numpy as np
+    import torch
+
+    from ganforge.nets import Generator
+    from ganforge.nets.noise import noise_buffer_names
+    from ganforge.snapshot import save_snapshot
+
+    fx, _ = _interop_fixtures()
+    G = fx.random_weights(Generator(**NETWORK_ARCH), seed=4)
+    folder.mkdir(parents=True)
+    save_snapshot(folder.parent / PROJECTED_G, G, {})
+    rng = np.random.default_rng(0)
+    arrays = {f"noise.{name}": rng.standard_normal((2, *G.synthesis.get_buffer(name).shape)).astype(np.float32)
+              for name in noise_buffer_names(G)}  # fmt: skip
+    with torch.no_grad():
+        arrays["w"] = G.mapping(torch.randn(2, G.z_dim), torch.zeros(2, 0)).numpy()
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    with zipfile.ZipFile(buffer) as archive:
+        for info in archive.infolist():
+            (folder / info.filename).write_bytes(archive.read(info))
+    return folder
+
+
+def zip_projected(folder: Path) -> None:
+    import zipfile
+
+    with zipfile.ZipFile(folder / PROJECTED_NPZ, "w", zipfile.ZIP_STORED) as archive:
+        for member in sorted(p for p in folder.iterdir() if p.suffix == ".npy"):
+            archive.writestr(member.name, member.read_bytes())
+
+
+PROJECTED_G, PROJECTED_NPZ = "projected-G.safetensors", "projected_w.npz"
+TARGETS["projected_w"] = Target(
+    "projected_w",
+    make_projected_w,
+    lambda folder, scratch: ["generate", "--network", str(folder.parents[2] / PROJECTED_G), "--projected-w",
+                             str(folder / PROJECTED_NPZ), "--outdir", str(scratch / "images"), "--device", "cpu"],
+    after=zip_projected,
+)  # fmt: skip
+
+
 # -- report_run: `ganforge report` on a run folder whose JSON, JSON-lines and PNG files are mutated --------------------
 
 

@@ -686,6 +686,7 @@ MUTANTS = (
       (PROJECTED_HOSTILE,)),
     M("projected_header_bound_numpy_default", "projected.py", "MAX_HEADER_CHARS = 1024", "MAX_HEADER_CHARS = 10000",
       (PROJECTED_HOSTILE,)),
+    M("projected_header_token_error_escapes", "projected.py", "    TokenError,\n", "", (PROJECTED_HOSTILE,)),
     M("generate_projected_combination_unchecked", "generate/options.py",
       "    given = [flag for flag, value in makers if value is not None]", "    given = []",
       ("tests/generate/test_generate_projected.py::test_flags_that_make_ws_from_seeds_are_refused_with_projected_rows",)),

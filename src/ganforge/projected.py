@@ -27,6 +27,7 @@ import stat
 import struct
 import zipfile
 from pathlib import Path
+from tokenize import TokenError
 
 import numpy as np
 
@@ -57,8 +58,18 @@ _END = struct.Struct("<4s4H2LH")  # the zip's end-of-central-directory record (A
 # A zip64 end locator right before the end record sends zip readers to a zip64 record for the member count.
 _ZIP64_LOCATOR, _LOCATOR_SIZE = b"PK\x06\x07", 20
 # What zipfile and numpy raise for bytes that are no zip or .npy, are cut short, or use a zip feature (a compression
-# method, a version) that zipfile lacks.
-_UNREADABLE = (OSError, ValueError, EOFError, KeyError, NotImplementedError, zipfile.BadZipFile)
+# method, a version) that zipfile lacks; numpy's parser of an old-style .npy header lets tokenize's error and a
+# SyntaxError out for a malformed one.
+_UNREADABLE = (
+    OSError,
+    ValueError,
+    EOFError,
+    KeyError,
+    NotImplementedError,
+    SyntaxError,
+    TokenError,
+    zipfile.BadZipFile,
+)
 _WRITTEN_BY = "give a projected_w.npz as `ganforge project` or NVlabs' projector.py writes it"
 
 

@@ -203,6 +203,11 @@ def hostile_files(folder: Path) -> dict[str, tuple[Path, str]]:
         "deep header": (npz({"w.npy": npy(w, header % ("-" * 900 + "1, 6, 8"))}), "its w.npy cannot be read"),
         "long header": (npz({"w.npy": npy(w, header % ("-" * 6000 + "1, 6, 8"))}), "its w.npy cannot be read"),
         "version 2.0": (npz({"w.npy": npy(w, version=(2, 0))}), "its w.npy is a .npy of version 2.0"),
+        # numpy's parser of an old-style header lets tokenize's error out for an unclosed literal (found by fuzzing)
+        "unclosed header": (
+            npz({"w.npy": npy(w, "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 6, 8")}),
+            "its w.npy cannot be read",
+        ),
         "compressed": (npz({"w.npy": npy(w)}, zipfile.ZIP_DEFLATED), "its w is compressed or encrypted"),
         "zip64 locator": (npz({"w.npy": npy(w)}, comment=b"PK\x06\x07" + bytes(16)), "its zip directory is not"),
         "1,000 members": (npz({f"{k}.npy": b"" for k in range(1000)}), "holds 1,000 arrays; a projected_w.npz holds w"),

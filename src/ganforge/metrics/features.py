@@ -15,6 +15,7 @@ import warnings
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
+from tokenize import TokenError
 
 import numpy as np
 import torch
@@ -24,8 +25,9 @@ from ganforge.data.loader import to_uint8
 from ganforge.durable import WriteError, replace_file, shorten
 from ganforge.progress import Stage
 
-# What np.load or zipfile raise for a damaged cache file (bad zip, bad .npy header, truncated member).
-_UNREADABLE = (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile)
+# What np.load or zipfile raise for a damaged cache file (bad zip, bad .npy header, truncated member); numpy's parser
+# of an old-style .npy header lets tokenize's error and a SyntaxError out for a malformed one.
+_UNREADABLE = (OSError, ValueError, EOFError, KeyError, SyntaxError, TokenError, zipfile.BadZipFile)
 
 
 def position_seed(seed: int, stream: str, position: int) -> int:
