@@ -6,6 +6,7 @@ import click
 
 from ganforge.cli.help import examples
 from ganforge.devices import DEVICE_CHOICES
+from ganforge.limits import MAX_CLASSES
 from ganforge.project.options import MAX_BATCH, MAX_SEED, MAX_STEPS, SEED, SPACES, STEPS
 
 
@@ -70,7 +71,7 @@ from ganforge.project.options import MAX_BATCH, MAX_SEED, MAX_STEPS, SEED, SPACE
     show_default=True,
     help="Fixes each target's noise maps and the noise on w.",
 )
-@click.option("--class", "class_index", type=click.IntRange(min=0), help="Class of a conditional network.")
+@click.option("--class", "class_index", type=click.IntRange(0, MAX_CLASSES - 1), help="Class of a conditional network.")
 @click.option(
     "--batch",
     type=click.IntRange(1, MAX_BATCH),
