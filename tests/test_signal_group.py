@@ -206,7 +206,8 @@ def test_the_slurm_examples_signal_to_every_process_of_its_step_checkpoints_and_
         proc = launch(KIMG)
         output, below = _signal_when_trained(proc, outdir, position, functools.partial(_send_each, signum))
         assert len(below) == 2 + 2 * 2, below  # two ranks, two DataLoader workers each
-        assert proc.returncode == 1 and f"SignalException: Process {proc.pid} got signal: {int(signum)}" in output
+        signalled = f"SignalException: Process {proc.pid} got signal: {int(signum)}" in output
+        assert proc.returncode == 1 and signalled, (proc.returncode, output[-4000:])  # what torchrun said, if not
         assert output.count("Traceback") == 1 and "interrupted" not in output, output[-4000:]
         assert position == 0 or f"resuming at {position / 1000:g} kimg" in output, output[-4000:]
         position = _stopped_at(outdir, position)
