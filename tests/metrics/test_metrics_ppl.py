@@ -256,7 +256,8 @@ def test_train_refuses_ppl_and_is_without_their_files_and_passes_them_to_each_sn
     classifier.write_bytes(b"only its path reaches the metrics here")
     asked = []
     monkeypatch.setattr(loop, "compute_metrics", lambda names, **options: asked.append((names, options)) or [])
-    result = CliRunner().invoke(main, [*args, "--vgg16", vgg16, "--inception-classifier", str(classifier)])
+    monkeypatch.chdir(tmp_path)  # a relative path is recorded absolute, as --data is: a rerun from elsewhere finds it
+    result = CliRunner().invoke(main, [*args, "--vgg16", vgg16, "--inception-classifier", classifier.name])
     assert result.exit_code == 0, result.output
     assert len(asked) == 2  # the snapshots at 0 and 8 images
     for names, options in asked:

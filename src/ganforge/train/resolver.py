@@ -149,6 +149,8 @@ def _build(
         "augment.ada_kimg": _pick(o.ada_kimg, FINE_TUNING_ADA_KIMG if pretrained is not None else None),
         "run.metrics": None if o.metrics is None else tuple(parse_names(o.metrics)),
         "run.resume": absolute_resume(_pick(o.resume, _field_default("run.resume"))),
+        "run.vgg16": None if o.vgg16 is None else absolute(o.vgg16),
+        "run.inception_classifier": None if o.inception_classifier is None else absolute(o.inception_classifier),
     }  # fmt: skip
     derived |= {} if pretrained is None else pretrained_fields(pretrained)
     return from_flat(_given(o) | {path: value for path, value in derived.items() if value is not None})
