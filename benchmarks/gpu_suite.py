@@ -9,13 +9,15 @@ precision (with and without torch.compile and channels-last) and the data loader
 Steps, in order, each a subprocess with its own time limit:
 1. `ganforge doctor --json --quick`: versions, driver, NVML readings, the reference checks.
 2. `pytest -m cuda` over the test suite (the GPU-only tests; skipped everywhere else).
-3. `ganforge bench --json` at 256² (paper256) for fp32, tf32, bf16 and fp16, each eager, channels-last and compiled:
-   img/s, s/kimg, peak memory and the share of the dense tensor peak (bench's datasheet table).
+3. `ganforge bench --json` at 256² (paper256) for fp32, tf32, bf16 and fp16, eager: img/s, s/kimg, peak memory and
+   the share of the dense tensor peak (bench's datasheet table).
 4. A short `ganforge train` from a synthetic fast-format dataset (read ahead by a thread of the trainer): the share
    of the step spent waiting for data.
+5. The bench again, channels-last, then compiled.
 The whole suite stays inside --budget-s: a step that would start after it is recorded as skipped, so a slow compile
-cannot cost the table. The results go to suite.json (every step's command, exit status, seconds and parsed figures)
-and suite.md (the tables) in the output folder.
+cannot cost the table. The results go to suite.json (every step's command, exit status, seconds, parsed figures and,
+where it failed, its output's tail), suite.md (the tables) and cuda-tests.txt (pytest's whole report) in the output
+folder.
 
 With --dry-run the same steps run at toy size on the CPU (16², the tiny preset, one timed call), the CUDA tests are
 listed but not run (they would all skip), and compiled entries are planned but not run (inductor on CPU takes
@@ -53,6 +55,7 @@ class Step:
     run: bool = True  # False: planned only (not runnable here)
     why_not: str = ""
     result: dict = field(default_factory=dict)
+    keep_output: Path | None = None  # write the whole stdout and stderr here
 
 
 def ganforge(*args: str) -> list[str]:
@@ -60,11 +63,13 @@ def ganforge(*args: str) -> list[str]:
 
 
 def bench_steps(dry_run: bool) -> list[Step]:
-    """paper256 per precision and variant; in a dry run the tiny preset at 16² on the CPU, eager and channels-last."""
+    """paper256 per precision and variant; in a dry run the tiny preset at 16² on the CPU, eager and channels-last.
+    On the GPU 10 rounds of every phase (2 untimed, 2 repeats of 4): bench's default 33 took 122 s of an H200 for
+    fp32, and the suite must fit a lease of minutes."""
     size = ["--cfg", "tiny", "--resolution", "16", "--steps", "1", "--warmup", "0", "--device", "cpu"] if dry_run else [
-        "--cfg", "paper256", "--steps", "10", "--warmup", "3", "--device", "cuda"]  # fmt: skip
+        "--cfg", "paper256", "--steps", "4", "--warmup", "2", "--repeat", "2", "--device", "cuda"]  # fmt: skip
     steps = []
-    for variant in VARIANTS:  # every precision eager first: if the budget runs out, it runs out on the compiles
+    for variant in VARIANTS:
         for precision in PRECISIONS:
             flag = [variant["flag"]] if "flag" in variant else []
             step = Step(f"bench {precision} {variant['label']}", ganforge("bench", *size, "--precision", precision,
@@ -86,13 +91,20 @@ def loader_step(dry_run: bool, data: Path, out: Path) -> Step:
     return Step("loader", command, "loader")
 
 
-def plan(dry_run: bool, data: Path, out: Path) -> list[Step]:
-    cuda_tests = Step("cuda-tests", [sys.executable, "-m", "pytest", "-m", "cuda", "-q", "-p", "no:cacheprovider",
-                                     str(REPO / "tests")], "cuda-tests")  # fmt: skip
+def plan(dry_run: bool, data: Path, out: Path, results: Path) -> list[Step]:
+    """The steps in order; `out` is the scratch folder, `results` the one that is kept. Pytest's logging capture is
+    off: a captured DEBUG log of torch.compile buried the failures' reasons under megabytes."""
+    pytest = [sys.executable, "-m", "pytest", "-m", "cuda", "-q", "--tb=short", "-p", "no:cacheprovider", "-p",
+              "no:logging", str(REPO / "tests")]  # fmt: skip
+    cuda_tests = Step("cuda-tests", pytest, "cuda-tests", keep_output=results / "cuda-tests.txt")
     if dry_run:
         cuda_tests.run, cuda_tests.why_not = False, "needs a GPU (every test would skip)"
     doctor = Step("doctor", ganforge("doctor", "--json", "--quick", "--outdir", str(out)), "doctor")
-    return [doctor, cuda_tests, *bench_steps(dry_run), loader_step(dry_run, data, out)]
+    benches = bench_steps(dry_run)
+    eager = [step for step in benches if step.name.endswith(" eager")]
+    later = [step for step in benches if step not in eager]
+    # the loader before the channels-last and compiled entries: if the budget runs out, it runs out on the compiles
+    return [doctor, cuda_tests, *eager, loader_step(dry_run, data, out), *later]
 
 
 def execute(step: Step, deadline: float, limited: bool) -> None:
@@ -109,6 +121,10 @@ def execute(step: Step, deadline: float, limited: bool) -> None:
         step.result = {"status": "timeout", "seconds": round(time.monotonic() - start, 1)}
         return
     step.result = {"status": "ran", "rc": done.returncode, "seconds": round(time.monotonic() - start, 1)}
+    if step.keep_output is not None:
+        step.keep_output.write_text(done.stdout + done.stderr)
+    if done.returncode not in GOOD_RC[step.kind]:  # the one chance to read why, on a machine lent for minutes
+        step.result["output_tail"] = (done.stdout + done.stderr)[-3000:]
     try:
         step.result["figures"] = PARSERS[step.kind](done.stdout, step)
     except (ValueError, KeyError, IndexError, OSError) as error:
@@ -188,7 +204,7 @@ def main() -> int:
     deadline = time.monotonic() + (args.budget_s or (1200.0 if args.dry_run else 460.0))
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / ("bench16.gfd" if args.dry_run else "bench256.gfd")
-        steps = plan(args.dry_run, data, Path(tmp))
+        steps = plan(args.dry_run, data, Path(tmp), args.out)
         unknown = set(args.only or []) - {step.name for step in steps}
         if unknown:
             parser.error(f"--only: no step named {', '.join(sorted(unknown))}; the steps are those of suite.md")
@@ -201,6 +217,8 @@ def main() -> int:
             print(f"{'run ' if step.run else 'plan'} {step.name}: {' '.join(step.command)}", flush=True)
             execute(step, deadline, limited=not args.dry_run)
             print(f"     -> {step.result['status']} {step.result.get('seconds', '')}", flush=True)
+            if "output_tail" in step.result or step.result["status"] == "failed":
+                print(step.result.get("output_tail") or step.result.get("why"), flush=True)
     header = "dry run on CPU" if args.dry_run else "CUDA"
     record = [{"name": s.name, "command": s.command, **s.result} for s in steps]
     (args.out / "suite.json").write_text(json.dumps({"dry_run": args.dry_run, "steps": record}, indent=1))

@@ -5,6 +5,7 @@ fp32 comparisons run inside fp32_math(tf32=False)."""
 import pytest
 import torch
 
+from dtype_helpers import record_dtype
 from ganforge.nets import Discriminator, Generator
 from ganforge.nets.layers import fir_kernel, modulated_conv2d, use_fused_modconv
 from ganforge.numerics import fp32_math
@@ -53,8 +54,8 @@ def test_fp16_resolutions_run_in_half_precision_and_stay_close_to_fp32():
     torch.manual_seed(4)
     D = Discriminator(num_fp16_res=2, conv_clamp=256, **ARCH).to(CUDA)
     dtypes = {}
-    fp16.synthesis.b16.conv1.register_forward_hook(lambda m, args, out: dtypes.setdefault("G b16", out.dtype))
-    D.b16.conv0.register_forward_hook(lambda m, args, out: dtypes.setdefault("D b16", out.dtype))
+    fp16.synthesis.b16.conv1.register_forward_hook(record_dtype(dtypes, "G b16"))
+    D.b16.conv0.register_forward_hook(record_dtype(dtypes, "D b16"))
     z = torch.randn(4, 8, generator=torch.Generator().manual_seed(5)).to(CUDA)
     c = torch.zeros(4, 0, device=CUDA)
     with torch.no_grad(), fp32_math(tf32=False):

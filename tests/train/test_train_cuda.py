@@ -12,6 +12,7 @@ import pytest
 import torch
 from train_helpers import make_dataset, tiny_args, tiny_options
 
+from dtype_helpers import record_dtype
 from ganforge import checkpoint
 from ganforge.checkpoint.serialize import flatten
 from ganforge.train import loop, resolve, run
@@ -48,12 +49,16 @@ def _one_phase(cfg, phase_name: str, scale: float | None = None) -> tuple[dict, 
     return stats, moments
 
 
-@pytest.mark.parametrize("precision, rtol, cosine", [("tf32", 1e-2, 0.999), ("bf16", 5e-2, 0.99), ("fp16", 5e-2, 0.99)])
+# tf32's cosine bound is bf16's: on an H200 one G step's const gradient had cosine 0.9957 and one D step's fromRGB
+# weight 0.9979 against fp32 (the gradients of the layers furthest from the loss gather the most rounding).
+@pytest.mark.parametrize("precision, rtol, cosine", [("tf32", 1e-2, 0.99), ("bf16", 5e-2, 0.99), ("fp16", 5e-2, 0.99)])
 @pytest.mark.parametrize("phase_name, stat", [("G_main", "Loss/G/main"), ("D_main", "Loss/D/main")])
 def test_every_precision_takes_a_finite_step_close_to_fp32(data, tmp_path, precision, rtol, cosine, phase_name, stat):
     """Fresh networks, one main step: the losses agree with fp32 within the precision's rounding, and each layer's
-    gradient (Adam's first moment, beta1 = 0) points the same way."""
-    low, low_moments = _one_phase(resolve(_options(data, tmp_path, precision=precision)), phase_name)
+    gradient (Adam's first moment, beta1 = 0) points the same way. Under fp16 the GradScaler starts at 2^10: at its
+    default 2^16 G's first step overflowed on an H200 and was skipped, as a GradScaler does while its scale adapts."""
+    scale = 2.0**10 if precision == "fp16" else None
+    low, low_moments = _one_phase(resolve(_options(data, tmp_path, precision=precision)), phase_name, scale)
     fp32, fp32_moments = _one_phase(resolve(_options(data, tmp_path / "fp32")), phase_name)
     assert low[f"Skipped/{phase_name}"].item() == 0 and torch.isfinite(low[stat]).all()
     torch.testing.assert_close(low[stat], fp32[stat], rtol=rtol, atol=1e-3)
@@ -84,7 +89,7 @@ def test_fp16_res_runs_the_top_resolution_in_float16_with_fp32_master_weights(da
     t, phases, _ = build(cfg, CUDA)
     dtypes = {}
     for name, module in (("G b4", t.G.synthesis.b4.conv1), ("G b8", t.G.synthesis.b8.conv1), ("D b8", t.D.b8.conv0)):
-        module.register_forward_hook(lambda m, args, out, name=name: dtypes.setdefault(name, out.dtype))
+        module.register_forward_hook(record_dtype(dtypes, name))
     images = (torch.rand([8, 1, 8, 8], generator=torch.Generator().manual_seed(5)) * 2 - 1).to(CUDA)
     for index, phase in enumerate(phases):  # the first steps may overflow and be skipped while the scale adapts
         run_phase(t, phase, index, 0, micro_batches(cfg, index, 0, images, torch.zeros([8, 0], device=CUDA),
