@@ -26,6 +26,7 @@ import PIL.Image
 import torch
 
 from ganforge.demo import write_digit_pngs
+from ganforge.metrics.perceptual import load_perceptual, squared_distance
 from ganforge.nets import Generator
 from ganforge.project import ProjectOptions, project
 from ganforge.snapshot import save_snapshot
@@ -40,16 +41,33 @@ def measure(network: Path, targets: list[Path], out: Path, space: str, steps: in
                              tune_g=tune_g, perceptual=perceptual, batch=len(targets))  # fmt: skip
     summary = project(options)
     seconds = time.monotonic() - started
-    records = [json.loads((Path(s["folder"]) / "projection.json").read_text()) for s in summary["targets"]]
+    folders = [Path(s["folder"]) for s in summary["targets"]]
+    records = [json.loads((folder / "projection.json").read_text()) for folder in folders]
     row = {"space": space, "steps": steps, "tune_g": tune_g, "seconds": round(seconds, 1),
            "psnr": _mean(r["final"]["psnr_db"] for r in records), "ssim": _mean(r["final"]["ssim"] for r in records),
-           "distance": _mean(r["distances"][-1] for r in records)}  # fmt: skip
+           "distance": _mean(r["distances"][-1] for r in records),
+           "inception_distance": inception_distance(folders, "proj.png")}  # fmt: skip
     if tune_g:
         row |= {"tuned_psnr": _mean(r["tuning"]["final"]["psnr_db"] for r in records),
                 "tuned_ssim": _mean(r["tuning"]["final"]["ssim"] for r in records),
-                "tuned_distance": _mean(r["tuning"]["distances"][-1] for r in records)}  # fmt: skip
+                "tuned_distance": _mean(r["tuning"]["distances"][-1] for r in records),
+                "tuned_inception_distance": inception_distance(folders, "proj_tuned.png")}  # fmt: skip
     print(json.dumps(row), flush=True)
     return row
+
+
+def inception_distance(folders: list[Path], image: str) -> float:
+    """The mean of the default `--perceptual inception` distance between each folder's target.png and `image`
+    (proj.png or proj_tuned.png), whatever distance the projection optimised: one figure comparable across runs."""
+    features = load_perceptual("inception", torch.device("cpu"))
+
+    def read(path: Path) -> torch.Tensor:
+        pixels = np.asarray(PIL.Image.open(path), dtype=np.float32)  # [H, W] or [H, W, C], 0-255
+        return torch.from_numpy(pixels.reshape(*pixels.shape[:2], -1)).permute(2, 0, 1)
+
+    with torch.no_grad():
+        targets, images = (torch.stack([read(f / name) for f in folders]) for name in ("target.png", image))
+        return _mean(squared_distance(features(targets), features(images)).tolist())
 
 
 def _mean(values) -> float:
@@ -121,14 +139,15 @@ def main() -> None:
     runs = [(space, steps, args.tune_g if steps == lengths[-1] else 0) for space in ("w", "wplus") for steps in lengths]
     rows = [measure(network, targets, out, space, steps, tune_g, args.perceptual) for space, steps, tune_g in runs]
     print(f"\n{len(targets)} targets, --perceptual {args.perceptual}, {torch.get_num_threads()} threads\n")
-    print("| space | steps | PTI steps | PSNR dB | SSIM | distance | s/step (projection and tuning together) |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("| space | steps | PTI steps | PSNR dB | SSIM | distance optimised | Inception distance | s/step (projection "
+          "and tuning together) |\n| --- | --- | --- | --- | --- | --- | --- | --- |")  # fmt: skip
     for r in rows:
         per_step = f"{r['seconds'] / (r['steps'] + r['tune_g']):.2f}"
-        print(f"| {r['space']} | {r['steps']} | - | {r['psnr']} | {r['ssim']} | {r['distance']} | {per_step} |")
+        print(f"| {r['space']} | {r['steps']} | - | {r['psnr']} | {r['ssim']} | {r['distance']} | "
+              f"{r['inception_distance']} | {per_step} |")  # fmt: skip
         if r["tune_g"]:
             print(f"| {r['space']} | {r['steps']} | {r['tune_g']} | {r['tuned_psnr']} | {r['tuned_ssim']} | "
-                  f"{r['tuned_distance']} | {per_step} |")  # fmt: skip
+                  f"{r['tuned_distance']} | {r['tuned_inception_distance']} | {per_step} |")  # fmt: skip
     if args.timing_steps:
         print(f"\n256 px config-F (random weights), one target: {speed_256(out, args.perceptual, args.timing_steps)}")
 
