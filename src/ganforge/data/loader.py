@@ -13,7 +13,8 @@ must reach the training loop, which checkpoints, and not kill a worker under it.
 The uint8 -> float conversion happens on the device (4x less host-to-device traffic than float32). Off the CPU it is a
 lookup in the 256 values the CPU computes, so every device gives identical numbers: the same expression would not
 (CUDA divides a tensor by a Python number as a multiplication by its reciprocal, which differs from the CPU's true
-division in the last bit for 111 of the 256 bytes; seen on an H200).
+division in the last bit: for 111 of the 256 bytes when the reciprocal product is done on a CPU; the batches differed
+on an H200).
 """
 
 import contextlib
