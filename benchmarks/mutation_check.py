@@ -345,6 +345,11 @@ MUTANTS = (
       ("tests/train/test_train_lengths.py::test_round_up_to_batches_equals_exact_arithmetic",)),
     M("lengths_decimal_rounding_moved", "train/resolver.py", "if abs(nimg - whole) < 1e-6 else",
       "if False else", ("tests/train/test_train_lengths.py::test_round_up_to_batches_equals_exact_arithmetic",)),
+    M("pool_task_registration_interruptible", "data/pool.py",
+      "            with preempt.signals_held():\n                pending.append(pool.apply_async(function, (item,)))",
+      "            if True:\n                pending.append(pool.apply_async(function, (item,)))",
+      ("tests/data/test_data_pool.py::test_a_signal_between_a_tasks_registration_and_its_queueing_ends_the_map_"
+       "without_hanging",)),
     # Hostile datasets: the readers' bounds and checks (tests in tests/data/test_data_bounds.py).
     M("zip_member_size_cap_skipped", "data/files.py", "if info.file_size > cap:", "if False:",
       ("tests/data/test_data_bounds.py::test_a_member_declaring_more_than_an_image_may_take_is_refused_from_the_"

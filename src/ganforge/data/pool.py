@@ -35,7 +35,11 @@ def ordered_map(function, items, workers: int):
     try:
         pending, sizes = collections.deque(), collections.deque()
         for item in items:
-            pending.append(pool.apply_async(function, (item,)))
+            # A SIGTERM or SIGINT raised as an exception between apply_async entering the task in the pool's cache
+            # and queueing it would leave a result that never comes, and the close() and join() below waiting for
+            # it forever; held here, the signal is taken once the task is queued.
+            with preempt.signals_held():
+                pending.append(pool.apply_async(function, (item,)))
             sizes.append(len(item[0]))
             while len(pending) >= _IN_FLIGHT_PER_WORKER * workers or sum(sizes) > _IN_FLIGHT_BYTES:
                 sizes.popleft()
