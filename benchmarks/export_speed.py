@@ -66,7 +66,9 @@ def export_all(snapshot: Path, folder: Path, fid: int) -> dict:
 def quality(check: dict) -> str:
     text = f"max abs diff {check['max_abs_diff']:.3g}, PSNR {check['psnr_db']:.1f} dB"
     return text + (
-        f", FID {check['fid']:.3f}, KID {check['kid']:.4f} ({check['fid_images']} img)" if check["fid"] else ""
+        f", FID delta {check['fid_delta']:.3f}, KID {check['kid']:.4f} ({check['fid_images']} img)"
+        if check["fid_delta"] is not None
+        else ""
     )
 
 

@@ -67,6 +67,8 @@ PROFILER_BOUND = PROFILER + "test_a_phase_that_never_runs_ends_the_window_at_its
 INSPECT = "tests/checkpoint/test_checkpoint_inspect.py::"
 DIFF_SNAPSHOTS = "tests/checkpoint/test_checkpoint_diff_snapshots.py::"
 EXPORT_PROGRESS = "tests/export/test_export_progress.py::"
+INT8_CHOICE = "tests/export/test_export_int8_choice.py::"
+EXPORT_CHECK = "tests/export/test_export_check.py::"
 METRICS_PROGRESS = "tests/metrics/test_metrics_progress.py::"
 TERMINAL_CARD = "test_on_a_terminal_each_stage_has_a_bar_and_the_card_records_the_calibration"
 TF_REFUSAL = "tests/interop/test_interop_tf_refusal.py::"
@@ -574,6 +576,21 @@ MUTANTS = (
       ("tests/export/test_export_inputs.py::test_numbers_out_of_range_are_refused_where_they_are_parsed",)),
     M("export_check_memory_skipped", "export/run.py", "    _check_memory(module, options)\n", "",
       ("tests/export/test_export_inputs.py::test_a_fixed_batch_whose_check_does_not_fit_is_refused_with_the_figure",)),
+    M("export_sensitivity_least_harmful_first", "export/sensitivity.py", "key=lambda effect: -effect.mse",
+      "key=lambda effect: effect.mse",
+      (INT8_CHOICE + "test_the_sensitivity_ranking_is_deterministic_and_is_each_layers_own_pixel_error",)),
+    M("export_keep_float_auto_keeps_all_but_one", "export/sensitivity.py",
+      "self.ranking[: len(self.attempts)]", "self.ranking[: len(self.layers) - 1]",
+      (INT8_CHOICE + "test_keep_float_auto_tries_one_more_layer_after_each_failure_and_stops_with_one_layer_left",)),
+    M("export_keep_float_auto_goes_on_after_a_pass", "export/run.py",
+      "if not failed or not float_layers.record(figures):", "if not float_layers.record(figures):",
+      (INT8_CHOICE + "test_keep_float_auto_keeps_the_most_sensitive_layers_and_stops_at_the_first_set_that_passes",)),
+    M("export_fid_delta_without_the_eager_baseline", "export/check.py",
+      '"fid_delta": fid_exported - reference.fid_eager,', '"fid_delta": fid_exported,',
+      (EXPORT_CHECK + "test_the_fid_delta_and_kid_compare_with_eager_images_of_other_latents_measured_once",)),
+    M("export_check_reference_remeasured", "export/check.py",
+      "measure_eager = fid_images > 0 and self.reference is None", "measure_eager = fid_images > 0",
+      (EXPORT_CHECK + "test_the_fid_delta_and_kid_compare_with_eager_images_of_other_latents_measured_once",)),
     M("export_calibration_not_counted", "export/quantize.py", "        self.stage.update(self.running)\n",
       "        self.stage.update(0)\n", (EXPORT_PROGRESS + TERMINAL_CARD,)),
     M("export_card_calibration_not_rounded_to_batches", "export/quantize.py",

@@ -1,5 +1,6 @@
-"""The check's figures against hand computations: pixel differences and PSNR of a known perturbation, FID and KID
-through the metrics' functions on the same features, the batches a model is run with, and which figures fail."""
+"""The check's figures against hand computations: pixel differences and PSNR of a known perturbation, the FID delta
+and KID through the metrics' functions on the same features, the batches a model is run with, and which figures
+fail."""
 
 import copy
 import dataclasses
@@ -48,48 +49,57 @@ def test_batches_cover_the_count_starting_with_a_single_image(generator):
 @pytest.mark.parametrize("uint8", [False, True])
 def test_pixel_figures_of_a_known_difference(generator, uint8):
     module = DeployableGenerator(generator, uint8=uint8)
-    figures = check.run_check(module, Perturbed(module, 0.25), pixel_images=20, fid_images=0, seed=3)
+    figures = check.Check(module, pixel_images=20, fid_images=0, seed=3).run(Perturbed(module, 0.25))
     delta = 2 / 255 if uint8 else 0.25
     batches, values = 3, 20 * 3 * 16 * 16  # batches 1, 16, 3: one changed pixel each
-    assert figures.images == 20 and figures.batch_sizes == (1, 16, 3) and figures.fid is None
+    assert figures.images == 20 and figures.batch_sizes == (1, 16, 3) and figures.fid_delta is None
     assert figures.max_abs_diff == pytest.approx(delta)
     assert figures.mean_abs_diff == pytest.approx(batches * delta / values)
     assert figures.psnr_db == pytest.approx(10 * math.log10(4 / (batches * delta**2 / values)))
 
 
-def test_fid_and_kid_compare_the_two_image_sets_of_the_same_latents(generator, monkeypatch):
+def test_the_fid_delta_and_kid_compare_with_eager_images_of_other_latents_measured_once(generator, monkeypatch):
     monkeypatch.setattr(inception, "load_inception", lambda *args, **kwargs: PixelFeatures())
     # The Frechet distance itself is tested with the metrics (and runs for real in the int8 export test); here it
-    # records what it is given, which skips two 2048x2048 eigendecompositions per call.
-    given = []
-    monkeypatch.setattr(check, "frechet_distance", lambda *moments: given.append(moments) or 1.5)
+    # records what it is given and answers in turn, which skips two 2048x2048 eigendecompositions per call.
+    given, answers = [], iter([1.5, 4.0, 2.0])
+    monkeypatch.setattr(check, "frechet_distance", lambda *moments: given.append(moments) or next(answers))
     module = DeployableGenerator(generator)
-    figures = check.run_check(module, Perturbed(module, 50.0), pixel_images=4, fid_images=6, seed=1)
-    assert (figures.fid, figures.fid_images, figures.images) == (1.5, 6, 4)
-    # by hand: the same six inputs (batches of 1 and 5 from one generator), eager and perturbed, the same features
+    checker = check.Check(module, pixel_images=4, fid_images=6, seed=1)
+    figures = checker.run(Perturbed(module, 50.0))
+    assert (figures.fid_eager, figures.fid_exported, figures.fid_delta) == (1.5, 4.0, 2.5)
+    assert (figures.fid_images, figures.images) == (6, 4)
+    # by hand: A, the six inputs of the check (batches of 1 and 5 from one generator), eager and perturbed; B, six
+    # more inputs drawn after them, eager
     draws = torch.Generator().manual_seed(1)
     with torch.no_grad():
-        eager = torch.cat([module(*module.example_inputs(size, draws)) for size in (1, 5)])
+        eager, other = (torch.cat([module(*module.example_inputs(size, draws)) for size in (1, 5)]) for _ in "AB")
     exported = eager.clone()
     exported[[0, 1], 0, 0, 0] += 50.0  # the first pixel of each batch
-    features = [PixelFeatures()(check.as_nchw_uint8(x)).double().numpy() for x in (eager, exported)]
-    ((mu1, sigma1, mu2, sigma2),) = given
-    for (mu, sigma), f in zip(((mu1, sigma1), (mu2, sigma2)), features, strict=True):
-        assert np.allclose(mu, f.mean(0), atol=1e-4) and np.allclose(sigma, np.cov(f, rowvar=False), atol=1e-3)
-    assert not np.allclose(mu1, mu2)
-    # KID of independent halves: eager images 0, 2, 4 against exported images 1, 3, 5
-    halves = [torch.from_numpy(f[i::2]) for f, i in zip(features, (0, 1), strict=True)]
-    assert figures.kid == pytest.approx(kernel_inception_distance(*halves, 100, 1000, 1)[0], rel=1e-5)
+    features = [PixelFeatures()(check.as_nchw_uint8(x)).double().numpy() for x in (other, eager, exported)]
+    moments = [(f.mean(0), np.cov(f, rowvar=False)) for f in features]
+    for call, (first, second) in zip(given, ((0, 1), (0, 2)), strict=True):  # FID(B, A), then FID(B, exported)
+        for (mu, sigma), (want_mu, want_sigma) in zip((call[:2], call[2:]), (moments[first], moments[second]),
+                                                      strict=True):  # fmt: skip
+            assert np.allclose(mu, want_mu, atol=1e-4) and np.allclose(sigma, want_sigma, atol=1e-3)
+    # KID: unbiased, of two independent sets: B against the exported images
+    sets = [torch.from_numpy(features[i]) for i in (0, 2)]
+    assert figures.kid == pytest.approx(kernel_inception_distance(*sets, 100, 1000, 1)[0], rel=1e-5)
+    # A second candidate is measured against the same eager side: one more FID, FID(B, A) as before.
+    again = checker.run(Perturbed(module, 50.0))
+    assert len(given) == 3 and (again.fid_eager, again.fid_exported, again.fid_delta) == (1.5, 2.0, 0.5)
 
 
 def test_problems_name_each_broken_limit_and_treat_nan_as_broken():
     figures = check.Figures(8, 0.01, 0.001, 40.0, 8, 2.5, 0.01, (1, 7), "test")
     assert check.problems(figures, max_abs_diff=0.1, max_fid_delta=3.0) == []
+    figures = dataclasses.replace(figures, fid_exported=12.5, fid_eager=10.0)
     assert check.problems(figures, max_abs_diff=0.001, max_fid_delta=1.0) == [
         "max abs pixel difference 0.01 > --max-abs-diff 0.001",
-        "FID between eager and exported images 2.5 > --max-fid-delta 1",
+        "the exported images' FID is 2.5 above the eager images' > --max-fid-delta 1 (FID to 8 eager images of "
+        "other latents: exported 12.5, eager 10)",
     ]
-    broken = dataclasses.replace(figures, max_abs_diff=math.nan, fid=math.nan)
+    broken = dataclasses.replace(figures, max_abs_diff=math.nan, fid_delta=math.nan)
     assert len(check.problems(broken, max_abs_diff=None, max_fid_delta=1.0)) == 1
     assert len(check.problems(broken, max_abs_diff=1.0, max_fid_delta=1.0)) == 2
 
@@ -105,5 +115,5 @@ def test_on_a_gpu_the_eager_reference_runs_there_in_ieee_fp32(generator):
             return DeployableGenerator(generator)(*inputs)
 
     on_cpu.runtime = "cpu"
-    figures = check.run_check(module, on_cpu, pixel_images=17, fid_images=0, seed=0)
+    figures = check.Check(module, pixel_images=17, fid_images=0, seed=0).run(on_cpu)
     assert next(module.parameters()).device.type == "cuda" and figures.max_abs_diff < 1e-4

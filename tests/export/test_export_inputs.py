@@ -38,6 +38,14 @@ def test_options_are_checked_together_before_anything_is_loaded(tmp_path):
         "error: --keep-float: only used with --precision int8",
         "error: --check-fid 1: FID and KID need at least 4 images, or 0 for no FID check",
     ]
+    result = export("--network", tmp_path / "none.safetensors", "--out", tmp_path / "G.onnx", "--keep-float",
+                    "auto,synthesis.b4", "--calib-method", "entropy", "--int8-weights", "per-tensor")  # fmt: skip
+    assert result.output.splitlines() == [
+        "error: --keep-float auto,synthesis.b4: auto chooses the layers itself; give auto alone",
+        "error: --keep-float: only used with --precision int8",
+        "error: --int8-weights: only used with --precision int8",
+        "error: --calib-method: only used with --precision int8",
+    ]
     result = export("--network", tmp_path / "none.safetensors", "--out", tmp_path, "--format", "pt2")
     assert f"error: --out {tmp_path}: is a folder; name the file to write, e.g. {tmp_path / 'G'}.pt2" in result.output
     assert list(tmp_path.iterdir()) == []

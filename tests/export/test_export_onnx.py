@@ -80,7 +80,8 @@ def test_int8_quantizes_the_synthesis_convolutions_and_passes_the_real_fid_check
     assert card["precision"] == "int8" and card["quantized_layers"] == layers
     assert "toRGB" in card["float_parts"] and "mapping network" in card["float_parts"]
     figures = card["check"]
-    assert figures["fid_images"] == 8 and 0 <= figures["fid"] <= 50 and np.isfinite(figures["kid"])
+    assert figures["fid_images"] == 8 and abs(figures["fid_delta"]) <= 50 and np.isfinite(figures["kid"])
+    assert figures["fid_delta"] == pytest.approx(figures["fid_exported"] - figures["fid_eager"])
     assert 0 < figures["max_abs_diff"] < 1 and figures["psnr_db"] > 20  # int8 changes pixels, a little
     # Every setting that shaped the model and its check, on the card: calibration (--calib latents drawn with
     # --seed + 1), the quantizer's scheme, the layers kept in float, the thresholds and what the check measured.
@@ -92,7 +93,7 @@ def test_int8_quantizes_the_synthesis_convolutions_and_passes_the_real_fid_check
     assert settings["format"] == "QDQ" and settings["tool"] == f"onnxruntime {onnxruntime.__version__} quantize_static"
     assert settings["float_layers"] == ["synthesis.b4.conv1"] and settings["keep_float"] == ["synthesis.b4"]
     assert figures["seed"] == 5 and figures["limits"] == {"max_abs_diff": None, "max_fid_delta": 50.0}
-    assert figures["kid_subsets"] == 100 and figures["kid_subset_size"] == 4  # 4 even-position and 4 odd images
+    assert figures["kid_subsets"] == 100 and figures["kid_subset_size"] == 8  # all 8 images of each set
     assert figures["feature_network"] == inception.FEATURE_NETWORK and figures["protocol"] == inception.PROTOCOL
     # One int8 convolution per quantized layer (conv1; conv0's upsampling transposed conv); the toRGB 1x1 convs and
     # the depthwise FIR filters stay float.
@@ -107,22 +108,28 @@ def test_int8_quantizes_the_synthesis_convolutions_and_passes_the_real_fid_check
 
 def test_an_export_failing_its_check_exits_2_writes_nothing_and_logs_its_stages(snapshots, tmp_path, monkeypatch):
     monkeypatch.setattr(inception, "load_inception", lambda *args, **kwargs: PixelFeatures())
-    monkeypatch.setattr(check, "frechet_distance", lambda *moments: 0.5)  # the real one runs in the test above
+    fids = iter([0.5, 0.75])  # FID(other eager images, eager), then (..., exported); the real one runs above
+    monkeypatch.setattr(check, "frechet_distance", lambda *moments: next(fids))
     args = ["--precision", "int8", "--calib", "4", "--check", "4", "--check-fid", "4", "--max-fid-delta", "1e-9"]
     result = export("--network", snapshots["cond"], "--out", tmp_path / "C.onnx", *args)
     assert result.exit_code == 2 and "Traceback" not in result.output, result.output
     lines = result.stderr.splitlines()
     assert lines[0] == f"error: --out {tmp_path / 'C.onnx'}: not written, the export fails its check:"
-    assert lines[1] == "error: FID between eager and exported images 0.5 > --max-fid-delta 1e-09"
+    assert lines[1] == (
+        "error: the exported images' FID is 0.25 above the eager images' > --max-fid-delta 1e-09 (FID to 4 eager "
+        "images of other latents: exported 0.75, eager 0.5)"
+    )
     assert lines[2].startswith("error: checked 4 images: max abs diff ") and "FID" in lines[2]
-    hint = "calibrate on more latents (--calib), keep more layers in float (e.g. --keep-float synthesis.b16.conv1)"
-    assert lines[3] == f"error: hint: {hint}, or use --precision fp16"
+    hint = ("keep the layers that matter most in float (--keep-float auto, or by name, e.g. --keep-float "
+            "synthesis.b16.conv1), calibrate otherwise (--calib, --calib-method), or use --precision fp16")  # fmt: skip
+    assert lines[3] == f"error: hint: {hint}"
     assert list(tmp_path.iterdir()) == []  # no model, no card, no temporary folder
     # In a log, each stage said when it started and how long it took before the check failed.
     stages = ["export: torch.export trace and ONNX translation", "export: int8 calibration on 4 latents",
               "export: int8 quantization of 5 convolutions", "export: loading the ONNX model in onnxruntime",
               "export: check on 4 eager and exported images and their Inception features",
-              "export: FID and KID of 4 image pairs"]  # fmt: skip
+              "export: 4 eager images of other latents and their Inception features",
+              "export: FID and KID against 4 eager images of other latents"]  # fmt: skip
     steps = result.stdout.splitlines()
     assert steps[0::2] == [f"{stage}: started" for stage in stages] and "\r" not in result.output
     for stage, line in zip(stages, steps[1::2], strict=True):
@@ -138,7 +145,7 @@ def test_fp16_keeps_the_mapping_network_in_float32_and_stays_close(snapshots, tm
     assert result.exit_code == 0, result.output
     card = json.loads((tmp_path / "G.onnx.json").read_text())
     assert card["precision"] == "fp16" and card["check"]["limits"]["max_abs_diff"] == 0.05
-    assert card["check"]["fid"] is None and card["check"]["batch_sizes"] == [3, 3, 3] and card["batch"] == 3
+    assert card["check"]["fid_delta"] is None and card["check"]["batch_sizes"] == [3, 3, 3] and card["batch"] == 3
     assert 0 < card["check"]["max_abs_diff"] <= 0.05
     graph = onnx.load(str(out)).graph
     dtypes = {init.name: init.data_type for init in graph.initializer}

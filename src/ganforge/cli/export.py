@@ -5,7 +5,15 @@ from pathlib import Path
 import click
 
 from ganforge.cli.help import examples
-from ganforge.export.options import DEFAULT_CHECK_FID, DEFAULT_MAX_ABS_DIFF, FORMATS, NOISE_INPUTS, ExportOptions
+from ganforge.export.options import (
+    CALIB_METHODS,
+    DEFAULT_CHECK_FID,
+    DEFAULT_MAX_ABS_DIFF,
+    FORMATS,
+    INT8_WEIGHTS,
+    NOISE_INPUTS,
+    ExportOptions,
+)
 from ganforge.export.options import PRECISIONS as EXPORT_PRECISIONS
 
 
@@ -69,12 +77,30 @@ from ganforge.export.options import PRECISIONS as EXPORT_PRECISIONS
     "--max-fid-delta",
     type=click.FloatRange(min=0),
     default=ExportOptions.max_fid_delta,
-    help="Largest FID between eager and exported images of the same latents.",
+    help="Largest rise in FID: the exported images' FID minus the eager images' (same latents), each to eager "
+    "images of other latents.",
 )
 @click.option(
     "--calib", type=click.IntRange(min=1), default=ExportOptions.calib, help="int8: generated latents for calibration."
 )
-@click.option("--keep-float", metavar="LAYERS", help="int8: layers kept in float, e.g. synthesis.b4,synthesis.b8.")
+@click.option(
+    "--calib-method",
+    type=click.Choice(CALIB_METHODS),
+    default=ExportOptions.calib_method,
+    help="int8: how activation ranges are set: the extremes seen, a 99.999th percentile, or least entropy loss.",
+)
+@click.option(
+    "--int8-weights",
+    type=click.Choice(INT8_WEIGHTS),
+    default=ExportOptions.int8_weights,
+    help="int8: one weight scale per output channel, or one per layer.",
+)
+@click.option(
+    "--keep-float",
+    metavar="LAYERS|auto",
+    help="int8: layers kept in float, e.g. synthesis.b4,synthesis.b8; auto: the fewest that pass the check, the "
+    "layers that change the image most first.",
+)
 @click.option(
     "--seed", type=int, default=ExportOptions.seed, help="Latents and noise of the check; calibration uses seed + 1."
 )

@@ -1,7 +1,8 @@
 """The card written next to every export (`FILE.json`): what the model is, how to call it, where it came from, and
 the figures of the check it passed.
 
-Fields (format_version 2; version 1 had `quantization` as one line of text):
+Fields (format_version 3; version 2 had the FID between the paired image sets as `check.fid`, version 1 also
+`quantization` as one line of text):
     format, precision, file, file_sha256, file_bytes
     inputs, output     [{name, shape ("batch" where any size works), dtype, meaning}], in call order
     batch              "dynamic" or the fixed batch size
@@ -10,14 +11,20 @@ Fields (format_version 2; version 1 had `quantization` as one line of text):
     float_parts        which parts keep float
     quantized_layers   the int8 layers (int8 only)
     quantization       int8 only: every setting that shaped the model. tool (onnxruntime's version), format (QDQ),
-                       op_types; weights and activations {type, per_channel, symmetric}; calibration {method
-                       (MinMax), latents (--calib), drawn (rounded up to whole batches of a fixed --batch), batch,
-                       seed, source}; float_layers (quantizable layers kept in float), keep_float (--keep-float as
-                       given), quantized_nodes
+                       op_types; weights and activations {type, per_channel (--int8-weights), symmetric};
+                       calibration {method (--calib-method: MinMax, Percentile, Entropy), latents (--calib), drawn
+                       (rounded up to whole batches of a fixed --batch), batch, seed, source}; float_layers
+                       (quantizable layers kept in float), keep_float (--keep-float as given: layers, or "auto"),
+                       quantized_nodes; with --keep-float auto also auto {ranking: [{layer, mse, psnr_db}] (each
+                       layer alone in int8 against the float model over `latents` inputs, most harmful first;
+                       measured once a check failed), rejected: [{float_layers, fid_delta, psnr_db}] (each set
+                       tried before the one written), latents}
     source             network file name and SHA-256, its kind, architecture and constructor config
-    check              figures (images, max/mean abs diff, PSNR, fid_images, FID, KID and its subsets), batch sizes,
-                       runtime, limits (the thresholds the figures passed), seed, passed; with FID also the feature
-                       network and protocol of ganforge.metrics
+    check              figures (images, max/mean abs diff, PSNR; fid_images; fid_delta = fid_exported - fid_eager,
+                       the FIDs of the exported and of the eager images of the check's latents to as many eager
+                       images of other latents, the figure --max-fid-delta limits; KID of the exported images
+                       against those, and its subsets), batch sizes, runtime, limits (the thresholds the figures
+                       passed), seed, passed; with FID also the feature network and protocol of ganforge.metrics
     versions           of ganforge, torch and the export libraries used
 """
 
@@ -38,7 +45,7 @@ from ganforge.export.wrapper import DeployableGenerator
 from ganforge.metrics import inception
 from ganforge.snapshot import architecture_of
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 FP16_FLOAT_PARTS = (
     "mapping network computed in float32 (weights stored in float16); everything else float16; "
     "inputs and outputs float32"
@@ -94,7 +101,8 @@ def write_card(path: Path, card: dict) -> None:
 
 def _precision_fields(options: ExportOptions, quantized: list[str], quantization: dict | None) -> dict:
     if options.precision == "int8":
-        settings = quantization | {"keep_float": list(options.keep_float)}
+        given = "auto" if options.keep_float_auto else list(options.keep_float)
+        settings = quantization | {"keep_float": given}
         return {"float_parts": FLOAT_PARTS, "quantized_layers": quantized, "quantization": settings}
     if options.precision == "fp16":
         return {"float_parts": FP16_FLOAT_PARTS}
@@ -103,7 +111,7 @@ def _precision_fields(options: ExportOptions, quantized: list[str], quantization
 
 def _feature_network(figures: Figures) -> dict:
     """The network and protocol behind FID and KID, when they were measured."""
-    if figures.fid is None:
+    if figures.fid_delta is None:
         return {}
     return {"feature_network": inception.FEATURE_NETWORK, "protocol": inception.PROTOCOL}
 

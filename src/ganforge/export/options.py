@@ -13,6 +13,9 @@ from ganforge.errors import UserError
 FORMATS = ("onnx", "pt2")
 PRECISIONS = ("fp32", "fp16", "int8")
 NOISE_INPUTS = ("const", "input")
+INT8_WEIGHTS = ("per-channel", "per-tensor")  # one weight scale per output channel, or one per layer
+CALIB_METHODS = ("minmax", "percentile", "entropy")  # onnxruntime's calibrators (export/quantize.py)
+KEEP_FLOAT_AUTO = "auto"
 SUFFIXES = {"onnx": ".onnx", "pt2": ".pt2"}
 # What each format offers, and why a pair is missing (the message of the refusal).
 UNSUPPORTED = {
@@ -53,19 +56,28 @@ class ExportOptions:
     max_fid_delta: float = 1.0
     calib: int = 128  # generated latents whose activations calibrate int8
     keep_float: tuple[str, ...] = ()  # int8: layers (module path prefixes, e.g. synthesis.b4) kept in float
+    keep_float_auto: bool = False  # int8: keep in float the fewest layers, most sensitive first, that pass the check
+    int8_weights: str = "per-channel"
+    calib_method: str = "minmax"
     seed: int = 0  # latents and noise of the check (the calibration uses seed + 1)
     inception: Path | None = None
 
     def __post_init__(self):
         assert self.format in FORMATS and self.precision in PRECISIONS and self.noise in NOISE_INPUTS, self
+        assert self.int8_weights in INT8_WEIGHTS and self.calib_method in CALIB_METHODS, self
+        assert not (self.keep_float and self.keep_float_auto), self
 
     @classmethod
     def parse(cls, *, batch: str = "dynamic", keep_float: str | None = None, **fields) -> "ExportOptions":
-        """From the CLI's values (batch as typed: a number or 'dynamic'; keep_float comma-separated); UserError
-        listing every problem."""
+        """From the CLI's values (batch as typed: a number or 'dynamic'; keep_float comma-separated, or auto);
+        UserError listing every problem."""
         problems = []
         layers = tuple(p.strip() for p in keep_float.split(",") if p.strip()) if keep_float else ()
-        options = cls(**fields, batch=_parse_batch(batch, problems), keep_float=layers)
+        auto = KEEP_FLOAT_AUTO in layers
+        if auto and len(layers) > 1:
+            problems.append(f"--keep-float {shorten(keep_float, 40)}: auto chooses the layers itself; give auto alone")
+        layers = () if auto else layers
+        options = cls(**fields, batch=_parse_batch(batch, problems), keep_float=layers, keep_float_auto=auto)
         problems += options._problems()
         if problems:
             raise UserError(*problems)
@@ -94,8 +106,11 @@ class ExportOptions:
         problems += self._range_problems()
         if self.calib < 1 and self.precision == "int8":
             problems.append(f"--calib {self.calib}: int8 needs at least 1 calibration latent (128 is the default)")
-        if self.keep_float and self.precision != "int8":
+        if (self.keep_float or self.keep_float_auto) and self.precision != "int8":
             problems.append("--keep-float: only used with --precision int8")
+        for field in ("int8_weights", "calib_method"):
+            if getattr(self, field) != getattr(ExportOptions, field) and self.precision != "int8":
+                problems.append(f"--{field.replace('_', '-')}: only used with --precision int8")
         if self.check_fid is not None and 0 < self.check_fid < MIN_FID_IMAGES:
             problems.append(
                 f"--check-fid {self.check_fid}: FID and KID need at least {MIN_FID_IMAGES} images, or 0 "
@@ -131,6 +146,11 @@ class ExportOptions:
             return self.max_abs_diff
         default = DEFAULT_MAX_ABS_DIFF[self.precision]
         return None if default is None else max(default, UINT8_LEVEL) if self.uint8 else default
+
+    def int8_settings(self) -> dict:
+        """export.quantize.quantize_int8's keywords: the calibration's latents and seed (--seed + 1), the scheme."""
+        per_channel = self.int8_weights == "per-channel"
+        return dict(calib=self.calib, seed=self.seed + 1, per_channel=per_channel, method=self.calib_method)
 
     def fid_images(self, device_type: str) -> int:
         """Images of the FID/KID check (0: none): --check-fid, else a default for fp16/int8 on this device."""

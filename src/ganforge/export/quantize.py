@@ -8,6 +8,9 @@ style affines and demodulation (per-sample scale factors, a small share of the w
 output is the image itself), and the fixed FIR/low-pass filters (depthwise, cheap, and exact only in float).
 """
 
+import contextlib
+import io
+import sys
 from pathlib import Path
 
 import torch
@@ -22,11 +25,16 @@ CALIBRATION_BATCH = 16
 QUANTIZED_OPS = ("Conv", "ConvTranspose")
 FLOAT_PARTS = "mapping network, style affines and demodulation, toRGB layers, FIR resampling filters"
 # The quantizer's settings, passed to it as written here and recorded on the card from here. The weights are
-# symmetric int8 with one scale per output channel (a layer's channels differ in range by orders of magnitude); the
-# activations asymmetric uint8 with one scale per tensor, as the calibration observes them (MinMax: the extremes).
-QUANT_FORMAT, CALIBRATION_METHOD = "QDQ", "MinMax"
-WEIGHTS = {"type": "QInt8", "per_channel": True, "symmetric": True}
+# symmetric int8, by default with one scale per output channel (a layer's channels differ in range by orders of
+# magnitude); the activations asymmetric uint8 with one scale per tensor, their range found by the calibration method.
+QUANT_FORMAT = "QDQ"
+WEIGHT_TYPE = {"type": "QInt8", "symmetric": True}
 ACTIVATIONS = {"type": "QUInt8", "per_channel": False, "symmetric": False}
+SYMMETRY = {"WeightSymmetric": WEIGHT_TYPE["symmetric"], "ActivationSymmetric": ACTIVATIONS["symmetric"]}
+# --calib-method: onnxruntime's calibrators. minmax: the extremes seen; percentile: the range holding all but the
+# outermost 0.001% of values (a histogram per tensor); entropy: the range whose quantized histogram loses the least
+# information (KL divergence, as TensorRT's calibrator).
+CALIBRATORS = {"minmax": "MinMax", "percentile": "Percentile", "entropy": "Entropy"}
 CALIBRATION_SOURCE = (
     "inputs of the exported model drawn from a torch.Generator seeded with `seed`, as the check draws its own: "
     "z ~ N(0, I), uniformly random one-hot classes for a conditional network, N(0, I) maps for noise inputs"
@@ -63,14 +71,15 @@ class _Calibration:
     asks for each batch (asking for one means the one before has run), then the quantization, from the moment the
     last batch has run until the model is written."""
 
-    def __init__(self, module: DeployableGenerator, count: int, seed: int, nodes: int):
-        self.module, self.remaining, self.nodes = module, count, nodes
+    def __init__(self, module: DeployableGenerator, count: int, seed: int, nodes: int, show: bool):
+        self.module, self.remaining, self.nodes, self.show = module, count, nodes, show
+        self.stdout = sys.stdout  # the user's, for the stage that starts while the quantizer's own prints are muted
         self.batch = CALIBRATION_BATCH if module.batch == "batch" else module.batch
         self.drawn = count if module.batch == "batch" else -(-count // self.batch) * self.batch
         self.generator = torch.Generator().manual_seed(seed)
         self.running = 0  # inputs handed out whose batch onnxruntime is running
         self.calibrating = True
-        self.stage = Stage(f"export: int8 calibration on {self.drawn} latents", total=self.drawn, unit="latent")
+        self.stage = Stage(f"export: int8 calibration on {self.drawn} latents", self.drawn, "latent", enabled=show)
 
     def get_next(self) -> dict | None:
         self.stage.update(self.running)
@@ -79,7 +88,8 @@ class _Calibration:
             if self.calibrating:  # the last batch has run: the quantization starts
                 self.calibrating = False
                 self.stage.close()
-                self.stage = Stage(f"export: int8 quantization of {self.nodes} convolutions")
+                with contextlib.redirect_stdout(self.stdout):
+                    self.stage = Stage(f"export: int8 quantization of {self.nodes} convolutions", enabled=self.show)
             return None
         size = self.batch if self.module.batch != "batch" else min(self.batch, self.remaining)
         self.remaining -= size
@@ -94,16 +104,30 @@ class _Calibration:
         self.stage.close(failed=kind is not None)
 
 
-def quantize_int8(src: Path, dst: Path, module: DeployableGenerator, layers: list[str], calib: int, seed: int) -> dict:
-    """Write to `dst` the float ONNX model `src` with the convolutions of `layers` (see quantizable_layers) in int8,
-    calibrated on the activations of `calib` generated inputs drawn with `seed`. Returns the settings that shaped the
-    result, for the card: the quantizer and its scheme, the calibration, the quantizable layers kept in float."""
+def quantize_int8(
+    src: Path,
+    dst: Path,
+    module: DeployableGenerator,
+    layers: list[str],
+    calib: int,
+    seed: int,
+    per_channel: bool = True,
+    method: str = "minmax",
+    show: bool = True,
+) -> dict:
+    """Write to `dst` the float ONNX model `src` with the convolutions of `layers` (see quantizable_layers) in int8
+    (weights with a scale per output channel, or one per tensor), calibrated by `method` (a CALIBRATORS key) on the
+    activations of `calib` generated inputs drawn with `seed`, shown as two stages unless not `show`. Returns the
+    settings that shaped the result, for the card: the quantizer and its scheme, the calibration, the quantizable
+    layers kept in float."""
     import onnxruntime
     from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
 
     nodes = nodes_to_quantize(src, layers)
     assert nodes, f"no quantizable convolution found for {layers}"
-    with quiet_exporter(), _Calibration(module, calib, seed, len(nodes)) as calibration:
+    calibration = _Calibration(module, calib, seed, len(nodes), show)
+    # the histogram calibrators print their progress: muted, as the exporters' chatter
+    with quiet_exporter(), calibration, contextlib.redirect_stdout(io.StringIO()):
         quantize_static(
             str(src),
             str(dst),
@@ -111,20 +135,20 @@ def quantize_int8(src: Path, dst: Path, module: DeployableGenerator, layers: lis
             quant_format=QuantFormat[QUANT_FORMAT],
             op_types_to_quantize=list(QUANTIZED_OPS),
             nodes_to_quantize=nodes,
-            per_channel=WEIGHTS["per_channel"],
+            per_channel=per_channel,
             activation_type=QuantType[ACTIVATIONS["type"]],
-            weight_type=QuantType[WEIGHTS["type"]],
-            calibrate_method=CalibrationMethod[CALIBRATION_METHOD],
-            extra_options={"WeightSymmetric": WEIGHTS["symmetric"], "ActivationSymmetric": ACTIVATIONS["symmetric"]},
+            weight_type=QuantType[WEIGHT_TYPE["type"]],
+            calibrate_method=CalibrationMethod[CALIBRATORS[method]],
+            extra_options=SYMMETRY,
         )
     sampled = {"latents": calib, "drawn": calibration.drawn, "batch": calibration.batch, "seed": seed}
     return {
         "tool": f"onnxruntime {onnxruntime.__version__} quantize_static",
         "format": QUANT_FORMAT,
         "op_types": list(QUANTIZED_OPS),
-        "weights": WEIGHTS,
+        "weights": WEIGHT_TYPE | {"per_channel": per_channel},
         "activations": ACTIVATIONS,
-        "calibration": {"method": CALIBRATION_METHOD} | sampled | {"source": CALIBRATION_SOURCE},
+        "calibration": {"method": CALIBRATORS[method]} | sampled | {"source": CALIBRATION_SOURCE},
         "float_layers": [layer for layer in quantizable_layers(module) if layer not in layers],
         "quantized_nodes": len(nodes),
     }

@@ -2,6 +2,7 @@
 the eager generator, and only then write the card and move the model into place. A failed check, a bad input or a
 crash leaves nothing under --out (the temporary folder is removed)."""
 
+import contextlib
 import dataclasses
 import tempfile
 from pathlib import Path
@@ -11,7 +12,7 @@ import torch
 from ganforge import outputs
 from ganforge.durable import WriteError, move_file, shorten, write_problem
 from ganforge.errors import UserError
-from ganforge.export import check, onnx, pt2, quantize
+from ganforge.export import check, onnx, pt2, quantize, sensitivity
 from ganforge.export.card import card_path, make_card, write_card
 from ganforge.export.options import SUFFIXES, ExportOptions
 from ganforge.export.wrapper import DeployableGenerator
@@ -22,13 +23,13 @@ HINTS = {
     "fp32": "the exported model differs from PyTorch by more than float rounding; please report it with these figures",
     "fp16": "use --precision fp32, or allow more with --max-abs-diff",
     # the last layers write the image's finest detail, where quantization noise shows most
-    "int8": "calibrate on more latents (--calib), keep more layers in float (e.g. --keep-float {last}), or use "
-    "--precision fp16",
+    "int8": "keep the layers that matter most in float (--keep-float auto, or by name, e.g. --keep-float {last}), "
+    "calibrate otherwise (--calib, --calib-method), or use --precision fp16",
 }
 
 
 def export_network(options: ExportOptions) -> dict:
-    """Everything `ganforge export` does; returns the card that was written next to the model."""
+    """Everything `ganforge export` does; returns the card written next to the model."""
     if options.format == "onnx":
         onnx.require_extra()
     outputs.check_writable_folder(options.out.parent, "--out")
@@ -36,25 +37,34 @@ def export_network(options: ExportOptions) -> dict:
     module = DeployableGenerator(G, options.trunc, options.noise, options.uint8, options.batch)
     layers = _layers_to_quantize(module, options) if options.precision == "int8" else []
     _check_memory(module, options)
+    limits = {"max_abs_diff": options.max_abs_diff_limit(), "max_fid_delta": options.max_fid_delta}
     with tempfile.TemporaryDirectory(prefix=f".{options.out.name}.", dir=options.out.parent) as tmp:
         candidate = Path(tmp) / f"model{SUFFIXES[options.format]}"
-        try:
-            runner, opset, quantization = _export(module, options, candidate, layers)
-        except OSError as error:  # the exporters write the candidate (and int8 its float model) beside --out
-            raise WriteError(f"--out {write_problem(options.out, error)}") from None
-        figures = check.run_check(
-            module, runner, options.check, options.fid_images(_device_type()), options.seed, options.inception
-        )
-        limits = {"max_abs_diff": options.max_abs_diff_limit(), "max_fid_delta": options.max_fid_delta}
-        failed = check.problems(figures, limits["max_abs_diff"], limits["max_fid_delta"])
+        with _writing_beside(options.out):  # the exporters write the candidate (and int8 its float model) there
+            traced = _trace(module, options, candidate)
+        float_layers = sensitivity.FloatLayers(module, options, traced, layers, Path(tmp))
+        fid_images = options.fid_images(_device_type())
+        checker = check.Check(module, options.check, fid_images, options.seed, options.inception)
+        for kept in float_layers:
+            chosen = [layer for layer in layers if layer not in kept]
+            with float_layers.attempt():
+                with _writing_beside(options.out):
+                    runner, quantization = _finish(module, options, traced, candidate, chosen)
+                figures = checker.run(runner)
+            failed = check.problems(figures, limits["max_abs_diff"], limits["max_fid_delta"])
+            if not failed or not float_layers.record(figures):
+                break
         if failed:
             raise UserError(
                 f"--out {options.out}: not written, the export fails its check:",
                 *failed,
                 summary(dataclasses.asdict(figures)),
-                "hint: " + HINTS[options.precision].format(last=layers[-1] if layers else ""),
+                "hint: " + (float_layers.hint() or HINTS[options.precision].format(last=chosen[-1] if chosen else "")),
             )
-        card = make_card(options, module, candidate, figures, limits, meta, opset, layers, quantization)
+        if quantization is not None:
+            quantization |= float_layers.card()
+        opset = onnx.opset_of(candidate) if options.format == "onnx" else None
+        card = make_card(options, module, candidate, figures, limits, meta, opset, chosen, quantization)
         write_card(card_path(options.out), card)  # the model's arrival is the commit: it comes last
         try:
             move_file(candidate, options.out)
@@ -105,27 +115,43 @@ def _under(layer: str, prefix: str) -> bool:
     return layer == prefix or layer.startswith(prefix + ".")
 
 
-def _export(module: DeployableGenerator, options: ExportOptions, candidate: Path, layers: list[str]):
-    """Write the candidate file, each step shown as a stage; returns (a runner for it, the ONNX opset or None, what
-    the int8 quantization recorded or None)."""
+@contextlib.contextmanager
+def _writing_beside(out: Path):
+    """An OSError inside is a problem writing beside --out (the temporary folder is there): a WriteError naming it."""
+    try:
+        yield
+    except OSError as error:
+        raise WriteError(f"--out {write_problem(out, error)}") from None
+
+
+def _trace(module: DeployableGenerator, options: ExportOptions, candidate: Path) -> Path:
+    """Trace the float model, shown as a stage, into the candidate itself for fp32 (and pt2), else into a float ONNX
+    model beside it for the conversion; returns its path."""
     example = module.example_inputs(options.batch or 2, torch.Generator().manual_seed(options.seed))
     if options.format == "pt2":
         with Stage("export: torch.export trace"):
             pt2.export_pt2(module, candidate, example)
-        with Stage("export: loading the .pt2 program as a user would"):
-            return pt2.Pt2Runner(candidate), None, None
+        return candidate
     traced = candidate if options.precision == "fp32" else candidate.with_name("float.onnx")
     with Stage("export: torch.export trace and ONNX translation"):
         onnx.export_onnx(module, traced, example)
+    return traced
+
+
+def _finish(module: DeployableGenerator, options: ExportOptions, traced: Path, candidate: Path, layers: list[str]):
+    """Write the candidate from the traced float model (fp16: converted; int8: `layers` quantized) and load it as a
+    user would. Returns (a runner for it, what the int8 quantization recorded or None)."""
+    if options.format == "pt2":
+        with Stage("export: loading the .pt2 program as a user would"):
+            return pt2.Pt2Runner(candidate), None
     quantization = None
     if options.precision == "fp16":
         with Stage("export: fp16 conversion"):
             onnx.convert_fp16(traced, candidate, onnx.scoped_nodes(traced, "G.mapping"))
     elif options.precision == "int8":
-        quantization = quantize.quantize_int8(traced, candidate, module, layers, options.calib, options.seed + 1)
+        quantization = quantize.quantize_int8(traced, candidate, module, layers, **options.int8_settings())
     with Stage("export: loading the ONNX model in onnxruntime"):
-        runner = onnx.OnnxRunner(candidate, [spec.name for spec in module.inputs()])
-    return runner, onnx.opset_of(candidate), quantization
+        return onnx.OnnxRunner(candidate, [spec.name for spec in module.inputs()]), quantization
 
 
 def summary(figures: dict) -> str:
@@ -134,8 +160,8 @@ def summary(figures: dict) -> str:
         f"checked {figures['images']} images: max abs diff {figures['max_abs_diff']:.3g}, mean abs diff "
         f"{figures['mean_abs_diff']:.3g}, PSNR {figures['psnr_db']:.1f} dB"
     )
-    if figures["fid"] is not None:
-        line += f"; FID {figures['fid']:.4g}, KID {figures['kid']:.3g} over {figures['fid_images']} images"
+    if figures["fid_delta"] is not None:
+        line += f"; FID delta {figures['fid_delta']:.3g}, KID {figures['kid']:.3g} over {figures['fid_images']} images"
     return line + f" ({figures['runtime']})"
 
 

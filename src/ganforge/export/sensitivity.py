@@ -1,0 +1,131 @@
+"""How much each int8 layer alone changes the image: the ranking `--keep-float auto` keeps in float from the top.
+
+Each quantizable layer is quantized on its own (the same quantizer settings and calibration as the export) and the
+one-layer model is run beside the float ONNX model on the same generated inputs; the layer's effect is the mean
+squared pixel difference. Pixels, not Inception features, because the ranking needs one model run per layer and no
+feature network, and because what int8 does to the output is additive noise, which features see in proportion to its
+energy (benchmarks/quantize_sensitivity.py measures both per layer).
+"""
+
+import contextlib
+import dataclasses
+import math
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import torch
+
+from ganforge.export import quantize
+from ganforge.export.check import Figures, as_nchw_float
+from ganforge.export.onnx import OnnxRunner
+from ganforge.export.options import ExportOptions
+from ganforge.export.wrapper import DeployableGenerator
+from ganforge.progress import Stage
+
+SENSITIVITY_BATCH = 16
+SENSITIVITY_LATENTS = 32  # inputs each one-layer model is compared on: the ranking needs order, not precision
+
+
+@dataclasses.dataclass(frozen=True)
+class LayerEffect:
+    """One layer quantized alone: the mean squared pixel difference from the float model ([-1, 1] scale) and the
+    PSNR it makes."""
+
+    layer: str
+    mse: float
+
+    @property
+    def psnr_db(self) -> float:
+        return math.inf if self.mse == 0 else 10 * math.log10(2.0**2 / self.mse)
+
+
+def rank_layers(
+    float_model: Path,
+    module: DeployableGenerator,
+    layers: list[str],
+    quantize_only: Callable[[list[str], Path], None],
+    latents: int,
+    seed: int,
+    folder: Path,
+) -> list[LayerEffect]:
+    """Every layer of `layers` quantized alone by `quantize_only(layers, destination)`, compared with `float_model`
+    on `latents` inputs drawn with `seed`; most harmful first, equal effects in network order (a stable sort)."""
+    names = [spec.name for spec in module.inputs()]
+    reference = OnnxRunner(float_model, names)
+    inputs = _inputs(module, latents, seed)
+    expected = [as_nchw_float(reference(*batch)) for batch in inputs]
+    effects = []
+    with Stage(f"export: int8 sensitivity, each of {len(layers)} layers alone", total=len(layers), unit="layer") as s:
+        for layer in layers:
+            path = folder / "one-layer.onnx"
+            quantize_only([layer], path)
+            runner = OnnxRunner(path, names)
+            squared = sum((as_nchw_float(runner(*batch)) - want).square().sum().item()
+                          for batch, want in zip(inputs, expected, strict=True))  # fmt: skip
+            effects.append(LayerEffect(layer, squared / sum(want.numel() for want in expected)))
+            path.unlink()
+            s.update(1)
+    return sorted(effects, key=lambda effect: -effect.mse)
+
+
+def _inputs(module: DeployableGenerator, count: int, seed: int) -> list[tuple[torch.Tensor, ...]]:
+    """`count` inputs in batches; a fixed-batch model takes only its own batch size (whole batches, rounded up)."""
+    generator = torch.Generator().manual_seed(seed)
+    if module.batch != "batch":
+        return [module.example_inputs(module.batch, generator) for _ in range(-(-count // module.batch))]
+    starts = range(0, count, SENSITIVITY_BATCH)
+    return [module.example_inputs(min(SENSITIVITY_BATCH, count - start), generator) for start in starts]
+
+
+class FloatLayers:
+    """The sets of quantizable layers to keep in float, one per attempt at the check, for `export_network` to iterate:
+    the one set the options name (--keep-float LAYERS, or none); with --keep-float auto, none first, then after each
+    failed check (`record`) one more layer from the top of the sensitivity ranking (measured when first needed), while
+    at least one layer is left to quantize. `card` is what the choice adds to the card."""
+
+    def __init__(self, module: DeployableGenerator, options: ExportOptions, traced: Path, layers: list[str], tmp: Path):
+        self.module, self.options, self.traced, self.layers, self.tmp = module, options, traced, layers, tmp
+        self.ranking: list[LayerEffect] | None = None
+        self.attempts: list[dict] = []
+        self.kept: list[str] = []
+
+    def __iter__(self) -> Iterator[list[str]]:
+        yield []
+        while self.options.keep_float_auto and len(self.kept) < len(self.attempts) < len(self.layers):
+            if self.ranking is None:
+                self.ranking = rank_layers(self.traced, self.module, self.layers, self._quantize_only,
+                                           SENSITIVITY_LATENTS, self.options.seed + 2, self.tmp)  # fmt: skip
+            self.kept = [effect.layer for effect in self.ranking[: len(self.attempts)]]
+            yield self.kept
+
+    def attempt(self) -> contextlib.AbstractContextManager:
+        """The stage of one attempt after the first failed: its export and check, named by the layers kept."""
+        if not self.kept:
+            return contextlib.nullcontext()
+        return Stage(f"export: int8 with {', '.join(self.kept)} in float (the layers that change the image most)",
+                     bar=False)  # fmt: skip
+
+    def record(self, figures: Figures) -> bool:
+        """Note the figures of the last set, which failed the check; whether another set will be tried."""
+        tried = {"float_layers": list(self.kept), "fid_delta": figures.fid_delta, "psnr_db": figures.psnr_db}
+        self.attempts.append(tried)
+        return self.options.keep_float_auto and len(self.attempts) < len(self.layers)
+
+    def _quantize_only(self, layers: list[str], path: Path) -> None:
+        quantize.quantize_int8(self.traced, path, self.module, layers, **self.options.int8_settings(), show=False)
+
+    def hint(self) -> str | None:
+        """After the last set failed with --keep-float auto: what is left to try."""
+        if not self.options.keep_float_auto:
+            return None
+        return (
+            "with all but one layer in float the check still fails; use --precision fp16, or calibrate differently "
+            "(--calib-method, --int8-weights)"
+        )
+
+    def card(self) -> dict:
+        """--keep-float auto: the sensitivity ranking (when measured) and each set tried with its figures."""
+        if not self.options.keep_float_auto:
+            return {}
+        ranking = [{"layer": e.layer, "mse": e.mse, "psnr_db": e.psnr_db} for e in self.ranking or []]
+        return {"auto": {"ranking": ranking, "rejected": self.attempts, "latents": SENSITIVITY_LATENTS}}
