@@ -2,13 +2,14 @@
 
 The moment that hung `dataset build` about once in 300 group SIGTERMs (its pool.join() waiting forever) is made
 certain here: the signal is sent from inside `apply_async`, after the task has entered the pool's cache and before it
-is queued."""
+is queued, with a thread that takes signals beside the main thread (tqdm's monitor is one), so that holding the
+signals in the main thread cannot defer the exception."""
 
 import subprocess
 import sys
 
 PROGRAM = """
-import multiprocessing.pool, os, signal
+import multiprocessing.pool, os, signal, threading, time
 from ganforge.data.pool import ordered_map
 
 class Stop(BaseException):
@@ -18,6 +19,8 @@ def stop(signum, frame):
     raise Stop
 
 signal.signal(signal.SIGTERM, stop)
+# a thread that takes signals, as tqdm's monitor does: a signal held by the main thread is taken here
+threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
 register, calls = multiprocessing.pool.ApplyResult.__init__, []
 
 def register_then_signal(self, *args, **kwargs):

@@ -26,26 +26,28 @@ def ordered_map(function, items, workers: int):
         yield from map(function, items)
         return
     # fork starts workers instantly and shares the parent's imports; spawn where fork does not exist. The workers
-    # leave SIGTERM and SIGINT to this process (a Ctrl-C or SIGTERM meant for the whole group would kill one, maybe
-    # holding the task queue's lock, on which Pool.terminate() then waits forever), so they are stopped by closing the
-    # pool: they finish the few files queued and exit.
+    # leave SIGTERM and SIGINT to this process: a Ctrl-C or SIGTERM meant for the whole group would kill one, maybe
+    # holding a queue's lock, on which the pool's shutdown would then wait forever.
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
     with preempt.signals_held():
         pool = multiprocessing.get_context(method).Pool(workers, initializer=preempt.leave_signals_to_parent)
     try:
         pending, sizes = collections.deque(), collections.deque()
         for item in items:
-            # A SIGTERM or SIGINT raised as an exception between apply_async entering the task in the pool's cache
-            # and queueing it would leave a result that never comes, and the close() and join() below waiting for
-            # it forever; held here, the signal is taken once the task is queued.
-            with preempt.signals_held():
-                pending.append(pool.apply_async(function, (item,)))
+            pending.append(pool.apply_async(function, (item,)))
             sizes.append(len(item[0]))
             while len(pending) >= _IN_FLIGHT_PER_WORKER * workers or sum(sizes) > _IN_FLIGHT_BYTES:
                 sizes.popleft()
                 yield pending.popleft().get()
         while pending:
             yield pending.popleft().get()
-    finally:
-        pool.close()
-        pool.join()
+    except BaseException:
+        # Left early (an error, a signal's exception, the consumer stopping): the remaining work is not wanted, and
+        # close() then join() could wait forever. A signal's exception raised inside apply_async, after the task
+        # entered the pool's cache and before it was queued, leaves a result that never comes, and join() waits for
+        # every result. (Holding the signals there does not prevent it: another thread, such as tqdm's monitor, may
+        # take the signal and have the main thread raise at any point.)
+        pool.terminate()
+        raise
+    pool.close()
+    pool.join()
