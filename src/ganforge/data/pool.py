@@ -3,6 +3,7 @@
 import collections
 import multiprocessing
 import os
+from concurrent.futures import ProcessPoolExecutor
 
 from ganforge import preempt
 
@@ -29,25 +30,23 @@ def ordered_map(function, items, workers: int):
     # leave SIGTERM and SIGINT to this process: a Ctrl-C or SIGTERM meant for the whole group would kill one, maybe
     # holding a queue's lock, on which the pool's shutdown would then wait forever.
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-    with preempt.signals_held():
-        pool = multiprocessing.get_context(method).Pool(workers, initializer=preempt.leave_signals_to_parent)
+    context = multiprocessing.get_context(method)
+    executor = ProcessPoolExecutor(workers, context, initializer=preempt.leave_signals_to_parent)
     try:
         pending, sizes = collections.deque(), collections.deque()
         for item in items:
-            pending.append(pool.apply_async(function, (item,)))
+            with preempt.signals_held():  # submit starts the workers and the executor's thread: signals stay here
+                pending.append(executor.submit(function, item))
             sizes.append(len(item[0]))
             while len(pending) >= _IN_FLIGHT_PER_WORKER * workers or sum(sizes) > _IN_FLIGHT_BYTES:
                 sizes.popleft()
-                yield pending.popleft().get()
+                yield pending.popleft().result()
         while pending:
-            yield pending.popleft().get()
-    except BaseException:
-        # Left early (an error, a signal's exception, the consumer stopping): the remaining work is not wanted, and
-        # close() then join() could wait forever. A signal's exception raised inside apply_async, after the task
-        # entered the pool's cache and before it was queued, leaves a result that never comes, and join() waits for
-        # every result. (Holding the signals there does not prevent it: another thread, such as tqdm's monitor, may
-        # take the signal and have the main thread raise at any point.)
-        pool.terminate()
-        raise
-    pool.close()
-    pool.join()
+            yield pending.popleft().result()
+    finally:
+        # Left early (an error, a signal's exception, the consumer stopping), the work not started is not wanted. A
+        # signal's exception can land anywhere in this thread, even inside submit() between registering a task and
+        # queueing it (another thread, such as tqdm's monitor, takes a signal held here); multiprocessing.Pool's
+        # join() then waited forever for that task's result, where this cancels it. The workers are stopped by
+        # their end-of-work message, never by a signal that could merge with the group's and be lost.
+        executor.shutdown(wait=True, cancel_futures=True)
