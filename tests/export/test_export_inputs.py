@@ -90,9 +90,9 @@ def test_keep_float_must_name_quantizable_layers(snapshot, tmp_path):
     [
         ("fp32", False, None, 1e-3, 0, 0),
         ("fp32", True, None, UINT8_LEVEL, 0, 0),
-        ("fp16", False, None, 0.05, 128, 1000),
-        ("int8", True, None, None, 128, 1000),
-        ("int8", False, 0.2, 0.2, 128, 1000),
+        ("fp16", False, None, 0.05, 512, 2048),
+        ("int8", True, None, None, 512, 2048),
+        ("int8", False, 0.2, 0.2, 512, 2048),
     ],
 )
 def test_limits_and_fid_counts_depend_on_the_precision(precision, uint8, given, limit, fid_cpu, fid_cuda, tmp_path):

@@ -62,7 +62,7 @@ from ganforge.export.options import PRECISIONS as EXPORT_PRECISIONS
     "--check-fid",
     type=click.IntRange(min=0),
     default=None,
-    help="Images of the FID/KID check, 0 for none.  [default: fp32 none; fp16/int8 "
+    help="Images of each of the FID/KID check's sets, 0 for none.  [default: fp32 none; fp16/int8 "
     f"{DEFAULT_CHECK_FID['cuda']} on a GPU, {DEFAULT_CHECK_FID['cpu']} on a CPU]",
 )
 @click.option(
