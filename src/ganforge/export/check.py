@@ -92,10 +92,9 @@ class _PixelStats:
 
 @dataclasses.dataclass(frozen=True)
 class _Reference:
-    """The eager side of the FID figures: the features of the eager images of the check's latents (A) and of as many
-    other latents (B), and the FID between them."""
+    """The eager side of the FID figures: the features of the eager images of other latents (B), and the FID between
+    them and the eager images of the check's latents (A)."""
 
-    eager: FeatureStats
     other: FeatureStats
     fid_eager: float
 
@@ -120,7 +119,8 @@ class Check:
         generator = torch.Generator().manual_seed(self.seed)
         sizes = batch_sizes(module, max(self.pixel_images, fid_images))
         pixels = _PixelStats()
-        exported_stats, eager_stats = (FeatureStats(inception.FEATURE_DIM, True, self.device) for _ in range(2))
+        exported_stats = FeatureStats(inception.FEATURE_DIM, True, self.device)  # every vector, for KID
+        eager_stats = FeatureStats(inception.FEATURE_DIM, False, self.device)
         measure_eager = fid_images > 0 and self.reference is None
         features = " and their Inception features" if fid_images else ""
         with Stage(f"export: check on {sum(sizes)} eager and exported images{features}", total=sum(sizes)) as stage:
@@ -170,7 +170,7 @@ class Check:
                 done += size
                 stage.update(size)
         other.finalize(count)
-        return _Reference(eager, other, frechet_distance(*other.mean_cov(), *eager.mean_cov()))
+        return _Reference(other, frechet_distance(*other.mean_cov(), *eager.mean_cov()))
 
     def _distances(self, exported: FeatureStats) -> dict:
         """The FID and KID figures of the exported images' features against the reference."""
