@@ -69,6 +69,8 @@ DIFF_SNAPSHOTS = "tests/checkpoint/test_checkpoint_diff_snapshots.py::"
 EXPORT_PROGRESS = "tests/export/test_export_progress.py::"
 INT8_CHOICE = "tests/export/test_export_int8_choice.py::"
 EXPORT_CHECK = "tests/export/test_export_check.py::"
+QAT = "tests/export/test_export_qat.py::"
+QAT_MATCHES = QAT + "test_the_simulated_rounding_is_the_exported_graphs_and_qat_brings_it_closer_to_the_float_generator"
 METRICS_PROGRESS = "tests/metrics/test_metrics_progress.py::"
 TERMINAL_CARD = "test_on_a_terminal_each_stage_has_a_bar_and_the_card_records_the_calibration"
 TF_REFUSAL = "tests/interop/test_interop_tf_refusal.py::"
@@ -590,10 +592,28 @@ MUTANTS = (
     M("export_check_reference_remeasured", "export/check.py",
       "measure_eager = fid_images > 0 and self.reference is None", "measure_eager = fid_images > 0",
       (EXPORT_CHECK + "test_the_fid_delta_and_kid_compare_with_eager_images_of_other_latents_measured_once",)),
+    M("export_qat_rounding_off_still_rounds_weights", "export/qat.py",
+      "        return conv(x, weight, *args, **kwargs)\n",
+      "        return conv(x, round_weight(weight, CONVOLUTIONS[conv], self.per_channel), *args, **kwargs)\n",
+      (QAT + "test_fine_tuning_with_the_rounding_off_is_plain_fine_tuning_and_with_it_on_is_not",)),
+    M("export_qat_depthwise_filters_rounded", "export/qat.py",
+      "if func in CONVOLUTIONS and self.running and groups == 1:", "if func in CONVOLUTIONS and self.running:",
+      (QAT_MATCHES,)),
+    M("export_qat_transposed_weight_per_input_channel", "export/qat.py", "torch.conv_transpose2d: 1}",
+      "torch.conv_transpose2d: 0}", (QAT_MATCHES + "[False-True]",)),
+    M("export_qat_zero_point_not_an_integer", "export/qat.py",
+      "zero = _rounded(self.zero_point.clamp(low, high))", "zero = self.zero_point.clamp(low, high)",
+      (QAT_MATCHES,)),
+    M("export_qat_learned_ranges_not_handed_to_the_quantizer", "export/quantize.py",
+      'extra_options=SYMMETRY | ({"TensorQuantOverrides": overrides} if overrides else {}),',
+      "extra_options=SYMMETRY,", (QAT_MATCHES,)),
+    M("export_qat_checked_against_the_fine_tuned_copy", "export/run.py",
+      "checker = check.Check(module, options.check,", "checker = check.Check(exported, options.check,",
+      (QAT + "test_export_with_qat_shows_its_stages_and_records_the_fine_tuning_on_the_card",)),
     M("export_calibration_not_counted", "export/quantize.py", "        self.stage.update(self.running)\n",
       "        self.stage.update(0)\n", (EXPORT_PROGRESS + TERMINAL_CARD,)),
     M("export_card_calibration_not_rounded_to_batches", "export/quantize.py",
-      'self.drawn = count if module.batch == "batch" else -(-count // self.batch) * self.batch', "self.drawn = count",
+      "return module.batch, -(-count // module.batch) * module.batch", "return module.batch, count",
       (EXPORT_PROGRESS + TERMINAL_CARD,)),
     M("progress_lines_every_interval", "progress.py", "            report_at *= 2\n",
       "            report_at += FIRST_REPORT_S\n",

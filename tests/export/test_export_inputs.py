@@ -119,8 +119,24 @@ def test_numbers_out_of_range_are_refused_where_they_are_parsed(tmp_path):
         "--check 100000000000000000000...: must be from 1 to 50,000",
         "--check-fid 50001: must be from 0 to 50,000",
         "--calib 100000000000000000000...: must be from 1 to 50,000",
-        "--seed 18446744073709551616: must be from 0 to 9,223,372,036,854,775,806",
+        "--seed 18446744073709551616: must be from 0 to 9,223,372,036,854,775,804",
     ]
+    int8 = dict(precision="int8")
+    for kimg in (math.nan, -1.0, 1e9, 1e-4):
+        assert problems(qat_kimg=kimg, **int8) == [
+            f"--qat-kimg {kimg:g}: thousands of images, from 0.001 (one image) to 1000"
+        ]
+    assert problems(qat_kimg=1.0) == ["--qat-kimg: only used with --precision int8"]
+    assert problems(qat_kimg=1.0, keep_float="auto", **int8) == [
+        "--qat-kimg with --keep-float auto: the fine-tuning is for one set of int8 layers, and auto tries several; "
+        "name the layers to keep in float, or leave --keep-float out"
+    ]
+    assert problems(qat_kimg=1.0, calib_method="entropy", **int8) == [
+        "--qat-kimg with --calib-method entropy: the fine-tuning simulates the extremes' ranges (minmax) only; leave "
+        "--calib-method out"
+    ]
+    parsed = ExportOptions.parse(network=tmp_path / "G", out=tmp_path / "G.onnx", qat_kimg=0.002, **int8)
+    assert parsed.qat_images() == 2
     assert problems(batch="9" * 5000) == [f"--batch {'9' * 21}...: a number of images from 1 to 65536, or 'dynamic' "
                                           "for any batch size"]  # fmt: skip
     assert ExportOptions.parse(network=tmp_path / "G", out=tmp_path / "G.onnx", batch="065536").batch == 65536

@@ -92,6 +92,7 @@ def test_int8_quantizes_the_synthesis_convolutions_and_passes_the_real_fid_check
     assert settings["activations"] == {"type": "QUInt8", "per_channel": False, "symmetric": False}
     assert settings["format"] == "QDQ" and settings["tool"] == f"onnxruntime {onnxruntime.__version__} quantize_static"
     assert settings["float_layers"] == ["synthesis.b4.conv1"] and settings["keep_float"] == ["synthesis.b4"]
+    assert settings["qat"] is None and settings["activation_ranges"] == "the calibration's"
     assert figures["seed"] == 5 and figures["limits"] == {"max_abs_diff": None, "max_fid_delta": 50.0}
     assert figures["kid_subsets"] == 100 and figures["kid_subset_size"] == 8  # all 8 images of each set
     assert figures["feature_network"] == inception.FEATURE_NETWORK and figures["protocol"] == inception.PROTOCOL

@@ -102,7 +102,17 @@ from ganforge.export.options import PRECISIONS as EXPORT_PRECISIONS
     "layers that change the image most first.",
 )
 @click.option(
-    "--seed", type=int, default=ExportOptions.seed, help="Latents and noise of the check; calibration uses seed + 1."
+    "--qat-kimg",
+    type=float,
+    default=ExportOptions.qat_kimg,
+    help="int8: thousands of images of quantization-aware fine-tuning first, towards the float generator's images; "
+    "0 for none.",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=ExportOptions.seed,
+    help="Latents and noise of the check; calibration uses seed + 1, the fine-tuning seed + 3.",
 )
 @click.option(
     "--inception",

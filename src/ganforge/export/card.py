@@ -1,8 +1,8 @@
 """The card written next to every export (`FILE.json`): what the model is, how to call it, where it came from, and
 the figures of the check it passed.
 
-Fields (format_version 3; version 2 had the FID between the paired image sets as `check.fid`, version 1 also
-`quantization` as one line of text):
+Fields (format_version 4; version 3 had no `quantization.qat` and `activation_ranges`, version 2 had the FID
+between the paired image sets as `check.fid`, version 1 also `quantization` as one line of text):
     format, precision, file, file_sha256, file_bytes
     inputs, output     [{name, shape ("batch" where any size works), dtype, meaning}], in call order
     batch              "dynamic" or the fixed batch size
@@ -15,10 +15,14 @@ Fields (format_version 3; version 2 had the FID between the paired image sets as
                        calibration {method (--calib-method: MinMax, Percentile, Entropy), latents (--calib), drawn
                        (rounded up to whole batches of a fixed --batch), batch, seed, source}; float_layers
                        (quantizable layers kept in float), keep_float (--keep-float as given: layers, or "auto"),
-                       quantized_nodes; with --keep-float auto also auto {ranking: [{layer, mse, psnr_db}] (each
+                       quantized_nodes; activation_ranges (the calibration's, or learned by the fine-tuning);
+                       with --keep-float auto also auto {ranking: [{layer, mse, psnr_db}] (each
                        layer alone in int8 against the float model over `latents` inputs, most harmful first;
                        measured once a check failed), rejected: [{float_layers, fid_delta, psnr_db}] (each set
-                       tried before the one written), latents}
+                       tried before the one written), latents}; qat (--qat-kimg; null without): {images, batch,
+                       seed, loss, optimizer {name, lr, betas}, trained, mse_before and mse_after (the pixel MSE of
+                       the simulated int8 model from the float generator on mse_latents fixed inputs), seconds,
+                       rounding (what was simulated)}
     source             network file name and SHA-256, its kind, architecture and constructor config
     check              figures (images, max/mean abs diff, PSNR; fid_images; fid_delta = fid_exported - fid_eager,
                        the FIDs of the exported and of the eager images of the check's latents to as many eager
@@ -45,7 +49,7 @@ from ganforge.export.wrapper import DeployableGenerator
 from ganforge.metrics import inception
 from ganforge.snapshot import architecture_of
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 FP16_FLOAT_PARTS = (
     "mapping network computed in float32 (weights stored in float16); everything else float16; "
     "inputs and outputs float32"

@@ -37,7 +37,10 @@ DEFAULT_CHECK_FID = {"cuda": 2048, "cpu": 512}
 # a check larger than the metric itself is a typo that would run for days.
 MAX_IMAGES = 50_000
 MAX_BATCH = 1 << 16  # a fixed batch, as large as a dynamic one may be (wrapper.MAX_DYNAMIC_BATCH)
-MAX_SEED = 2**63 - 2  # torch.Generator takes 64-bit seeds; the calibration uses seed + 1
+MAX_SEED = 2**63 - 4  # torch.Generator takes 64-bit seeds; the calibration, ranking and QAT use seed + 1, 2, 3
+# --qat-kimg: a fine-tuning budget, not a training run. On a CPU the digits generator (32 px) fine-tunes at about
+# 100 images/s, so 1,000 kimg would run for hours; more than that is a typo.
+MAX_QAT_KIMG = 1000.0
 MAX_PIXEL_DIFF = 2.0  # pixels are on [-1, 1]: no two differ by more
 
 
@@ -63,7 +66,8 @@ class ExportOptions:
     keep_float_auto: bool = False  # int8: keep in float the fewest layers, most sensitive first, that pass the check
     int8_weights: str = "per-channel"
     calib_method: str = "minmax"
-    seed: int = 0  # latents and noise of the check (the calibration uses seed + 1)
+    qat_kimg: float = 0.0  # int8: thousands of images of quantization-aware fine-tuning before the export; 0 none
+    seed: int = 0  # latents and noise of the check (the calibration uses seed + 1, the fine-tuning seed + 3)
     inception: Path | None = None
 
     def __post_init__(self):
@@ -112,6 +116,7 @@ class ExportOptions:
             problems.append(f"--calib {self.calib}: int8 needs at least 1 calibration latent (128 is the default)")
         if (self.keep_float or self.keep_float_auto) and self.precision != "int8":
             problems.append("--keep-float: only used with --precision int8")
+        problems += self._qat_problems()
         for field in ("int8_weights", "calib_method"):
             if getattr(self, field) != getattr(ExportOptions, field) and self.precision != "int8":
                 problems.append(f"--{field.replace('_', '-')}: only used with --precision int8")
@@ -121,6 +126,29 @@ class ExportOptions:
                 "for no FID check"
             )
         return problems
+
+    def _qat_problems(self) -> list[str]:
+        """--qat-kimg: a number of images, and only where the fine-tuning can simulate what the export will do."""
+        if self.qat_kimg == 0:
+            return []
+        if not (math.isfinite(self.qat_kimg) and 0 < self.qat_kimg <= MAX_QAT_KIMG and self.qat_images() >= 1):
+            return [f"--qat-kimg {self.qat_kimg:g}: thousands of images, from 0.001 (one image) to {MAX_QAT_KIMG:g}"]
+        if self.precision != "int8":
+            return ["--qat-kimg: only used with --precision int8"]
+        if self.keep_float_auto:
+            return [
+                "--qat-kimg with --keep-float auto: the fine-tuning is for one set of int8 layers, and auto tries "
+                "several; name the layers to keep in float, or leave --keep-float out"
+            ]
+        if self.calib_method != "minmax":
+            return [
+                f"--qat-kimg with --calib-method {self.calib_method}: the fine-tuning simulates the extremes' ranges "
+                "(minmax) only; leave --calib-method out"
+            ]
+        return []
+
+    def qat_images(self) -> int:
+        return round(self.qat_kimg * 1000) if math.isfinite(self.qat_kimg) else 0
 
     def _range_problems(self) -> list[str]:
         """Numbers outside what they can mean: counts beyond MAX_IMAGES, seeds beyond 64 bits, NaN or infinite

@@ -11,6 +11,7 @@ output is the image itself), and the fixed FIR/low-pass filters (depthwise, chea
 import contextlib
 import io
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import torch
@@ -51,51 +52,66 @@ def quantizable_layers(module: DeployableGenerator) -> list[str]:
     ]
 
 
-def nodes_to_quantize(path: Path, layers: list[str]) -> list[str]:
-    """The modulated convolutions of `layers` in the ONNX graph: Conv/ConvTranspose nodes made directly by one of
-    them with a single group (the resampling filters inside the same layers are depthwise, one group per channel)."""
+def nodes_to_quantize(path: Path, layers: list[str]) -> dict:
+    """The modulated convolutions of `layers` in the ONNX graph, by layer: the Conv/ConvTranspose node (an
+    onnx.NodeProto) made directly
+    by each with a single group (the resampling filters inside the same layers are depthwise, one group per
+    channel)."""
     import onnx
 
-    wanted, found = {f"G.{layer}" for layer in layers}, []  # the exporter names modules from the wrapper down
+    wanted, found = {f"G.{layer}": layer for layer in layers}, {}  # the exporter names modules from the wrapper down
     for node in onnx.load(str(path), load_external_data=False).graph.node:
         groups = next((attr.i for attr in node.attribute if attr.name == "group"), 1)
         node_scopes = scopes(node)
         if node.op_type in QUANTIZED_OPS and groups == 1 and node_scopes and node_scopes[-1] in wanted:
-            found.append(node.name)
+            found[wanted[node_scopes[-1]]] = node
     return found
 
 
+def calibration_draw(module: DeployableGenerator, count: int) -> tuple[int, int]:
+    """(batch, latents drawn) of a calibration on `count` latents: CALIBRATION_BATCH at a time, or whole batches of a
+    fixed-batch model (the count rounded up)."""
+    if module.batch == "batch":
+        return CALIBRATION_BATCH, count
+    return module.batch, -(-count // module.batch) * module.batch
+
+
+def calibration_inputs(module: DeployableGenerator, count: int, seed: int) -> Iterator[tuple[torch.Tensor, ...]]:
+    """The calibration's batches of generated inputs, drawn with `seed` (see calibration_draw). The
+    quantization-aware fine-tuning observes its ranges on the same inputs (export/qat.py)."""
+    generator = torch.Generator().manual_seed(seed)
+    batch, drawn = calibration_draw(module, count)
+    for start in range(0, drawn, batch):
+        yield module.example_inputs(min(batch, drawn - start), generator)
+
+
 class _Calibration:
-    """onnxruntime's CalibrationDataReader protocol: feeds of `count` generated inputs, CALIBRATION_BATCH at a time
-    (or the fixed batch the model was exported with), shown as two stages: the calibration, counted as onnxruntime
-    asks for each batch (asking for one means the one before has run), then the quantization, from the moment the
-    last batch has run until the model is written."""
+    """onnxruntime's CalibrationDataReader protocol: feeds of the calibration's inputs (`calibration_inputs`), shown
+    as two stages: the calibration, counted as onnxruntime asks for each batch (asking for one means the one before
+    has run), then the quantization, from the moment the last batch has run until the model is written."""
 
     def __init__(self, module: DeployableGenerator, count: int, seed: int, nodes: int, show: bool):
-        self.module, self.remaining, self.nodes, self.show = module, count, nodes, show
+        self.nodes, self.show = nodes, show
         self.stdout = sys.stdout  # the user's, for the stage that starts while the quantizer's own prints are muted
-        self.batch = CALIBRATION_BATCH if module.batch == "batch" else module.batch
-        self.drawn = count if module.batch == "batch" else -(-count // self.batch) * self.batch
-        self.generator = torch.Generator().manual_seed(seed)
+        self.batch, self.drawn = calibration_draw(module, count)
+        self.names = [spec.name for spec in module.inputs()]
+        self.batches = calibration_inputs(module, count, seed)
         self.running = 0  # inputs handed out whose batch onnxruntime is running
         self.calibrating = True
         self.stage = Stage(f"export: int8 calibration on {self.drawn} latents", self.drawn, "latent", enabled=show)
 
     def get_next(self) -> dict | None:
         self.stage.update(self.running)
-        self.running = 0
-        if self.remaining <= 0:
+        inputs = next(self.batches, None)
+        self.running = 0 if inputs is None else len(inputs[0])
+        if inputs is None:
             if self.calibrating:  # the last batch has run: the quantization starts
                 self.calibrating = False
                 self.stage.close()
                 with contextlib.redirect_stdout(self.stdout):
                     self.stage = Stage(f"export: int8 quantization of {self.nodes} convolutions", enabled=self.show)
             return None
-        size = self.batch if self.module.batch != "batch" else min(self.batch, self.remaining)
-        self.remaining -= size
-        self.running = size
-        inputs = self.module.example_inputs(size, self.generator)
-        return {spec.name: x.numpy() for spec, x in zip(self.module.inputs(), inputs, strict=True)}
+        return {name: x.numpy() for name, x in zip(self.names, inputs, strict=True)}
 
     def __enter__(self) -> "_Calibration":
         return self
@@ -113,11 +129,14 @@ def quantize_int8(
     seed: int,
     per_channel: bool = True,
     method: str = "minmax",
+    ranges: dict[str, tuple[dict, dict]] | None = None,
     show: bool = True,
 ) -> dict:
     """Write to `dst` the float ONNX model `src` with the convolutions of `layers` (see quantizable_layers) in int8
     (weights with a scale per output channel, or one per tensor), calibrated by `method` (a CALIBRATORS key) on the
-    activations of `calib` generated inputs drawn with `seed`, shown as two stages unless not `show`. Returns the
+    activations of `calib` generated inputs drawn with `seed`, shown as two stages unless not `show`; `ranges`
+    (from the quantization-aware fine-tuning, export/qat.py) replaces the calibration's range of each layer's
+    convolution input and output by the (scale, zero point) learned for it. Returns the
     settings that shaped the result, for the card: the quantizer and its scheme, the calibration, the quantizable
     layers kept in float."""
     import onnxruntime
@@ -125,6 +144,9 @@ def quantize_int8(
 
     nodes = nodes_to_quantize(src, layers)
     assert nodes, f"no quantizable convolution found for {layers}"
+    overrides = {}
+    for layer, (input_range, output_range) in (ranges or {}).items():
+        overrides |= {nodes[layer].input[0]: [input_range], nodes[layer].output[0]: [output_range]}
     calibration = _Calibration(module, calib, seed, len(nodes), show)
     # the histogram calibrators print their progress: muted, as the exporters' chatter
     with quiet_exporter(), calibration, contextlib.redirect_stdout(io.StringIO()):
@@ -134,12 +156,12 @@ def quantize_int8(
             calibration,
             quant_format=QuantFormat[QUANT_FORMAT],
             op_types_to_quantize=list(QUANTIZED_OPS),
-            nodes_to_quantize=nodes,
+            nodes_to_quantize=[node.name for node in nodes.values()],
             per_channel=per_channel,
             activation_type=QuantType[ACTIVATIONS["type"]],
             weight_type=QuantType[WEIGHT_TYPE["type"]],
             calibrate_method=CalibrationMethod[CALIBRATORS[method]],
-            extra_options=SYMMETRY,
+            extra_options=SYMMETRY | ({"TensorQuantOverrides": overrides} if overrides else {}),
         )
     sampled = {"latents": calib, "drawn": calibration.drawn, "batch": calibration.batch, "seed": seed}
     return {
@@ -149,6 +171,7 @@ def quantize_int8(
         "weights": WEIGHT_TYPE | {"per_channel": per_channel},
         "activations": ACTIVATIONS,
         "calibration": {"method": CALIBRATORS[method]} | sampled | {"source": CALIBRATION_SOURCE},
+        "activation_ranges": "learned by the fine-tuning (qat)" if ranges else "the calibration's",
         "float_layers": [layer for layer in quantizable_layers(module) if layer not in layers],
         "quantized_nodes": len(nodes),
     }

@@ -12,7 +12,7 @@ import torch
 from ganforge import outputs
 from ganforge.durable import WriteError, move_file, shorten, write_problem
 from ganforge.errors import UserError
-from ganforge.export import check, onnx, pt2, quantize, sensitivity
+from ganforge.export import check, onnx, pt2, qat, quantize, sensitivity
 from ganforge.export.card import card_path, make_card, write_card
 from ganforge.export.options import SUFFIXES, ExportOptions
 from ganforge.export.wrapper import DeployableGenerator
@@ -37,19 +37,25 @@ def export_network(options: ExportOptions) -> dict:
     module = DeployableGenerator(G, options.trunc, options.noise, options.uint8, options.batch)
     layers = _layers_to_quantize(module, options) if options.precision == "int8" else []
     _check_memory(module, options)
+    # What is exported: the generator, or its copy fine-tuned for int8; the check compares either with the generator.
+    exported, ranges, qat_record = module, None, None
+    if options.qat_kimg:
+        exported, ranges, qat_record = qat.quantization_aware(
+            module, layers, options.qat_images(), options.int8_settings(), options.seed + 3
+        )
     limits = {"max_abs_diff": options.max_abs_diff_limit(), "max_fid_delta": options.max_fid_delta}
     with tempfile.TemporaryDirectory(prefix=f".{options.out.name}.", dir=options.out.parent) as tmp:
         candidate = Path(tmp) / f"model{SUFFIXES[options.format]}"
         with _writing_beside(options.out):  # the exporters write the candidate (and int8 its float model) there
-            traced = _trace(module, options, candidate)
-        float_layers = sensitivity.FloatLayers(module, options, traced, layers, Path(tmp))
+            traced = _trace(exported, options, candidate)
+        float_layers = sensitivity.FloatLayers(exported, options, traced, layers, Path(tmp))
         fid_images = options.fid_images(_device_type())
         checker = check.Check(module, options.check, fid_images, options.seed, options.inception)
         for kept in float_layers:
             chosen = [layer for layer in layers if layer not in kept]
             with float_layers.attempt():
                 with _writing_beside(options.out):
-                    runner, quantization = _finish(module, options, traced, candidate, chosen)
+                    runner, quantization = _finish(exported, options, traced, candidate, chosen, ranges)
                 figures = checker.run(runner)
             failed = check.problems(figures, limits["max_abs_diff"], limits["max_fid_delta"])
             if not failed or not float_layers.record(figures):
@@ -62,7 +68,7 @@ def export_network(options: ExportOptions) -> dict:
                 "hint: " + (float_layers.hint() or HINTS[options.precision].format(last=chosen[-1] if chosen else "")),
             )
         if quantization is not None:
-            quantization |= float_layers.card()
+            quantization |= float_layers.card() | {"qat": qat_record}
         opset = onnx.opset_of(candidate) if options.format == "onnx" else None
         card = make_card(options, module, candidate, figures, limits, meta, opset, chosen, quantization)
         write_card(card_path(options.out), card)  # the model's arrival is the commit: it comes last
@@ -138,9 +144,17 @@ def _trace(module: DeployableGenerator, options: ExportOptions, candidate: Path)
     return traced
 
 
-def _finish(module: DeployableGenerator, options: ExportOptions, traced: Path, candidate: Path, layers: list[str]):
-    """Write the candidate from the traced float model (fp16: converted; int8: `layers` quantized) and load it as a
-    user would. Returns (a runner for it, what the int8 quantization recorded or None)."""
+def _finish(
+    module: DeployableGenerator,
+    options: ExportOptions,
+    traced: Path,
+    candidate: Path,
+    layers: list[str],
+    ranges: dict | None,
+):
+    """Write the candidate from the traced float model (fp16: converted; int8: `layers` quantized, with the
+    activation `ranges` learned by QAT if any) and load it as a user would. Returns (a runner for it, what the int8
+    quantization recorded or None)."""
     if options.format == "pt2":
         with Stage("export: loading the .pt2 program as a user would"):
             return pt2.Pt2Runner(candidate), None
@@ -149,7 +163,8 @@ def _finish(module: DeployableGenerator, options: ExportOptions, traced: Path, c
         with Stage("export: fp16 conversion"):
             onnx.convert_fp16(traced, candidate, onnx.scoped_nodes(traced, "G.mapping"))
     elif options.precision == "int8":
-        quantization = quantize.quantize_int8(traced, candidate, module, layers, **options.int8_settings())
+        settings = options.int8_settings()
+        quantization = quantize.quantize_int8(traced, candidate, module, layers, **settings, ranges=ranges)
     with Stage("export: loading the ONNX model in onnxruntime"):
         return onnx.OnnxRunner(candidate, [spec.name for spec in module.inputs()]), quantization
 

@@ -43,7 +43,7 @@ class DeployableGenerator(nn.Module):
         if noise == "input" and isinstance(G, StyleGAN3Generator):
             raise UserError("--noise input: a StyleGAN3 generator has no noise inputs; use --noise const")
         self.G = G.eval()
-        self.psi, self.uint8 = psi, uint8
+        self.psi, self.noise, self.uint8 = psi, noise, uint8
         self.batch = "batch" if batch is None else batch
         self.noise_buffers = [n for n, _ in G.named_buffers() if n.endswith(NOISE_BUFFER)] if noise == "input" else []
         self.eval()
@@ -59,6 +59,11 @@ class DeployableGenerator(nn.Module):
         else:
             img = self.G(z, c, psi=self.psi, noise_mode="const")
         return to_uint8(img).permute(0, 2, 3, 1) if self.uint8 else img  # uint8: [N, H, W, C]
+
+    def around(self, G: nn.Module, uint8: bool | None = None) -> "DeployableGenerator":
+        """The same settings around another generator of the same architecture (and another output, if given)."""
+        batch = None if self.batch == "batch" else self.batch
+        return DeployableGenerator(G, self.psi, self.noise, self.uint8 if uint8 is None else uint8, batch)
 
     def inputs(self) -> list[TensorSpec]:
         G, n = self.G, self.batch
