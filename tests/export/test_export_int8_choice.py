@@ -58,6 +58,31 @@ def test_the_sensitivity_ranking_is_deterministic_and_is_each_layers_own_pixel_e
     assert top.psnr_db == pytest.approx(10 * np.log10(4 / top.mse))
 
 
+def test_with_features_the_ranking_is_by_their_distance_not_by_pixels(traced, tmp_path):
+    """A stand-in feature network that sees only the top-left 4x4 pixels ranks the layers otherwise than the pixels
+    do; the ranking follows the features, and each layer's figure is its own by hand."""
+    module, traced_path, _ = traced
+
+    def corner(img):
+        return check.as_nchw_float(img)[:, :, :4, :4].flatten(1)
+
+    quantize_only = _quantize_only(module, traced_path)
+    by_features = sensitivity.rank_layers(traced_path, module, LAYERS, quantize_only, 8, 3, tmp_path, corner)
+    by_pixels = sensitivity.rank_layers(traced_path, module, LAYERS, quantize_only, 8, 3, tmp_path)
+    assert [e.layer for e in by_features] != [e.layer for e in by_pixels]
+    distances = [e.feature_distance for e in by_features]
+    assert distances == sorted(distances, reverse=True) and distances[-1] > 0
+    top = by_features[0]
+    quantize_only([top.layer], tmp_path / "top.onnx")
+    names = [spec.name for spec in module.inputs()]
+    generator = torch.Generator().manual_seed(3)
+    batches = [module.example_inputs(size, generator) for size in (1, 7)]
+    one, float_model = onnx.OnnxRunner(tmp_path / "top.onnx", names), onnx.OnnxRunner(traced_path, names)
+    squared = [(corner(one(*inputs)) - corner(float_model(*inputs))).square().sum(1) for inputs in batches]
+    assert top.feature_distance == pytest.approx(torch.cat(squared).mean().item())
+    assert top.mse == next(e.mse for e in by_pixels if e.layer == top.layer)
+
+
 def test_keep_float_auto_keeps_the_most_sensitive_layers_and_stops_at_the_first_set_that_passes(
     traced, tmp_path, monkeypatch
 ):
@@ -78,8 +103,12 @@ def test_keep_float_auto_keeps_the_most_sensitive_layers_and_stops_at_the_first_
     result = export("--network", snapshot, "--out", out, *args, "--seed", "1")
     assert result.exit_code == 0, result.output
     assert len(judged) == 3
+
+    def features(img):  # the check's feature network (here the stand-in): the check measures FID
+        return PixelFeatures()(check.as_nchw_uint8(img)).double()
+
     ranking = sensitivity.rank_layers(traced_path, module, LAYERS, _quantize_only(module, traced_path),
-                                      sensitivity.SENSITIVITY_LATENTS, 3, tmp_path)  # fmt: skip  # --seed 1, plus 2
+                                      sensitivity.SENSITIVITY_LATENTS, 3, tmp_path, features)  # fmt: skip  # seed 1+2
     kept = [effect.layer for effect in ranking[:2]]
     card = json.loads((tmp_path / "G.onnx.json").read_text())
     settings = card["quantization"]

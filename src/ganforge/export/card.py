@@ -1,8 +1,9 @@
 """The card written next to every export (`FILE.json`): what the model is, how to call it, where it came from, and
 the figures of the check it passed.
 
-Fields (format_version 4; version 3 had no `quantization.qat` and `activation_ranges`, version 2 had the FID
-between the paired image sets as `check.fid`, version 1 also `quantization` as one line of text):
+Fields (format_version 4; version 3 had no `quantization.qat`, `activation_ranges` and
+`auto.ranking[].feature_distance`, version 2 had the FID between the paired image sets as `check.fid`, version 1
+also `quantization` as one line of text):
     format, precision, file, file_sha256, file_bytes
     inputs, output     [{name, shape ("batch" where any size works), dtype, meaning}], in call order
     batch              "dynamic" or the fixed batch size
@@ -16,8 +17,9 @@ between the paired image sets as `check.fid`, version 1 also `quantization` as o
                        (rounded up to whole batches of a fixed --batch), batch, seed, source}; float_layers
                        (quantizable layers kept in float), keep_float (--keep-float as given: layers, or "auto"),
                        quantized_nodes; activation_ranges (the calibration's, or learned by the fine-tuning);
-                       with --keep-float auto also auto {ranking: [{layer, mse, psnr_db}] (each
-                       layer alone in int8 against the float model over `latents` inputs, most harmful first;
+                       with --keep-float auto also auto {ranking: [{layer, mse, psnr_db,
+                       feature_distance}] (each layer alone in int8 against the float model over `latents` inputs:
+                       pixels, and Inception features when the check measures FID, ranked by these, most harmful first;
                        measured once a check failed), rejected: [{float_layers, fid_delta, psnr_db}] (each set
                        tried before the one written), latents}; qat (--qat-kimg; null without): {images, batch,
                        seed, loss, optimizer {name, lr, betas}, trained, mse_before and mse_after (the pixel MSE of

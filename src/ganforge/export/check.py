@@ -147,6 +147,12 @@ class Check:
         shape = {"fid_images": fid_images, "batch_sizes": tuple(sizes), "runtime": runner.runtime}
         return Figures(self.pixel_images, **pixel, **shape, **distances)
 
+    def image_features(self, images: torch.Tensor) -> torch.Tensor:
+        """Inception features [N, 2048] (float64, CPU) of a model's output images, as the check computes them."""
+        if self.net is None:
+            self.net = inception.load_inception(self.inception_path, self.device)
+        return self.net(as_nchw_uint8(images).to(self.device)).double().cpu()
+
     def _inception(self, stage: Stage):
         if self.net is None:
             with stage.part("loading Inception"):

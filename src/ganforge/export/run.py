@@ -48,9 +48,11 @@ def export_network(options: ExportOptions) -> dict:
         candidate = Path(tmp) / f"model{SUFFIXES[options.format]}"
         with _writing_beside(options.out):  # the exporters write the candidate (and int8 its float model) there
             traced = _trace(exported, options, candidate)
-        float_layers = sensitivity.FloatLayers(exported, options, traced, layers, Path(tmp))
         fid_images = options.fid_images(_device_type())
         checker = check.Check(module, options.check, fid_images, options.seed, options.inception)
+        # --keep-float auto ranks the layers by what the check judges: Inception features when it measures FID
+        features = checker.image_features if fid_images else None
+        float_layers = sensitivity.FloatLayers(exported, options, traced, layers, Path(tmp), features)
         for kept in float_layers:
             chosen = [layer for layer in layers if layer not in kept]
             with float_layers.attempt():
