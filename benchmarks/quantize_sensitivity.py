@@ -3,7 +3,8 @@
 1. One layer at a time: each quantizable convolution quantized alone (ganforge's default int8 settings), the rest in
    float; its PSNR against the float model over --images images and, through Inception over the same images, the
    paired feature distance and FID delta of benchmarks/quantize_gate_floor.py (against an independent eager set B).
-   The ranking `--keep-float auto` uses (export/sensitivity.py: pixel MSE over 32 latents) is printed beside it.
+   The ranking `--keep-float auto` uses (export/sensitivity.py over 32 latents: Inception features, as when the check
+   measures FID; pixels with --images 0) is printed beside it.
 2. Every layer quantized, for each weight scale (per-channel, per-tensor) and calibration method (minmax, percentile,
    entropy): the same figures.
 
@@ -19,6 +20,7 @@ from pathlib import Path
 import torch
 
 from ganforge.export import onnx, quantize, sensitivity
+from ganforge.export.check import as_nchw_uint8
 from ganforge.export.wrapper import DeployableGenerator
 from ganforge.interop import load_network
 from ganforge.metrics import inception
@@ -62,9 +64,14 @@ def main() -> None:
         feats = {name: features(net, img, args.out / f"features-{name}.npy") for name, img in eager.items()}
 
     def quantize_only(chosen: list[str], path: Path, per_channel: bool = True, method: str = "minmax") -> None:
-        quantize.quantize_int8(traced, path, module, chosen, CALIB_LATENTS, CALIB_SEED, per_channel, method, False)
+        quantize.quantize_int8(traced, path, module, chosen, CALIB_LATENTS, CALIB_SEED, per_channel, method, show=False)
 
-    ranking = sensitivity.rank_layers(traced, module, layers, quantize_only, 32, 0, args.out)
+    def by_features(img: torch.Tensor) -> torch.Tensor:
+        return net(as_nchw_uint8(img)).double()
+
+    ranking = sensitivity.rank_layers(
+        traced, module, layers, quantize_only, 32, 0, args.out, by_features if net is not None else None
+    )
     rank_of = {effect.layer: i + 1 for i, effect in enumerate(ranking)}
     rows = []
     for layer in layers:
@@ -82,7 +89,8 @@ def main() -> None:
             rows.append({"quantized": name} | measure(module, net, path, count, reference, feats,
                                                       name.replace(" ", "-"), args.out))  # fmt: skip
     (args.out / "sensitivity.json").write_text(json.dumps(rows, indent=1))
-    print(f"\n{count} images; auto rank: order of export/sensitivity.py's pixel ranking (1 = kept in float first)")
+    by = "Inception-feature" if net is not None else "pixel"
+    print(f"\n{count} images; auto rank: order of export/sensitivity.py's {by} ranking (1 = kept in float first)")
     print("| int8 | auto rank | PSNR dB | feature dist | FID delta | KID ± se |\n|---|---|---|---|---|---|")
     for row in rows:
         stats = (f"{row['feature_distance']:.4f} | {row['fid_delta']:.2f} | {row['kid']:.5f} ± {row['kid_se']:.5f}"

@@ -129,6 +129,7 @@ def quantize_int8(
     seed: int,
     per_channel: bool = True,
     method: str = "minmax",
+    *,
     ranges: dict[str, tuple[dict, dict]] | None = None,
     show: bool = True,
 ) -> dict:
