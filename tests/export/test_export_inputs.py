@@ -160,3 +160,21 @@ def test_a_fixed_batch_whose_check_does_not_fit_is_refused_with_the_figure(snaps
                                     "in the exported model, needs ")  # fmt: skip
     assert "1.0 MiB of memory is available; use a smaller --batch, or dynamic" in result.output
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_fine_tuning_that_does_not_fit_is_refused_with_the_figure(snapshot, tmp_path, monkeypatch):
+    """Memory for the check (two batches of 16 images) but not for the fine-tuning's batch with its gradients."""
+    from ganforge.export.check import CHECK_BATCH
+    from ganforge.generate import budget
+    from ganforge.snapshot import load_snapshot
+
+    G = load_snapshot(snapshot)[0]
+    per_image = budget.synthesis_peak_bytes(G, lambda ws: G.synthesis(ws, noise_mode="const"))
+    monkeypatch.setattr("ganforge.generate.budget.available_host_bytes", lambda: 3 * CHECK_BATCH * per_image)
+    monkeypatch.setattr("ganforge.generate.budget.available_device_bytes", lambda device: None)
+    result = export("--network", snapshot, "--out", tmp_path / "G.onnx", "--precision", "int8", "--qat-kimg", "1")
+    assert result.exit_code == 2 and len(result.output.splitlines()) == 1, result.output
+    assert result.output.startswith("error: --qat-kimg: the fine-tuning runs 16 images of 16 px at once with their "
+                                    "gradients, needs ")  # fmt: skip
+    assert result.output.rstrip().endswith("leave --qat-kimg out, or export on a machine with more memory")
+    assert list(tmp_path.iterdir()) == []

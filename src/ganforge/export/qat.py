@@ -49,6 +49,10 @@ QAT_BATCH = 16
 # 6.6e-4; 8 kimg no better than 2.
 QAT_LEARNING_RATES = {"weights": 1e-4, "ranges": 1e-3}
 QAT_BETAS = (0.9, 0.99)
+# Peak memory of a fine-tuning step per image, in units of the generator's forward peak for one image (what
+# generate.budget.synthesis_peak_bytes measures): the activations kept for the backward pass, the rounding's
+# intermediates and the gradients. Measured 8.4 (a batch of 4) and 9.3 (1) on a 64 px generator.
+TRAINING_PEAK_PER_IMAGE = 10
 QAT_EVAL_LATENTS = 64  # fixed inputs on which the simulated int8 error is measured before and after the fine-tuning
 UINT8_LEVELS = (0, 255)  # the activations' integers, as the quantizer's QUInt8
 INT8_WEIGHT_LEVEL = 127  # symmetric int8 weights use [-127, 127], as the quantizer does

@@ -84,7 +84,7 @@ def export_network(options: ExportOptions) -> dict:
 
 def _check_memory(module: DeployableGenerator, options: ExportOptions) -> None:
     """Refuse a fixed --batch whose check does not fit: the eager generator and the exported model each run batches
-    of that size (a dynamic-batch model is checked CHECK_BATCH images at a time)."""
+    of that size (a dynamic-batch model is checked CHECK_BATCH images at a time); and a fine-tuning that does not."""
     from ganforge.generate import budget
 
     batch = check.CHECK_BATCH if options.batch is None else options.batch
@@ -98,6 +98,15 @@ def _check_memory(module: DeployableGenerator, options: ExportOptions) -> None:
         "use a smaller --batch, or dynamic",
     )
     budget.check([need], budget.available_host_bytes(), budget.available_device_bytes(device))
+    if options.qat_kimg:  # before the check, on the CPU: its own peak
+        qat_need = budget.Need(
+            f"--qat-kimg: the fine-tuning runs {qat.QAT_BATCH} images of {G.resolution} px at once with their "
+            "gradients,",
+            qat.QAT_BATCH * qat.TRAINING_PEAK_PER_IMAGE * per_image,
+            False,
+            "leave --qat-kimg out, or export on a machine with more memory",
+        )
+        budget.check([qat_need], budget.available_host_bytes(), None)
 
 
 def _device_type() -> str:
