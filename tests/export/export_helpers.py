@@ -33,10 +33,17 @@ def export(*args):
 
 class PixelFeatures(torch.nn.Module):
     """A cheap stand-in for the Inception network where a test is about what happens with the figures: a fixed
-    random projection of the pixels to 2048 features, so different images give different statistics."""
+    random projection of the pixels to 2048 features, so different images give different statistics. With `corner`,
+    only the bottom-right corner x corner pixels are seen: features that weigh the image otherwise than its pixel error."""
+
+    def __init__(self, corner: int | None = None):
+        super().__init__()
+        self.corner = corner
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         assert images.dtype == torch.uint8 and images.ndim == 4
+        if self.corner is not None:
+            images = images[:, :, -self.corner :, -self.corner :]
         x = images.flatten(1).to(torch.float32) / 255
         projection = torch.randn(x.shape[1], 2048, generator=torch.Generator().manual_seed(0))
         return x @ projection

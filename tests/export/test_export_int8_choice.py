@@ -31,9 +31,9 @@ def traced(tmp_path_factory):
     return module, folder / "float.onnx", snapshot
 
 
-def _quantize_only(module, traced_path):
+def _quantize_only(module, traced_path, seed=1):
     def run(layers, path):
-        quantize.quantize_int8(traced_path, path, module, layers, calib=8, seed=1, show=False)
+        quantize.quantize_int8(traced_path, path, module, layers, calib=8, seed=seed, show=False)
 
     return run
 
@@ -89,7 +89,7 @@ def test_keep_float_auto_keeps_the_most_sensitive_layers_and_stops_at_the_first_
     """The check is made to fail twice (a stand-in for the gate, whose own figures are tested elsewhere): the third
     set, the two layers at the top of the ranking in float, passes and is written; nothing more is tried."""
     module, traced_path, snapshot = traced
-    monkeypatch.setattr(inception, "load_inception", lambda *args, **kwargs: PixelFeatures())
+    monkeypatch.setattr(inception, "load_inception", lambda *args, **kwargs: PixelFeatures(corner=4))
     verdicts = [["FID too high"], ["FID too high"], [], []]
     judged = []
 
@@ -105,10 +105,13 @@ def test_keep_float_auto_keeps_the_most_sensitive_layers_and_stops_at_the_first_
     assert len(judged) == 3
 
     def features(img):  # the check's feature network (here the stand-in): the check measures FID
-        return PixelFeatures()(check.as_nchw_uint8(img)).double()
+        return PixelFeatures(corner=4)(check.as_nchw_uint8(img)).double()
 
-    ranking = sensitivity.rank_layers(traced_path, module, LAYERS, _quantize_only(module, traced_path),
-                                      sensitivity.SENSITIVITY_LATENTS, 3, tmp_path, features)  # fmt: skip  # seed 1+2
+    quantize_only = _quantize_only(module, traced_path, seed=2)  # the export's calibration: --seed 1, plus 1
+    count = sensitivity.SENSITIVITY_LATENTS
+    ranking = sensitivity.rank_layers(traced_path, module, LAYERS, quantize_only, count, 3, tmp_path, features)
+    by_pixels = sensitivity.rank_layers(traced_path, module, LAYERS, quantize_only, count, 3, tmp_path)
+    assert [e.layer for e in ranking[:2]] != [e.layer for e in by_pixels[:2]]  # so the test tells them apart
     kept = [effect.layer for effect in ranking[:2]]
     card = json.loads((tmp_path / "G.onnx.json").read_text())
     settings = card["quantization"]
