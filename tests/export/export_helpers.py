@@ -34,7 +34,8 @@ def export(*args):
 class PixelFeatures(torch.nn.Module):
     """A cheap stand-in for the Inception network where a test is about what happens with the figures: a fixed
     random projection of the pixels to 2048 features, so different images give different statistics. With `corner`,
-    only the bottom-right corner x corner pixels are seen: features that weigh the image otherwise than its pixel error."""
+    only the bottom-right corner x corner pixels are seen: features that weigh the image otherwise than its pixel
+    error."""
 
     def __init__(self, corner: int | None = None):
         super().__init__()
