@@ -13,6 +13,7 @@ unbiased, compares B with the exported images. The eager side (A's and B's featu
 export, however many candidate models are checked against it.
 """
 
+import contextlib
 import dataclasses
 import math
 
@@ -149,13 +150,12 @@ class Check:
 
     def image_features(self, images: torch.Tensor) -> torch.Tensor:
         """Inception features [N, 2048] (float64, CPU) of a model's output images, as the check computes them."""
-        if self.net is None:
-            self.net = inception.load_inception(self.inception_path, self.device)
-        return self.net(as_nchw_uint8(images).to(self.device)).double().cpu()
+        return self._inception()(as_nchw_uint8(images).to(self.device)).double().cpu()
 
-    def _inception(self, stage: Stage):
+    def _inception(self, stage: Stage | None = None):
+        """The feature network, loaded on first use (timed as a part of `stage`, if given)."""
         if self.net is None:
-            with stage.part("loading Inception"):
+            with stage.part("loading Inception") if stage else contextlib.nullcontext():
                 self.net = inception.load_inception(self.inception_path, self.device)
         return self.net
 

@@ -32,6 +32,7 @@ import math
 import time
 from collections.abc import Iterable
 
+import numpy as np
 import torch
 from torch import nn
 from torch.ao.quantization import MinMaxObserver
@@ -112,8 +113,6 @@ class ActivationRange(nn.Module):
 
     def quantizer_override(self) -> dict:
         """The range as onnxruntime's quantizer takes it for a tensor (TensorQuantOverrides): scale and zero point."""
-        import numpy as np
-
         low, high = UINT8_LEVELS
         zero = int(torch.round(self.zero_point.detach().clamp(low, high)))
         return {"scale": np.array(self.scale.item(), np.float32), "zero_point": np.array(zero, np.uint8)}

@@ -54,9 +54,8 @@ def quantizable_layers(module: DeployableGenerator) -> list[str]:
 
 def nodes_to_quantize(path: Path, layers: list[str]) -> dict:
     """The modulated convolutions of `layers` in the ONNX graph, by layer: the Conv/ConvTranspose node (an
-    onnx.NodeProto) made directly
-    by each with a single group (the resampling filters inside the same layers are depthwise, one group per
-    channel)."""
+    onnx.NodeProto) made directly by each with a single group (the resampling filters inside the same layers are
+    depthwise, one group per channel)."""
     import onnx
 
     wanted, found = {f"G.{layer}": layer for layer in layers}, {}  # the exporter names modules from the wrapper down

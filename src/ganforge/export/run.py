@@ -174,8 +174,8 @@ def _finish(
         with Stage("export: fp16 conversion"):
             onnx.convert_fp16(traced, candidate, onnx.scoped_nodes(traced, "G.mapping"))
     elif options.precision == "int8":
-        settings = options.int8_settings()
-        quantization = quantize.quantize_int8(traced, candidate, module, layers, **settings, ranges=ranges)
+        settings = options.int8_settings() | {"ranges": ranges}
+        quantization = quantize.quantize_int8(traced, candidate, module, layers, **settings)
     with Stage("export: loading the ONNX model in onnxruntime"):
         return onnx.OnnxRunner(candidate, [spec.name for spec in module.inputs()]), quantization
 
