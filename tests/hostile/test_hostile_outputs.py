@@ -186,6 +186,7 @@ def _export_cases(tmp: Path) -> list[Case]:
         Case("export --seed 2^64", export("--out", out, "--seed", str(2**64)), absent=(out,)),
         Case("export --check-fid 10^30", export("--out", out, "--check-fid", str(10**30)), absent=(out,)),
         Case("export --calib 10^30", export("--out", out, "--calib", str(10**30)), absent=(out,)),
+        Case("export --qat-kimg nan", export("--out", out, "--qat-kimg", "nan"), absent=(out,)),
         Case("export --out FIFO", export("--out", fifo)),
         Case(
             "export card is a symlink",
