@@ -56,8 +56,16 @@ def test_train_and_bench_refuse_every_bad_number_and_choice_with_one_line(data, 
 # data/build.py), each tried with hostile values in tests/hostile/test_hostile_outputs.py or test_hostile_data.py.
 CHECKED_WHERE_PARSED = {
     "generate": ("--trunc", "--trunc-cutoff", "--class", "--batch", "--interp", "--rotate", "--fps"),
-    "export": ("--trunc", "--check", "--check-fid", "--max-abs-diff", "--max-fid-delta", "--calib", "--seed",
-               "--qat-kimg"),
+    "export": (
+        "--trunc",
+        "--check",
+        "--check-fid",
+        "--max-abs-diff",
+        "--max-fid-delta",
+        "--calib",
+        "--seed",
+        "--qat-kimg",
+    ),
     "dataset build": ("--resolution",),
 }
 HOSTILE_TABLES = ("test_hostile_outputs.py", "test_hostile_data.py")
