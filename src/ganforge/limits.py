@@ -38,9 +38,20 @@ INTEGER_LIMITS = {
     "mbstd_group_size": (1, MAX_MBSTD_GROUP),
     "num_layers": (3, MAX_SYNTHESIS_LAYERS),
 }
+# R3GAN (Huang et al. 2024): per-stage widths up to 4096 (2.7x the released ImageNet configurations' 1536), 16 blocks
+# per stage (8x the released 2), expansion 8 (4x), kernels up to 7x7; D's class embedding as wide as a stage at most.
+MAX_R3GAN_WIDTH, MAX_R3GAN_BLOCKS, MAX_R3GAN_EXPANSION, MAX_R3GAN_KERNEL = 4096, 16, 8, 7
+INTEGER_LIMITS |= {
+    "expansion": (1, MAX_R3GAN_EXPANSION),
+    "kernel": (1, MAX_R3GAN_KERNEL),
+    "embed_dim": (0, MAX_R3GAN_WIDTH),
+}
+# name -> (smallest, largest) for each item of the list arguments, which hold one value per resolution 4, 8, ...
+LIST_LIMITS = {"widths": (1, MAX_R3GAN_WIDTH), "cardinalities": (1, MAX_R3GAN_WIDTH), "blocks": (1, MAX_R3GAN_BLOCKS)}
+MAX_STAGES = MAX_RESOLUTION.bit_length() - 2  # 4x4 to 1024x1024
 CHOICES = {"config": ("t", "r")}  # StyleGAN3's configurations
 OPTIONAL_POSITIVE = ("conv_clamp",)  # None (no clamping) or a finite number > 0
-ARCHITECTURE_ARGUMENTS = (*INTEGER_LIMITS, *CHOICES, *OPTIONAL_POSITIVE)
+ARCHITECTURE_ARGUMENTS = (*INTEGER_LIMITS, *LIST_LIMITS, *CHOICES, *OPTIONAL_POSITIVE)
 MAX_SHOWN_CHARS = 60  # what a message shows of a value read from a file
 MAX_SHOWN_ITEMS = 8
 
@@ -68,6 +79,14 @@ def architecture_problems(arch: dict) -> list[str]:
             low, high = INTEGER_LIMITS[name]
             if type(value) is not int or not low <= value <= high:  # bool is an int subclass, and never a size
                 problems.append(f"{name}={shown(value)}: must be an integer from {low} to {high}")
+        elif name in LIST_LIMITS:
+            low, high = LIST_LIMITS[name]
+            if not (
+                type(value) is list
+                and 1 <= len(value) <= MAX_STAGES
+                and all(type(item) is int and low <= item <= high for item in value)
+            ):
+                problems.append(f"{name}={shown(value)}: must be 1 to {MAX_STAGES} integers from {low} to {high}")
         elif name in CHOICES:
             if not isinstance(value, str) or value not in CHOICES[name]:
                 problems.append(f"{name}={shown(value)}: must be one of {', '.join(CHOICES[name])}")

@@ -6,8 +6,9 @@ as in docs/official-tensor-mapping.md) and whose string metadata is
 
     format          "ganforge-snapshot" (generator) or "ganforge-discriminator"
     format_version  "1"
-    architecture    "stylegan2" (nets.Generator / nets.Discriminator) or "stylegan3" (nets.StyleGAN3Generator); files
-                    written before StyleGAN3 existed have no such field and are StyleGAN2
+    architecture    "stylegan2" (nets.Generator / nets.Discriminator), "stylegan3" (nets.StyleGAN3Generator) or "r3gan"
+                    (nets.R3GANGenerator / nets.R3GANDiscriminator); files written before StyleGAN3 existed have no
+                    such field and are StyleGAN2
     generator       JSON of Generator.config (the constructor kwargs); "discriminator" in a discriminator file
     meta            JSON of a free-form dict from the writer (kimg, dataset, metrics, import source, ...)
     tensors_sha256  SHA-256 over (name, raw bytes) of every tensor in name order (read by older ganforge versions)
@@ -38,7 +39,7 @@ from safetensors import SafetensorError, safe_open
 from ganforge.durable import replace_file
 from ganforge.errors import UserError
 from ganforge.limits import MIN_PARAMETER_BYTES, architecture_problems, shown, shown_name
-from ganforge.nets import Discriminator, Generator, StyleGAN3Generator
+from ganforge.nets import Discriminator, Generator, R3GANDiscriminator, R3GANGenerator, StyleGAN3Generator
 from ganforge.tensorfile import tensor_file_bytes
 
 FORMAT = "ganforge-snapshot"
@@ -65,7 +66,7 @@ class _Kind:
     fix: str  # where a user gets a good file of this kind
 
 
-ARCHITECTURES = {"stylegan2": Generator, "stylegan3": StyleGAN3Generator}
+ARCHITECTURES = {"stylegan2": Generator, "stylegan3": StyleGAN3Generator, "r3gan": R3GANGenerator}
 _SNAPSHOT = _Kind(
     "snapshot", FORMAT, "generator", ARCHITECTURES, "pass a .safetensors file from a run's snapshots/ folder"
 )
@@ -73,7 +74,7 @@ _DISCRIMINATOR = _Kind(
     "discriminator",
     DISCRIMINATOR_FORMAT,
     "discriminator",
-    {"stylegan2": Discriminator},
+    {"stylegan2": Discriminator, "r3gan": R3GANDiscriminator},
     "pass a file written by `ganforge import --which D`",
 )
 

@@ -158,6 +158,8 @@ class Generator(nn.Module):
         conv_clamp: clamp conv outputs to +-conv_clamp (256 with fp16), or None.
     """
 
+    has_w_space = True  # a mapping network: truncation towards w_avg and per-layer styles have a meaning
+
     def __init__(self, resolution=32, img_channels=3, c_dim=0, z_dim=512, w_dim=512, channel_base=16384,
                  channel_max=512, mapping_layers=8, num_fp16_res=0, conv_clamp=None):  # fmt: skip
         super().__init__()

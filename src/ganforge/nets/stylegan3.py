@@ -97,6 +97,8 @@ class StyleGAN3Generator(nn.Module):
             network); fewer make a cheap network for tests and CPU demos, with the same cutoff schedule end points.
     """
 
+    has_w_space = True  # a mapping network: truncation towards w_avg and per-layer styles have a meaning
+
     def __init__(self, resolution=32, img_channels=3, c_dim=0, z_dim=512, w_dim=512, channel_base=32768,
                  channel_max=512, mapping_layers=2, config="t", num_fp16_res=0, conv_clamp=None,
                  num_layers=NUM_LAYERS):  # fmt: skip
