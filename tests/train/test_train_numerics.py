@@ -135,7 +135,7 @@ def test_train_loss_terms_match_their_equations():
     torch.testing.assert_close(L.g_nonsaturating(logits), torch.log1p(torch.exp(-logits)).flatten())
     torch.testing.assert_close(L.d_logistic(logits, -logits), 2 * torch.log1p(torch.exp(-logits)).flatten())
     x = torch.randn([3, 1, 4, 4], requires_grad=True)
-    penalty = L.r1_penalty((x * 2).sum([1, 2, 3]).unsqueeze(1), x, gamma=10)  # grad = 2 everywhere
+    (penalty,) = L.zero_centred_penalties(((x * 2).sum([1, 2, 3]).unsqueeze(1),), (x,), gamma=10)  # grad = 2 everywhere
     torch.testing.assert_close(penalty, torch.full([3], 10 / 2 * 4 * 16))
     cut = L.mixing_cutoffs(torch.tensor([0.0, 0.95]), torch.tensor([0.999, 0.0]), num_ws=6, prob=0.9)
     assert cut.tolist() == [5, 6]

@@ -14,7 +14,7 @@ Pipeline (appendix B, figure 24), in this order:
   cutout    a square of half the image size set to mid-grey
 The paper composes blit and geom into one matrix; we apply blit separately because its moves are whole pixels, and
 a permutation of pixels is lossless, so there is still exactly one resampling. `bgc` is the paper's default pipeline;
-`bgcfnc` adds filter, noise and cutout.
+`bgcfnc` adds filter, noise and cutout; `bgcc` cutout only.
 """
 
 import torch
@@ -29,7 +29,9 @@ GEOM = ("scale", "rotate", "aniso", "xfrac")
 COLOR = ("brightness", "contrast", "lumaflip", "hue", "saturation")
 CORRUPT = ("filter", "noise", "cutout")
 ALL = BLIT + GEOM + COLOR + CORRUPT
-PRESETS = {"blit": BLIT, "geom": GEOM, "color": COLOR, "bg": BLIT + GEOM, "bgc": BLIT + GEOM + COLOR, "bgcfnc": ALL}
+# bgcc: R3GAN's released augmentation (Huang et al. 2024), ADA's bgc with cutout
+PRESETS = {"blit": BLIT, "geom": GEOM, "color": COLOR, "bg": BLIT + GEOM, "bgc": BLIT + GEOM + COLOR,
+           "bgcc": BLIT + GEOM + COLOR + ("cutout",), "bgcfnc": ALL}  # fmt: skip
 
 
 def parse_ops(preset: str) -> tuple[str, ...]:

@@ -29,7 +29,7 @@ from ganforge.checkpoint.rng import check_rng
 from ganforge.checkpoint.schema import Refused, entries, is_finite_number, number, refuse, scalar, tensor, whole
 from ganforge.checkpoint.serialize import describe
 from ganforge.checkpoint.store import MAX_NIMG, TENSORS, InvalidCheckpoint
-from ganforge.config import AUGMENTS, PRECISIONS, Config, field_defaults, flatten, is_maths, upgrade
+from ganforge.config import AUGMENTS, GENERATORS, PRECISIONS, Config, field_defaults, flatten, is_maths, upgrade
 from ganforge.errors import UserError
 from ganforge.limits import architecture_problems
 from ganforge.nets.configured import build_networks_from, frozen_parameters, network_arguments
@@ -49,7 +49,6 @@ STATE_KEYS = (
     "config_hash",
     "config",
 )
-GENERATORS = ("stylegan2", "stylegan3-t", "stylegan3-r")
 # Bounds on what a stored config may hold besides its architecture (limits.py bounds that, before anything is built).
 _MAX_TEXT = 255  # a maths field's string (a dataset's name is a file name); a resume's messages show them
 _MAX_PATH = 4096  # other strings: a path
@@ -177,7 +176,10 @@ class _Net:
 
 def _architecture(fields: dict) -> tuple[_Net, _Net]:
     """(G, D) as the stored config describes them (the construction `train` uses for a run's networks)."""
-    g_arguments, d_arguments = network_arguments(fields)
+    try:
+        g_arguments, d_arguments = network_arguments(fields)
+    except UserError as error:  # values the architecture is derived from (R3GAN's stages)
+        refuse("config", f"describes a network beyond ganforge's limits: {error.problems[0][:200]}")
     _check_bounds(g_arguments, d_arguments)
     freeze_d, freeze_g_mapping = fields.get("optim.freeze_d", 0), fields.get("optim.freeze_g_mapping", False)
     whole(freeze_d, "config/optim.freeze_d", 0, 64)
@@ -185,7 +187,7 @@ def _architecture(fields: dict) -> tuple[_Net, _Net]:
         refuse("config/optim.freeze_g_mapping", f"is {describe(freeze_g_mapping)}, not true or false")
     try:
         frozen = (freeze_d, freeze_g_mapping)
-        return _networks(tuple(sorted(g_arguments.items())), tuple(sorted(d_arguments.items())), frozen)
+        return _networks(_hashable(g_arguments), _hashable(d_arguments), frozen)
     except UserError as error:  # the constructors' own checks of their arguments
         refuse("config", f"describes no network this ganforge builds ({error.problems[0][:200]})")
 
@@ -196,6 +198,11 @@ def _check_bounds(g_arguments: dict, d_arguments: dict) -> None:
     problems = architecture_problems(arch)
     if problems:
         refuse("config", f"describes a network beyond ganforge's limits: {problems[0]}")
+
+
+def _hashable(arguments: dict) -> tuple:
+    """Constructor arguments as a cache key: sorted items, lists (R3GAN's stages) as tuples."""
+    return tuple(sorted((key, tuple(v) if isinstance(v, list) else v) for key, v in arguments.items()))
 
 
 @functools.lru_cache(maxsize=8)

@@ -17,6 +17,7 @@ from ganforge.config.sections import (
     AUGMENTS,
     AUTO_PRECISION,
     DIFFAUG_OPS,
+    GENERATORS,
     LR_SCHEDULES,
     PRECISIONS,
     PRESET,
@@ -34,7 +35,7 @@ from ganforge.option import non_maths_paths, setting
 
 # The sections and the choices of their options, importable from here as from their module.
 __all__ = [
-    "AUGMENT_PIPES", "AUGMENTS", "AUTO_PRECISION", "DIFFAUG_OPS", "LR_SCHEDULES", "PRECISIONS",
+    "AUGMENT_PIPES", "AUGMENTS", "AUTO_PRECISION", "DIFFAUG_OPS", "GENERATORS", "LR_SCHEDULES", "PRECISIONS",
     "AugmentConfig", "Config", "DataConfig", "LossConfig", "ModelConfig", "OptimConfig", "PrecisionConfig", "RunConfig",
     "RuntimeConfig", "ScheduleConfig",
 ]  # fmt: skip

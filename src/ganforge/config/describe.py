@@ -12,6 +12,20 @@ def describe_derived(cfg: Config) -> list[str]:
     return [
         f"batch {s.batch} = {s.batch_gpu} per micro-batch x {cfg.world_size} process(es) x {cfg.accumulation} "
         f"accumulation step(s)",
+        *(_describe_r3gan(cfg) if cfg.model.generator == "r3gan" else _describe_stylegan(cfg)),
+        f"{s.kimg:g} kimg in ticks of {s.tick_kimg:g} kimg; snapshot + checkpoint every {s.snap} ticks",
+        *s.rounded,
+        *_describe_controls(cfg),
+        _describe_augment(cfg.augment, cfg.schedule.anneal_kimg is not None),
+        *_preset_notes(cfg),
+        *_describe_auto(cfg.precision),
+        *_describe_memory(cfg),
+    ] + ([f"D blur sigma {lo.blur_sigma:g} fading to 0 over {lo.blur_fade_kimg:g} kimg"] if lo.blur_sigma else [])
+
+
+def _describe_stylegan(cfg: Config) -> list[str]:
+    s, lo = cfg.schedule, cfg.loss
+    return [
         f"R1 gamma {lo.gamma:g} every {lo.r1_interval} steps; path length weight {lo.pl_weight:g} every "
         f"{lo.pl_interval} steps",
         f"lazy regularisation: G lr x {lazy_ratio(lo.pl_interval):.4f}, D lr x {lazy_ratio(lo.r1_interval):.4f} "
@@ -19,14 +33,23 @@ def describe_derived(cfg: Config) -> list[str]:
         f"EMA half-life {s.ema_kimg:g} kimg, ramp-up {s.ema_rampup}",
         f"networks: {cfg.model.generator}, channel base {cfg.model.channel_base}, max {cfg.model.channel_max}, mapping "
         f"{cfg.model.mapping_layers} layers, minibatch-stddev group {cfg.model.mbstd_group}",
-        f"{s.kimg:g} kimg in ticks of {s.tick_kimg:g} kimg; snapshot + checkpoint every {s.snap} ticks",
-        *s.rounded,
-        *_describe_controls(cfg),
-        _describe_augment(cfg.augment),
-        *_preset_notes(cfg),
-        *_describe_auto(cfg.precision),
-        *_describe_memory(cfg),
-    ] + ([f"D blur sigma {lo.blur_sigma:g} fading to 0 over {lo.blur_fade_kimg:g} kimg"] if lo.blur_sigma else [])
+    ]
+
+
+def _describe_r3gan(cfg: Config) -> list[str]:
+    s, lo, o, m = cfg.schedule, cfg.loss, cfg.optim, cfg.model
+    over = f"annealed by a half cosine over {s.anneal_kimg:g} kimg" if s.anneal_kimg is not None else "constant"
+    final = (
+        (lambda start, end: f"{start:g} to {end:g}") if s.anneal_kimg is not None else (lambda start, _: f"{start:g}")
+    )
+    return [
+        "loss: relativistic pairing (RpGAN) with R1 on reals and R2 on fakes at every D step (no lazy "
+        "regularisation); D steps before G steps",
+        f"{over}: gamma {final(lo.gamma, lo.gamma_final)}, Adam beta2 {final(o.beta2, o.beta2_final)} (beta1 "
+        f"{o.beta1:g}), EMA half-life {final(0 if s.anneal_kimg is not None else s.ema_kimg, s.ema_kimg)} kimg",
+        f"networks: r3gan, widths min({m.channel_base} / res, {m.channel_max}), groups of {m.group_channels} channels, "
+        f"{m.blocks_per_stage} blocks per stage, z {m.z_dim}",
+    ]
 
 
 def _describe_controls(cfg: Config) -> list[str]:
@@ -69,14 +92,14 @@ def _describe_auto(p: PrecisionConfig) -> list[str]:
     return [f"precision {p.mode} (auto: {p.auto_reason})"] if p.auto_reason else []
 
 
-def _describe_augment(a: AugmentConfig) -> str:
+def _describe_augment(a: AugmentConfig, annealed: bool) -> str:
     if a.mode == "ada":
         return (
             f"augmentation: ADA pipe {a.pipe}, target {a.target:g}, p adjusted every {a.ada_interval} D steps, "
             f"0 to 1 in {a.ada_kimg:g} kimg"
         )
     if a.mode == "fixed":
-        return f"augmentation: pipe {a.pipe} at fixed p {a.p:g}"
+        return f"augmentation: pipe {a.pipe} at fixed p {a.p:g}{' (annealed from 0)' if annealed else ''}"
     if a.mode == "diffaug":
         return f"augmentation: DiffAugment {a.diffaug_policy} on every image D sees"
     return "augmentation: none"
@@ -116,7 +139,8 @@ def small_data_advice(cfg: Config) -> list[str]:
             "a pretrained start (--resume FILE: an NVlabs .pkl, a rosinality .pt, a snapshot, or a run of other data)"
         )
     a, kimg = cfg.augment, cfg.schedule.kimg
-    if a.mode not in ("ada", "diffaug"):
+    annealed = a.mode == "fixed" and cfg.schedule.anneal_kimg is not None and a.p > 0  # R3GAN's recipe
+    if a.mode not in ("ada", "diffaug") and not annealed:
         missing.append(f"augmentation (--aug ada, not {a.mode})")
     elif a.mode == "ada" and a.ada_kimg > kimg:
         missing.append(

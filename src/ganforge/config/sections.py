@@ -16,9 +16,10 @@ from ganforge.presets import DEFAULT_PRESET, PRESETS
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
 AUTO_PRECISION = "auto"  # --precision auto: one of PRECISIONS chosen for the hardware when the options are resolved
 AUGMENTS = ("ada", "diffaug", "fixed", "noaug")
-AUGMENT_PIPES = ("bgc", "bgcfnc")  # ADA's transform groups (ganforge.augment.pipe.PRESETS)
+AUGMENT_PIPES = ("bgc", "bgcc", "bgcfnc")  # ADA's transform groups (ganforge.augment.pipe.PRESETS)
 DIFFAUG_OPS = ("color", "translation", "cutout")
 LR_SCHEDULES = ("constant", "cosine", "step")
+GENERATORS = ("stylegan2", "stylegan3-t", "stylegan3-r", "r3gan")  # ModelConfig.generator
 
 POSITIVE, NON_NEGATIVE, FRACTION = Range(0, low_open=True), Range(0), Range(0, 1)
 # Counts are bounded too, far beyond any use, so that no derivation meets a number it cannot hold.
@@ -35,7 +36,8 @@ HELP_SECTIONS = (DATA, CONFIGURATION, AUGMENTATION, CONTROLS, PRECISION, OUTPUT,
 PRESET = option(
     CONFIGURATION,
     "Preset: auto derives batch, gamma and EMA from the resolution; stylegan3-t/-r train the alias-free generator the "
-    "same way; tiny and tiny3 are small CPU settings.",
+    "same way; r3gan-* are R3GAN's released configurations (its networks, loss and annealed schedules); tiny, tiny3 "
+    "and tiny-r3gan are small CPU settings.",
     flag="--cfg",
     name="preset",
     choices=tuple(PRESETS),
@@ -75,15 +77,27 @@ class ModelConfig:
     channel_base: int
     channel_max: int
     mbstd_group: int
-    generator: str = "stylegan2"  # "stylegan2", "stylegan3-t" or "stylegan3-r"
+    # one of GENERATORS: "stylegan2", "stylegan3-t" or "stylegan3-r" (with StyleGAN2's discriminator and loss), or
+    # "r3gan" (R3GAN's generator, discriminator and loss, Huang et al. 2024)
+    generator: str = "stylegan2"
     synthesis_layers: int | None = None  # StyleGAN3's layers between the Fourier input and toRGB (14 in the paper)
+    # R3GAN: each stage's grouped convolution has width / group_channels groups (its "cardinality"; the released
+    # configurations use 8, or 16 for ImageNet), and each stage blocks_per_stage residual blocks (2 as released)
+    group_channels: int | None = None
+    blocks_per_stage: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
 class LossConfig:
     """Loss weights and lazy-regularisation intervals (Karras et al. 2020b "StyleGAN2", Sec. 3.1 and 3.2)."""
 
-    gamma: float = option(CONFIGURATION, "R1 weight.", range=NON_NEGATIVE, preset=True)
+    gamma: float = option(
+        CONFIGURATION,
+        "R1 weight (R3GAN: of R1 and R2 each, at the start of the annealing).",
+        range=NON_NEGATIVE,
+        preset=True,
+    )
+    gamma_final: float | None = None  # R3GAN: gamma at the end of the annealing (ScheduleConfig.anneal_kimg)
     r1_interval: int = 16
     pl_weight: float = 2.0
     pl_interval: int = 4
@@ -103,6 +117,7 @@ class OptimConfig:
     d_lr: float = option(CONFIGURATION, "D learning rate.", flag="--dlr", range=POSITIVE, preset=True)
     beta1: float = 0.0
     beta2: float = 0.99
+    beta2_final: float | None = None  # R3GAN: beta2 at the end of the annealing (ScheduleConfig.anneal_kimg)
     eps: float = 1e-8
     lr_schedule: str = option(
         CONTROLS,
@@ -188,6 +203,11 @@ class ScheduleConfig:
     snap: int = option(OUTPUT, "Ticks per snapshot and checkpoint.", range=TICKS, preset=True, maths=False)
     ema_kimg: float
     ema_rampup: float | None = None  # the half-life is at most this x the images seen so far; None: no ramp-up
+    # R3GAN's schedules (Huang et al. 2024, the released configurations): over this many kimg the learning rate
+    # (to lr_min_ratio), gamma (to gamma_final) and Adam's beta2 (to beta2_final) go from their start values, and the
+    # EMA half-life (to ema_kimg) and --aug fixed's p (to --aug-p) from 0, along a half cosine; constant after it.
+    # None: nothing is annealed.
+    anneal_kimg: float | None = None
     seed: int = option(CONFIGURATION, "Weights, data order, latents.", default=0, range=SEEDS)
     d_warmup_kimg: float = option(
         CONTROLS,
@@ -269,7 +289,7 @@ class AugmentConfig:
     mode: str = option(
         AUGMENTATION,
         "What augments every image D sees: ada adapts p to D's overfitting, fixed keeps p at --aug-p, diffaug is "
-        "DiffAugment (--diffaug-policy), noaug is none.",
+        "DiffAugment (--diffaug-policy), noaug is none. The r3gan presets use fixed.",
         default="ada",
         flag="--aug",
         choices=AUGMENTS,
@@ -286,7 +306,8 @@ class AugmentConfig:
     )
     pipe: str = option(
         AUGMENTATION,
-        "ADA's transforms for ada and fixed: bgc (blit, geometric, colour) or bgcfnc (also filter, noise, cutout).",
+        "ADA's transforms for ada and fixed: bgc (blit, geometric, colour), bgcc (and cutout: R3GAN's) or bgcfnc "
+        "(and filter, noise, cutout).",
         default="bgc",
         flag="--aug-pipe",
         choices=AUGMENT_PIPES,
@@ -301,7 +322,7 @@ class AugmentConfig:
     )
     p: float = option(
         AUGMENTATION,
-        "--aug fixed: the probability of each transform.",
+        "--aug fixed: the probability of each transform (the r3gan presets anneal p from 0 to it).",
         default=0.0,
         flag="--aug-p",
         range=FRACTION,

@@ -16,6 +16,7 @@ from ganforge.config import Config
 from ganforge.data import ImageDataset, open_dataset
 from ganforge.nets import Discriminator, Generator, StyleGAN3Generator
 from ganforge.nets.configured import make_networks
+from ganforge.train import relativistic
 from ganforge.train.phases import Phase, Trainer, build_phases
 from ganforge.train.precision import Precision
 from ganforge.train.schedules import magnitude_ema_beta
@@ -52,7 +53,7 @@ def build_networks(
         G.use_cpu_kernels()
         D.use_cpu_kernels()
     if precision.grad_checkpoint:
-        assert isinstance(G, Generator), "resolve refuses --grad-checkpoint for the StyleGAN3 generators"
+        assert not isinstance(G, StyleGAN3Generator), "resolve refuses --grad-checkpoint for the StyleGAN3 generators"
         G.synthesis.grad_checkpoint = D.grad_checkpoint = True
     memory_format = precision.memory_format
     return G.to(device, memory_format=memory_format).train(), D.to(device, memory_format=memory_format).train()
@@ -80,10 +81,10 @@ def build(
     G, D = build_networks(cfg, device, precision)
     G_ema = copy.deepcopy(G).eval().requires_grad_(False)
     augment, ada = build_augment(cfg, device)
-    magnitude_beta = (
-        magnitude_ema_beta(cfg.schedule.batch, cfg.accumulation) if cfg.model.generator != "stylegan2" else None
-    )
-    networks, phases = build_phases(cfg, G, D, precision)
+    stylegan3 = cfg.model.generator.startswith("stylegan3")
+    magnitude_beta = magnitude_ema_beta(cfg.schedule.batch, cfg.accumulation) if stylegan3 else None
+    phases_of = relativistic.build_phases if cfg.model.generator == "r3gan" else build_phases
+    networks, phases = phases_of(cfg, G, D, precision)
     trainer = Trainer(
         cfg=cfg,
         G=G,

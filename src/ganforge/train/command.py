@@ -3,9 +3,12 @@ whole command (resolve, then print the configuration or train)."""
 
 import sys
 
+import torch
+
 from ganforge import dist
 from ganforge.config import Config
 from ganforge.config.describe import describe_derived, small_data_advice
+from ganforge.nets.configured import make_networks
 from ganforge.train.build import build_runtime
 from ganforge.train.loop import training_loop
 from ganforge.train.options import TrainOptions
@@ -38,6 +41,13 @@ def run(config: Config, source: Source | None = None) -> int:
         dist.shutdown()
 
 
+def parameter_counts(config: Config) -> str:
+    """ "parameters: G <n>, D <n>": the networks' trainable parameter counts, built on the meta device (no memory)."""
+    with torch.device("meta"):
+        G, D = make_networks(config)
+    return f"parameters: G {sum(p.numel() for p in G.parameters()):,}, D {sum(p.numel() for p in D.parameters()):,}"
+
+
 def main(options: TrainOptions) -> int:
     """`ganforge train`: resolve, then print the configuration and what it implied (`--dry-run`) or train; returns
     the exit status.
@@ -47,6 +57,7 @@ def main(options: TrainOptions) -> int:
         config, source = resolve_run(options, observe(options))
         if options.dry_run:
             dist.print0(config.to_json())
+            dist.print0(parameter_counts(config), file=sys.stderr)
             for line in describe_derived(config):  # on stderr, so that stdout stays one JSON document
                 dist.print0(f"derived: {line}", file=sys.stderr)
             for line in small_data_advice(config):

@@ -26,7 +26,7 @@ from ganforge.snapshot import save_snapshot
 from ganforge.train import checkpointing, logs
 from ganforge.train.build import Runtime, build
 from ganforge.train.phases import micro_batches, run_phase
-from ganforge.train.schedules import ema_beta, phase_due, update_ema
+from ganforge.train.schedules import augment_p_at, ema_beta, ema_kimg_at, phase_due, update_ema
 
 
 def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | None, weights: list[Path]) -> int:
@@ -101,7 +101,9 @@ def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | N
                     ) from None
                 log.data_wait(time.monotonic() - wait_start)
 
-                # Run phases: G main, G path length, D main, D R1, each on its interval (and G after D's warm-up).
+                # Run phases: G main, G path length, D main, D R1, each on its interval (and G after D's warm-up);
+                # R3GAN: D main with R1 and R2, then G main, every step. An annealed --aug fixed p is set first.
+                _set_augment_p(trainer, augment_p_at(cfg.augment, s, cur_nimg))
                 for index, phase in enumerate(phases):
                     if phase_due(s, phase.network.name, phase.interval, cur_nimg):
                         with monitor.probe.label(_label(phase)):
@@ -112,7 +114,7 @@ def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | N
 
                 # EMA: G_ema follows G with the configured half-life.
                 with monitor.probe.label("EMA"):
-                    update_ema(G_ema, trainer.G, ema_beta(s.batch, cur_nimg, s.ema_kimg, s.ema_rampup))
+                    update_ema(G_ema, trainer.G, ema_beta(s.batch, cur_nimg, ema_kimg_at(s, cur_nimg), s.ema_rampup))
             cur_nimg += s.batch
 
 
@@ -121,9 +123,15 @@ def _label(phase) -> str:
     return phase.name.replace("_", " ")
 
 
+def _set_augment_p(trainer, p: float | None) -> None:
+    if p is not None:
+        trainer.augment.p.fill_(p)
+
+
 def _augment_stats(trainer) -> dict:
     if trainer.ada is None:
-        return {}
+        annealed = trainer.cfg.schedule.anneal_kimg is not None and trainer.cfg.augment.mode == "fixed"
+        return {"Aug/p": float(trainer.augment.p)} if annealed else {}
     stats = trainer.ada.stats(trainer.augment)
     return {"Aug/p": stats["p"], "Aug/rt": stats["rt"]}
 

@@ -1,8 +1,11 @@
-"""The StyleGAN2 loss terms as small pure functions; each returns per-sample values so callers choose the reduction.
+"""The StyleGAN2 and R3GAN loss terms as small pure functions; each returns per-sample values so callers choose the
+reduction.
 
 References: Goodfellow et al. 2014 (non-saturating GAN loss), Mescheder et al. 2018 "Which training methods for GANs
 do actually converge?" (R1), Karras et al. 2020b "Analyzing and improving the image quality of StyleGAN" (StyleGAN2:
-path-length regularisation, lazy regularisation), Karras et al. 2019 (StyleGAN: style mixing).
+path-length regularisation, lazy regularisation), Karras et al. 2019 (StyleGAN: style mixing), Jolicoeur-Martineau
+2019 "The relativistic discriminator" and Huang et al. 2024 "The GAN is dead; long live the GAN!" (R3GAN: the
+relativistic pairing loss with R1 and R2).
 """
 
 import torch
@@ -21,11 +24,27 @@ def d_logistic(real_logits: torch.Tensor, fake_logits: torch.Tensor) -> torch.Te
     return F.softplus(-real_logits).flatten() + F.softplus(fake_logits).flatten()
 
 
-def r1_penalty(real_logits: torch.Tensor, real_images: torch.Tensor, gamma: float) -> torch.Tensor:
-    """R1 = gamma/2 * ||grad_x D(x)||^2 on real data (Mescheder et al. 2018, Eq. 9). `real_images` must require grad
-    and `real_logits` be computed from it; the graph is kept so the penalty can be backpropagated. -> [N]."""
-    (grads,) = torch.autograd.grad(real_logits.sum(), real_images, create_graph=True)
-    return grads.square().flatten(1).sum(1) * (gamma / 2)
+def g_relativistic(fake_logits: torch.Tensor, real_logits: torch.Tensor) -> torch.Tensor:
+    """RpGAN's generator loss softplus(D(x) - D(G(z))) = -log sigmoid(D(G(z)) - D(x)), the i-th fake paired with the
+    i-th real (Huang et al. 2024, Eq. 2 with f = softplus(-t), swapped for G; Jolicoeur-Martineau 2019, Eq. 8).
+    [N, 1], [N, 1] -> [N]."""
+    return F.softplus(real_logits - fake_logits).flatten()
+
+
+def d_relativistic(real_logits: torch.Tensor, fake_logits: torch.Tensor) -> torch.Tensor:
+    """RpGAN's discriminator loss softplus(D(G(z)) - D(x)) = -log sigmoid(D(x) - D(G(z))): D wants each real above its
+    paired fake (Huang et al. 2024, Eq. 2). [N, 1], [N, 1] -> [N]."""
+    return F.softplus(fake_logits - real_logits).flatten()
+
+
+def zero_centred_penalties(logits: tuple, images: tuple, gamma: float) -> tuple:
+    """gamma/2 * ||grad_x D(x)||^2 for each (logits [N, 1], images [N, ...]) pair: R1 on reals (Mescheder et al. 2018,
+    Eq. 9), R2 on fakes (Roth et al. 2017; Huang et al. 2024, Eq. 3 uses both). Each images tensor must require grad
+    and its logits be computed from it; the graph is kept so the penalties can be backpropagated. All pairs take one
+    backward pass, which gives each its own gradient when every logit depends on its own image only (no minibatch
+    statistics across the images). -> one [N] per pair."""
+    grads = torch.autograd.grad(sum(x.sum() for x in logits), images, create_graph=True)
+    return tuple(g.square().flatten(1).sum(1) * (gamma / 2) for g in grads)
 
 
 def path_lengths(images: torch.Tensor, ws: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:

@@ -24,7 +24,7 @@ from ganforge.nets.configured import frozen_parameters
 from ganforge.train import loss as L
 from ganforge.train.grad_sync import GradientSync
 from ganforge.train.precision import Precision, all_finite
-from ganforge.train.schedules import blur_sigma, lr_factor
+from ganforge.train.schedules import beta2_at, blur_sigma, gamma_at, lr_factor
 
 MAX_NONFINITE_IN_A_ROW = 20
 RUNNING_AVERAGES = ("w_avg", "magnitude_ema")  # buffer names the generator's forward pass updates in training
@@ -53,6 +53,7 @@ class MicroBatch:
     cutoffs: torch.Tensor  # [b] layer where style mixing switches to z2
     positions: torch.Tensor  # [b] global image positions (cur_nimg + index in the step)
     blur_sigma: float  # blur of every image D sees in this step (StyleGAN3-R warm-up; 0: none)
+    gamma: float  # weight of the gradient penalties in this step (R1; R3GAN: R1 and R2, annealed)
 
 
 @dataclass
@@ -152,7 +153,7 @@ def d_main(trainer: Trainer, mb: MicroBatch):
 def d_reg(trainer: Trainer, mb: MicroBatch):
     real = mb.real.detach().requires_grad_(True)
     logits = trainer.discriminate(real, mb, main=False)
-    penalty = L.r1_penalty(logits, real, trainer.cfg.loss.gamma)
+    (penalty,) = L.zero_centred_penalties((logits,), (real,), mb.gamma)
     return penalty, {"Loss/D/r1": penalty}
 
 
@@ -199,10 +200,7 @@ def build_phases(
         ("D", D, o.d_lr, lo.gamma > 0, lo.r1_interval, d_main, d_reg),
     ):
         ratio = lazy_ratio(interval) if reg_on else 1.0
-        params = [p for key, p in module.named_parameters() if key not in frozen[name]]
-        opt = torch.optim.Adam(params, lr=lr * ratio, betas=(o.beta1**ratio, o.beta2**ratio), eps=o.eps)
-        sync = GradientSync(params, cfg.runtime.allreduce_bucket_mb)
-        network = networks[name] = Network(name, module, params, opt, precision.make_scaler(), sync)
+        network = networks[name] = make_network(cfg, precision, name, module, frozen[name], lr, ratio)
         phases.append(
             Phase(
                 name=f"{name}_main", network=network, lr=lr * ratio, interval=1, terms=main, samples_per_mb=lambda b: b
@@ -224,6 +222,18 @@ def build_phases(
     return networks, phases
 
 
+def make_network(
+    cfg: Config, precision: Precision, name: str, module: torch.nn.Module, frozen: set, lr: float, ratio: float
+) -> Network:
+    """`module` with an Adam over its parameters but the `frozen` ones, at `lr` and betas corrected by the lazy
+    regularisation `ratio` (1: none), its loss scaler and gradient sync."""
+    o = cfg.optim
+    params = [p for key, p in module.named_parameters() if key not in frozen]
+    opt = torch.optim.Adam(params, lr=lr * ratio, betas=(o.beta1**ratio, o.beta2**ratio), eps=o.eps)
+    sync = GradientSync(params, cfg.runtime.allreduce_bucket_mb)
+    return Network(name, module, params, opt, precision.make_scaler(), sync)
+
+
 def micro_batches(cfg: Config, phase_index: int, cur_nimg: int, images, labels, num_ws: int) -> list[MicroBatch]:
     """Split this rank's images of the step into micro-batches and attach each sample's random draws.
 
@@ -232,6 +242,7 @@ def micro_batches(cfg: Config, phase_index: int, cur_nimg: int, images, labels, 
     s = cfg.schedule
     world, rank, acc = cfg.world_size, dist.rank(), cfg.accumulation
     blur = blur_sigma(cur_nimg, cfg.loss.blur_sigma, cfg.loss.blur_fade_kimg)
+    gamma = gamma_at(cfg.loss, s, cur_nimg)
     gen = torch.Generator().manual_seed(derive_seed(s.seed, cur_nimg, phase_index))
     z = torch.randn([s.batch, cfg.model.z_dim], generator=gen)
     z2 = torch.randn([s.batch, cfg.model.z_dim], generator=gen)
@@ -250,6 +261,7 @@ def micro_batches(cfg: Config, phase_index: int, cur_nimg: int, images, labels, 
                 cutoffs=cutoffs[index],
                 positions=index + cur_nimg,
                 blur_sigma=blur,
+                gamma=gamma,
             )
         )
     return out
@@ -269,8 +281,11 @@ def run_phase(trainer: Trainer, phase: Phase, phase_index: int, cur_nimg: int, m
     any rank is non-finite, skip the step with the weights untouched. Returns the tick statistics of this phase."""
     network, cfg = phase.network, trainer.cfg
     _set_trainable(network, [trainer.G, trainer.D])
+    beta2 = beta2_at(cfg.optim, cfg.schedule, cur_nimg)
     for group in network.opt.param_groups:
         group["lr"] = phase.lr * lr_factor(cfg.optim, cur_nimg)
+        if beta2 is not None:  # annealed (R3GAN, which has no lazy regulariser whose ratio would correct it)
+            group["betas"] = (cfg.optim.beta1, beta2)
     network.opt.zero_grad(set_to_none=True)
     total = sum(phase.samples_per_mb(len(mb.z)) for mb in mbs) * cfg.world_size
     gain = phase.interval / total  # mean over the global batch; lazy regularisers weigh `interval` times more
@@ -335,9 +350,9 @@ def _average_buffers(module: torch.nn.Module) -> None:
     """Running averages that the forward pass updates per micro-batch (the mapping network's w_avg, StyleGAN3's
     magnitude_ema) are averaged over ranks in one all-reduce, so replicas stay identical; constant buffers (filters,
     fixed noise) are left alone, bit for bit."""
-    if dist.world_size() == 1:
-        return
     buffers = [b for name, b in module.named_buffers() if name.rsplit(".", 1)[-1] in RUNNING_AVERAGES]
+    if dist.world_size() == 1 or not buffers:  # R3GAN keeps none
+        return
     flat = dist.all_reduce_sum_(torch.cat([b.flatten() for b in buffers])) / dist.world_size()
     for buf, value in zip(buffers, flat.split([b.numel() for b in buffers]), strict=True):
         buf.copy_(value.view_as(buf))

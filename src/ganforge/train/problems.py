@@ -145,15 +145,20 @@ def _problems(cfg: Config, device_type: str) -> list[str]:
         problems.append("--precision fp16: needs a CUDA GPU (no fast fp16 on CPU); use bf16 or fp32 on CPU")
     if p.mode == "tf32" and device_type != "cuda":
         problems.append("--precision tf32: TF32 exists only on NVIDIA GPUs; use fp32 or bf16 on CPU")
-    if p.fp16_res and p.mode != "fp16":
+    if p.fp16_res and cfg.model.generator == "r3gan":
+        problems.append(
+            "--fp16-res: R3GAN's reduced-precision stages are bfloat16, as released, not fp16; use --precision bf16 "
+            "(autocast) and drop --fp16-res"
+        )
+    elif p.fp16_res and p.mode != "fp16":
         problems.append("--fp16-res: the per-resolution fp16 recipe needs --precision fp16")
     if r.compile and p.mode == "fp16" and p.fp16_res:
         problems.append("--compile: not supported together with --fp16-res; drop one of them")
     problems += _freeze_problems(cfg)
-    if r.grad_checkpoint and cfg.model.generator != "stylegan2":
+    if r.grad_checkpoint and cfg.model.generator.startswith("stylegan3"):
         problems.append(
             f"--grad-checkpoint: the {cfg.model.generator} generator updates running statistics in its "
-            "layers' forward, which recomputation would repeat; use it with a StyleGAN2 --cfg or drop it"
+            "layers' forward, which recomputation would repeat; use it with a StyleGAN2 or R3GAN --cfg or drop it"
         )
     return problems
 

@@ -119,6 +119,9 @@ def _build(
     batch_gpu = _pick(o.batch_gpu, max(batch // world_size, 1))
     fp16_res = _pick(o.fp16_res, _fp16_res_default(preset, o.precision, pretrained))
     blur = _blur_sigma(preset, pretrained)
+    lr_schedule = _pick(o.lr_schedule, "cosine" if preset.anneal_kimg else None)
+    gamma = _pick(o.gamma, preset.gamma)
+    augment = _pick(o.aug, preset.aug)
     typed, rounded = typed_lengths(o, batch, lr_steps)
     kimg = typed.get("schedule.kimg", _whole_batches(preset.kimg, batch))
     derived = {
@@ -129,15 +132,20 @@ def _build(
         "model.z_dim": preset.z_dim, "model.w_dim": preset.z_dim, "model.mapping_layers": preset.mapping_layers,
         "model.channel_base": preset.channel_base, "model.channel_max": preset.channel_max,
         "model.mbstd_group": min(preset.mbstd, batch_gpu), "model.generator": preset.generator,
-        "model.synthesis_layers": preset.synthesis_layers,
+        "model.synthesis_layers": preset.synthesis_layers, "model.group_channels": preset.group_channels,
+        "model.blocks_per_stage": preset.blocks_per_stage, "schedule.anneal_kimg": preset.anneal_kimg,
+        "optim.beta2": preset.beta2, "optim.beta2_final": preset.beta2_final, "augment.mode": augment,
+        "augment.pipe": _pick(o.aug_pipe, preset.aug_pipe),
+        "augment.p": _pick(o.aug_p, preset.aug_p if augment == "fixed" else None),
         "precision.fp16_res": fp16_res, "precision.conv_clamp": _conv_clamp(fp16_res, pretrained),
-        "loss.gamma": _pick(o.gamma, preset.gamma), "loss.pl_weight": preset.pl_weight,
+        "loss.gamma": gamma, "loss.pl_weight": preset.pl_weight, "loss.gamma_final": _gamma_final(gamma, preset),
         "loss.style_mixing": preset.style_mixing, "loss.blur_sigma": blur,
         "loss.blur_fade_kimg": _blur_fade_kimg(preset, batch) if blur else None,
         "optim.g_lr": _pick(o.glr, preset.lr), "optim.d_lr": _pick(o.dlr, _pick(preset.d_lr, preset.lr)),
         # Cosine decay ends at the run's length, stored so that a resumed run with a longer --kimg stays on the
         # curve it started on (unless --allow-config-change).
-        "optim.lr_horizon_kimg": kimg if o.lr_schedule == "cosine" else None,
+        "optim.lr_horizon_kimg": _lr_horizon(lr_schedule, kimg, preset),
+        "optim.lr_schedule": lr_schedule, "optim.lr_min_ratio": _pick(o.lr_min_ratio, preset.lr_min_ratio),
         "optim.lr_steps": typed.get("optim.lr_steps"),
         "optim.clip_grad_g": _pick(o.clip_grad_g, o.clip_grad), "optim.clip_grad_d": _pick(o.clip_grad_d, o.clip_grad),
         "schedule.batch": batch, "schedule.batch_gpu": batch_gpu, "schedule.kimg": kimg,
@@ -255,6 +263,22 @@ def _conv_clamp(fp16_res: int, pretrained: PretrainedFacts | None) -> int | None
     if not fp16_res:
         return None
     return _pick(pretrained.g_arch.get("conv_clamp"), 256) if pretrained is not None else 256
+
+
+def _lr_horizon(lr_schedule: str | None, kimg: float, preset: Preset) -> float | None:
+    """Where a cosine learning-rate decay ends: at the annealing's end where the row anneals (R3GAN), else at the
+    run's length."""
+    if lr_schedule != "cosine":
+        return None
+    return _pick(preset.anneal_kimg, kimg)
+
+
+def _gamma_final(gamma: float, preset: Preset) -> float | None:
+    """R3GAN's gamma at the end of the annealing: the row's ratio of final to start value (a tenth, as released)
+    applied to the gamma trained with, so that --gamma moves the whole schedule."""
+    if preset.gamma_final is None:
+        return None
+    return gamma * preset.gamma_final / preset.gamma
 
 
 def _blur_fade_kimg(preset: Preset, batch: int) -> float:

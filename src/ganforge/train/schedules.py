@@ -18,6 +18,10 @@ Learning rate: a factor on the base rates (`--glr`/`--dlr`, already corrected fo
   2017, "SGDR", Eq. 5, one cycle without restarts).
 - step: x `lr_gamma` at each of `lr_steps` kimg (the step decay of He et al. 2016, Sec. 3.4).
 
+Annealing (R3GAN, Huang et al. 2024, the released training setup): with `anneal_kimg`, gamma, Adam's beta2, the EMA
+half-life and --aug fixed's p go from a start to a final value along a half cosine over `anneal_kimg`, then stay; the
+learning rate follows the cosine schedule above with `lr_horizon_kimg` = `anneal_kimg`, the same curve.
+
 Blur: StyleGAN3-R's blurred-discriminator warm-up (Karras et al. 2021, App. D) fades out linearly
 (`ganforge.augment.blur` applies it).
 """
@@ -26,7 +30,7 @@ import math
 
 import torch
 
-from ganforge.config import OptimConfig, ScheduleConfig
+from ganforge.config import AugmentConfig, LossConfig, OptimConfig, ScheduleConfig
 
 # ---- cadence -------------------------------------------------------------------------------------------------------
 
@@ -106,6 +110,44 @@ def lr_factor(optim: OptimConfig, cur_nimg: int) -> float:
     """The multiplier of the base learning rates for the step that starts at `cur_nimg` images."""
     decay = {"constant": lambda o, n: 1.0, "cosine": cosine_factor, "step": step_factor}[optim.lr_schedule]
     return warmup_factor(optim, cur_nimg) * decay(optim, cur_nimg)
+
+
+# ---- annealing (R3GAN) ---------------------------------------------------------------------------------------------
+
+
+def annealed(start: float, final: float, cur_nimg: int, anneal_kimg: float) -> float:
+    """start at 0 images, final at `anneal_kimg` thousand images and after, along a half cosine between."""
+    progress = min(cur_nimg / (anneal_kimg * 1000), 1.0)
+    return final + (start - final) * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+def gamma_at(loss: LossConfig, schedule: ScheduleConfig, cur_nimg: int) -> float:
+    """The gradient penalties' weight for the step at `cur_nimg`."""
+    if schedule.anneal_kimg is None:
+        return loss.gamma
+    return annealed(loss.gamma, loss.gamma_final, cur_nimg, schedule.anneal_kimg)
+
+
+def beta2_at(optim: OptimConfig, schedule: ScheduleConfig, cur_nimg: int) -> float | None:
+    """Adam's beta2 for the step at `cur_nimg` where it is annealed; None where it keeps what the optimiser was
+    built with."""
+    if schedule.anneal_kimg is None:
+        return None
+    return annealed(optim.beta2, optim.beta2_final, cur_nimg, schedule.anneal_kimg)
+
+
+def ema_kimg_at(schedule: ScheduleConfig, cur_nimg: int) -> float:
+    """The EMA half-life in kimg for the step at `cur_nimg`: annealed from 0 (G_ema = G at the start)."""
+    if schedule.anneal_kimg is None:
+        return schedule.ema_kimg
+    return annealed(0.0, schedule.ema_kimg, cur_nimg, schedule.anneal_kimg)
+
+
+def augment_p_at(augment: AugmentConfig, schedule: ScheduleConfig, cur_nimg: int) -> float | None:
+    """--aug fixed's p for the step at `cur_nimg` where it is annealed (from 0); None where it stays as built."""
+    if schedule.anneal_kimg is None or augment.mode != "fixed":
+        return None
+    return annealed(0.0, augment.p, cur_nimg, schedule.anneal_kimg)
 
 
 # ---- discriminator blur --------------------------------------------------------------------------------------------

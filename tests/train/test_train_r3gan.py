@@ -1,0 +1,197 @@
+"""R3GAN's training: the RpGAN losses and both gradient penalties against slow, obvious implementations; the phases
+that use them (R2 on fakes, each fake paired with its own real); the annealed schedules at hand-computed points; and
+`--cfg tiny-r3gan` end to end: the CLI trains, resumes bitwise, and two gloo ranks train like one process with
+accumulation; and the dry run's `parameters:` line for every family."""
+
+import dataclasses
+import json
+import math
+import re
+from pathlib import Path
+
+import pytest
+import torch
+from click.testing import CliRunner
+from train_helpers import make_dataset, tiny_options
+
+from ganforge import checkpoint
+from ganforge.cli import main
+from ganforge.nets.configured import make_networks
+from ganforge.presets import PRESETS
+from ganforge.train import loss as L
+from ganforge.train import relativistic
+from ganforge.train.build import build
+from ganforge.train.options import TrainOptions
+from ganforge.train.phases import micro_batches
+from ganforge.train.resolver import DatasetFacts, Facts, resolve
+from ganforge.train.schedules import annealed, augment_p_at, beta2_at, ema_kimg_at, gamma_at
+
+R3 = ["--cfg", "tiny-r3gan", "--batch", "4", "--tick", "0.008", "--snap", "1", "--workers", "0", "--device", "cpu",
+      "--no-report"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    return make_dataset(tmp_path_factory.mktemp("train_r3gan") / "squares", count=8)
+
+
+def _sigmoid_nll(t: float) -> float:
+    """-log(sigmoid(t)), written out."""
+    return -math.log(1 / (1 + math.exp(-t)))
+
+
+def test_relativistic_losses_are_the_negative_log_sigmoid_of_each_pairs_difference():
+    real, fake = torch.tensor([[1.5], [-0.25], [3.0]]), torch.tensor([[0.5], [0.75], [-2.0]])
+    d, g = L.d_relativistic(real, fake), L.g_relativistic(fake, real)
+    for i in range(3):
+        r, f = real[i].item(), fake[i].item()
+        assert d[i].item() == pytest.approx(_sigmoid_nll(r - f), rel=1e-6)  # D: the real above its fake
+        assert g[i].item() == pytest.approx(_sigmoid_nll(f - r), rel=1e-6)  # G: the fake above its real
+
+
+def _tiny_d(c_dim: int = 0):
+    from ganforge.nets import R3GANDiscriminator
+
+    torch.manual_seed(0)
+    D = R3GANDiscriminator(resolution=8, img_channels=1, c_dim=c_dim, widths=[8, 4], cardinalities=[2, 1],
+                           blocks=[1, 1], embed_dim=4 if c_dim else 0)  # fmt: skip
+    with torch.no_grad():  # the last convolution of each block starts at 0; make the blocks matter
+        for name, p in D.named_parameters():
+            if name.endswith("conv3.weight"):
+                p.normal_(0, 0.3)
+    return D
+
+
+def test_one_backward_gives_each_image_its_own_zero_centred_penalty():
+    """R1 on reals and R2 on fakes from one autograd call equal gamma/2 ||grad D(x)||^2 of each image alone."""
+    D, gamma = _tiny_d(), 0.7
+    reals, fakes = torch.randn(3, 1, 8, 8), torch.randn(3, 1, 8, 8)
+    x, y = reals.clone().requires_grad_(True), fakes.clone().requires_grad_(True)
+    r1, r2 = L.zero_centred_penalties((D(x, None), D(y, None)), (x, y), gamma)
+    for batch, got in ((reals, r1), (fakes, r2)):
+        for i in range(3):
+            image = batch[i : i + 1].clone().requires_grad_(True)
+            (grad,) = torch.autograd.grad(D(image, None).sum(), image)
+            assert got[i].item() == pytest.approx(gamma / 2 * grad.square().sum().item(), rel=1e-5)
+
+
+def _trainer(data: Path, tmp_path: Path, **extra):
+    cfg = resolve(tiny_options(data, tmp_path, preset="tiny-r3gan", batch=4, **extra))
+    return cfg, build(cfg, torch.device("cpu"))
+
+
+def test_d_phase_is_rpgan_with_r1_on_reals_and_r2_on_fakes_and_g_phase_pairs_each_fake_with_its_real(data, tmp_path):
+    cfg, (trainer, phases, _) = _trainer(data, tmp_path)
+    assert [p.name for p in phases] == ["D_main", "G_main"] and cfg.augment.mode == "noaug"
+    reals = torch.rand(4, 1, 8, 8) * 2 - 1
+    (mb,) = micro_batches(cfg, 0, 0, reals, torch.zeros(4, 0), trainer.G.num_ws)
+    with torch.no_grad():
+        fakes = trainer.G(mb.z, mb.c)  # R3GAN draws no noise: the phase's fakes are these
+    total, stats = relativistic.d_main(trainer, mb)
+    for i in range(4):
+        real, fake = reals[i : i + 1].clone().requires_grad_(True), fakes[i : i + 1].clone().requires_grad_(True)
+        d_real, d_fake = trainer.D(real, mb.c[:1]), trainer.D(fake, mb.c[:1])
+        (g_real,) = torch.autograd.grad(d_real.sum(), real)
+        (g_fake,) = torch.autograd.grad(d_fake.sum(), fake)
+        r1, r2 = mb.gamma / 2 * g_real.square().sum(), mb.gamma / 2 * g_fake.square().sum()
+        main = _sigmoid_nll((d_real - d_fake).item())
+        assert stats["Loss/D/main"][i].item() == pytest.approx(main, rel=1e-5)
+        assert stats["Loss/D/r1"][i].item() == pytest.approx(r1.item(), rel=1e-4)
+        assert stats["Loss/D/r2"][i].item() == pytest.approx(r2.item(), rel=1e-4)
+        assert total[i].item() == pytest.approx(main + r1.item() + r2.item(), rel=1e-5)
+    loss, stats = relativistic.g_main(trainer, mb)
+    with torch.no_grad():
+        expected = [_sigmoid_nll((trainer.D(fakes[i : i + 1], None) - trainer.D(reals[i : i + 1], None)).item())
+                    for i in range(4)]  # fmt: skip
+    assert loss.tolist() == pytest.approx(expected, rel=1e-5)
+    assert mb.gamma == cfg.loss.gamma  # at 0 images, the start of the annealing
+
+
+def test_schedules_anneal_along_a_half_cosine_and_stay_at_the_end():
+    assert annealed(0.9, 0.99, 0, 10) == pytest.approx(0.9)
+    assert annealed(0.9, 0.99, 2500, 10) == pytest.approx(0.99 - 0.09 * (1 + math.sqrt(0.5)) / 2)  # cos(pi/4)
+    assert annealed(0.9, 0.99, 5000, 10) == pytest.approx(0.945)
+    assert annealed(0.9, 0.99, 10000, 10) == pytest.approx(0.99)
+    assert annealed(0.9, 0.99, 30000, 10) == pytest.approx(0.99)
+
+
+def test_the_released_schedules_are_annealed_from_the_presets_start_to_end_values():
+    options = TrainOptions(data="/data/cifar10.zip", outdir="/nonexistent/runs", preset="r3gan-cifar10")
+    cfg = resolve(options, Facts(DatasetFacts(resolution=32, channels=3, label_dim=0, name="cifar10"), 1, "cpu"))
+    s, half = cfg.schedule, round(cfg.schedule.anneal_kimg * 500)
+    assert (s.anneal_kimg, s.batch, cfg.augment.mode, cfg.augment.pipe) == (20000, 512, "fixed", "bgcc")
+    assert gamma_at(cfg.loss, s, 0) == pytest.approx(0.05) and gamma_at(cfg.loss, s, half) == pytest.approx(0.0275)
+    assert gamma_at(cfg.loss, s, 10**9) == pytest.approx(0.005)
+    assert beta2_at(cfg.optim, s, 0) == pytest.approx(0.9) and beta2_at(cfg.optim, s, 10**9) == pytest.approx(0.99)
+    assert ema_kimg_at(s, 0) == 0 and ema_kimg_at(s, half) == pytest.approx(2500)
+    assert augment_p_at(cfg.augment, s, 0) == 0 and augment_p_at(cfg.augment, s, half) == pytest.approx(0.275)
+    assert cfg.optim.lr_schedule == "cosine" and cfg.optim.lr_horizon_kimg == s.anneal_kimg
+    assert cfg.optim.lr_min_ratio * cfg.optim.g_lr == pytest.approx(5e-5)
+    assert PRESETS["r3gan-imagenet64"].anneal_kimg == 200000 and PRESETS["r3gan-ffhq256"].gamma == 150
+
+
+def _train(data: Path, outdir: Path, kimg: float, *extra: str) -> None:
+    args = ["train", "--data", str(data), "--outdir", str(outdir), "--kimg", f"{kimg:g}", *R3, *extra]
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+
+
+def _final_checkpoint(outdir: Path) -> Path:
+    (run,) = outdir.iterdir()
+    return sorted((run / "checkpoints").glob("ckpt-*"))[-1]
+
+
+def test_tiny_r3gan_trains_through_the_cli_and_a_stopped_run_continues_bitwise(data, tmp_path):
+    _train(data, tmp_path / "straight", 0.016)
+    _train(data, tmp_path / "stopped", 0.008)
+    _train(data, tmp_path / "stopped", 0.016)  # the same command, longer: continues from the 8-image checkpoint
+
+    straight, resumed = _final_checkpoint(tmp_path / "straight"), _final_checkpoint(tmp_path / "stopped")
+    assert straight.name == resumed.name == "ckpt-000000016"
+    (run,) = (tmp_path / "stopped").iterdir()
+    assert "resuming at 0.008 kimg" in (run / "log.txt").read_text()
+    for name in ("tensors.safetensors", "state.json"):
+        assert (straight / name).read_bytes() == (resumed / name).read_bytes(), name
+    state = checkpoint.load(resumed)
+    assert state["opt_D"]["param_groups"][0]["betas"][1] > 0.9  # beta2 annealed past its start
+    # the EMA half-life anneals from 0 and is still ~2e-4 images at the last step: G_ema is G (as released, and
+    # unlike a constant 1 kimg half-life)
+    assert all(torch.equal(state["G"][k], state["G_ema"][k]) for k in state["G"])
+    records = [json.loads(line) for line in (run / "stats.jsonl").read_text().splitlines()]
+    assert {"Loss/D/r1", "Loss/D/r2", "Loss/G/main"} <= set(records[-1])
+    assert 0 < records[-1]["Aug/p"] < 0.2 * 1e-4  # annealed from 0 towards the preset's 0.2 over 40 kimg
+
+
+RANK_SCRIPT = """
+import json, sys
+from ganforge.train import TrainOptions, resolve, run
+sys.exit(run(resolve(TrainOptions(**json.loads(sys.argv[1])))))
+"""
+
+
+@pytest.mark.timeout(300)
+def test_two_gloo_ranks_train_tiny_r3gan_like_one_process_with_accumulation(data, tmp_path, run_ranks):
+    """One step of 8 images: 2 ranks x 4 against 1 process x 2 micro-batches of 4. R3GAN keeps no running
+    statistics, so the two differ only by the order of float sums."""
+    from ganforge.train import run
+
+    common = dict(preset="tiny-r3gan", batch=8, kimg=0.008, tick=0.008, snap=1, aug="fixed")
+    assert run(resolve(tiny_options(data, tmp_path / "one", batch_gpu=4, **common))) == 0
+    run_ranks(RANK_SCRIPT, json.dumps(dataclasses.asdict(tiny_options(data, tmp_path / "two", **common))), timeout=240)
+    one = checkpoint.load(_final_checkpoint(tmp_path / "one"))
+    two = checkpoint.load(_final_checkpoint(tmp_path / "two"))
+    assert one["loop"]["cur_nimg"] == two["loop"]["cur_nimg"] == 8
+    for net in ("G", "D", "G_ema"):
+        for name, value in one[net].items():
+            torch.testing.assert_close(two[net][name], value, rtol=0, atol=1e-6, msg=f"{net}.{name}")
+
+
+def test_dry_run_prints_the_parameter_counts_of_every_family(data, tmp_path):
+    for preset in ("tiny", "tiny3", "tiny-r3gan"):
+        args = ["train", "--data", str(data), "--outdir", str(tmp_path / "runs"), "--cfg", preset, "--dry-run"]
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 0, result.output
+        (line,) = [line for line in result.stderr.splitlines() if line.startswith("parameters:")]
+        counts = [int(n.replace(",", "")) for n in re.fullmatch(r"parameters: G ([\d,]+), D ([\d,]+)", line).groups()]
+        G, D = make_networks(resolve(TrainOptions(data=str(data), outdir=str(tmp_path / "runs"), preset=preset)))
+        assert counts == [sum(p.numel() for p in G.parameters()), sum(p.numel() for p in D.parameters())]
