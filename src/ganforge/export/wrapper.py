@@ -13,7 +13,7 @@ from torch import nn
 
 from ganforge.data.loader import to_uint8
 from ganforge.errors import UserError
-from ganforge.nets import Generator, StyleGAN3Generator
+from ganforge.nets import Generator, R3GANGenerator, StyleGAN3Generator
 
 NOISE_BUFFER = "noise_const"
 MAX_DYNAMIC_BATCH = 1 << 16
@@ -39,9 +39,15 @@ class DeployableGenerator(nn.Module):
 
     def __init__(self, G: nn.Module, psi: float = 1.0, noise: str = "const", uint8: bool = False, batch=None):
         super().__init__()
-        assert isinstance(G, (Generator, StyleGAN3Generator)), type(G)
-        if noise == "input" and isinstance(G, StyleGAN3Generator):
-            raise UserError("--noise input: a StyleGAN3 generator has no noise inputs; use --noise const")
+        assert isinstance(G, (Generator, StyleGAN3Generator, R3GANGenerator)), type(G)
+        family = "StyleGAN3" if isinstance(G, StyleGAN3Generator) else "R3GAN"
+        if noise == "input" and not isinstance(G, Generator):
+            raise UserError(f"--noise input: a {family} generator has no noise inputs; use --noise const")
+        if psi != 1 and not G.has_w_space:
+            raise UserError(
+                f"--trunc {psi:g}: an R3GAN generator has no mapping network, so no average w to truncate towards; "
+                "leave --trunc out"
+            )
         self.G = G.eval()
         self.psi, self.noise, self.uint8 = psi, noise, uint8
         self.batch = "batch" if batch is None else batch

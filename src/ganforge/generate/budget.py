@@ -85,8 +85,8 @@ class _StoragePeak(TorchFunctionMode):
 def synthesis_peak_bytes(G: torch.nn.Module, synthesize: Callable[[torch.Tensor], torch.Tensor]) -> int:
     """Peak bytes of the tensors that `synthesize(ws)` creates for one image (ws [1, num_ws, w_dim] on G's device):
     the activations, resampled intermediates and the image. A batch of B takes about B times this."""
-    device = G.mapping.w_avg.device
-    ws = G.mapping.w_avg.reshape(1, 1, -1).repeat(1, G.num_ws, 1).to(device)  # a valid w: the average
+    device = next(G.parameters()).device
+    ws = G.mapping(torch.zeros([1, G.z_dim], device=device), torch.zeros([1, G.c_dim], device=device))  # a valid w
     existing = {t.untyped_storage().data_ptr() for t in [*G.parameters(), *G.buffers(), ws]}
     mode = _StoragePeak(existing)
     with mode:

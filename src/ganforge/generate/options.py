@@ -206,6 +206,19 @@ class GenerateOptions:
             return f"--style-mix {len(self.style_mix[0]):,} rows x {len(self.style_mix[1]):,} columns"
         return "--projected-w" if self.projected_w else "--seeds"
 
+    def _w_space_problems(self, G) -> list[str]:
+        """What needs a mapping network's W space (truncation towards the average w, styles per layer) that an R3GAN
+        generator, which maps z straight to the image, does not have."""
+        if G.has_w_space:
+            return []
+        no_w = f"{self.network} is an R3GAN generator, which has no mapping network and so no W space"
+        problems = []
+        if self.trunc != 1:
+            problems.append(f"--trunc {self.trunc:g}: {no_w} and no average w to truncate towards; leave --trunc out")
+        if self.mode == "style_mix":
+            problems.append(f"--style-mix: {no_w} and no per-layer styles to mix; use --seeds or --interp")
+        return problems
+
     def check_network(self, G) -> None:
         """UserError listing every option the loaded generator cannot honour (class, cutoff, mixed layers). Projected
         ws already hold their class."""
@@ -214,6 +227,7 @@ class GenerateOptions:
             problems.append(
                 f"--trunc-cutoff {self.trunc_cutoff}: {self.network} has {G.num_ws} ws; use 1 to {G.num_ws}"
             )
+        problems += self._w_space_problems(G)
         if self.moves and not hasattr(G.synthesis, "input"):
             problems.append(
                 f"--translate/--rotate: {self.network} is a StyleGAN2 generator; only StyleGAN3 moves its "

@@ -24,7 +24,7 @@ from ganforge.progress import progress_bar
 def map_latents(G: Generator, z: torch.Tensor, class_index, psi: float, cutoff, batch: int) -> torch.Tensor:
     """z [N, z_dim] -> truncated ws [N, num_ws, w_dim] on the CPU (StyleGAN Sec. 3.3: w_avg + psi (w - w_avg) for
     the first `cutoff` ws)."""
-    device = G.mapping.w_avg.device
+    device = next(G.parameters()).device
     ws = []
     for chunk in z.split(batch):
         c = labels(class_index, G.c_dim, len(chunk))
@@ -69,7 +69,7 @@ class Renderer:
     def __call__(self, ws: torch.Tensor, noise_seeds) -> torch.Tensor:
         """ws [N, num_ws, w_dim] -> images [N, C, H, W] float32 on the CPU, about [-1, 1]. `noise_seeds` (one per
         image) are used when the noise mode is `random`."""
-        device = self.G.mapping.w_avg.device
+        device = next(self.G.parameters()).device
         out = []
         for start in range(0, len(ws), self.batch):
             chunk = ws[start : start + self.batch].to(device)
