@@ -59,6 +59,19 @@ CONTROLS = "tests/train/test_train_controls.py::"
 CONTROLS_RUN = CONTROLS + "test_tick_stats_report_scheduled_rates_and_clipping"
 CLIPPING = "tests/train/test_train_clipping.py::test_clipping_caps_the_unscaled_norm_and_reports_the_norm_before"
 DIFFAUG = "tests/train/test_diffaugment.py::"
+R3GAN = "tests/train/test_train_r3gan.py::"
+R3GAN_NETS = "tests/nets/test_nets_r3gan.py::"
+R3GAN_COUNTS = R3GAN_NETS + "test_every_released_configuration_has_the_released_parameter_counts"
+R3GAN_FIXUP = (
+    R3GAN_NETS + "test_fixup_initialisation_starts_every_residual_branch_at_zero_and_scales_the_others_by_depth"
+)
+R3GAN_CONDITIONING = (
+    R3GAN_NETS + "test_g_concatenates_the_class_embedding_to_z_and_d_projects_its_features_on_the_class_embedding"
+)
+R3GAN_LOSSES = R3GAN + "test_relativistic_losses_are_the_negative_log_sigmoid_of_each_pairs_difference"
+R3GAN_PHASES = (
+    R3GAN + "test_d_phase_is_rpgan_with_r1_on_reals_and_r2_on_fakes_and_g_phase_pairs_each_fake_with_its_real"
+)
 RECORDED_DRY_RUN = "tests/train/test_train_dry_run_recorded.py::test_dry_run_config_equals_the_recorded_one"
 SEEN = "tests/report/test_report_seen.py::"
 PROFILER = "tests/monitor/test_monitor_profiler.py::"
@@ -119,8 +132,10 @@ MUTANTS = (
     # Training controls: learning-rate schedules, two-phase training, clipping, DiffAugment, ADA's filter.
     M("lr_no_warmup", "train/schedules.py", "return min(cur_nimg / warmup, 1.0) if warmup > 0 else 1.0",
       "return 1.0", (CONTROLS + "test_warmup_is_linear_from_zero_then_flat",)),
-    M("lr_cosine_half_period", "train/schedules.py", "math.cos(math.pi * progress)",
-      "math.cos(math.pi * progress / 2)", (CONTROLS + "test_cosine_end_points_and_midpoint_after_warmup",)),
+    M("lr_cosine_half_period", "train/schedules.py",
+      "(1 - optim.lr_min_ratio) * 0.5 * (1 + math.cos(math.pi * progress))",
+      "(1 - optim.lr_min_ratio) * 0.5 * (1 + math.cos(math.pi * progress / 2))",
+      (CONTROLS + "test_cosine_end_points_and_midpoint_after_warmup",)),
     M("lr_step_one_image_late", "train/schedules.py", "cur_nimg >= _nimg(kimg)", "cur_nimg > _nimg(kimg)",
       (CONTROLS + "test_step_schedule_multiplies_at_each_boundary",)),
     M("lr_schedule_unused", "train/phases.py", 'group["lr"] = phase.lr * lr_factor(cfg.optim, cur_nimg)',
@@ -157,8 +172,8 @@ MUTANTS = (
     M("ema_beta_swapped", "train/schedules.py", "p_ema.copy_(p.detach().lerp(p_ema, beta))",
       "p_ema.copy_(p_ema.lerp(p.detach(), beta))",
       (SCHEDULE + "test_update_ema_interpolates_parameters_and_copies_buffers",)),
-    M("ema_rampup_one_step_late", "train/loop.py", "ema_beta(s.batch, cur_nimg, s.ema_kimg, s.ema_rampup)",
-      "ema_beta(s.batch, cur_nimg + s.batch, s.ema_kimg, s.ema_rampup)", (LOOP_SCHEDULE,)),
+    M("ema_rampup_one_step_late", "train/loop.py", "ema_beta(s.batch, cur_nimg, ema_kimg_at(",
+      "ema_beta(s.batch, cur_nimg + s.batch, ema_kimg_at(", (LOOP_SCHEDULE,)),
     M("mirror_ignored", "train/build.py", "open_dataset(cfg.data.path, mirror=cfg.data.mirror, labels=cfg.data.cond)",
       "open_dataset(cfg.data.path, labels=cfg.data.cond)",
       (SCHEDULE + "test_mirror_trains_on_the_flipped_copies_too",)),
@@ -740,6 +755,29 @@ MUTANTS = (
     M("generate_projected_combination_unchecked", "generate/options.py",
       "    given = [flag for flag, value in makers if value is not None]", "    given = []",
       ("tests/generate/test_generate_projected.py::test_flags_that_make_ws_from_seeds_are_refused_with_projected_rows",)),
+    M("r3gan_r2_on_reals", "train/relativistic.py",
+      "L.zero_centred_penalties((real_logits, fake_logits), (reals, fakes), mb.gamma)",
+      "L.zero_centred_penalties((real_logits, real_logits), (reals, reals), mb.gamma)", (R3GAN_PHASES,)),
+    M("r3gan_pairing_reversed", "train/loss.py", "return F.softplus(fake_logits - real_logits).flatten()",
+      "return F.softplus(real_logits - fake_logits).flatten()", (R3GAN_LOSSES, R3GAN_PHASES)),
+    M("r3gan_g_pairs_other_reals", "train/relativistic.py", "loss = L.g_relativistic(fake_logits, real_logits)",
+      "loss = L.g_relativistic(fake_logits, real_logits.roll(1, 0))", (R3GAN_PHASES,)),
+    M("r3gan_schedule_does_not_anneal", "train/schedules.py",
+      "    progress = min(cur_nimg / (anneal_kimg * 1000), 1.0)\n", "    progress = 0.0\n",
+      (R3GAN + "test_schedules_anneal_along_a_half_cosine_and_stay_at_the_end",
+       R3GAN + "test_the_released_schedules_are_annealed_from_the_presets_start_to_end_values")),
+    M("r3gan_beta2_not_annealed", "train/phases.py", "        if beta2 is not None:", "        if False:",
+      (R3GAN + "test_tiny_r3gan_trains_through_the_cli_and_a_stopped_run_continues_bitwise",)),
+    M("r3gan_residual_branch_not_zero", "nets/r3gan_layers.py",
+      "self.conv3 = Convolution(expanded, channels, 1, gain=0.0)", "self.conv3 = Convolution(expanded, channels, 1)",
+      (R3GAN_FIXUP,)),
+    M("r3gan_fixup_depth_ignored", "nets/r3gan_layers.py",
+      "gain = ACTIVATION_GAIN * network_blocks ** (-1 / (2 * LINEAR_LAYERS_PER_BLOCK - 2))",
+      "gain = ACTIVATION_GAIN", (R3GAN_FIXUP,)),
+    M("r3gan_groups_per_channel_count", "nets/configured.py", "max(width // fields[\"model.group_channels\"], 1)",
+      "fields[\"model.group_channels\"]", (R3GAN_COUNTS,)),
+    M("r3gan_embedding_not_projected", "nets/r3gan.py", "(x * nn.functional.linear(c.float(), self.embed))",
+      "x", (R3GAN_CONDITIONING,)),
 )  # fmt: skip
 
 

@@ -1,9 +1,9 @@
 """Quality per compute on the demo's digits (1,797 scans at 32x32, `python -m ganforge.demo digits`): the `tiny` preset
-as it is, and with each training control, trained for fixed wall-clock budgets and measured with KID (the standard
-Inception features) and SWD after each budget, by default on every real and 2,000 fakes. `--at-kimg` measures at equal
-images instead of equal time (each run trains to the next length and stops there), which is how the `fp32` and `bf16`
-variants are compared (does bf16 hurt quality?); `--seeds` repeats every variant with other seeds, since one run's
-KID moves by about as much as the differences between controls.
+as it is, with each training control, and the `tiny-r3gan` preset (variant `r3gan`), trained for fixed wall-clock
+budgets and measured with KID (the standard Inception features) and SWD after each budget, by default on every real
+and 2,000 fakes. `--at-kimg` measures at equal images instead of equal time (each run trains to the next length and
+stops there), which is how the `fp32` and `bf16` variants are compared (does bf16 hurt quality?); `--seeds` repeats
+every variant with other seeds, since one run's KID moves by about as much as the differences between controls.
 
 Each variant trains in a child process (`ganforge.train.main` with TrainOptions: the flags' names, `preset` for --cfg)
 that is stopped with SIGTERM when its budget is spent: the run writes a checkpoint and exits, the budget's G_ema is
@@ -49,6 +49,7 @@ VARIANTS = {
     "noaug": {"aug": "noaug"},
     "fp32": {"precision": "fp32"},
     "bf16": {"precision": "bf16"},
+    "r3gan": {"preset": "tiny-r3gan"},  # R3GAN (Huang et al. 2024) against StyleGAN2's tiny: another family, same data
 }
 
 

@@ -100,8 +100,9 @@ def test_size_and_resize():
 
 
 def test_network_checks_list_every_problem():
-    conditional = SimpleNamespace(c_dim=3, num_ws=6)
-    unconditional = SimpleNamespace(c_dim=0, num_ws=6)
+    conditional = SimpleNamespace(c_dim=3, num_ws=6, has_w_space=True)
+    unconditional = SimpleNamespace(c_dim=0, num_ws=6, has_w_space=True)
+    r3gan = SimpleNamespace(c_dim=0, num_ws=1, has_w_space=False)
     parse(seeds="1", class_index=2, trunc_cutoff=6).check_network(conditional)
     with pytest.raises(UserError) as err:
         parse(style_mix=("1", "2"), trunc_cutoff=7, mix_layers="4-6").check_network(conditional)
@@ -114,6 +115,14 @@ def test_network_checks_list_every_problem():
         parse(seeds="1", class_index=3).check_network(conditional)
     with pytest.raises(UserError, match="--class 0: net.pkl is unconditional; drop --class"):
         parse(seeds="1", class_index=0).check_network(unconditional)
+    with pytest.raises(UserError) as err:
+        parse(style_mix=("1", "2"), trunc=0.7).check_network(r3gan)
+    no_w = "net.pkl is an R3GAN generator, which has no mapping network and so no W space"
+    assert err.value.problems[:2] == [
+        f"--trunc 0.7: {no_w} and no average w to truncate towards; leave --trunc out",
+        f"--style-mix: {no_w} and no per-layer styles to mix; use --seeds or --interp",
+    ]
+    parse(seeds="1-3").check_network(r3gan)
     assert parse(style_mix=("1", "2")).layers_to_mix(4) == (0, 1, 2, 3)
     assert parse(style_mix=("1", "2")).layers_to_mix(14) == (0, 1, 2, 3, 4, 5, 6)
     assert parse(style_mix=("1", "2"), mix_layers="8-9").layers_to_mix(14) == (8, 9)

@@ -195,3 +195,28 @@ def test_dry_run_prints_the_parameter_counts_of_every_family(data, tmp_path):
         counts = [int(n.replace(",", "")) for n in re.fullmatch(r"parameters: G ([\d,]+), D ([\d,]+)", line).groups()]
         G, D = make_networks(resolve(TrainOptions(data=str(data), outdir=str(tmp_path / "runs"), preset=preset)))
         assert counts == [sum(p.numel() for p in G.parameters()), sum(p.numel() for p in D.parameters())]
+
+
+def test_an_r3gan_run_is_used_by_generate_export_metrics_report_and_bench(data, tmp_path):
+    """The commands after training take an R3GAN run as they take a StyleGAN one; generate says why it has no
+    truncation."""
+    _train(data, tmp_path / "runs", 0.008)
+    (run,) = (tmp_path / "runs").iterdir()
+    snapshot = str(sorted((run / "snapshots").iterdir())[-1])
+    commands = {
+        "generate": ["generate", "--network", snapshot, "--seeds", "0-3", "--grid", "2x2", "--outdir", str(tmp_path)],
+        "export": ["export", "--network", snapshot, "--format", "pt2", "--out", str(tmp_path / "G.pt2"),
+                   "--check", "8", "--max-fid-delta", "1000"],
+        "metrics": ["metrics", "--network", snapshot, "--data", str(data), "--metrics", "swd16k", "--num-gen", "8",
+                    "--device", "cpu", "--workers", "0", "--cache", str(tmp_path / "cache")],
+        "report": ["report", str(run)],
+        "bench": ["bench", "--cfg", "tiny-r3gan", "--resolution", "8", "--channels", "1", "--steps", "1", "--warmup",
+                  "0", "--repeat", "1", "--device", "cpu", "--aug", "noaug"],
+    }  # fmt: skip
+    for name, args in commands.items():
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 0, (name, result.output)
+    assert (tmp_path / "grid.png").is_file() and (tmp_path / "G.pt2").is_file() and (run / "report.html").is_file()
+    assert json.loads((run / "metric-swd16k.jsonl").read_text())["num_fake"] == 8
+    result = CliRunner().invoke(main, [*commands["generate"], "--trunc", "0.5"])
+    assert result.exit_code == 2 and "R3GAN generator, which has no mapping network" in result.stderr
