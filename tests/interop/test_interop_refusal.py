@@ -68,8 +68,8 @@ def test_a_reduce_payload_anywhere_is_refused_by_name(tmp_path, marker, qualname
 
 def test_unknown_globals_are_refused_even_when_harmless(tmp_path, marker):
     path = tmp_path / "network.pkl"
-    path.write_bytes(b"\x80\x02ctraining.networks\nGenerator\n)\x81.")  # GLOBAL, EMPTY_TUPLE, NEWOBJ, STOP
-    refused(path, "asks for training.networks.Generator")
+    path.write_bytes(b"\x80\x02ctraining.networks\nMappingNetwork\n)\x81.")  # GLOBAL, EMPTY_TUPLE, NEWOBJ, STOP
+    refused(path, "asks for training.networks.MappingNetwork")
     path.write_bytes(pickle.dumps({"G_ema": torch.nn.Linear(2, 2)}))  # a real torch module is code too
     refused(path, r"asks for (torch|copyreg)\.")
 

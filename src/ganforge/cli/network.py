@@ -24,8 +24,8 @@ from ganforge.cli.help import examples
     help="Network to take; D is written as a discriminator file for fine-tuning.",
 )
 def import_(src: Path, dest: Path, which: str):
-    """Convert an NVlabs pickle (.pkl: PyTorch or TensorFlow-era) or rosinality checkpoint (.pt) into
-    DEST.safetensors, without executing it."""
+    """Convert an NVlabs pickle (.pkl: PyTorch or TensorFlow-era), a released R3GAN snapshot (.pkl) or a rosinality
+    checkpoint (.pt) into DEST.safetensors, without executing it."""
     from ganforge.interop import import_network
 
     meta = import_network(src, dest, which)

@@ -4,6 +4,7 @@
 - an NVlabs network pickle (stylegan2-ada-pytorch, or stylegan3: StyleGAN2 networks and alias-free T and R
   generators), read as data,
 - a TensorFlow-era NVlabs network pickle (stylegan2, stylegan2-ada in TensorFlow), read as data without TensorFlow,
+- a released R3GAN network snapshot (brownvc/R3GAN: plain pickled torch modules), read as data,
 - a rosinality stylegan2-pytorch checkpoint (`.pt`), read with `torch.load(weights_only=True)`.
 
 Nothing from any of them is executed.
@@ -19,30 +20,34 @@ import torch
 from ganforge.digest import file_sha256
 from ganforge.durable import WriteError, check_destination, write_problem
 from ganforge.errors import UserError
-from ganforge.interop import official, official_stylegan3, rosinality, tf_stylegan2
+from ganforge.interop import official, official_stylegan3, r3gan, rosinality, tf_stylegan2
 from ganforge.interop.official_pickle import PersistentRecord, read_pickle
+from ganforge.interop.r3gan_pickle import ModuleRecord, read_r3gan_pickle
 from ganforge.interop.tf_pickle import network_of, read_tf_pickle
 from ganforge.nets import Generator
 from ganforge.outputs import check_writable_folder
 from ganforge.snapshot import load_snapshot, save_discriminator, save_snapshot
 
 SNAPSHOT, NVLABS, ROSINALITY = "ganforge snapshot", "NVlabs pickle", "rosinality checkpoint"
-TENSORFLOW = "NVlabs TensorFlow pickle"
+TENSORFLOW, R3GAN = "NVlabs TensorFlow pickle", "R3GAN pickle"
 WHICH = ("G_ema", "G", "D")
 SUPPORTED = (
     "supported: a ganforge snapshot (.safetensors), an NVlabs network pickle (.pkl) of stylegan2-ada-pytorch, "
-    "stylegan3, or TensorFlow stylegan2 / stylegan2-ada, a rosinality stylegan2-pytorch checkpoint (.pt)"
+    "stylegan3, or TensorFlow stylegan2 / stylegan2-ada, a released R3GAN network snapshot (.pkl), a rosinality "
+    "stylegan2-pytorch checkpoint (.pt)"
 )
 ZIP_MAGIC = b"PK\x03\x04"  # torch.save's format since PyTorch 1.6
 LEGACY_TORCH_MAGIC = b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19"  # older torch.save: a pickled magic
 PICKLE_PROTO = b"\x80"  # then the protocol number, 2 to 5
 HEAD_BYTES = 256  # a network pickle names its first global within its first 64 bytes
 TF_NETWORK_MODULE = "dnnlib.tflib.network"  # a TensorFlow-era file starts with its G, a Network of this module
+R3GAN_MODULE = "training.networks"  # an R3GAN snapshot starts with its G, a plain module of this module
 STRING_OPCODES = ("SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE")
 
 
 def file_kind(path: Path) -> str:
-    """SNAPSHOT, NVLABS, TENSORFLOW or ROSINALITY from the first bytes; UserError saying what the file is otherwise."""
+    """SNAPSHOT, NVLABS, TENSORFLOW, R3GAN or ROSINALITY from the first bytes; UserError saying what the file is
+    otherwise."""
     if not path.is_file():
         raise UserError(f"{path}: no such file; {SUPPORTED}")
     try:
@@ -57,7 +62,7 @@ def file_kind(path: Path) -> str:
     if head.startswith(ZIP_MAGIC) or head.startswith(LEGACY_TORCH_MAGIC):
         return ROSINALITY
     if head[:1] == PICKLE_PROTO and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
-        return TENSORFLOW if _first_global_module(head) == TF_NETWORK_MODULE else NVLABS
+        return {TF_NETWORK_MODULE: TENSORFLOW, R3GAN_MODULE: R3GAN}.get(_first_global_module(head), NVLABS)
     what = "an empty file" if not head else "a PNG image" if head.startswith(b"\x89PNG") else "of unknown content"
     raise UserError(f"{path}: {what} (first bytes {head[:8].hex(' ')}); {SUPPORTED}")
 
@@ -80,8 +85,9 @@ def _first_global_module(head: bytes) -> str | None:
 
 
 def read_network(path, which: str = "G_ema") -> tuple[torch.nn.Module, dict]:
-    """Network `which` (G_ema, G or D) of an NVlabs pickle (PyTorch or TensorFlow) or rosinality checkpoint, converted
-    in memory (CPU, eval mode), with a meta dict saying where it came from and what was inferred."""
+    """Network `which` (G_ema, G or D) of an NVlabs pickle (PyTorch or TensorFlow), an R3GAN pickle or a rosinality
+    checkpoint, converted in memory (CPU, eval mode), with a meta dict saying where it came from and what was
+    inferred."""
     path = Path(path)
     assert which in WHICH, which
     kind = file_kind(path)
@@ -94,9 +100,11 @@ def read_network(path, which: str = "G_ema") -> tuple[torch.nn.Module, dict]:
 
 def parse(path: Path, kind: str):
     """A foreign file's content as its reader parses it, nothing run: the object graph of an NVlabs pickle (PyTorch
-    or TensorFlow), or a rosinality checkpoint's dict."""
+    or TensorFlow) or an R3GAN pickle, or a rosinality checkpoint's dict."""
     if kind == NVLABS:
         return read_pickle(path)
+    if kind == R3GAN:
+        return read_r3gan_pickle(path)
     if kind == TENSORFLOW:
         return read_tf_pickle(path)
     assert kind == ROSINALITY, kind
@@ -109,6 +117,8 @@ def holds(kind: str, parsed, which: str) -> bool:
         return isinstance(parsed, dict) and isinstance(parsed.get(which), PersistentRecord)
     if kind == TENSORFLOW:
         return True
+    if kind == R3GAN:
+        return isinstance(parsed, dict) and isinstance(parsed.get(which), ModuleRecord)
     return isinstance(parsed.get(rosinality.SOURCE_KEYS[which]), dict)
 
 
@@ -122,6 +132,9 @@ def convert(path: Path, kind: str, parsed, which: str) -> tuple[torch.nn.Module,
         if official_stylegan3.is_stylegan3(record):
             return official_stylegan3.read_stylegan3(path, record, official.generator_kwargs(path, record))
         return official.read_generator(path, record)
+    if kind == R3GAN:
+        record = r3gan.network_record(path, parsed, which)
+        return r3gan.read_discriminator(path, record) if which == "D" else r3gan.read_generator(path, record, which)
     if kind == TENSORFLOW:
         network = network_of(path, parsed, which)
         read = tf_stylegan2.read_tf_discriminator if which == "D" else tf_stylegan2.read_tf_generator
@@ -132,9 +145,9 @@ def convert(path: Path, kind: str, parsed, which: str) -> tuple[torch.nn.Module,
 
 
 def load_network(path, which: str = "G_ema", device="cpu") -> tuple[Generator, dict]:
-    """A generator from a ganforge snapshot, an NVlabs pickle (PyTorch or TensorFlow) or a rosinality checkpoint:
-    (Generator in eval mode on `device`, meta). `which` picks G_ema (default) or G in the foreign formats; a snapshot
-    holds only G_ema."""
+    """A generator from a ganforge snapshot, an NVlabs pickle (PyTorch or TensorFlow), an R3GAN pickle or a
+    rosinality checkpoint: (generator in eval mode on `device`, meta). `which` picks G_ema (default) or G in the
+    foreign formats; a snapshot holds only G_ema."""
     path = Path(path)
     assert which in ("G_ema", "G"), which
     if file_kind(path) == SNAPSHOT:

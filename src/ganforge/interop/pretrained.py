@@ -5,6 +5,7 @@ augmentation strength ADA had reached when it was saved; each file read once.
 - an NVlabs pickle holds G, D, G_ema and its `augment_pipe`, whose buffer `p` is ADA's probability;
 - a rosinality checkpoint holds `g`, `d`, `g_ema` (a converted one only `g_ema`) and, from its own ADA, `ada_aug_p`;
 - a TensorFlow-era NVlabs pickle holds G, D and Gs (G_ema), and no augmentation state;
+- a released R3GAN snapshot holds G, D and G_ema, and no augmentation state (its augmentation is on a schedule);
 - a ganforge snapshot holds G_ema, a ganforge discriminator file D: give both, comma-separated, for the pair;
 - a ganforge checkpoint folder (or a run folder: its newest checkpoint) holds G, G_ema, D and ADA's p, read with
   every check a resume makes; its hash is its tensors file's, from its verified manifest.
@@ -24,7 +25,7 @@ from ganforge import checkpoint
 from ganforge.errors import UserError
 from ganforge.interop.network import NVLABS, ROSINALITY, SNAPSHOT, convert, file_kind, holds, parse, sha256_of
 from ganforge.interop.official_pickle import PersistentRecord
-from ganforge.nets import StyleGAN3Generator
+from ganforge.nets import R3GANGenerator, StyleGAN3Generator
 from ganforge.nets.configured import build_networks_from, network_arguments
 from ganforge.snapshot import DISCRIMINATOR_FORMAT, file_format, load_discriminator, load_snapshot
 
@@ -46,7 +47,7 @@ class Pretrained:
 @dataclass(frozen=True)
 class PretrainedFacts:
     """What a run takes from pretrained files, without their weights: G's constructor arguments and generator
-    ("stylegan2", "stylegan3-t" or "stylegan3-r"), D's constructor arguments (None: the files hold no D), which
+    ("stylegan2", "stylegan3-t", "stylegan3-r" or "r3gan"), D's constructor arguments (None: the files hold no D), which
     networks they hold, ADA's p, and each file's format and SHA-256."""
 
     generator: str
@@ -81,7 +82,7 @@ def describe(pretrained: Pretrained) -> PretrainedFacts:
     """What `pretrained` holds, without the weights; the architecture is G_ema's (else G's)."""
     nets = pretrained.networks
     G, D = nets.get("G_ema", nets.get("G")), nets.get("D")
-    generator = f"stylegan3-{G.config['config']}" if isinstance(G, StyleGAN3Generator) else "stylegan2"
+    generator = _generator_name(G)
     held = tuple(name for name in NETWORK_NAMES if name in nets)
     d_arch = None if D is None else D.config
     return PretrainedFacts(
@@ -107,7 +108,14 @@ def _read_one(path: Path) -> tuple[dict[str, torch.nn.Module], float | None, str
         return held, _nvlabs_p(path, parsed.get("augment_pipe")), kind, digest
     if kind == ROSINALITY:
         return held, _probability(path, "ada_aug_p", parsed.get("ada_aug_p")), kind, digest
-    return held, None, kind, digest  # a TensorFlow-era pickle keeps no augmentation state
+    return held, None, kind, digest  # a TensorFlow-era or R3GAN pickle keeps no augmentation state
+
+
+def _generator_name(G: torch.nn.Module) -> str:
+    """The generator family a run's config names (ModelConfig.generator)."""
+    if isinstance(G, StyleGAN3Generator):
+        return f"stylegan3-{G.config['config']}"
+    return "r3gan" if isinstance(G, R3GANGenerator) else "stylegan2"
 
 
 def from_checkpoint(trained: checkpoint.Trained) -> Pretrained:

@@ -4,15 +4,43 @@ and the fix. The weights themselves are loaded when training starts (checkpointi
 
 from ganforge.config import Config, ModelConfig
 from ganforge.interop.pretrained import PretrainedFacts
+from ganforge.nets.layers import channels_at
+from ganforge.nets.r3gan import stage_resolutions
 from ganforge.presets import PRESETS
 
 # D's constructor arguments that ganforge derives from the same fields as G's.
 _SHARED = ("resolution", "img_channels", "c_dim", "channel_base", "channel_max")
+_R3GAN_SHARED = ("resolution", "img_channels", "c_dim", "widths", "cardinalities", "blocks", "expansion", "kernel")
+# What ganforge's R3GAN config fixes (nets.configured): the released expansion and kernel, G's class embedding as
+# wide as z, D's as the 4x4 stage.
+_R3GAN_FIXED = {"expansion": 2, "kernel": 3}
+
+
+def r3gan_fields(g: dict) -> dict | None:
+    """The model fields that describe R3GAN stages `g` (constructor arguments), or None when no Config describes them:
+    widths min(channel_base / res, channel_max), width / group_channels groups, the same blocks in every stage."""
+    widths, resolutions = g["widths"], stage_resolutions(g["resolution"])
+    base, top = widths[-1] * g["resolution"], widths[0]
+    group = widths[0] // g["cardinalities"][0]
+    fields = {"model.channel_base": base, "model.channel_max": top, "model.group_channels": group,
+              "model.blocks_per_stage": g["blocks"][0]}  # fmt: skip
+    fits = (
+        widths == [channels_at(res, base, top) for res in resolutions]
+        and list(g["cardinalities"]) == [max(width // group, 1) for width in widths]
+        and len(set(g["blocks"])) == 1
+        and all(g[key] == value for key, value in _R3GAN_FIXED.items())
+        and g["embed_dim"] in (0, g["z_dim"])
+    )
+    return fields if fits else None
 
 
 def pretrained_fields(facts: PretrainedFacts) -> dict:
     """The Config fields the pretrained generator decides (dotted names), overriding the --cfg row."""
     g = facts.g_arch
+    if facts.generator == "r3gan":
+        described = r3gan_fields(g) or {}  # pretrained_problems says why when none
+        common = {"model.generator": "r3gan", "run.resume_sha256": facts.sha256, "model.mapping_layers": 0}
+        return described | common | {"model.z_dim": g["z_dim"], "model.w_dim": g["z_dim"]}
     return {
         "model.z_dim": g["z_dim"],
         "model.w_dim": g["w_dim"],
@@ -50,11 +78,32 @@ def pretrained_problems(cfg: Config, asked, facts: PretrainedFacts, path: str) -
                 f"--cfg {asked.preset}: builds a {kind} generator, but {path} holds a {facts.generator} one; drop "
                 f"--cfg (the architecture comes from --resume) or pass a {facts.generator} preset"
             )
-    d = facts.d_arch
-    if d is not None and any(d[key] != g[key] for key in _SHARED):
-        differing = ", ".join(f"{key} {d[key]} (G: {g[key]})" for key in _SHARED if d[key] != g[key])
+    problems += _r3gan_problems(asked, facts, path) if facts.generator == "r3gan" else []
+    d, shared = facts.d_arch, _R3GAN_SHARED if facts.generator == "r3gan" else _SHARED
+    if d is not None and any(d[key] != g[key] for key in shared):
+        differing = ", ".join(f"{key} {d[key]} (G: {g[key]})" for key in shared if d[key] != g[key])
         problems.append(
             f"--resume {path}: its D differs from its G in {differing}, and ganforge builds both from the same "
             "values; start from its generator alone (ganforge import SRC G.safetensors, then --resume G.safetensors)"
+        )
+    return problems
+
+
+def _r3gan_problems(asked, facts: PretrainedFacts, path: str) -> list[str]:
+    """An R3GAN network trains with R3GAN's recipe (lr, gamma and their annealing), which only an r3gan preset
+    states, and is rebuilt from config fields, which must describe its stages."""
+    problems = []
+    if asked.preset is None:
+        problems.append(
+            f"--resume {path}: an R3GAN network; pass --cfg with an r3gan preset for its training recipe (e.g. "
+            "--cfg r3gan-ffhq64: learning rate, gamma and their annealing)"
+        )
+    g = facts.g_arch
+    if r3gan_fields(g) is None:
+        problems.append(
+            f"--resume {path}: its stages (widths {g['widths']}, groups {g['cardinalities']}, blocks {g['blocks']}, "
+            f"expansion {g['expansion']}, kernel {g['kernel']}) are not ones ganforge's R3GAN configuration "
+            "describes (widths min(base / res, max), a fixed group width, the same blocks in every stage, expansion "
+            "2, kernel 3); generate from it or export it instead"
         )
     return problems
