@@ -61,6 +61,7 @@ CLIPPING = "tests/train/test_train_clipping.py::test_clipping_caps_the_unscaled_
 DIFFAUG = "tests/train/test_diffaugment.py::"
 R3GAN = "tests/train/test_train_r3gan.py::"
 R3GAN_NETS = "tests/nets/test_nets_r3gan.py::"
+R3GAN_IMPORT = "tests/interop/test_interop_r3gan.py::"
 R3GAN_COUNTS = R3GAN_NETS + "test_every_released_configuration_has_the_released_parameter_counts"
 R3GAN_FIXUP = (
     R3GAN_NETS + "test_fixup_initialisation_starts_every_residual_branch_at_zero_and_scales_the_others_by_depth"
@@ -455,7 +456,7 @@ MUTANTS = (
     M("tf_variables_share_arrays", "interop/tf_pickle.py", "if name in variables or id(value) in arrays:",
       "if name in variables:", (TF_REFUSAL + "test_every_variable_holds_an_array_of_its_own",)),
     M("tf_kind_not_told_apart", "interop/network.py",
-      "return TENSORFLOW if _first_global_module(head) == TF_NETWORK_MODULE else NVLABS", "return NVLABS",
+      "{TF_NETWORK_MODULE: TENSORFLOW, R3GAN_MODULE: R3GAN}.get(", "{R3GAN_MODULE: R3GAN}.get(",
       ("tests/interop/test_interop_network.py::test_kinds_by_content",)),
     M("tf_up_conv_not_flipped", "interop/tf_stylegan2.py", "lambda t: t.flip(0, 1).permute(3, 2, 0, 1)",
       "lambda t: t.permute(3, 2, 0, 1)", (TF_REFERENCE,)),
@@ -755,6 +756,18 @@ MUTANTS = (
     M("generate_projected_combination_unchecked", "generate/options.py",
       "    given = [flag for flag, value in makers if value is not None]", "    given = []",
       ("tests/generate/test_generate_projected.py::test_flags_that_make_ws_from_seeds_are_refused_with_projected_rows",)),
+    M("r3gan_pickle_state_set_twice", "interop/r3gan_pickle.py", "        elif target.built:", "        elif False:",
+      (R3GAN_IMPORT + "test_modules_are_made_empty_and_given_their_state_once",)),
+    M("r3gan_resampling_filter_unchecked", "interop/r3gan.py",
+      "not torch.equal(value.to(torch.float32), fir_kernel())", "False",
+      (R3GAN_IMPORT + "test_a_network_unlike_the_released_ones_is_refused",)),
+    M("r3gan_conv_padding_unchecked", "interop/r3gan.py", "    want = {\"padding\": (pad, pad)}", "    want = {}",
+      (R3GAN_IMPORT + "test_a_network_unlike_the_released_ones_is_refused",)),
+    M("r3gan_input_width_unchecked", "interop/r3gan.py", "if inputs != z_dim + embed_dim:", "if False:",
+      (R3GAN_IMPORT + "test_a_network_unlike_the_released_ones_is_refused",)),
+    M("r3gan_finetune_stages_unchecked", "train/pretrained.py", "    return fields if fits else None",
+      "    return fields",
+      (R3GAN_IMPORT + "test_fine_tuning_starts_from_a_released_file_whose_stages_a_config_describes",)),
     M("r3gan_r2_on_reals", "train/relativistic.py",
       "L.zero_centred_penalties((real_logits, fake_logits), (reals, fakes), mb.gamma)",
       "L.zero_centred_penalties((real_logits, real_logits), (reals, reals), mb.gamma)", (R3GAN_PHASES,)),
