@@ -35,7 +35,9 @@ class Preset:
     d_lr: float | None = None
     generator: str | None = None  # ModelConfig.generator: "stylegan3-t" / "stylegan3-r" for Karras et al. 2021
     synthesis_layers: int | None = None  # StyleGAN3 only
-    fp16_res: int | None = None  # layers in fp16 when --precision fp16 is asked for without --fp16-res
+    fp16_res: int | None = (
+        None  # layers in fp16 (R3GAN: stages in bf16) under --precision fp16 (bf16) without --fp16-res
+    )
     blur_sigma: float | None = None  # D blur at the start, fading to 0 over blur_fade_kimg
     blur_fade_kimg: float | None = None
     # R3GAN only (ModelConfig.group_channels/blocks_per_stage, ScheduleConfig.anneal_kimg and the final values it
@@ -64,7 +66,8 @@ _SG3 = dict(lr=0.0025, d_lr=0.002, ema_rampup=0.05, mapping_layers=2, pl_weight=
 # group (ImageNet: 1536 wide, 16 per group), 2 blocks per stage, z of 64 dimensions; Adam with beta1 0 and beta2 0.9
 # annealed to 0.99, lr 2e-4 annealed to 5e-5, gamma (R1 and R2 each) annealed to a tenth, EMA half-life and the
 # augmentation's p annealed from 0, all by a cosine over 20 Mimg (ImageNet: 200 Mimg); the augmentation is ADA's
-# blit, geometric and colour transforms with cutout at a fixed, annealed p. The released setup trains until stopped;
+# blit, geometric and colour transforms with cutout at a fixed, annealed p; under bf16 the top 3 stages (4 from 64 px)
+# compute in bfloat16 and the rest in float32, without autocast (`fp16_res`). The released setup trains until stopped;
 # these rows end at the annealing's end (--kimg trains longer).
 _R3GAN = dict(generator="r3gan", channel_base=24576, channel_max=768, group_channels=8, blocks_per_stage=2,
               mapping_layers=0, z_dim=64, lr=2e-4, lr_min_ratio=0.25, beta2=0.9, beta2_final=0.99,
@@ -91,18 +94,20 @@ PRESETS = {
     **{
         f"r3gan-{name}": Preset(**_R3GAN | row)
         for name, row in dict(
-            cifar10=dict(resolution=32, batch=512, ema_kimg=5000.0, aug_p=0.55, gamma=0.05, gamma_final=0.005),
-            ffhq64=dict(resolution=64, batch=256, ema_kimg=500.0, aug_p=0.3, gamma=2.0, gamma_final=0.2),
-            ffhq256=dict(resolution=256, batch=256, ema_kimg=500.0, aug_p=0.3, gamma=150.0, gamma_final=15.0),
-            imagenet32=_R3GAN_IMAGENET | dict(resolution=32, channel_base=49152, aug_p=0.5, gamma=0.5,
+            cifar10=dict(resolution=32, fp16_res=3, batch=512, ema_kimg=5000.0, aug_p=0.55, gamma=0.05,
+                         gamma_final=0.005),
+            ffhq64=dict(resolution=64, fp16_res=4, batch=256, ema_kimg=500.0, aug_p=0.3, gamma=2.0, gamma_final=0.2),
+            ffhq256=dict(resolution=256, fp16_res=4, batch=256, ema_kimg=500.0, aug_p=0.3, gamma=150.0,
+                         gamma_final=15.0),
+            imagenet32=_R3GAN_IMAGENET | dict(resolution=32, fp16_res=3, channel_base=49152, aug_p=0.5, gamma=0.5,
                             gamma_final=0.05),
-            imagenet64=_R3GAN_IMAGENET | dict(resolution=64, channel_base=98304, aug_p=0.4, gamma=1.0,
+            imagenet64=_R3GAN_IMAGENET | dict(resolution=64, fp16_res=4, channel_base=98304, aug_p=0.4, gamma=1.0,
                             gamma_final=0.1),
         ).items()
     },
     "tiny-r3gan": Preset(**_R3GAN | dict(channel_base=1024, channel_max=64, blocks_per_stage=1, anneal_kimg=40.0,
-                         kimg=40, batch=16, ema_kimg=1.0, aug_p=0.2, gamma=0.05, gamma_final=0.005, z_dim=32,
-                         tick_kimg=0.8, snap=5)),
+                         kimg=40, fp16_res=2, batch=16, ema_kimg=1.0, aug_p=0.2, gamma=0.05, gamma_final=0.005,
+                         z_dim=32, tick_kimg=0.8, snap=5)),
     "tiny3": Preset(**_SG3 | dict(synthesis_layers=4), batch=16, mbstd=4, channel_base=512, gamma=0.05, ema_kimg=1.0,
                     kimg=40, channel_max=16, z_dim=64, tick_kimg=0.8, snap=5, generator="stylegan3-t"),
 }  # fmt: skip

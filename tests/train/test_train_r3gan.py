@@ -16,6 +16,8 @@ from train_helpers import make_dataset, tiny_options
 
 from ganforge import checkpoint
 from ganforge.cli import main
+from ganforge.config.describe import describe_derived
+from ganforge.errors import UserError
 from ganforge.nets.configured import make_networks
 from ganforge.presets import PRESETS
 from ganforge.train import loss as L
@@ -220,3 +222,18 @@ def test_an_r3gan_run_is_used_by_generate_export_metrics_report_and_bench(data, 
     assert json.loads((run / "metric-swd16k.jsonl").read_text())["num_fake"] == 8
     result = CliRunner().invoke(main, [*commands["generate"], "--trunc", "0.5"])
     assert result.exit_code == 2 and "R3GAN generator, which has no mapping network" in result.stderr
+
+
+def test_bf16_runs_the_top_stages_in_bfloat16_as_released_without_autocast(data, tmp_path):
+    cfg, (trainer, _, _) = _trainer(data, tmp_path, precision="bf16")
+    assert (cfg.precision.fp16_res, cfg.precision.conv_clamp, trainer.precision.dtype) == (2, None, None)
+    assert [s.reduced for s in trainer.G.synthesis.stages] == [True, True]  # 8 px: both stages are the top 2
+    assert "bf16: the top 2 stage(s) of G and D compute in bfloat16" in "\n".join(describe_derived(cfg))
+    fp32 = resolve(tiny_options(data, tmp_path, preset="tiny-r3gan", batch=4, precision="fp32"))
+    assert fp32.precision.fp16_res == 0
+    with pytest.raises(UserError, match="R3GAN's reduced-precision stages are bfloat16"):
+        resolve(tiny_options(data, tmp_path, preset="tiny-r3gan", batch=4, precision="fp32", fp16_res=2))
+    _train(data, tmp_path / "bf16", 0.004, "--precision", "bf16")
+    (run,) = (tmp_path / "bf16").iterdir()
+    record = json.loads((run / "stats.jsonl").read_text().splitlines()[-1])
+    assert record["Skipped/D_main"] == record["Skipped/G_main"] == 0 and math.isfinite(record["Loss/D/main"])

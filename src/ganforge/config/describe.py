@@ -49,7 +49,8 @@ def _describe_r3gan(cfg: Config) -> list[str]:
         f"{o.beta1:g}), EMA half-life {final(0 if s.anneal_kimg is not None else s.ema_kimg, s.ema_kimg)} kimg",
         f"networks: r3gan, widths min({m.channel_base} / res, {m.channel_max}), groups of {m.group_channels} channels, "
         f"{m.blocks_per_stage} blocks per stage, z {m.z_dim}",
-    ]
+    ] + ([f"bf16: the top {p.fp16_res} stage(s) of G and D compute in bfloat16 (as released), the others in float32; "
+          "no autocast"] if (p := cfg.precision).fp16_res else [])  # fmt: skip
 
 
 def _describe_controls(cfg: Config) -> list[str]:

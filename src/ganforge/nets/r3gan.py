@@ -8,8 +8,8 @@ resolution 4, 8, ..., resolution (D uses the same lists from the top down, as th
 
 G presents the interface of ganforge's StyleGAN generators where it has a meaning: `mapping(z, c)` is the input layer
 (z concatenated with the class embedding, as one "w" [N, 1, w_dim]; there is no W space to truncate in), `synthesis(ws)`
-the rest. Stages in the top `num_fp16_res` resolutions compute in bfloat16 on CUDA, as the released configurations
-do (without clamping, which bfloat16's range does not need); weights stay float32 and are cast at use.
+the rest. Stages in the top `num_fp16_res` resolutions compute in bfloat16, as the released configurations do
+(without clamping, which bfloat16's range does not need); weights stay float32 and are cast at use.
 """
 
 import math
@@ -58,10 +58,9 @@ def check_stages(resolution, widths, cardinalities, blocks, expansion, kernel) -
         raise UserError(*problems)
 
 
-def stage_dtype(reduced: bool, force_fp32: bool, device: torch.device) -> torch.dtype:
-    """bfloat16 for a reduced-precision stage on CUDA (as released); float32 elsewhere (CPU bfloat16 convolutions are
-    slow)."""
-    return torch.bfloat16 if reduced and not force_fp32 and device.type == "cuda" else torch.float32
+def stage_dtype(reduced: bool, force_fp32: bool) -> torch.dtype:
+    """bfloat16 for a reduced-precision stage (as released; bfloat16's float32 range needs no clamping)."""
+    return torch.bfloat16 if reduced and not force_fp32 else torch.float32
 
 
 class Stage(nn.Module):
@@ -73,7 +72,7 @@ class Stage(nn.Module):
         self.transition_first, self.reduced = transition_first, reduced
 
     def forward(self, x: torch.Tensor, force_fp32: bool) -> torch.Tensor:
-        x = x.to(stage_dtype(self.reduced, force_fp32, x.device))
+        x = x.to(stage_dtype(self.reduced, force_fp32))
         x = self.transition(x) if self.transition_first else x
         for block in self.blocks:
             x = block(x)
@@ -215,7 +214,7 @@ class R3GANDiscriminator(nn.Module):
         each on its own anyway."""
         shape = (self.img_channels, self.resolution, self.resolution)
         assert img.ndim == 4 and img.shape[1:] == shape, f"img: expected [N, *{shape}], got {list(img.shape)}"
-        x = self.from_rgb(img.to(stage_dtype(self.stages[0].reduced, force_fp32, img.device)))
+        x = self.from_rgb(img.to(stage_dtype(self.stages[0].reduced, force_fp32)))
         for stage in self.stages:
             x = run_block(stage, x, force_fp32, recompute=self.grad_checkpoint)
         x = x.float()

@@ -145,11 +145,11 @@ def _problems(cfg: Config, device_type: str) -> list[str]:
         problems.append("--precision fp16: needs a CUDA GPU (no fast fp16 on CPU); use bf16 or fp32 on CPU")
     if p.mode == "tf32" and device_type != "cuda":
         problems.append("--precision tf32: TF32 exists only on NVIDIA GPUs; use fp32 or bf16 on CPU")
-    if p.fp16_res and cfg.model.generator == "r3gan":
-        problems.append(
-            "--fp16-res: R3GAN's reduced-precision stages are bfloat16, as released, not fp16; use --precision bf16 "
-            "(autocast) and drop --fp16-res"
-        )
+    if cfg.model.generator == "r3gan":
+        if p.fp16_res and p.mode != "bf16":
+            problems.append(
+                "--fp16-res: R3GAN's reduced-precision stages are bfloat16, as released; use it with --precision bf16"
+            )
     elif p.fp16_res and p.mode != "fp16":
         problems.append("--fp16-res: the per-resolution fp16 recipe needs --precision fp16")
     if r.compile and p.mode == "fp16" and p.fp16_res:

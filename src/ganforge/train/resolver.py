@@ -93,7 +93,7 @@ def resolve_run(options: TrainOptions, facts: Facts | None = None) -> tuple[Conf
     except UserError as error:
         problems += error.problems
     continued = (source.path, source.config) if source is not None and source.kind == "continue" else None
-    cfg = resolve_auto(cfg, facts.device_type, continued)
+    cfg = _reduced_stages_when_auto(resolve_auto(cfg, facts.device_type, continued), options, preset, pretrained)
     problems += [lr_steps] if isinstance(lr_steps, str) else []
     problems += list(facts.problems) + combination_problems(cfg, options, asked, preset, facts)
     problems += [] if pretrained is None else pretrained_problems(cfg, asked, pretrained, named.path)
@@ -137,7 +137,8 @@ def _build(
         "optim.beta2": preset.beta2, "optim.beta2_final": preset.beta2_final, "augment.mode": augment,
         "augment.pipe": _pick(o.aug_pipe, preset.aug_pipe),
         "augment.p": _pick(o.aug_p, preset.aug_p if augment == "fixed" else None),
-        "precision.fp16_res": fp16_res, "precision.conv_clamp": _conv_clamp(fp16_res, pretrained),
+        "precision.fp16_res": fp16_res,
+        "precision.conv_clamp": None if preset.generator == "r3gan" else _conv_clamp(fp16_res, pretrained),
         "loss.gamma": gamma, "loss.pl_weight": preset.pl_weight, "loss.gamma_final": _gamma_final(gamma, preset),
         "loss.style_mixing": preset.style_mixing, "loss.blur_sigma": blur,
         "loss.blur_fade_kimg": _blur_fade_kimg(preset, batch) if blur else None,
@@ -231,12 +232,25 @@ def _ema_kimg(row: Preset, preset: Preset, batch: int) -> float:
 
 
 def _fp16_res_default(preset: Preset, precision: str | None, pretrained: PretrainedFacts | None) -> int:
-    """Layers in fp16 without --fp16-res: under --precision fp16 the pretrained network's (as it was trained), else
-    the row's recipe (StyleGAN3: the top 4 octaves, as released); otherwise the field's default (fp16 by autocast)."""
+    """Layers in reduced precision without --fp16-res: under the row's reduced mode (fp16; R3GAN: bf16, whose
+    released configurations run their top stages in bfloat16) the pretrained network's (as it was trained), else the
+    row's recipe (StyleGAN3: the top 4 octaves, as released); otherwise the field's default (autocast)."""
     default = _field_default("precision.fp16_res")
-    if precision != "fp16":
+    if precision != _reduced_mode(preset):
         return default
     return pretrained.g_arch.get("num_fp16_res", 0) if pretrained is not None else _pick(preset.fp16_res, default)
+
+
+def _reduced_mode(preset: Preset) -> str:
+    return "bf16" if preset.generator == "r3gan" else "fp16"
+
+
+def _reduced_stages_when_auto(cfg: Config, options: TrainOptions, preset: Preset, pretrained) -> Config:
+    """R3GAN's bfloat16 stages also where `--precision auto` chose bf16 (after the options were resolved)."""
+    if cfg.model.generator != "r3gan" or options.fp16_res is not None or options.precision is not None:
+        return cfg
+    fp16_res = _fp16_res_default(preset, cfg.precision.mode, pretrained)
+    return dataclasses.replace(cfg, precision=dataclasses.replace(cfg.precision, fp16_res=fp16_res))
 
 
 def _blur_sigma(preset: Preset, pretrained: PretrainedFacts | None) -> float | None:
