@@ -62,6 +62,7 @@ DIFFAUG = "tests/train/test_diffaugment.py::"
 R3GAN = "tests/train/test_train_r3gan.py::"
 R3GAN_NETS = "tests/nets/test_nets_r3gan.py::"
 R3GAN_IMPORT = "tests/interop/test_interop_r3gan.py::"
+R3GAN_AUTO_BF16 = "tests/train/test_autoprecision.py::test_auto_bf16_gives_r3gan_its_released_bfloat16_stages"
 R3GAN_COUNTS = R3GAN_NETS + "test_every_released_configuration_has_the_released_parameter_counts"
 R3GAN_FIXUP = (
     R3GAN_NETS + "test_fixup_initialisation_starts_every_residual_branch_at_zero_and_scales_the_others_by_depth"
@@ -768,6 +769,11 @@ MUTANTS = (
     M("r3gan_finetune_stages_unchecked", "train/pretrained.py", "    return fields if fits else None",
       "    return fields",
       (R3GAN_IMPORT + "test_fine_tuning_starts_from_a_released_file_whose_stages_a_config_describes",)),
+    M("r3gan_bf16_stages_at_the_bottom", "nets/r3gan.py", "i >= len(stages) - num_fp16_res", "i < num_fp16_res",
+      (R3GAN_NETS + "test_reduced_precision_stages_are_the_top_ones_in_bfloat16",)),
+    M("r3gan_auto_bf16_without_stages", "train/resolver.py",
+      "    if cfg.model.generator != \"r3gan\" or options.fp16_res is not None or options.precision is not None:",
+      "    if True:", (R3GAN_AUTO_BF16,)),
     M("r3gan_r2_on_reals", "train/relativistic.py",
       "L.zero_centred_penalties((real_logits, fake_logits), (reals, fakes), mb.gamma)",
       "L.zero_centred_penalties((real_logits, real_logits), (reals, reals), mb.gamma)", (R3GAN_PHASES,)),

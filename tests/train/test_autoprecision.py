@@ -86,3 +86,15 @@ def test_a_continued_run_keeps_its_mode_on_other_hardware(tmp_path, monkeypatch)
     cfg = resolve(options, dataclasses.replace(FACTS, found=found))
     assert cfg.precision.mode == "bf16" and run.name in cfg.precision.auto_reason
     assert config_hash(cfg) == config_hash(old)
+
+
+def test_auto_bf16_gives_r3gan_its_released_bfloat16_stages(tmp_path, monkeypatch):
+    """Where auto chooses bf16, an R3GAN preset computes its top stages in bfloat16 without autocast, as explicit
+    --precision bf16 does; --fp16-res and an explicit mode still win."""
+    monkeypatch.setattr("ganforge.train.precision.choose_auto", lambda device_type: ("bf16", "an Ampere GPU"))
+    facts = dataclasses.replace(FACTS, device_type="cuda")
+    options = tiny_options(tmp_path / "d", tmp_path / "o", preset="tiny-r3gan")
+    assert resolve(options, facts).precision.fp16_res == 2
+    assert resolve(dataclasses.replace(options, precision="bf16"), facts).precision.fp16_res == 2
+    assert resolve(dataclasses.replace(options, fp16_res=1), facts).precision.fp16_res == 1
+    assert resolve(dataclasses.replace(options, precision="fp32"), facts).precision.fp16_res == 0
