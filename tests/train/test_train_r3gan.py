@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 from click.testing import CliRunner
-from train_helpers import make_dataset, tiny_options
+from train_helpers import final_checkpoint, make_dataset, tiny_options
 
 from ganforge import checkpoint
 from ganforge.cli import main
@@ -138,17 +138,12 @@ def _train(data: Path, outdir: Path, kimg: float, *extra: str) -> None:
     assert result.exit_code == 0, result.output
 
 
-def _final_checkpoint(outdir: Path) -> Path:
-    (run,) = outdir.iterdir()
-    return sorted((run / "checkpoints").glob("ckpt-*"))[-1]
-
-
 def test_tiny_r3gan_trains_through_the_cli_and_a_stopped_run_continues_bitwise(data, tmp_path):
     _train(data, tmp_path / "straight", 0.016)
     _train(data, tmp_path / "stopped", 0.008)
     _train(data, tmp_path / "stopped", 0.016)  # the same command, longer: continues from the 8-image checkpoint
 
-    straight, resumed = _final_checkpoint(tmp_path / "straight"), _final_checkpoint(tmp_path / "stopped")
+    straight, resumed = final_checkpoint(tmp_path / "straight"), final_checkpoint(tmp_path / "stopped")
     assert straight.name == resumed.name == "ckpt-000000016"
     (run,) = (tmp_path / "stopped").iterdir()
     assert "resuming at 0.008 kimg" in (run / "log.txt").read_text()
@@ -180,8 +175,8 @@ def test_two_gloo_ranks_train_tiny_r3gan_like_one_process_with_accumulation(data
     common = dict(preset="tiny-r3gan", batch=8, kimg=0.008, tick=0.008, snap=1, aug="fixed")
     assert run(resolve(tiny_options(data, tmp_path / "one", batch_gpu=4, **common))) == 0
     run_ranks(RANK_SCRIPT, json.dumps(dataclasses.asdict(tiny_options(data, tmp_path / "two", **common))), timeout=240)
-    one = checkpoint.load(_final_checkpoint(tmp_path / "one"))
-    two = checkpoint.load(_final_checkpoint(tmp_path / "two"))
+    one = checkpoint.load(final_checkpoint(tmp_path / "one"))
+    two = checkpoint.load(final_checkpoint(tmp_path / "two"))
     assert one["loop"]["cur_nimg"] == two["loop"]["cur_nimg"] == 8
     for net in ("G", "D", "G_ema"):
         for name, value in one[net].items():

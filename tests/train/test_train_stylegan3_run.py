@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 from click.testing import CliRunner
-from train_helpers import make_dataset, tiny_options
+from train_helpers import final_checkpoint, make_dataset, tiny_options
 
 from ganforge import checkpoint
 from ganforge.cli import main
@@ -29,17 +29,12 @@ def _train(data: Path, outdir: Path, kimg: float) -> None:
     assert result.exit_code == 0, result.output
 
 
-def _final_checkpoint(outdir: Path) -> Path:
-    (run,) = outdir.iterdir()
-    return sorted((run / "checkpoints").glob("ckpt-*"))[-1]
-
-
 def test_tiny3_trains_through_the_cli_and_a_stopped_run_continues_bitwise(data, tmp_path):
     _train(data, tmp_path / "straight", kimg=0.02)
     _train(data, tmp_path / "stopped", kimg=0.008)
     _train(data, tmp_path / "stopped", kimg=0.02)  # the same command, longer: continues from the 8-image checkpoint
 
-    straight, resumed = _final_checkpoint(tmp_path / "straight"), _final_checkpoint(tmp_path / "stopped")
+    straight, resumed = final_checkpoint(tmp_path / "straight"), final_checkpoint(tmp_path / "stopped")
     assert straight.name == resumed.name == "ckpt-000000020"
     (run,) = (tmp_path / "stopped").iterdir()
     assert "resuming at 0.008 kimg" in (run / "log.txt").read_text()
@@ -76,8 +71,8 @@ def test_two_gloo_ranks_train_tiny3_like_one_process_with_accumulation(data, tmp
     assert run(resolve(tiny_options(data, tmp_path / "one", batch_gpu=4, **common))) == 0
     options = dataclasses.asdict(tiny_options(data, tmp_path / "two", **common))
     run_ranks(RANK_SCRIPT, json.dumps(options), timeout=240)
-    one = checkpoint.load(_final_checkpoint(tmp_path / "one"))
-    two = checkpoint.load(_final_checkpoint(tmp_path / "two"))
+    one = checkpoint.load(final_checkpoint(tmp_path / "one"))
+    two = checkpoint.load(final_checkpoint(tmp_path / "two"))
     assert one["loop"]["cur_nimg"] == two["loop"]["cur_nimg"] == 8
     for opt in ("opt_G", "opt_D"):
         for index, moments in one[opt]["state"].items():

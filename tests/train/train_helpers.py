@@ -54,3 +54,9 @@ def weights_found(resume: str, cfg) -> Found:
     generator = g_arch.pop("generator")
     facts = PretrainedFacts(generator, g_arch, d_arch, ("G_ema", "D"), None, (), ())
     return Found(Source("weights", resume, pretrained=facts))
+
+
+def final_checkpoint(outdir: Path) -> Path:
+    """The newest checkpoint of the one run in `outdir`."""
+    (run,) = outdir.iterdir()
+    return sorted((run / "checkpoints").glob("ckpt-*"))[-1]

@@ -133,7 +133,7 @@ def convert(path: Path, kind: str, parsed, which: str) -> tuple[torch.nn.Module,
             return official_stylegan3.read_stylegan3(path, record, official.generator_kwargs(path, record))
         return official.read_generator(path, record)
     if kind == R3GAN:
-        record = r3gan.network_record(path, parsed, which)
+        record = official.network_record(path, parsed, which, ModuleRecord, "an R3GAN network snapshot")
         return r3gan.read_discriminator(path, record) if which == "D" else r3gan.read_generator(path, record, which)
     if kind == TENSORFLOW:
         network = network_of(path, parsed, which)

@@ -63,15 +63,18 @@ def _mapping_rules(width: int, num_layers: tuple) -> dict:
     }
 
 
-def network_record(path: Path, data, which: str) -> PersistentRecord:
-    """The network `which` (G_ema, G or D) of an unpickled NVlabs file; UserError naming what the file holds."""
-    if not isinstance(data, dict) or not any(isinstance(data.get(k), PersistentRecord) for k in NETWORKS):
-        raise UserError(f"{path}: a pickle, but not an NVlabs network pickle (no G, D or G_ema network in it)")
-    record = data.get(which)
-    if not isinstance(record, PersistentRecord):
-        present = ", ".join(k for k in NETWORKS if isinstance(data.get(k), PersistentRecord))
+def network_record(
+    path: Path, data, which: str, record: type = PersistentRecord, kind: str = "an NVlabs network pickle"
+):
+    """The network `which` (G_ema, G or D) of an unpickled file of `kind`, whose networks unpickle as `record`s
+    (an NVlabs pickle's PersistentRecord, an R3GAN snapshot's ModuleRecord); UserError naming what the file holds."""
+    if not isinstance(data, dict) or not any(isinstance(data.get(k), record) for k in NETWORKS):
+        raise UserError(f"{path}: a pickle, but not {kind} (no G, D or G_ema network in it)")
+    found = data.get(which)
+    if not isinstance(found, record):
+        present = ", ".join(k for k in NETWORKS if isinstance(data.get(k), record))
         raise UserError(f"{path}: no {which} network in this pickle; it holds {present} (--which)")
-    return record
+    return found
 
 
 def module_tensors(path: Path, record: PersistentRecord) -> dict[str, torch.Tensor]:

@@ -42,7 +42,6 @@ from ganforge.limits import MAX_STAGES, shown, shown_name
 from ganforge.nets import R3GANDiscriminator, R3GANGenerator
 from ganforge.nets.layers import fir_kernel
 
-NETWORKS = ("G_ema", "G", "D")
 STAGES = "Model.MainLayers"
 LAYER = re.compile(r"Model\.MainLayers\.(\d+)\.Layers\.(\d+)\.(.+)")
 EMBEDDING = "Model.EmbeddingLayer.weight"
@@ -96,17 +95,6 @@ UPSAMPLE = _resample("UpsampleLayer", "InterpolativeUpsamplerCUDA")
 DOWNSAMPLE = _resample("DownsampleLayer", "InterpolativeDownsamplerCUDA")
 G_TOP = _network("Generator", "AggregationLayer")
 D_TOP = _network("Discriminator", "ExtractionLayer")
-
-
-def network_record(path: Path, data, which: str) -> ModuleRecord:
-    """The network `which` (G_ema, G or D) of an unpickled R3GAN snapshot; UserError naming what the file holds."""
-    if not isinstance(data, dict) or not any(isinstance(data.get(k), ModuleRecord) for k in NETWORKS):
-        raise UserError(f"{path}: a pickle, but not an R3GAN network snapshot (no G, D or G_ema network in it)")
-    record = data.get(which)
-    if not isinstance(record, ModuleRecord):
-        present = ", ".join(k for k in NETWORKS if isinstance(data.get(k), ModuleRecord))
-        raise UserError(f"{path}: no {which} network in this pickle; it holds {present} (--which)")
-    return record
 
 
 def read_generator(path: Path, top: ModuleRecord, which: str = "G_ema") -> tuple[R3GANGenerator, dict]:
