@@ -50,6 +50,8 @@ VARIANTS = {
     "fp32": {"precision": "fp32"},
     "bf16": {"precision": "bf16"},
     "r3gan": {"preset": "tiny-r3gan"},  # R3GAN (Huang et al. 2024) against StyleGAN2's tiny: another family, same data
+    "r3gan-gamma0.5": {"preset": "tiny-r3gan", "gamma": 0.5},  # the preset's gamma (0.05) x10 and /10, both annealed
+    "r3gan-gamma0.005": {"preset": "tiny-r3gan", "gamma": 0.005},  # to a tenth as the preset's
 }
 
 
