@@ -227,6 +227,17 @@ def test_what_contradicts_the_pickle_is_refused_naming_both(data, tmp_path):
     assert problem == f"{damaged}: its augment_pipe.p is not a probability in [0, 1]; the file is damaged"
 
 
+def test_widths_other_than_the_pickles_are_refused_and_its_own_accepted(data, pickled, tmp_path):
+    path, _ = pickled
+    problems = _problems(tiny_options(data, tmp_path, resume=str(path), cbase=256, cmax=32))
+    assert problems == [
+        f"--cbase 256: {path} has 128, and its networks decide their widths; drop --cbase",
+        f"--cmax 32: {path} has 16, and its networks decide their widths; drop --cmax",
+    ]
+    model = resolve(tiny_options(data, tmp_path, resume=str(path), cbase=128, cmax=16)).model
+    assert (model.channel_base, model.channel_max) == (128, 16)
+
+
 def test_under_fp16_the_files_fp16_layers_and_clamp_are_taken_else_only_named(data, tmp_path):
     pkl = tmp_path / "fp16.pkl"
     nvlabs_pickle(pkl, num_fp16_res=2, conv_clamp=128)

@@ -194,6 +194,33 @@ def test_dry_run_prints_the_parameter_counts_of_every_family(data, tmp_path):
         assert counts == [sum(p.numel() for p in G.parameters()), sum(p.numel() for p in D.parameters())]
 
 
+def test_cbase_and_cmax_set_the_widths_and_widths_that_cannot_be_built_are_refused_in_one_line(data, tmp_path):
+    """--cbase/--cmax (as the official train.py's) give R3GAN's stages min(cbase / res, cmax) channels in groups of
+    8; a width the groups do not divide, a layer without channels, or a StyleGAN layer wider than its files allow
+    is refused before anything is built, naming the fix."""
+    cfg = resolve(tiny_options(data, tmp_path, preset="tiny-r3gan", cbase=256, cmax=48))
+    G, D = make_networks(cfg)
+    assert G.config["widths"] == D.config["widths"] == [48, 32]  # 4x4: min(256 / 4, 48); 8x8: 256 / 8
+    assert G.config["cardinalities"] == [6, 4]
+    assert G(torch.randn([2, G.z_dim]), None).shape == (2, 1, 8, 8)
+    base = ["train", "--data", str(data), "--outdir", str(tmp_path / "runs"), "--dry-run"]
+    refused = {
+        ("--cfg", "tiny-r3gan", "--cbase", "100"): (
+            "--cbase 100, --cmax 64: R3GAN splits each stage into groups of 8 channels, which do not divide the "
+            "widths 25 at 4x4; use a --cbase that is a multiple of 64 (e.g. 128) and a --cmax that is a multiple of 8"
+        ),
+        ("--cfg", "tiny", "--cbase", "4"): (
+            "--cbase 4: leaves no channels at 8x8 (a layer at resolution r has min(cbase / r, cmax) channels); use at "
+            "least 8"
+        ),
+        ("--cfg", "tiny", "--cmax", "2000"): "--cmax 2000: StyleGAN layers have at most 1024 channels",
+    }
+    for args, message in refused.items():
+        result = CliRunner().invoke(main, [*base, *args])
+        assert (result.exit_code, result.stderr) == (2, f"error: {message}\n"), args
+    assert not (tmp_path / "runs").exists()
+
+
 def test_an_r3gan_run_is_used_by_generate_export_metrics_report_and_bench(data, tmp_path):
     """The commands after training take an R3GAN run as they take a StyleGAN one; generate says why it has no
     truncation."""

@@ -73,6 +73,18 @@ def test_other_maths_start_a_new_run_and_name_the_run_left_alone(data, tmp_path)
     assert _choice(tiny_options(other_data, outdir)) == (None, "")  # another --data: nothing to say about run0
 
 
+def test_a_run_of_other_widths_is_never_continued_nor_offered(data, tmp_path):
+    """--cbase changes the networks' shapes, which no --allow-config-change can load: a new run, no advice to
+    continue the old one; the older run of the same widths is the one --allow-config-change continues."""
+    outdir = tmp_path / "runs"
+    same_widths = _started(resolve(tiny_options(data, outdir, gamma=3)))
+    _started(resolve(tiny_options(data, outdir, cbase=256, resume="new")))
+    wider = tiny_options(data, outdir, cbase=1024)
+    assert _choice(wider) == (None, "")
+    path, why = _choice(tiny_options(data, outdir, allow_config_change=True))
+    assert path == same_widths and why.endswith("--allow-config-change: --gamma 3 (now 0.05)"), why
+
+
 def test_auto_precision_is_compared_as_continuing_makes_it(data, tmp_path):
     """A run whose --precision auto chose bf16 is this auto command's run even on hardware where auto picks fp32;
     a run given --precision explicitly is another command of the same maths."""

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from ganforge.config import PrecisionConfig, RuntimeConfig
 from ganforge.config.sections import MAX_BATCH
 from ganforge.errors import UserError
-from ganforge.limits import MAX_CHANNEL_BASE, MAX_CHANNELS, RESOLUTIONS, resolution_ok
+from ganforge.limits import RESOLUTIONS, resolution_ok
 from ganforge.option import Range, declared, option, value_problems
 from ganforge.presets import DEFAULT_PRESET, PRESETS
 from ganforge.train.options import TRAIN_OPTIONS
@@ -18,7 +18,7 @@ DEFAULT_CHANNELS = 3
 MAX_REPEAT = 100
 MEASURE = "Measurement"
 # The `train` options the bench takes as train does; the others keep train's defaults.
-TRAINING = ("preset", "cond", "precision", "compile", "channels_last", "aug", "device")
+TRAINING = ("preset", "cond", "precision", "compile", "channels_last", "aug", "device", "cbase", "cmax")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,6 +38,8 @@ class BenchOptions:
     channels_last: bool = False
     aug: str | None = None
     device: str | None = None
+    cbase: int | None = None
+    cmax: int | None = None
     data: str | None = option(
         MEASURE,
         "Time the step for this dataset (folder, zip or archive): its resolution, channels and, with --cond, labels.",
@@ -59,12 +61,6 @@ class BenchOptions:
         default=None,
         range=Range(1, 4),
         shown_default=f"from --data, else {DEFAULT_CHANNELS}",
-    )
-    cbase: int | None = option(
-        MEASURE, "Channel base.", default=None, range=Range(1, MAX_CHANNEL_BASE), shown_default="from --cfg"
-    )
-    cmax: int | None = option(
-        MEASURE, "Channel maximum.", default=None, range=Range(1, MAX_CHANNELS), shown_default="from --cfg"
     )
     batch_gpu: int | None = option(
         MEASURE,

@@ -1,11 +1,8 @@
 """The one place where the bench's options become a training `Config`.
 
 The bench times exactly what `ganforge train --cfg CFG` would run on a dataset of the bench's shape (that of
-`--data`, or a synthetic one), so the Config comes from `ganforge.train.resolver.resolve` with that dataset's facts;
-only the channel widths can be overridden on top.
+`--data`, or a synthetic one), so the Config comes from `ganforge.train.resolver.resolve` with that dataset's facts.
 """
-
-import dataclasses
 
 from ganforge.bench.options import TRAINING, BenchOptions
 from ganforge.bench.shape import Shape
@@ -24,7 +21,4 @@ def training_config(
     train_options = TrainOptions(
         data="synthetic", outdir="bench", aug_p=options.fixed_p, **training | {"device": device_type}, **batches
     )
-    cfg = resolve(train_options, Facts(shape.facts(), world_size, device_type))
-    widths = {"channel_base": options.cbase, "channel_max": options.cmax}
-    model = dataclasses.replace(cfg.model, **{key: value for key, value in widths.items() if value is not None})
-    return dataclasses.replace(cfg, model=model)
+    return resolve(train_options, Facts(shape.facts(), world_size, device_type))

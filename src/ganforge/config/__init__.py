@@ -171,6 +171,24 @@ def is_maths(path: str) -> bool:
     return not any(path == p or path.startswith(p + ".") for p in NON_MATHS_FIELDS)
 
 
+# Fields that set the networks' tensor shapes, with the options that set each: a run trained with other values cannot
+# be continued at all, not even under --allow-config-change.
+SHAPE_FIELDS = {
+    "data.resolution": "--data (its resolution)",
+    "data.channels": "--data (its channels)",
+    "data.label_dim": "--cond / --data (its labels)",
+    "model.z_dim": "--cfg",
+    "model.w_dim": "--cfg",
+    "model.mapping_layers": "--cfg",
+    "model.channel_base": "--cbase / --cfg",
+    "model.channel_max": "--cmax / --cfg",
+    "model.generator": "--cfg",
+    "model.synthesis_layers": "--cfg",
+    "model.group_channels": "--cfg",
+    "model.blocks_per_stage": "--cfg",
+}
+
+
 def config_hash(config: Config) -> str:
     """SHA-256 of the training-maths fields, stored in every checkpoint."""
     text = json.dumps(maths_fields(config.to_dict()), sort_keys=True)

@@ -8,7 +8,7 @@ by `ganforge.train.resolver` from the preset, the dataset or a derivation, or ke
 from dataclasses import dataclass
 
 from ganforge.devices import DEVICE_CHOICES
-from ganforge.limits import MAX_FP16_RES
+from ganforge.limits import MAX_CHANNEL_BASE, MAX_FP16_RES, MAX_R3GAN_WIDTH
 from ganforge.metric_names import METRIC_NAMES
 from ganforge.option import Range, option, setting
 from ganforge.presets import DEFAULT_PRESET, PRESETS
@@ -25,6 +25,7 @@ POSITIVE, NON_NEGATIVE, FRACTION = Range(0, low_open=True), Range(0), Range(0, 1
 # Counts are bounded too, far beyond any use, so that no derivation meets a number it cannot hold.
 MAX_BATCH, MAX_WORKERS = 65536, 256
 BATCHES, WORKERS, STEPS, TICKS = Range(1, MAX_BATCH), Range(0, MAX_WORKERS), Range(1, 1000), Range(1, 10**6)
+CHANNEL_BASES, WIDTHS = Range(1, MAX_CHANNEL_BASE), Range(1, MAX_R3GAN_WIDTH)  # the networks' limits (limits.py)
 SEEDS = Range(0, 2**32 - 1)  # numpy's legacy seeding, which the seed also goes through, takes 32 bits
 GRADIENT_NORM = "a positive gradient norm; try 0.5 to 1"
 
@@ -74,8 +75,16 @@ class ModelConfig:
     z_dim: int
     w_dim: int
     mapping_layers: int
-    channel_base: int
-    channel_max: int
+    channel_base: int = option(
+        CONFIGURATION,
+        "Channel base: a layer at resolution r has min(cbase / r, cmax) channels (R3GAN: each stage).",
+        flag="--cbase",
+        range=CHANNEL_BASES,
+        preset=True,
+    )
+    channel_max: int = option(
+        CONFIGURATION, "Most channels in a layer (R3GAN: in a stage).", flag="--cmax", range=WIDTHS, preset=True
+    )
     mbstd_group: int
     # one of GENERATORS: "stylegan2", "stylegan3-t" or "stylegan3-r" (with StyleGAN2's discriminator and loss), or
     # "r3gan" (R3GAN's generator, discriminator and loss, Huang et al. 2024)

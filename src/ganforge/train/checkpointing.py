@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 
 from ganforge import checkpoint
-from ganforge.config import Config, config_hash, maths_differences, maths_fields
+from ganforge.config import SHAPE_FIELDS, Config, config_hash, maths_differences, maths_fields
 from ganforge.errors import UserError
 from ganforge.interop.pretrained import read_pretrained
 from ganforge.nets import Generator
@@ -76,22 +76,6 @@ def _load_optimizer(opt: torch.optim.Optimizer, saved: dict) -> None:
         group.update(settings)
 
 
-# Fields that set the networks' tensor shapes, with the option that sets each: a checkpoint trained with other values
-# cannot be loaded at all, not even under --allow-config-change.
-SHAPE_FIELDS = {
-    "data.resolution": "--data (its resolution)",
-    "data.channels": "--data (its channels)",
-    "data.label_dim": "--cond / --data (its labels)",
-    "model.z_dim": "--cfg",
-    "model.w_dim": "--cfg",
-    "model.mapping_layers": "--cfg",
-    "model.channel_base": "--cfg",
-    "model.channel_max": "--cfg",
-    "model.generator": "--cfg",
-    "model.synthesis_layers": "--cfg",
-}
-
-
 def check_config(state: dict, cfg: Config, source: Path) -> list[str]:
     """Refuse a checkpoint whose training maths differ from `cfg`, unless --allow-config-change (never when the
     networks' shapes differ); returns the differences (to be logged when allowed)."""
@@ -105,8 +89,8 @@ def check_config(state: dict, cfg: Config, source: Path) -> list[str]:
         raise UserError(
             f"--resume: {source} holds networks of another shape than these options make (checkpoint -> now):",
             *shapes,
-            "no option can load them: pass the --data and --cfg that run was trained with, or --resume new to start "
-            "a new run",
+            "no option can load them: pass the --data, --cfg, --cbase and --cmax that run was trained with, or "
+            "--resume new to start a new run",
         )
     if differences and not cfg.run.allow_config_change:
         raise UserError(

@@ -79,6 +79,7 @@ def pretrained_problems(cfg: Config, asked, facts: PretrainedFacts, path: str) -
                 f"--cfg (the architecture comes from --resume) or pass a {facts.generator} preset"
             )
     problems += _r3gan_problems(asked, facts, path) if facts.generator == "r3gan" else []
+    problems += _width_problems(asked, facts, path)
     d, shared = facts.d_arch, _R3GAN_SHARED if facts.generator == "r3gan" else _SHARED
     if d is not None and any(d[key] != g[key] for key in shared):
         differing = ", ".join(f"{key} {d[key]} (G: {g[key]})" for key in shared if d[key] != g[key])
@@ -87,6 +88,17 @@ def pretrained_problems(cfg: Config, asked, facts: PretrainedFacts, path: str) -
             "values; start from its generator alone (ganforge import SRC G.safetensors, then --resume G.safetensors)"
         )
     return problems
+
+
+def _width_problems(asked, facts: PretrainedFacts, path: str) -> list[str]:
+    """A --cbase or --cmax that differs from the pretrained networks' (whose widths the run takes)."""
+    fields = pretrained_fields(facts)
+    given = (("--cbase", asked.cbase, "model.channel_base"), ("--cmax", asked.cmax, "model.channel_max"))
+    return [
+        f"{flag} {value}: {path} has {fields[key]}, and its networks decide their widths; drop {flag}"
+        for flag, value, key in given
+        if value is not None and key in fields and value != fields[key]
+    ]
 
 
 def _r3gan_problems(asked, facts: PretrainedFacts, path: str) -> list[str]:

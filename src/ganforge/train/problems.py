@@ -6,12 +6,13 @@ import torch
 
 from ganforge.checkpoint import Retention
 from ganforge.checkpoint.sizes import first_save_bytes
-from ganforge.config import DIFFAUG_OPS, Config
+from ganforge.config import DIFFAUG_OPS, Config, flatten
 from ganforge.errors import UserError
-from ganforge.limits import RESOLUTIONS, resolution_ok
+from ganforge.limits import MAX_CHANNELS, RESOLUTIONS, resolution_ok
 from ganforge.metrics import check_names
 from ganforge.metrics.registry import file_problems
-from ganforge.nets.configured import make_networks
+from ganforge.nets.configured import make_networks, network_arguments
+from ganforge.nets.r3gan import stage_resolutions
 from ganforge.presets import Preset
 from ganforge.train.facts import Facts
 from ganforge.train.options import TrainOptions
@@ -20,12 +21,44 @@ from ganforge.train.options import TrainOptions
 def combination_problems(cfg: Config, options, asked, preset: Preset, facts) -> list[str]:
     """Every problem of the resolved `cfg`: `options` as resolved (refused values left out), `asked` as given,
     `preset` the derived row, `facts` what observe() found."""
+    widths = _width_problems(cfg)
+    if widths:  # the checks below build the networks on the meta device, which these widths cannot make
+        return widths
     problems = _space_problems(cfg, facts) + _metric_problems(cfg) + _retention_problems(cfg)
     if facts.dataset is not None:
         problems += _dataset_problems(preset, cfg, facts.dataset)
     problems += _batch_problems(options, preset, cfg) + _problems(cfg, facts.device_type)
     problems += _control_problems(cfg, asked.lr_steps)
     return problems + _augment_problems(cfg, asked.aug_p)
+
+
+def _width_problems(cfg: Config) -> list[str]:
+    """--cbase/--cmax (or a preset's) make networks: a channel at least at the image's resolution, StyleGAN's layers
+    within the limit its files are read with, and R3GAN's groups dividing the width of every stage."""
+    m, res = cfg.model, cfg.data.resolution
+    if m.channel_base < res:
+        return [
+            f"--cbase {m.channel_base}: leaves no channels at {res}x{res} (a layer at resolution r has min(cbase / r, "
+            f"cmax) channels); use at least {res}"
+        ]
+    if m.generator != "r3gan":
+        too_wide = m.channel_max > MAX_CHANNELS
+        return [f"--cmax {m.channel_max}: StyleGAN layers have at most {MAX_CHANNELS} channels"] if too_wide else []
+    g, _ = network_arguments(flatten(cfg.to_dict()))
+    uneven = [
+        f"{width} at {r}x{r}"
+        for r, width, groups in zip(stage_resolutions(res), g["widths"], g["cardinalities"], strict=True)
+        if width % groups
+    ]
+    if not uneven:
+        return []
+    step = m.group_channels * res  # a base that is a multiple of it gives multiples of group_channels everywhere
+    return [
+        f"--cbase {m.channel_base}, --cmax {m.channel_max}: R3GAN splits each stage into groups of "
+        f"{m.group_channels} channels, which do not divide the widths {', '.join(uneven)}; use a --cbase that is a "
+        f"multiple of {step} (e.g. {max(round(m.channel_base / step), 1) * step}) and a --cmax that is a multiple of "
+        f"{m.group_channels}"
+    ]
 
 
 def _space_problems(cfg: Config, facts: Facts) -> list[str]:

@@ -5,7 +5,8 @@ were trained on the same --data with the same --cfg (under `--resume PATH`: and 
 newest whose recorded configuration (config.json: every option as the command that last ran it resolved them) equals
 this command's; otherwise the newest with the same training maths (another --kimg, --tick, monitor or speed
 option), saying what differed; otherwise start a new run (from PATH under `--resume PATH`), naming a run of the same
-data and --cfg that trained other maths and how to continue it (`--allow-config-change` continues the newest of them).
+data and --cfg that trained other maths and how to continue it (`--allow-config-change` continues the newest of them
+whose networks have the same shapes: not one of another --cbase, say).
 `--resume new` always starts a new run; `--resume RUNDIR` continues that run folder in place.
 
 A new run goes into a new folder numbered one above the highest, except where the newest folder of the same command
@@ -30,7 +31,7 @@ from pathlib import Path
 import torch
 
 from ganforge import __version__
-from ganforge.config import AUTO_PRECISION, Config, field_changes, flatten, upgrade
+from ganforge.config import AUTO_PRECISION, SHAPE_FIELDS, Config, field_changes, flatten, upgrade
 from ganforge.durable import WriteError, append_text, replace_file
 from ganforge.errors import UserError
 from ganforge.train.options import TRAIN_OPTIONS
@@ -188,9 +189,11 @@ def choose_run(cfg: Config, runs: list[RunFolder]) -> Choice | None:
         if not _maths_changes(run, cfg):
             changed = describe_changes(command_changes(run.config, cfg))
             return Choice(run.path, run.config, f"same training maths and data; its last command differed in {changed}")
-    if runs and cfg.run.allow_config_change:
-        changed = describe_changes(_maths_changes(runs[0], cfg))
-        return Choice(runs[0].path, runs[0].config, f"newest of this data and --cfg, --allow-config-change: {changed}")
+    same_shapes = [run for run in runs if _same_shapes(run, cfg)]
+    if same_shapes and cfg.run.allow_config_change:
+        run = same_shapes[0]
+        changed = describe_changes(_maths_changes(run, cfg))
+        return Choice(run.path, run.config, f"newest of this data and --cfg, --allow-config-change: {changed}")
     return None
 
 
@@ -198,12 +201,18 @@ def _maths_changes(run: RunFolder, cfg: Config) -> list[tuple[str, object, objec
     return field_changes(run.config, _as_continuing(cfg, run.config).to_dict())
 
 
+def _same_shapes(run: RunFolder, cfg: Config) -> bool:
+    """Could `cfg` load the run's networks at all (no --allow-config-change changes a tensor's shape)?"""
+    return not any(path in SHAPE_FIELDS for path, _, _ in _maths_changes(run, cfg))
+
+
 def other_maths_note(cfg: Config, runs: list[RunFolder]) -> str:
     """For a new run: the newest run of the same data and --cfg that it does not continue because its training maths
-    differ, and how to continue that one instead ("" when there is none)."""
-    if not runs:
+    differ, and how to continue that one instead ("" when there is none whose networks this command could load)."""
+    same_shapes = [run for run in runs if _same_shapes(run, cfg)]
+    if not same_shapes:
         return ""
-    run = runs[0]
+    run = same_shapes[0]
     changed = describe_changes(_maths_changes(run, cfg))
     return (
         f"{run.path} trained the same data and --cfg with other maths ({changed}); to continue it with these values, "
