@@ -52,6 +52,8 @@ VARIANTS = {
     "r3gan": {"preset": "tiny-r3gan"},  # R3GAN (Huang et al. 2024) against StyleGAN2's tiny: another family, same data
     "r3gan-gamma0.5": {"preset": "tiny-r3gan", "gamma": 0.5},  # the preset's gamma (0.05) x10 and /10, both annealed
     "r3gan-gamma0.005": {"preset": "tiny-r3gan", "gamma": 0.005},  # to a tenth as the preset's
+    "r3gan-narrow": {"preset": "tiny-r3gan", "cbase": 512},  # half the widths at 16 and 32 px (32, 16)
+    "r3gan-wide": {"preset": "tiny-r3gan", "cbase": 2048, "cmax": 128},  # twice the widths in every stage
 }
 
 
