@@ -71,6 +71,7 @@ R3GAN_CONDITIONING = (
     R3GAN_NETS + "test_g_concatenates_the_class_embedding_to_z_and_d_projects_its_features_on_the_class_embedding"
 )
 R3GAN_LOSSES = R3GAN + "test_relativistic_losses_are_the_negative_log_sigmoid_of_each_pairs_difference"
+R3GAN_WIDTHS = R3GAN + "test_cbase_and_cmax_set_the_widths_and_widths_that_cannot_be_built_are_refused_in_one_line"
 R3GAN_PHASES = (
     R3GAN + "test_d_phase_is_rpgan_with_r1_on_reals_and_r2_on_fakes_and_g_phase_pairs_each_fake_with_its_real"
 )
@@ -360,8 +361,8 @@ MUTANTS = (
       (RUN_CHOICE + "test_a_rerun_continues_its_own_command_before_a_newer_run_of_the_same_maths",)),
     M("run_choice_auto_not_as_continuing", "train/rundir.py", "    p = cfg.precision\n", "    return cfg\n",
       (RUN_CHOICE + "test_auto_precision_is_compared_as_continuing_makes_it",)),
-    M("run_choice_other_maths_continued", "train/rundir.py", "    if runs and cfg.run.allow_config_change:",
-      "    if runs:", (RUN_CHOICE + "test_other_maths_start_a_new_run_and_name_the_run_left_alone",)),
+    M("run_choice_other_maths_continued", "train/rundir.py", "    if same_shapes and cfg.run.allow_config_change:",
+      "    if same_shapes:", (RUN_CHOICE + "test_other_maths_start_a_new_run_and_name_the_run_left_alone",)),
     M("lengths_rounded_down", "train/resolver.py", "batches = -(-whole // batch)", "batches = whole // batch",
       ("tests/train/test_train_lengths.py::test_round_up_to_batches_equals_exact_arithmetic",)),
     M("lengths_decimal_rounding_moved", "train/resolver.py", "if abs(nimg - whole) < 1e-6 else",
@@ -774,6 +775,13 @@ MUTANTS = (
     M("r3gan_auto_bf16_without_stages", "train/resolver.py",
       "    if cfg.model.generator != \"r3gan\" or options.fp16_res is not None or options.precision is not None:",
       "    if True:", (R3GAN_AUTO_BF16,)),
+    M("widths_groups_unchecked", "train/problems.py", "        if width % groups\n", "        if False\n",
+      (R3GAN_WIDTHS,)),
+    M("other_widths_continued", "train/rundir.py",
+      "    return not any(path in SHAPE_FIELDS for path, _, _ in _maths_changes(run, cfg))",
+      "    return True", (RUN_CHOICE + "test_a_run_of_other_widths_is_never_continued_nor_offered",)),
+    M("pretrained_widths_unchecked", "train/pretrained.py", "    problems += _width_problems(asked, facts, path)\n",
+      "", (PRETRAINED + "test_widths_other_than_the_pickles_are_refused_and_its_own_accepted",)),
     M("r3gan_r2_on_reals", "train/relativistic.py",
       "L.zero_centred_penalties((real_logits, fake_logits), (reals, fakes), mb.gamma)",
       "L.zero_centred_penalties((real_logits, real_logits), (reals, reals), mb.gamma)", (R3GAN_PHASES,)),
