@@ -105,7 +105,7 @@ PRESETS = {
                             gamma_final=0.1),
         ).items()
     },
-    "tiny-r3gan": Preset(**_R3GAN | dict(channel_base=1024, channel_max=64, blocks_per_stage=1, anneal_kimg=40.0,
+    "tiny-r3gan": Preset(**_R3GAN | dict(channel_base=512, channel_max=64, blocks_per_stage=1, anneal_kimg=40.0,
                          kimg=40, fp16_res=2, batch=16, ema_kimg=1.0, aug_p=0.2, gamma=0.05, gamma_final=0.005,
                          z_dim=32, tick_kimg=0.8, snap=5)),
     "tiny3": Preset(**_SG3 | dict(synthesis_layers=4), batch=16, mbstd=4, channel_base=512, gamma=0.05, ema_kimg=1.0,
