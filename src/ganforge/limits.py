@@ -49,7 +49,11 @@ INTEGER_LIMITS |= {
 # name -> (smallest, largest) for each item of the list arguments, which hold one value per resolution 4, 8, ...
 LIST_LIMITS = {"widths": (1, MAX_R3GAN_WIDTH), "cardinalities": (1, MAX_R3GAN_WIDTH), "blocks": (1, MAX_R3GAN_BLOCKS)}
 MAX_STAGES = MAX_RESOLUTION.bit_length() - 2  # 4x4 to 1024x1024
-CHOICES = {"config": ("t", "r")}  # StyleGAN3's configurations
+# StyleGAN2's architectures (Sec. 4.1, Fig. 7; the official `architecture` argument): "orig" (a plain stack, G's image
+# from the last block only, D's from the top block only), "skip" (every G block adds its upsampled RGB image, every
+# D block reads the downsampled image) and "resnet" (a residual 1x1 path around each block's two convolutions).
+ARCHITECTURES = ("orig", "skip", "resnet")
+CHOICES = {"config": ("t", "r"), "architecture": ARCHITECTURES}  # StyleGAN3's configurations, StyleGAN2's layouts
 OPTIONAL_POSITIVE = ("conv_clamp",)  # None (no clamping) or a finite number > 0
 ARCHITECTURE_ARGUMENTS = (*INTEGER_LIMITS, *LIST_LIMITS, *CHOICES, *OPTIONAL_POSITIVE)
 MAX_SHOWN_CHARS = 60  # what a message shows of a value read from a file

@@ -105,7 +105,8 @@ def generator_kwargs(G, layout: str = "ada", **synthesis_extra) -> dict:
     common = dict(z_dim=a["z_dim"], w_dim=a["w_dim"], c_dim=a["c_dim"], img_resolution=a["resolution"],
                   img_channels=a["img_channels"], mapping_kwargs=EasyDict(num_layers=a["mapping_layers"]))  # fmt: skip
     synthesis = EasyDict(channel_base=a["channel_base"], channel_max=a["channel_max"],
-                         num_fp16_res=a["num_fp16_res"], conv_clamp=a["conv_clamp"], **synthesis_extra)  # fmt: skip
+                         num_fp16_res=a["num_fp16_res"], conv_clamp=a["conv_clamp"], architecture=a["architecture"],
+                         **synthesis_extra)  # fmt: skip
     if layout == "ada":
         return dict(common, synthesis_kwargs=synthesis)
     return dict(common, **synthesis, fused_modconv_default="inference_only")
@@ -115,7 +116,8 @@ def discriminator_kwargs(D, **extra) -> dict:
     a = D.config
     kwargs = dict(c_dim=a["c_dim"], img_resolution=a["resolution"], img_channels=a["img_channels"],
                   channel_base=a["channel_base"], channel_max=a["channel_max"], num_fp16_res=a["num_fp16_res"],
-                  conv_clamp=a["conv_clamp"], block_kwargs=EasyDict(freeze_layers=0), mapping_kwargs=EasyDict(),
+                  conv_clamp=a["conv_clamp"], architecture=a["architecture"], block_kwargs=EasyDict(freeze_layers=0),
+                  mapping_kwargs=EasyDict(),
                   epilogue_kwargs=EasyDict(mbstd_group_size=a["mbstd_group_size"]))  # fmt: skip
     return {**kwargs, **extra}
 

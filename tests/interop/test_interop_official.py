@@ -102,26 +102,46 @@ def test_settings_without_effect_on_the_images_are_accepted(nets, tmp_path):
 
 def test_unsupported_generator_settings_are_listed_together(nets, tmp_path):
     G = nets[0]
-    kwargs = generator_kwargs(G, architecture="resnet", resample_filter=[1, 2, 1], magnitude_ema_beta=0.9)
+    kwargs = generator_kwargs(G, resample_filter=[1, 2, 1], magnitude_ema_beta=0.9)
+    kwargs["synthesis_kwargs"]["architecture"] = "progressive"
     kwargs["mapping_kwargs"]["lr_multiplier"] = 0.1
     del kwargs["z_dim"]
     with pytest.raises(UserError) as err:
         load_network(write(tmp_path, {"G_ema": persistent_tree(G, kwargs)}))
     text = "\n".join(err.value.problems)
     assert len(err.value.problems) == 5, text
-    assert "argument z_dim is missing" in text and "synthesis_kwargs.architecture='resnet'" in text
+    assert "argument z_dim is missing" in text and "synthesis_kwargs.architecture='progressive'" in text
     assert "resample_filter=[1, 2, 1]" in text and "magnitude_ema_beta=0.9" in text
     assert "mapping_kwargs.lr_multiplier=0.1: ganforge implements only 0.01" in text
 
 
 def test_unsupported_discriminator_settings_are_listed_together(nets, tmp_path):
     D = nets[2]
-    kwargs = discriminator_kwargs(D, architecture="orig")  # the official CIFAR configuration
+    kwargs = discriminator_kwargs(D, architecture="densenet")
     kwargs["epilogue_kwargs"] = EasyDict(mbstd_group_size=None, mbstd_num_channels=2)
     with pytest.raises(UserError) as err:
         import_network(write(tmp_path, {"D": persistent_tree(D, kwargs)}), tmp_path / "D.safetensors", which="D")
     text = "\n".join(err.value.problems)
-    assert "architecture='orig'" in text and "mbstd_num_channels=2" in text and "mbstd_group_size=None" in text
+    assert "architecture='densenet'" in text and "mbstd_num_channels=2" in text and "mbstd_group_size=None" in text
+
+
+@pytest.mark.parametrize(("g_arch", "d_arch"), [("orig", "orig"), ("resnet", "skip")])
+def test_every_official_architecture_imports_and_computes_like_the_original(g_arch, d_arch, tmp_path):
+    """The official cifar configuration's plain D, and the G and D architectures config F does not use: the file's
+    tensors (a toRGB per block or the last only, 1x1 skips, fromRGB per block) build the same network."""
+    torch.manual_seed(0)
+    arch = dict(resolution=16, channel_base=64, channel_max=8, c_dim=0)
+    G = Generator(**arch, z_dim=8, w_dim=8, mapping_layers=2, architecture=g_arch)
+    D = Discriminator(**arch, mbstd_group_size=2, architecture=d_arch)
+    path = write(tmp_path, {"G_ema": persistent_tree(G, generator_kwargs(G)),
+                            "D": persistent_tree(D, discriminator_kwargs(D))})  # fmt: skip
+    loaded, _ = load_network(path)
+    z, c, img = torch.randn(2, 8), torch.zeros(2, 0), torch.randn(2, 3, 16, 16)
+    assert loaded.config["architecture"] == g_arch and torch.equal(loaded(z, c, noise_mode="const"),
+                                                                   G(z, c, noise_mode="const"))  # fmt: skip
+    import_network(path, tmp_path / "D.safetensors", which="D")
+    loaded_d, _ = load_discriminator(tmp_path / "D.safetensors")
+    assert loaded_d.config["architecture"] == d_arch and torch.equal(loaded_d(img, c), D(img, c))
 
 
 def test_a_generator_neither_stylegan2_nor_stylegan3_is_refused(tmp_path):

@@ -99,18 +99,31 @@ def _torgb(state, name, x, w):
     return modconv_reference(x, weight, styles, demodulate=False, up=False) + state[f"{name}.bias"].reshape(1, -1, 1, 1)
 
 
-def synthesis_reference(state: dict, ws: torch.Tensor, resolution: int) -> torch.Tensor:
-    """The skip generator (StyleGAN2 Fig. 7b) with const noise: 4x4 const, then per resolution an upsampling conv and
-    a conv, and a toRGB added to the FIR-upsampled image so far. Block r uses w's [i, i+1, i+2], i advancing by 2."""
+def upconv1x1_reference(x, weight):
+    """A "resnet" G's skip path: the 1x1 equalized-lr convolution of the FIR-upsampled features (no bias)."""
+    return conv_reference(apply_reference(x, up=2, down=1, pad=(2, 1), gain=4.0), weight, None, down=False)
+
+
+def synthesis_reference(state: dict, ws: torch.Tensor, resolution: int, architecture: str = "skip") -> torch.Tensor:
+    """The generators of StyleGAN2 Fig. 7 with const noise: 4x4 const, then per resolution an upsampling conv and a
+    conv. "skip" (Fig. 7b): a toRGB per resolution added to the FIR-upsampled image so far; "orig" and "resnet": one
+    toRGB at the end; "resnet" (Fig. 7c): the two convs plus a 1x1 upsampled skip, both x sqrt(1/2). Block r uses
+    w's [i, i+1, i+2], i advancing by 2."""
     x = state["synthesis.b4.const"][None].repeat(ws.shape[0], 1, 1, 1)
     x = _synthesis_layer(state, "synthesis.b4.conv1", x, ws[:, 0])
-    img = _torgb(state, "synthesis.b4.torgb", x, ws[:, 1])
+    img = _torgb(state, "synthesis.b4.torgb", x, ws[:, 1]) if architecture == "skip" else None
     i, res = 1, 8
     while res <= resolution:
-        x = _synthesis_layer(state, f"synthesis.b{res}.conv0", x, ws[:, i], up=True)
-        x = _synthesis_layer(state, f"synthesis.b{res}.conv1", x, ws[:, i + 1])
-        upsampled = apply_reference(img, up=2, down=1, pad=(2, 1), gain=4.0)
-        img = upsampled + _torgb(state, f"synthesis.b{res}.torgb", x, ws[:, i + 2])
+        y = _synthesis_layer(state, f"synthesis.b{res}.conv0", x, ws[:, i], up=True)
+        y = _synthesis_layer(state, f"synthesis.b{res}.conv1", y, ws[:, i + 1])
+        if architecture == "resnet":
+            y = (y + upconv1x1_reference(x, state[f"synthesis.b{res}.skip.weight"])) * SQRT_HALF
+        x = y
+        if architecture == "skip":
+            upsampled = apply_reference(img, up=2, down=1, pad=(2, 1), gain=4.0)
+            img = upsampled + _torgb(state, f"synthesis.b{res}.torgb", x, ws[:, i + 2])
+        elif res == resolution:
+            img = _torgb(state, f"synthesis.b{res}.torgb", x, ws[:, i + 2])
         i, res = i + 2, res * 2
     return img
 
@@ -126,17 +139,29 @@ def minibatch_stddev_reference(x: torch.Tensor, group: int) -> torch.Tensor:
     return torch.cat([x, stats.reshape(n, 1, 1, 1).expand(n, 1, *x.shape[2:])], dim=1)
 
 
-def discriminator_reference(state: dict, img: torch.Tensor, resolution: int, group: int) -> torch.Tensor:
-    """The residual D (StyleGAN2 Fig. 7c): fromRGB; per block (conv 3x3, conv 3x3 down) + (1x1 down skip), both x
-    sqrt(1/2); then minibatch stddev, conv 3x3, dense, dense to one logit."""
-    x = lrelu(conv_reference(img, state[f"b{resolution}.fromrgb.weight"], state[f"b{resolution}.fromrgb.bias"], False))
+def discriminator_reference(state: dict, img: torch.Tensor, resolution: int, group: int,
+                            architecture: str = "resnet") -> torch.Tensor:  # fmt: skip
+    """The discriminators of StyleGAN2 Fig. 7: fromRGB; per block conv 3x3, conv 3x3 down; "resnet" (Fig. 7c): plus a
+    1x1 down skip, both x sqrt(1/2); "skip" (Fig. 7b): every block and the 4x4 head add fromRGB of the image
+    FIR-downsampled to their resolution; then minibatch stddev, conv 3x3, dense, dense to one logit."""
+
+    def fromrgb(name, image):
+        return lrelu(conv_reference(image, state[f"{name}.fromrgb.weight"], state[f"{name}.fromrgb.bias"], False))
+
+    x = fromrgb(f"b{resolution}", img)
     res = resolution
     while res > 4:
         p = f"b{res}"
-        skip = conv_reference(x, state[f"{p}.skip.weight"], None, down=True) * SQRT_HALF
+        if architecture == "skip" and res < resolution:
+            x = x + fromrgb(p, img)
         y = lrelu(conv_reference(x, state[f"{p}.conv0.weight"], state[f"{p}.conv0.bias"], down=False))
-        y = lrelu(conv_reference(y, state[f"{p}.conv1.weight"], state[f"{p}.conv1.bias"], down=True)) * SQRT_HALF
-        x, res = skip + y, res // 2
+        y = lrelu(conv_reference(y, state[f"{p}.conv1.weight"], state[f"{p}.conv1.bias"], down=True))
+        if architecture == "resnet":
+            y = (y + conv_reference(x, state[f"{p}.skip.weight"], None, down=True)) * SQRT_HALF
+        img = apply_reference(img, up=1, down=2, pad=(1, 1), gain=1.0)
+        x, res = y, res // 2
+    if architecture == "skip":
+        x = x + fromrgb("b4", img)
     x = minibatch_stddev_reference(x, group)
     x = lrelu(conv_reference(x, state["b4.conv.weight"], state["b4.conv.bias"], down=False))
     x = lrelu(dense(x.flatten(1), state["b4.fc.weight"], state["b4.fc.bias"]))

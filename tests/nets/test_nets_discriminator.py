@@ -39,7 +39,7 @@ def test_every_block_works_in_channels_last_on_cpu():
     D.use_cpu_kernels()
     outputs = []
     for res in D.block_resolutions:
-        getattr(D, f"b{res}").register_forward_hook(lambda module, args, output: outputs.append(output))
+        getattr(D, f"b{res}").register_forward_hook(lambda module, args, output: outputs.append(output[0]))
     D(torch.randn(4, 3, 32, 32), torch.zeros(4, 0))
     assert len(outputs) == 3 and all(x.is_contiguous(memory_format=torch.channels_last) for x in outputs)
 

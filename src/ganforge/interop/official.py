@@ -14,7 +14,7 @@ import torch
 from ganforge.errors import UserError
 from ganforge.interop.official_pickle import PersistentRecord
 from ganforge.interop.tensors import build_network, drop_resample_filters
-from ganforge.limits import shown, shown_name
+from ganforge.limits import ARCHITECTURES, shown, shown_name
 from ganforge.nets import Discriminator, Generator
 from ganforge.nets.layers import channels_at
 from ganforge.snapshot import listed
@@ -34,7 +34,7 @@ LRELU = ("lrelu", ["lrelu"])
 SIZES = {"channel_base": (32768, ANY), "channel_max": (512, ANY), "num_fp16_res": (0, ANY), "conv_clamp": (None, ANY)}
 SYNTHESIS_RULES = {
     **SIZES,
-    "architecture": ("skip", ["skip"]),
+    "architecture": ("skip", list(ARCHITECTURES)),
     "resample_filter": (FIR, [FIR]),
     "use_noise": (True, [True]),
     "activation": LRELU,
@@ -197,6 +197,7 @@ def generator_arch(path: Path, kwargs: dict) -> dict:
         mapping_layers=mapping["num_layers"],
         num_fp16_res=synthesis["num_fp16_res"],
         conv_clamp=synthesis["conv_clamp"],
+        architecture=synthesis["architecture"],
     )
 
 
@@ -207,7 +208,7 @@ def discriminator_arch(path: Path, kwargs: dict) -> dict:
     base, cmax = kwargs.get("channel_base", 32768), kwargs.get("channel_max", 512)
     cmap = channels_at(4, base, cmax) if isinstance(base, int) and isinstance(cmax, int) else None
     blocks, mapping, epilogue = (kwargs.pop(k, {}) for k in ("block_kwargs", "mapping_kwargs", "epilogue_kwargs"))
-    rules = {**SIZES, "architecture": ("resnet", ["resnet"]), "cmap_dim": (None, [None, cmap])}
+    rules = {**SIZES, "architecture": ("resnet", list(ARCHITECTURES)), "cmap_dim": (None, [None, cmap])}
     main = settings(f"{path}: ", kwargs, rules, problems)
     settings(f"{path}: block_kwargs.", blocks, D_BLOCK_RULES, problems)
     if top["c_dim"]:  # the label-embedding network exists only in conditional discriminators
@@ -226,6 +227,7 @@ def discriminator_arch(path: Path, kwargs: dict) -> dict:
         mbstd_group_size=head["mbstd_group_size"],
         num_fp16_res=main["num_fp16_res"],
         conv_clamp=main["conv_clamp"],
+        architecture=main["architecture"],
     )
 
 
@@ -249,7 +251,7 @@ def read_generator(path: Path, record: PersistentRecord) -> tuple[Generator, dic
 
 
 def read_discriminator(path: Path, record: PersistentRecord) -> tuple[Discriminator, dict]:
-    """A ganforge Discriminator equal to an official StyleGAN2 (residual) one, and its architecture."""
+    """A ganforge Discriminator equal to an official StyleGAN2 one, and its architecture."""
     arch = discriminator_arch(path, _init_kwargs(path, record, "Discriminator"))
     tensors = drop_resample_filters(path, module_tensors(path, record))
     return build_network(path, Discriminator, arch, tensors), arch

@@ -1,4 +1,5 @@
-"""The StyleGAN2 discriminator (Karras et al. 2020, Fig. 7c): residual blocks, minibatch stddev, projection head.
+"""The StyleGAN2 discriminator (Karras et al. 2020, Fig. 7c): residual blocks by default, or the plain ("orig") or
+skip ones of the paper's Fig. 7 and Table 2; minibatch stddev, projection head.
 
 Module and tensor names follow the official PyTorch release (b256.fromrgb, b4.fc, mapping.embed, ...);
 docs/official-tensor-mapping.md lists the correspondence.
@@ -10,11 +11,14 @@ import torch
 from torch import nn
 
 from ganforge.nets.layers import (
+    RESIDUAL_GAIN,
     Conv2dLayer,
     FullyConnectedLayer,
     block_dtype,
     channels_at,
     check_arch,
+    downsample2d,
+    fir_kernel,
     fp16_min_resolution,
 )
 from ganforge.nets.mapping import MappingNetwork
@@ -23,30 +27,42 @@ from ganforge.nets.winograd import worth_it
 
 CMAP_LAYERS = 8  # the official D embeds c with a full-depth mapping network, whatever G's depth
 GENERATOR_ONLY_KWARGS = ("z_dim", "w_dim", "mapping_layers")
-RESIDUAL_GAIN = math.sqrt(0.5)  # (skip + residual) * sqrt(1/2) keeps the variance (StyleGAN2 App. B)
 
 
 class DiscriminatorBlock(nn.Module):
-    """One resolution of the residual D: [fromRGB], conv0 3x3, conv1 3x3 with 2x FIR down, 1x1 down skip."""
+    """One resolution: [fromRGB], conv0 3x3, conv1 3x3 with 2x FIR down; "resnet": beside a 1x1 down skip; "skip":
+    every block adds fromRGB of the image downsampled to its resolution ("orig" and "resnet": the top block only)."""
 
-    def __init__(self, in_channels, tmp_channels, out_channels, img_channels, use_fp16, conv_clamp):
+    def __init__(self, in_channels, tmp_channels, out_channels, img_channels, use_fp16, conv_clamp,
+                 architecture="resnet"):  # fmt: skip
         super().__init__()
         self.use_fp16 = use_fp16
         self.fromrgb = None
-        if in_channels == 0:
+        if in_channels == 0 or architecture == "skip":
             self.fromrgb = Conv2dLayer(img_channels, tmp_channels, 1, "lrelu", conv_clamp=conv_clamp)
         self.conv0 = Conv2dLayer(tmp_channels, tmp_channels, 3, "lrelu", conv_clamp=conv_clamp)
         self.conv1 = Conv2dLayer(tmp_channels, out_channels, 3, "lrelu", down=True, conv_clamp=conv_clamp)
-        self.skip = Conv2dLayer(tmp_channels, out_channels, 1, bias=False, down=True)
+        self.skip = None
+        if architecture == "resnet":
+            self.skip = Conv2dLayer(tmp_channels, out_channels, 1, bias=False, down=True)
+        self.downsample_image = architecture == "skip"  # the next block reads the image too
+        self.register_buffer("resample_filter", fir_kernel(), persistent=False)
 
-    def forward(self, x: torch.Tensor, force_fp32: bool = False) -> torch.Tensor:
-        """x: the image for the top block (it has fromRGB), else the previous block's features."""
-        x = x.to(block_dtype(self.use_fp16, force_fp32, x.device))
+    def forward(self, x, img, force_fp32: bool = False):
+        """x: the previous block's features (None for the top block), img: the image at this block's resolution
+        (None once no block reads it) -> (features, image for the next block)."""
+        dtype = block_dtype(self.use_fp16, force_fp32, img.device if x is None else x.device)
         if self.fromrgb is not None:
-            x = self.fromrgb(x)
+            y = self.fromrgb(img.to(dtype))
+            x = y if x is None else x.to(dtype) + y
+            img = downsample2d(img, self.resample_filter) if self.downsample_image else None
+        else:
+            x = x.to(dtype)
+        if self.skip is None:
+            return self.conv1(self.conv0(x)), img
         y = self.skip(x, gain=RESIDUAL_GAIN)
         x = self.conv1(self.conv0(x), gain=RESIDUAL_GAIN)
-        return y + x
+        return y + x, img
 
 
 class MinibatchStdLayer(nn.Module):
@@ -82,16 +98,21 @@ class MinibatchStdLayer(nn.Module):
 class DiscriminatorEpilogue(nn.Module):
     """The 4x4 head: minibatch stddev, 3x3 conv, dense, output (projection onto cmap when conditional)."""
 
-    def __init__(self, in_channels, cmap_dim, mbstd_group_size, mbstd_num_channels, conv_clamp):
+    def __init__(self, in_channels, cmap_dim, mbstd_group_size, mbstd_num_channels, conv_clamp, img_channels=0):
+        """img_channels > 0: a "skip" D's head, which adds fromRGB of the 4x4 image first."""
         super().__init__()
         self.cmap_dim = cmap_dim
+        self.fromrgb = Conv2dLayer(img_channels, in_channels, 1, "lrelu") if img_channels else None
         self.mbstd = MinibatchStdLayer(mbstd_group_size, mbstd_num_channels)
         self.conv = Conv2dLayer(in_channels + mbstd_num_channels, in_channels, 3, "lrelu", conv_clamp=conv_clamp)
         self.fc = FullyConnectedLayer(in_channels * 4 * 4, in_channels, "lrelu")
         self.out = FullyConnectedLayer(in_channels, cmap_dim if cmap_dim > 0 else 1)
 
-    def forward(self, x: torch.Tensor, cmap: torch.Tensor | None, batches: int = 1) -> torch.Tensor:
-        x = self.conv(self.mbstd(x.to(torch.float32), batches))
+    def forward(self, x: torch.Tensor, img, cmap: torch.Tensor | None, batches: int = 1) -> torch.Tensor:
+        x = x.to(torch.float32)
+        if self.fromrgb is not None:
+            x = x + self.fromrgb(img.to(torch.float32))
+        x = self.conv(self.mbstd(x, batches))
         x = self.out(self.fc(x.flatten(1)))
         if cmap is not None:
             # projection discriminator (Miyato & Koyama 2018): <features, class embedding>, scaled by 1/sqrt(dim)
@@ -107,6 +128,7 @@ class Discriminator(nn.Module):
         mbstd_group_size: samples per minibatch-stddev group (4 in config F, 32 in the ADA CIFAR config).
         num_fp16_res: run this many top resolutions in fp16 (CUDA only).
         conv_clamp: clamp conv outputs to +-conv_clamp, or None.
+        architecture: "resnet" (config F), "orig" or "skip" (limits.ARCHITECTURES).
         The generator's z_dim, w_dim and mapping_layers are accepted and ignored, so one architecture dict can
         build both networks; any other keyword is a TypeError.
 
@@ -116,14 +138,15 @@ class Discriminator(nn.Module):
     """
 
     def __init__(self, resolution=32, img_channels=3, c_dim=0, channel_base=16384, channel_max=512,
-                 mbstd_group_size=4, num_fp16_res=0, conv_clamp=None, **ignored_generator_kwargs):  # fmt: skip
+                 mbstd_group_size=4, num_fp16_res=0, conv_clamp=None, architecture="resnet",
+                 **ignored_generator_kwargs):  # fmt: skip
         super().__init__()
         unknown = sorted(set(ignored_generator_kwargs) - set(GENERATOR_ONLY_KWARGS))
         if unknown:  # accept G's arguments so one dict builds both nets, but never swallow a typo
             raise TypeError(f"Discriminator got unexpected keyword arguments {unknown}")
         self._config = dict(resolution=resolution, img_channels=img_channels, c_dim=c_dim, channel_base=channel_base,
                             channel_max=channel_max, mbstd_group_size=mbstd_group_size, num_fp16_res=num_fp16_res,
-                            conv_clamp=conv_clamp)  # fmt: skip
+                            conv_clamp=conv_clamp, architecture=architecture)  # fmt: skip
         check_arch(**self._config)
         self.resolution, self.img_channels, self.c_dim = resolution, img_channels, c_dim
         self.block_resolutions = [2**i for i in range(int(math.log2(resolution)), 2, -1)]
@@ -133,14 +156,14 @@ class Discriminator(nn.Module):
             tmp_channels = channels_at(res, channel_base, channel_max)
             out_channels = channels_at(res // 2, channel_base, channel_max)
             block = DiscriminatorBlock(in_channels, tmp_channels, out_channels, img_channels, res >= fp16_res,
-                                       conv_clamp)  # fmt: skip
+                                       conv_clamp, architecture)  # fmt: skip
             setattr(self, f"b{res}", block)
         cmap_dim = channels_at(4, channel_base, channel_max) if c_dim > 0 else 0
         self.mapping = None
         if c_dim > 0:
             self.mapping = MappingNetwork(0, c_dim, cmap_dim, CMAP_LAYERS, num_ws=None, w_avg_beta=None)
         self.b4 = DiscriminatorEpilogue(channels_at(4, channel_base, channel_max), cmap_dim, mbstd_group_size, 1,
-                                        conv_clamp)  # fmt: skip
+                                        conv_clamp, img_channels if architecture == "skip" else 0)  # fmt: skip
         self.grad_checkpoint = False  # recompute each block's activations in backward (a speed/memory switch)
         self.channels_last_input = False  # CPU: see use_cpu_kernels
 
@@ -178,8 +201,9 @@ class Discriminator(nn.Module):
     def forward(self, img: torch.Tensor, c: torch.Tensor, force_fp32: bool = False, batches: int = 1) -> torch.Tensor:
         shape = (self.img_channels, self.resolution, self.resolution)
         assert img.ndim == 4 and img.shape[1:] == shape, f"img: expected [N, *{shape}], got {list(img.shape)}"
-        x = img.contiguous(memory_format=torch.channels_last) if self.channels_last_input else img
+        x = None
+        img = img.contiguous(memory_format=torch.channels_last) if self.channels_last_input else img
         for res in self.block_resolutions:
-            x = run_block(getattr(self, f"b{res}"), x, force_fp32, recompute=self.grad_checkpoint)
+            x, img = run_block(getattr(self, f"b{res}"), x, img, force_fp32, recompute=self.grad_checkpoint)
         cmap = self.mapping(None, c) if self.mapping is not None else None
-        return self.b4(x, cmap, batches)
+        return self.b4(x, img, cmap, batches)

@@ -1,4 +1,5 @@
-"""The StyleGAN2 generator (Karras et al. 2020), config F / ADA "stylegan2": skip architecture, no progressive growing.
+"""The StyleGAN2 generator (Karras et al. 2020), config F / ADA "stylegan2": skip architecture by default, or the plain
+("orig") or residual ("resnet") one of the paper's Fig. 7 and Table 2; no progressive growing.
 
 Module and tensor names follow the official PyTorch release (mapping.fc0, synthesis.b64.conv0.affine, ...), so an
 official snapshot maps one to one onto this module; docs/official-tensor-mapping.md lists the correspondence.
@@ -11,6 +12,8 @@ from torch import nn
 
 from ganforge.nets.layers import (
     LRELU_GAIN,
+    RESIDUAL_GAIN,
+    Conv2dLayer,
     FullyConnectedLayer,
     bias_act,
     block_dtype,
@@ -48,7 +51,8 @@ class SynthesisLayer(nn.Module):
         self.register_buffer("resample_filter", fir_kernel(), persistent=False)
         self.winograd = False  # the same-size convolution by Winograd's algorithm (set for CPU by the Generator)
 
-    def forward(self, x: torch.Tensor, w: torch.Tensor, noise_mode: str = "random") -> torch.Tensor:
+    def forward(self, x: torch.Tensor, w: torch.Tensor, noise_mode: str = "random", gain: float = 1.0) -> torch.Tensor:
+        """gain scales the output and the clamp (a "resnet" block's sqrt(1/2) on its second convolution)."""
         styles = self.affine(w)  # [N, in_channels]
         fused = use_fused_modconv(self.training, x)
         x = modulated_conv2d(
@@ -59,7 +63,8 @@ class SynthesisLayer(nn.Module):
             x = x + (noise * self.noise_strength).to(x.dtype)
         elif noise_mode == "const":
             x = x + (self.noise_const * self.noise_strength).to(x.dtype)
-        return bias_act(x, self.bias, "lrelu", LRELU_GAIN, self.conv_clamp)
+        clamp = None if self.conv_clamp is None else self.conv_clamp * gain
+        return bias_act(x, self.bias, "lrelu", LRELU_GAIN * gain, clamp)
 
     def extra_repr(self) -> str:
         out_c, in_c = self.weight.shape[:2]
@@ -85,9 +90,11 @@ class ToRGBLayer(nn.Module):
 
 
 class SynthesisBlock(nn.Module):
-    """One resolution: (learned 4x4 const | upsampling conv0), conv1, toRGB added to the upsampled image."""
+    """One resolution: (learned 4x4 const | upsampling conv0), conv1; "skip": a toRGB added to the upsampled image,
+    "orig" and "resnet": a toRGB in the last block only, "resnet": conv0 and conv1 beside a 1x1 upsampling path."""
 
-    def __init__(self, in_channels, out_channels, w_dim, resolution, img_channels, use_fp16, conv_clamp):
+    def __init__(self, in_channels, out_channels, w_dim, resolution, img_channels, use_fp16, conv_clamp,
+                 architecture="skip", is_last=True):  # fmt: skip
         super().__init__()
         self.resolution, self.use_fp16 = resolution, use_fp16
         if in_channels == 0:
@@ -95,7 +102,12 @@ class SynthesisBlock(nn.Module):
         else:
             self.conv0 = SynthesisLayer(in_channels, out_channels, w_dim, resolution, up=True, conv_clamp=conv_clamp)
         self.conv1 = SynthesisLayer(out_channels, out_channels, w_dim, resolution, conv_clamp=conv_clamp)
-        self.torgb = ToRGBLayer(out_channels, img_channels, w_dim, conv_clamp=conv_clamp)
+        self.torgb = None
+        if is_last or architecture == "skip":
+            self.torgb = ToRGBLayer(out_channels, img_channels, w_dim, conv_clamp=conv_clamp)
+        self.skip = None
+        if in_channels != 0 and architecture == "resnet":
+            self.skip = Conv2dLayer(in_channels, out_channels, 1, bias=False, up=True)
         self.num_conv = 1 if in_channels == 0 else 2
         self.register_buffer("resample_filter", fir_kernel(), persistent=False)
 
@@ -104,18 +116,27 @@ class SynthesisBlock(nn.Module):
         dtype = block_dtype(self.use_fp16, force_fp32, ws.device)
         if x is None:
             x = self.const.to(dtype).unsqueeze(0).repeat([ws.shape[0], 1, 1, 1])
+            x = self.conv1(x, ws[:, 0], noise_mode)
+        elif self.skip is not None:  # (residual + skip) x sqrt(1/2), as in the residual D (StyleGAN2 App. B)
+            y = self.skip(x.to(dtype), gain=RESIDUAL_GAIN)
+            x = self.conv0(x.to(dtype), ws[:, 0], noise_mode)
+            x = y + self.conv1(x, ws[:, 1], noise_mode, gain=RESIDUAL_GAIN)
         else:
             x = self.conv0(x.to(dtype), ws[:, 0], noise_mode)
-        x = self.conv1(x, ws[:, self.num_conv - 1], noise_mode)
-        y = self.torgb(x, ws[:, self.num_conv]).to(torch.float32)
-        img = y if img is None else upsample2d(img, self.resample_filter) + y
+            x = self.conv1(x, ws[:, 1], noise_mode)
+        if img is not None:
+            img = upsample2d(img, self.resample_filter)
+        if self.torgb is not None:
+            y = self.torgb(x, ws[:, self.num_conv]).to(torch.float32)
+            img = y if img is None else img + y
         return x, img
 
 
 class SynthesisNetwork(nn.Module):
     """ws [N, num_ws, w_dim] -> image [N, img_channels, resolution, resolution] (float32)."""
 
-    def __init__(self, w_dim, resolution, img_channels, channel_base, channel_max, num_fp16_res, conv_clamp):
+    def __init__(self, w_dim, resolution, img_channels, channel_base, channel_max, num_fp16_res, conv_clamp,
+                 architecture="skip"):  # fmt: skip
         super().__init__()
         self.w_dim, self.resolution, self.img_channels = w_dim, resolution, img_channels
         self.block_resolutions = [2**i for i in range(2, int(math.log2(resolution)) + 1)]
@@ -124,10 +145,11 @@ class SynthesisNetwork(nn.Module):
         for res in self.block_resolutions:
             in_channels = channels_at(res // 2, channel_base, channel_max) if res > 4 else 0
             out_channels = channels_at(res, channel_base, channel_max)
-            block = SynthesisBlock(in_channels, out_channels, w_dim, res, img_channels, res >= fp16_res, conv_clamp)
+            block = SynthesisBlock(in_channels, out_channels, w_dim, res, img_channels, res >= fp16_res, conv_clamp,
+                                   architecture, is_last=res == resolution)  # fmt: skip
             setattr(self, f"b{res}", block)
             self.num_ws += block.num_conv
-        self.num_ws += 1  # the last block's toRGB; every other toRGB shares the next block's first w
+        self.num_ws += 1  # the last block's toRGB; every other "skip" toRGB shares the next block's first w
         self.grad_checkpoint = False  # recompute each block's activations in backward (a speed/memory switch)
 
     def forward(self, ws: torch.Tensor, noise_mode: str = "random", force_fp32: bool = False) -> torch.Tensor:
@@ -156,21 +178,22 @@ class Generator(nn.Module):
         mapping_layers: depth of the mapping network (8 in config F, 2 in the ADA CIFAR config).
         num_fp16_res: run this many top resolutions in fp16 (CUDA only; fp32 master weights are cast at use).
         conv_clamp: clamp conv outputs to +-conv_clamp (256 with fp16), or None.
+        architecture: "skip" (config F), "orig" or "resnet" (nets.layers.ARCHITECTURES).
     """
 
     has_w_space = True  # a mapping network: truncation towards w_avg and per-layer styles have a meaning
 
     def __init__(self, resolution=32, img_channels=3, c_dim=0, z_dim=512, w_dim=512, channel_base=16384,
-                 channel_max=512, mapping_layers=8, num_fp16_res=0, conv_clamp=None):  # fmt: skip
+                 channel_max=512, mapping_layers=8, num_fp16_res=0, conv_clamp=None, architecture="skip"):  # fmt: skip
         super().__init__()
         self._config = dict(resolution=resolution, img_channels=img_channels, c_dim=c_dim, z_dim=z_dim, w_dim=w_dim,
                             channel_base=channel_base, channel_max=channel_max, mapping_layers=mapping_layers,
-                            num_fp16_res=num_fp16_res, conv_clamp=conv_clamp)  # fmt: skip
+                            num_fp16_res=num_fp16_res, conv_clamp=conv_clamp, architecture=architecture)  # fmt: skip
         check_arch(**self._config)
         self.z_dim, self.c_dim, self.w_dim = z_dim, c_dim, w_dim
         self.img_channels, self.resolution = img_channels, resolution
         self.synthesis = SynthesisNetwork(w_dim, resolution, img_channels, channel_base, channel_max, num_fp16_res,
-                                          conv_clamp)  # fmt: skip
+                                          conv_clamp, architecture)  # fmt: skip
         self.num_ws = self.synthesis.num_ws
         self.mapping = MappingNetwork(z_dim, c_dim, w_dim, mapping_layers, num_ws=self.num_ws, w_avg_beta=W_AVG_BETA,
                                       lr_multiplier=MAPPING_LR_MULTIPLIER)  # fmt: skip

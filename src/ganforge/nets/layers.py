@@ -14,12 +14,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from ganforge.errors import UserError
-from ganforge.limits import RESOLUTIONS, resolution_ok
+from ganforge.limits import ARCHITECTURES, RESOLUTIONS, resolution_ok
 from ganforge.nets import winograd
 
 FIR_TAPS = (1.0, 3.0, 3.0, 1.0)
 LRELU_SLOPE = 0.2
 LRELU_GAIN = math.sqrt(2.0)  # keeps the activations' second moment after leaky ReLU (He et al. 2015)
+RESIDUAL_GAIN = math.sqrt(0.5)  # (skip + residual) * sqrt(1/2) keeps the variance (StyleGAN2 App. B)
 
 
 # --- architecture helpers -------------------------------------------------------------------------------------------
@@ -48,7 +49,10 @@ def check_arch(**kwargs) -> None:
         problems.append(f"resolution: {res!r} is not {RESOLUTIONS}; resize the dataset")
     minimum = {"c_dim": 0, "num_fp16_res": 0}
     for name, value in kwargs.items():
-        if name == "conv_clamp":
+        if name == "architecture":
+            if value not in ARCHITECTURES:
+                problems.append(f"architecture: {value!r} is not one of {', '.join(ARCHITECTURES)}")
+        elif name == "conv_clamp":
             if value is not None and (not isinstance(value, (int, float)) or value <= 0):
                 problems.append(f"conv_clamp: {value!r} must be a positive number or None (no clamping)")
         elif not isinstance(value, int) or value < minimum.get(name, 1):
@@ -181,18 +185,29 @@ class FullyConnectedLayer(nn.Module):
 
 
 class Conv2dLayer(nn.Module):
-    """Discriminator convolution with equalized learning rate, optional bias, and optional 2x FIR downsampling.
+    """Convolution with equalized learning rate, optional bias, and optional 2x FIR downsampling (D's layers) or, 1x1
+    only, upsampling (the residual path of a "resnet" G).
 
     With down=True the input is blurred first and then convolved with stride 2: the same linear map as the
-    reference "convolve, then FIR-filter and decimate", but cheaper.
+    reference "convolve, then FIR-filter and decimate", but cheaper. With up=True the 1x1 convolution runs first,
+    at the low resolution, and its output is upsampled: the order does not change a linear map.
     """
 
     def __init__(
-        self, in_channels, out_channels, kernel_size, activation="linear", bias=True, down=False, conv_clamp=None
+        self,
+        in_channels,
+        out_channels,
+        kernel_size,
+        activation="linear",
+        bias=True,
+        down=False,
+        conv_clamp=None,
+        up=False,
     ):
         super().__init__()
         assert activation in ("lrelu", "linear"), activation
-        self.activation, self.down, self.conv_clamp = activation, down, conv_clamp
+        assert not up or (kernel_size == 1 and not down), "up=True is implemented for a 1x1 convolution only"
+        self.activation, self.down, self.up, self.conv_clamp = activation, down, up, conv_clamp
         self.weight = nn.Parameter(torch.randn([out_channels, in_channels, kernel_size, kernel_size]))
         self.bias = nn.Parameter(torch.zeros([out_channels])) if bias else None
         self.weight_gain = 1 / math.sqrt(in_channels * kernel_size * kernel_size)
@@ -207,7 +222,10 @@ class Conv2dLayer(nn.Module):
         w = (self.weight * (self.weight_gain * g)).to(x.dtype)
         b = None if self.bias is None else (self.bias * g).to(x.dtype)
         k = w.shape[-1]
-        if self.down and k == 1:
+        if self.up:
+            x = upsample2d(F.conv2d(x, w), self.resample_filter)
+            x = x if b is None else x + b.reshape(1, -1, 1, 1)  # after upsampling: a constant bias keeps its value
+        elif self.down and k == 1:
             x = F.conv2d(downsample2d(x, self.resample_filter), w, b)
         elif self.down:
             # blur with the padding of a same-size conv (k // 2) plus the filter's (1), then a strided valid conv
@@ -222,7 +240,7 @@ class Conv2dLayer(nn.Module):
 
     def extra_repr(self) -> str:
         out_c, in_c, k, _ = self.weight.shape
-        return f"in={in_c}, out={out_c}, k={k}, act={self.activation}, down={self.down}"
+        return f"in={in_c}, out={out_c}, k={k}, act={self.activation}, down={self.down}, up={self.up}"
 
 
 def modulated_conv2d(x, weight, styles, *, demodulate=True, up=False, fused=False, resample_filter=None, fast=False):
