@@ -51,6 +51,7 @@ SWD_LEVEL = "tests/metrics/test_metrics_swd.py::test_swd_of_one_level_equals_the
 PL = REFERENCE + "test_g_reg_path_length_matches_finite_differences_and_pl_mean_is_its_ema"
 LOOP_SCHEDULE = SCHEDULE + "test_loop_runs_r1_every_16_and_path_length_every_4_steps_and_ramps_the_ema_up"
 NETS = "tests/nets/test_nets_reference.py::"
+PARAMS = "tests/nets/test_nets_params.py::"
 KID_PR = "tests/metrics/test_metrics_kid_pr.py::"
 SG3 = "tests/train/test_train_stylegan3.py::"
 IMAGES = "tests/data/test_data_images.py::"
@@ -260,8 +261,16 @@ MUTANTS = (
     # Networks.
     M("d_no_residual_gain", "nets/discriminator.py", "x = self.conv1(self.conv0(x), gain=RESIDUAL_GAIN)",
       "x = self.conv1(self.conv0(x))", (NETS + "test_discriminator_equals_the_reference_forward",)),
-    M("g_conv1_takes_conv0_w", "nets/generator.py", "x = self.conv1(x, ws[:, self.num_conv - 1], noise_mode)",
-      "x = self.conv1(x, ws[:, 0], noise_mode)", (NETS + "test_generator_equals_the_reference_forward",)),
+    M("g_conv1_takes_conv0_w", "nets/generator.py", "x = self.conv1(x, ws[:, 1], noise_mode)\n",
+      "x = self.conv1(x, ws[:, 0], noise_mode)\n", (NETS + "test_generator_equals_the_reference_forward",)),
+    M("g_resnet_skip_ungained", "nets/generator.py", "y = self.skip(x.to(dtype), gain=RESIDUAL_GAIN)",
+      "y = self.skip(x.to(dtype))", (NETS + "test_generator_equals_the_reference_forward",)),
+    M("g_torgb_in_every_block", "nets/generator.py", 'if is_last or architecture == "skip":', "if True:",
+      (PARAMS + "test_parameter_counts_equal_official_for_every_architecture",)),
+    M("d_skip_and_resnet_wiring_swapped", "nets/discriminator.py", 'if in_channels == 0 or architecture == "skip":',
+      'if in_channels == 0 or architecture == "resnet":',
+      (PARAMS + "test_parameter_counts_equal_official_for_every_architecture",
+       NETS + "test_discriminator_equals_the_reference_forward")),
     M("mbstd_std_before_eps", "nets/discriminator.py", "y = (y + 1e-8).sqrt().mean(dim=[3, 4, 5])",
       "y = (y + 1e-2).sqrt().mean(dim=[3, 4, 5])",
       (NETS + "test_discriminator_equals_the_reference_forward",)),
@@ -290,8 +299,8 @@ MUTANTS = (
       ("tests/train/test_autoprecision.py",)),
     M("grad_checkpoint_redraws_noise", "nets/recompute.py", "preserve_rng_state=True)", "preserve_rng_state=False)",
       ("tests/train/test_grad_checkpoint.py::test_every_phase_gets_bitwise_the_same_gradients",)),
-    M("d_input_keeps_its_layout", "nets/discriminator.py", "x = img.contiguous(memory_format=torch.channels_last)",
-      "x = img", ("tests/nets/test_nets_discriminator.py::test_every_block_works_in_channels_last_on_cpu",)),
+    M("d_input_keeps_its_layout", "nets/discriminator.py", "img = img.contiguous(memory_format=torch.channels_last)",
+      "img = img", ("tests/nets/test_nets_discriminator.py::test_every_block_works_in_channels_last_on_cpu",)),
     M("allocator_keeps_glibcs_trim", "allocator.py", "libc.mallopt(M_TRIM_THRESHOLD, KEEP_BYTES)",
       "libc.mallopt(M_TRIM_THRESHOLD, 128 * 1024)", ("tests/test_allocator.py",)),
     M("allocator_not_set_by_the_command", "cli/__init__.py", "    keep_freed_memory()  #", "    #",
