@@ -178,7 +178,7 @@ class Generator(nn.Module):
         mapping_layers: depth of the mapping network (8 in config F, 2 in the ADA CIFAR config).
         num_fp16_res: run this many top resolutions in fp16 (CUDA only; fp32 master weights are cast at use).
         conv_clamp: clamp conv outputs to +-conv_clamp (256 with fp16), or None.
-        architecture: "skip" (config F), "orig" or "resnet" (nets.layers.ARCHITECTURES).
+        architecture: "skip" (config F), "orig" or "resnet" (limits.ARCHITECTURES).
     """
 
     has_w_space = True  # a mapping network: truncation towards w_avg and per-layer styles have a meaning
