@@ -34,6 +34,9 @@ class Preset:
     snap: int = 50
     d_lr: float | None = None
     generator: str | None = None  # ModelConfig.generator: "stylegan3-t" / "stylegan3-r" for Karras et al. 2021
+    # StyleGAN2's layouts of G and D (config F's; ModelConfig.g_arch/d_arch), where the row's networks have the choice
+    g_arch: str = "skip"
+    d_arch: str = "resnet"
     synthesis_layers: int | None = None  # StyleGAN3 only
     fp16_res: int | None = (
         None  # layers in fp16 (R3GAN: stages in bf16) under --precision fp16 (bf16) without --fp16-res
@@ -86,7 +89,7 @@ PRESETS = {
     "paper1024": Preset(batch=32, mbstd=4, channel_base=32768, lr=0.002, gamma=2.0, ema_kimg=10.0, mapping_layers=8,
                         kimg=25000, resolution=1024),
     "cifar": Preset(batch=64, mbstd=32, channel_base=32768, lr=0.0025, gamma=0.01, ema_kimg=500.0, ema_rampup=0.05,
-                    mapping_layers=2, kimg=100000, resolution=32, pl_weight=0.0, style_mixing=0.0),
+                    mapping_layers=2, kimg=100000, resolution=32, pl_weight=0.0, style_mixing=0.0, d_arch="orig"),
     "tiny": Preset(batch=16, mbstd=4, channel_base=512, lr=0.0025, gamma=0.05, ema_kimg=1.0, ema_rampup=0.05,
                    mapping_layers=2, kimg=40, channel_max=64, z_dim=64, tick_kimg=0.8, snap=5),
     "stylegan3-t": Preset(**_SG3, kimg=25000, generator="stylegan3-t"),

@@ -159,6 +159,8 @@ CASES = [
     ("config field of another type", _config("model.z_dim", "64"), "config/model.z_dim: '64' is no value of this"),
     ("config field unknown", _config("model.depth", 3), "config: holds 'model.depth', which is no field"),
     ("config of other networks", _config("model.channel_max", 32), "tensors.safetensors: G/"),
+    ("config of an unknown G layout", _config("model.g_arch", "dense"), "architecture='dense': must be one of orig"),
+    ("config of another D layout", _config("model.d_arch", "orig"), "state.json: D: holds 'b8.skip.weight'"),
     ("config resolution 7", _config("data.resolution", 7), "resolution=7: must be an integer from 8 to 1024"),
     ("config with a million mapping layers", _config("model.mapping_layers", 10**6),
      "mapping_layers=1000000: must be an integer from 1 to 32"),

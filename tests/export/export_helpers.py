@@ -13,10 +13,11 @@ ARCH = dict(resolution=16, z_dim=8, w_dim=8, channel_base=128, channel_max=16, m
 SG3_ARCH = dict(resolution=16, z_dim=8, w_dim=8, channel_base=128, channel_max=16, num_layers=4)
 
 
-def tiny_snapshot(path: Path, c_dim: int = 0, stylegan3: bool = False, seed: int = 0) -> Path:
-    """A snapshot whose noise strengths and w_avg are non-zero, so noise inputs and truncation change the images."""
+def tiny_snapshot(path: Path, c_dim: int = 0, stylegan3: bool = False, seed: int = 0, **arch) -> Path:
+    """A snapshot whose noise strengths and w_avg are non-zero, so noise inputs and truncation change the images;
+    `arch` replaces constructor arguments of the StyleGAN2 G (its `architecture`)."""
     torch.manual_seed(seed)
-    G = StyleGAN3Generator(**SG3_ARCH, c_dim=c_dim) if stylegan3 else Generator(**ARCH, c_dim=c_dim)
+    G = StyleGAN3Generator(**SG3_ARCH, c_dim=c_dim) if stylegan3 else Generator(**ARCH | arch, c_dim=c_dim)
     with torch.no_grad():
         for name, p in G.named_parameters():
             if name.endswith("noise_strength"):

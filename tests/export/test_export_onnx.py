@@ -172,3 +172,17 @@ def test_stylegan3_exports_to_onnx_and_equals_the_eager_generator(tmp_path):
     with torch.no_grad():
         expected = G(z, torch.zeros([5, 0]))
     torch.testing.assert_close(torch.from_numpy(run_onnx(tmp_path / "G3.onnx", z=z)), expected, rtol=0, atol=1e-4)
+
+
+@pytest.mark.parametrize("layout", ["orig", "resnet"])
+def test_every_stylegan2_layout_exports_to_onnx_and_equals_the_eager_generator(tmp_path, layout):
+    """G without skips (toRGB only at the top) and with residual blocks export as the default skip G does."""
+    snapshot = tiny_snapshot(tmp_path / "G.safetensors", architecture=layout)
+    result = export("--network", snapshot, "--out", tmp_path / "G.onnx", "--check", "4")
+    assert result.exit_code == 0, result.output
+    G, _ = load_snapshot(snapshot)
+    assert G.config["architecture"] == layout
+    z = torch.randn(3, 8, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        expected = G(z, torch.zeros([3, 0]), noise_mode="const")
+    torch.testing.assert_close(torch.from_numpy(run_onnx(tmp_path / "G.onnx", z=z)), expected, rtol=0, atol=1e-4)

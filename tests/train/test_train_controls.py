@@ -199,9 +199,7 @@ def test_each_augment_mode_builds_what_d_sees_through(data, tmp_path):
     assert built(aug="noaug") == (None, None)
 
 
-def test_start_of_run_lines_describe_the_controls_and_the_cifar_discriminator(data, tmp_path):
-    import dataclasses
-
+def test_start_of_run_lines_describe_the_controls_and_the_layouts(data, tmp_path):
     from ganforge.config.describe import describe_derived
 
     cfg = resolve(tiny_options(data, tmp_path, kimg=0.064, lr_schedule="cosine", lr_min_ratio=0.1,
@@ -212,6 +210,5 @@ def test_start_of_run_lines_describe_the_controls_and_the_cifar_discriminator(da
                  "phases: D alone for 0 kimg, then 2 D step(s) per G step",
                  "augmentation: DiffAugment color,translation,cutout"):  # fmt: skip
         assert any(line.startswith(text) for line in lines), text
-    assert not any("G's global gradient" in line or "cifar" in line for line in lines)
-    cifar = describe_derived(dataclasses.replace(cfg, preset="cifar"))
-    assert any(line.startswith("--cfg cifar: D is the residual discriminator") for line in cifar)
+    assert not any("G's global gradient" in line for line in lines)
+    assert "layouts: G skip, D resnet" in lines

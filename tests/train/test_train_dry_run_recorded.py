@@ -1,8 +1,10 @@
 """The resolved configuration of every preset and of a table of option sets equals the one recorded before the
 options were declared on the Config fields (tests/train/dry_runs_recorded.json, written in the layout of that time:
 reading it through `upgrade`, as an old config.json is read, must give exactly today's Config; a field added since,
-like --freeze-d's, at its default). One deliberate change since: a fine-tuning start (`stylegan3-r-finetune`) has no
-EMA ramp-up and ADA's speed is 100 kimg, as the released setups resume from a network."""
+like --freeze-d's, at its default). Two deliberate changes since: a fine-tuning start (`stylegan3-r-finetune`) has no
+EMA ramp-up and ADA's speed is 100 kimg, as the released setups resume from a network; `--cfg cifar` trains the
+official plain D (its records state model.d_arch "orig"; the layouts older runs were built with are filled in by
+`upgrade`)."""
 
 import dataclasses
 import json

@@ -18,7 +18,8 @@ DEFAULT_CHANNELS = 3
 MAX_REPEAT = 100
 MEASURE = "Measurement"
 # The `train` options the bench takes as train does; the others keep train's defaults.
-TRAINING = ("preset", "cond", "precision", "compile", "channels_last", "aug", "device", "cbase", "cmax")
+TRAINING = ("preset", "cond", "precision", "compile", "channels_last", "aug", "device", "cbase", "cmax", "g_arch",
+            "d_arch")  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,6 +41,8 @@ class BenchOptions:
     device: str | None = None
     cbase: int | None = None
     cmax: int | None = None
+    g_arch: str | None = None
+    d_arch: str | None = None
     data: str | None = option(
         MEASURE,
         "Time the step for this dataset (folder, zip or archive): its resolution, channels and, with --cond, labels.",

@@ -55,6 +55,8 @@ def _config(options: BenchOptions, shape: Shape, preset, final: Measurement) -> 
         "sources": shape.sources,
         "channel_base": options.cbase or model.channel_base,
         "channel_max": options.cmax or model.channel_max,
+        "g_arch": model.g_arch,
+        "d_arch": model.d_arch,
         "precision": options.precision,
         "compile": options.compile,
         "channels_last": options.channels_last,

@@ -194,8 +194,8 @@ def _architecture(fields: dict) -> tuple[_Net, _Net]:
 
 def _check_bounds(g_arguments: dict, d_arguments: dict) -> None:
     """The architecture within the limits every network file is held to (limits.py), before anything is built."""
-    arch = {key: value for key, value in g_arguments.items() if key != "generator"} | d_arguments
-    problems = architecture_problems(arch)
+    g_arch = {key: value for key, value in g_arguments.items() if key != "generator"}
+    problems = architecture_problems(g_arch) + architecture_problems(d_arguments)  # each its own layout
     if problems:
         refuse("config", f"describes a network beyond ganforge's limits: {problems[0]}")
 

@@ -123,13 +123,28 @@ RENAMED = {
 
 def upgrade(config_dict: dict) -> dict:
     """A config dict (nested as config.json holds it, or flattened as checkpoints store it) in today's layout, so
-    that run folders and checkpoints of older ganforge stay readable and comparable (RENAMED)."""
+    that run folders and checkpoints of older ganforge stay readable and comparable (RENAMED, and the layouts older
+    networks were built with)."""
     flat = flatten(config_dict)
-    if not any(key in RENAMED for key in flat):
-        return config_dict
     renamed = {RENAMED.get(key, key): value for key, value in flat.items()}
+    renamed |= _older_layouts(renamed)
+    if renamed == flat:
+        return config_dict
     nested = any(isinstance(value, dict) for value in config_dict.values())
     return unflatten(renamed) if nested else renamed
+
+
+def _older_layouts(flat: dict) -> dict:
+    """The G and D layouts (model.g_arch/d_arch) of a config written before they could be chosen: its StyleGAN2 G
+    was built with skips and its StyleGAN2 D (StyleGAN3's too) with residual blocks, config F's."""
+    if not any(key.startswith("model.") for key in flat):
+        return {}
+    generator = flat.get("model.generator", "stylegan2")
+    implied = {
+        "model.g_arch": "skip" if generator == "stylegan2" else None,
+        "model.d_arch": None if generator == "r3gan" else "resnet",
+    }
+    return {key: value for key, value in implied.items() if key not in flat and value is not None}
 
 
 def flatten(d: dict, prefix: str = "") -> dict:
@@ -186,6 +201,8 @@ SHAPE_FIELDS = {
     "model.synthesis_layers": "--cfg",
     "model.group_channels": "--cfg",
     "model.blocks_per_stage": "--cfg",
+    "model.g_arch": "--g-arch / --cfg",
+    "model.d_arch": "--d-arch / --cfg",
 }
 
 

@@ -24,15 +24,16 @@ def describe_derived(cfg: Config) -> list[str]:
 
 
 def _describe_stylegan(cfg: Config) -> list[str]:
-    s, lo = cfg.schedule, cfg.loss
+    s, lo, m = cfg.schedule, cfg.loss, cfg.model
     return [
         f"R1 gamma {lo.gamma:g} every {lo.r1_interval} steps; path length weight {lo.pl_weight:g} every "
         f"{lo.pl_interval} steps",
         f"lazy regularisation: G lr x {lazy_ratio(lo.pl_interval):.4f}, D lr x {lazy_ratio(lo.r1_interval):.4f} "
         f"(betas raised to the same power)",
         f"EMA half-life {s.ema_kimg:g} kimg, ramp-up {s.ema_rampup}",
-        f"networks: {cfg.model.generator}, channel base {cfg.model.channel_base}, max {cfg.model.channel_max}, mapping "
-        f"{cfg.model.mapping_layers} layers, minibatch-stddev group {cfg.model.mbstd_group}",
+        f"networks: {m.generator}, channel base {m.channel_base}, max {m.channel_max}, mapping {m.mapping_layers} "
+        f"layers, minibatch-stddev group {m.mbstd_group}",
+        "layouts: " + ", ".join(f"{net} {layout}" for net, layout in (("G", m.g_arch), ("D", m.d_arch)) if layout),
     ]
 
 
@@ -115,11 +116,6 @@ def _preset_notes(cfg: Config) -> list[str]:
             f"--cfg auto with --batch {cfg.schedule.batch}: gamma and the EMA half-life are those derived "
             f"for the auto batch {derived_batch}, as in the official train.py, which derives them before "
             "--batch replaces the batch; pass --gamma to change gamma"
-        )
-    if cfg.preset == "cifar":
-        notes.append(
-            "--cfg cifar: D is the residual discriminator; the official cifar configuration uses the plain "
-            "('orig') one, which ganforge does not build (see README, Presets)"
         )
     return notes
 

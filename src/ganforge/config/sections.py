@@ -8,7 +8,7 @@ by `ganforge.train.resolver` from the preset, the dataset or a derivation, or ke
 from dataclasses import dataclass
 
 from ganforge.devices import DEVICE_CHOICES
-from ganforge.limits import MAX_CHANNEL_BASE, MAX_FP16_RES, MAX_R3GAN_WIDTH
+from ganforge.limits import ARCHITECTURES, MAX_CHANNEL_BASE, MAX_FP16_RES, MAX_R3GAN_WIDTH
 from ganforge.metric_names import METRIC_NAMES
 from ganforge.option import Range, option, setting
 from ganforge.presets import DEFAULT_PRESET, PRESETS
@@ -86,6 +86,22 @@ class ModelConfig:
         CONFIGURATION, "Most channels in a layer (R3GAN: in a stage).", flag="--cmax", range=WIDTHS, preset=True
     )
     mbstd_group: int
+    # StyleGAN2's layouts (limits.ARCHITECTURES); None where the network has no such choice (StyleGAN3's and R3GAN's
+    # G, R3GAN's D)
+    g_arch: str | None = option(
+        CONFIGURATION,
+        "StyleGAN2 G layout: skip (config F), orig or resnet (StyleGAN2 Fig. 7).",
+        choices=ARCHITECTURES,
+        default=None,
+        preset=True,
+    )
+    d_arch: str | None = option(
+        CONFIGURATION,
+        "D layout (StyleGAN2's D, also StyleGAN3's): resnet (config F), orig or skip; cifar uses orig, as released.",
+        choices=ARCHITECTURES,
+        default=None,
+        preset=True,
+    )
     # one of GENERATORS: "stylegan2", "stylegan3-t" or "stylegan3-r" (with StyleGAN2's discriminator and loss), or
     # "r3gan" (R3GAN's generator, discriminator and loss, Huang et al. 2024)
     generator: str = "stylegan2"

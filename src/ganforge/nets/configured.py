@@ -20,7 +20,8 @@ Networks = tuple[Generator | StyleGAN3Generator | R3GANGenerator, Discriminator 
 
 def network_arguments(fields: Mapping) -> tuple[dict, dict]:
     """(G's constructor arguments, D's) from a Config's flattened fields (`loss.gamma`-style names, as checkpoints
-    store them); G's include `generator` ("stylegan2", "stylegan3-t", "stylegan3-r" or "r3gan")."""
+    store them); G's include `generator` ("stylegan2", "stylegan3-t", "stylegan3-r" or "r3gan"), StyleGAN2's G and D
+    their layout (`architecture`)."""
     if fields["model.generator"] == "r3gan":
         return _r3gan_arguments(fields)
     common = dict(
@@ -38,7 +39,10 @@ def network_arguments(fields: Mapping) -> tuple[dict, dict]:
     generator = fields["model.generator"]
     if generator != "stylegan2":
         mapping |= dict(config=generator.removeprefix("stylegan3-"), num_layers=fields["model.synthesis_layers"])
-    return {"generator": generator, **common, **mapping}, {"mbstd_group_size": fields["model.mbstd_group"], **common}
+    else:
+        mapping |= dict(architecture=fields["model.g_arch"])
+    d_arguments = dict(mbstd_group_size=fields["model.mbstd_group"], architecture=fields["model.d_arch"], **common)
+    return {"generator": generator, **common, **mapping}, d_arguments
 
 
 def _r3gan_arguments(fields: Mapping) -> tuple[dict, dict]:

@@ -89,7 +89,8 @@ def check_config(state: dict, cfg: Config, source: Path) -> list[str]:
         raise UserError(
             f"--resume: {source} holds networks of another shape than these options make (checkpoint -> now):",
             *shapes,
-            "no option can load them: pass the --data, --cfg, --cbase and --cmax that run was trained with, or "
+            "no option can load them: pass the --data, --cfg, --cbase, --cmax, --g-arch and --d-arch that run was "
+            "trained with, or "
             "--resume new to start a new run",
         )
     if differences and not cfg.run.allow_config_change:

@@ -41,6 +41,8 @@ def pretrained_fields(facts: PretrainedFacts) -> dict:
         described = r3gan_fields(g) or {}  # pretrained_problems says why when none
         common = {"model.generator": "r3gan", "run.resume_sha256": facts.sha256, "model.mapping_layers": 0}
         return described | common | {"model.z_dim": g["z_dim"], "model.w_dim": g["z_dim"]}
+    # the layouts the files have (StyleGAN2's G; a D): a file without D leaves D's layout to the options
+    layouts = {"model.g_arch": g.get("architecture"), "model.d_arch": (facts.d_arch or {}).get("architecture")}
     return {
         "model.z_dim": g["z_dim"],
         "model.w_dim": g["w_dim"],
@@ -50,7 +52,7 @@ def pretrained_fields(facts: PretrainedFacts) -> dict:
         "model.generator": facts.generator,
         "model.synthesis_layers": g.get("num_layers"),
         "run.resume_sha256": facts.sha256,
-    }
+    } | {key: layout for key, layout in layouts.items() if layout is not None}
 
 
 def pretrained_problems(cfg: Config, asked, facts: PretrainedFacts, path: str) -> list[str]:
@@ -79,7 +81,7 @@ def pretrained_problems(cfg: Config, asked, facts: PretrainedFacts, path: str) -
                 f"--cfg (the architecture comes from --resume) or pass a {facts.generator} preset"
             )
     problems += _r3gan_problems(asked, facts, path) if facts.generator == "r3gan" else []
-    problems += _width_problems(asked, facts, path)
+    problems += _shape_problems(asked, facts, path)
     d, shared = facts.d_arch, _R3GAN_SHARED if facts.generator == "r3gan" else _SHARED
     if d is not None and any(d[key] != g[key] for key in shared):
         differing = ", ".join(f"{key} {d[key]} (G: {g[key]})" for key in shared if d[key] != g[key])
@@ -90,14 +92,18 @@ def pretrained_problems(cfg: Config, asked, facts: PretrainedFacts, path: str) -
     return problems
 
 
-def _width_problems(asked, facts: PretrainedFacts, path: str) -> list[str]:
-    """A --cbase or --cmax that differs from the pretrained networks' (whose widths the run takes)."""
+def _shape_problems(asked, facts: PretrainedFacts, path: str) -> list[str]:
+    """A --cbase, --cmax, --g-arch or --d-arch that differs from the pretrained networks' (whose widths and layouts
+    the run takes)."""
     fields = pretrained_fields(facts)
-    given = (("--cbase", asked.cbase, "model.channel_base"), ("--cmax", asked.cmax, "model.channel_max"))
+    given = (("--cbase", asked.cbase, "model.channel_base", "widths"),
+             ("--cmax", asked.cmax, "model.channel_max", "widths"),
+             ("--g-arch", asked.g_arch, "model.g_arch", "layouts"),
+             ("--d-arch", asked.d_arch, "model.d_arch", "layouts"))  # fmt: skip
     return [
-        f"{flag} {value}: {path} has {fields[key]}, and its networks decide their widths; drop {flag}"
-        for flag, value, key in given
-        if value is not None and key in fields and value != fields[key]
+        f"{flag} {value}: {path} has {fields[key]}, and its networks decide their {what}; drop {flag}"
+        for flag, value, key, what in given
+        if value is not None and fields.get(key) is not None and value != fields[key]
     ]
 
 

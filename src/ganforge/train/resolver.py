@@ -133,6 +133,7 @@ def _build(
         "model.channel_base": _pick(o.cbase, preset.channel_base),
         "model.channel_max": _pick(o.cmax, preset.channel_max),
         "model.mbstd_group": min(preset.mbstd, batch_gpu), "model.generator": preset.generator,
+        **_architectures(o, preset),
         "model.synthesis_layers": preset.synthesis_layers, "model.group_channels": preset.group_channels,
         "model.blocks_per_stage": preset.blocks_per_stage, "schedule.anneal_kimg": preset.anneal_kimg,
         "optim.beta2": preset.beta2, "optim.beta2_final": preset.beta2_final, "augment.mode": augment,
@@ -222,6 +223,16 @@ def r1_gamma(resolution: int, batch: int, stylegan3: bool) -> float:
 
 def _is_stylegan3(preset: Preset) -> bool:
     return _pick(preset.generator, ModelConfig.generator).startswith("stylegan3")
+
+
+def _architectures(options: TrainOptions, preset: Preset) -> dict:
+    """G's and D's StyleGAN2 layouts, given or the row's, for the networks that have the choice: StyleGAN2's G, and
+    the StyleGAN2 D that StyleGAN3 trains with too (R3GAN's networks have none)."""
+    generator = _pick(preset.generator, ModelConfig.generator)
+    return {
+        "model.g_arch": _pick(options.g_arch, preset.g_arch) if generator == "stylegan2" else None,
+        "model.d_arch": _pick(options.d_arch, preset.d_arch) if generator != "r3gan" else None,
+    }
 
 
 def _ema_kimg(row: Preset, preset: Preset, batch: int) -> float:
