@@ -51,6 +51,7 @@ SWD_LEVEL = "tests/metrics/test_metrics_swd.py::test_swd_of_one_level_equals_the
 PL = REFERENCE + "test_g_reg_path_length_matches_finite_differences_and_pl_mean_is_its_ema"
 LOOP_SCHEDULE = SCHEDULE + "test_loop_runs_r1_every_16_and_path_length_every_4_steps_and_ramps_the_ema_up"
 NETS = "tests/nets/test_nets_reference.py::"
+LAYOUTS = "tests/train/test_train_layouts.py::"
 PARAMS = "tests/nets/test_nets_params.py::"
 KID_PR = "tests/metrics/test_metrics_kid_pr.py::"
 SG3 = "tests/train/test_train_stylegan3.py::"
@@ -789,7 +790,7 @@ MUTANTS = (
     M("other_widths_continued", "train/rundir.py",
       "    return not any(path in SHAPE_FIELDS for path, _, _ in _maths_changes(run, cfg))",
       "    return True", (RUN_CHOICE + "test_a_run_of_other_widths_is_never_continued_nor_offered",)),
-    M("pretrained_widths_unchecked", "train/pretrained.py", "    problems += _width_problems(asked, facts, path)\n",
+    M("pretrained_widths_unchecked", "train/pretrained.py", "    problems += _shape_problems(asked, facts, path)\n",
       "", (PRETRAINED + "test_widths_other_than_the_pickles_are_refused_and_its_own_accepted",)),
     M("r3gan_r2_on_reals", "train/relativistic.py",
       "L.zero_centred_penalties((real_logits, fake_logits), (reals, fakes), mb.gamma)",
@@ -814,6 +815,15 @@ MUTANTS = (
       "fields[\"model.group_channels\"]", (R3GAN_COUNTS,)),
     M("r3gan_embedding_not_projected", "nets/r3gan.py", "(x * nn.functional.linear(c.float(), self.embed))",
       "x", (R3GAN_CONDITIONING,)),
+    M("cifar_trains_the_residual_d", "presets.py", 'style_mixing=0.0, d_arch="orig"),', "style_mixing=0.0),",
+      (LAYOUTS + "test_each_preset_has_the_official_layouts",)),
+    M("pretrained_d_layout_ignored", "train/pretrained.py",
+      '"model.d_arch": (facts.d_arch or {}).get("architecture")', '"model.d_arch": None',
+      (LAYOUTS + "test_pretrained_networks_decide_their_layouts",)),
+    M("older_configs_read_as_plain_g", "config/__init__.py", '"model.g_arch": "skip" if generator == "stylegan2"',
+      '"model.g_arch": "orig" if generator == "stylegan2"',
+      (LAYOUTS + "test_a_config_from_before_the_layouts_reads_as_the_layouts_it_was_built_with",
+       LAYOUTS + "test_a_checkpoint_of_other_layouts_is_refused_naming_the_options")),
 )  # fmt: skip
 
 

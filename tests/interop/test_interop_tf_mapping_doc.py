@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from ganforge.interop.tf_stylegan2 import discriminator_variable, generator_variable
+from ganforge.limits import ARCHITECTURES
 from ganforge.nets import Discriminator, Generator
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "official-tensor-mapping.md"
@@ -53,8 +54,9 @@ def documented(section: str, placeholders: list[dict]) -> dict[str, tuple[str, s
 
 
 def test_the_generator_table_is_what_the_reader_maps():
-    with torch.device("meta"):
-        keys = set(Generator(**ARCH, c_dim=3, z_dim=8, w_dim=8, mapping_layers=3).state_dict())
+    with torch.device("meta"):  # the tensors of every layout
+        keys = set().union(*(Generator(**ARCH, c_dim=3, z_dim=8, w_dim=8, mapping_layers=3, architecture=layout)
+                             .state_dict() for layout in ARCHITECTURES))  # fmt: skip
     plain = documented("Generator variables", [{"i": i, "r": r} for i in range(3) for r in (8, 16, 32)])
     plain = {k: v for k, v in plain.items() if k in keys or "{" not in k}
     per_field = fields()
@@ -78,9 +80,10 @@ def test_the_generator_table_is_what_the_reader_maps():
 
 
 @pytest.mark.parametrize("c_dim", [0, 3])
-def test_the_discriminator_table_is_what_the_reader_maps(c_dim):
+@pytest.mark.parametrize("layout", ARCHITECTURES)
+def test_the_discriminator_table_is_what_the_reader_maps(c_dim, layout):
     with torch.device("meta"):
-        keys = set(Discriminator(**ARCH, c_dim=c_dim).state_dict())
+        keys = set(Discriminator(**ARCH, c_dim=c_dim, architecture=layout).state_dict())
     plain = documented("Discriminator variables", [{"i": i, "r": r} for i in range(8) for r in (8, 16, 32)])
     assert keys <= set(plain), keys - set(plain)
     for key in keys:

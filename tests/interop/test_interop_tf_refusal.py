@@ -55,7 +55,7 @@ def changed(G, **kwargs_changes) -> tfx.Network:
 
 
 def test_unsupported_generator_settings_are_listed_together(nets, tmp_path):
-    G = changed(nets[0], architecture="resnet", resample_kernel=[1, 1], mapping_lrmul=0.1, nonlinearity="relu",
+    G = changed(nets[0], architecture="dense", resample_kernel=[1, 1], mapping_lrmul=0.1, nonlinearity="relu",
                 use_noise=False, fmap_decay=0.5, label_dropout=0.1)  # fmt: skip
     found = problems(tmp_path, G)
     assert sorted(found) == sorted([
@@ -64,7 +64,7 @@ def test_unsupported_generator_settings_are_listed_together(nets, tmp_path):
         "fmap_decay=0.5: ganforge implements only 1",
         "nonlinearity='relu': ganforge implements only 'lrelu'",
         "resample_kernel=[1, 1]: ganforge implements only [1, 3, 3, 1]",
-        "architecture='resnet': ganforge implements only 'skip'",
+        "architecture='dense': ganforge implements only 'orig' or 'skip' or 'resnet'",
         "use_noise=False: ganforge implements only True",
     ])  # fmt: skip
 
@@ -72,12 +72,12 @@ def test_unsupported_generator_settings_are_listed_together(nets, tmp_path):
 def test_unsupported_discriminator_settings_are_listed_together(nets, tmp_path):
     D = nets[1]
     changes = dict(
-        architecture="orig", mbstd_num_features=2, use_spectral_norm=True, mbstd_group_size=None, label_size=3
+        architecture="dense", mbstd_num_features=2, use_spectral_norm=True, mbstd_group_size=None, label_size=3
     )
     kwargs = tfx.discriminator_kwargs(D, "ada") | changes
     found = problems(tmp_path, tfx.tf_generator(nets[0]), tfx.tf_discriminator(D, kwargs=kwargs), which="D")
     assert found == [
-        "architecture='orig': ganforge implements only 'resnet'",
+        "architecture='dense': ganforge implements only 'orig' or 'skip' or 'resnet'",
         "mbstd_num_features=2: ganforge implements only 1",
         "use_spectral_norm=True: ganforge implements only False",
         "mbstd_group_size=None (the whole minibatch) is not supported",
@@ -236,8 +236,8 @@ def test_settings_are_read_from_the_network_that_takes_them(nets, tmp_path):
     path.write_bytes(tfx.tf_pickle(G, G, G))
     assert load_network(path)[0].config == nets[0].config
     G = tfx.tf_generator(nets[0])
-    G._state["components"]["synthesis"]._state["static_kwargs"]["architecture"] = "resnet"
-    assert problems(tmp_path, G) == ["architecture='resnet': ganforge implements only 'skip'"]
+    G._state["components"]["synthesis"]._state["static_kwargs"]["architecture"] = "dense"
+    assert problems(tmp_path, G) == ["architecture='dense': ganforge implements only 'orig' or 'skip' or 'resnet'"]
 
 
 def test_an_architecture_larger_than_the_file_is_refused_before_its_variables_are_compared(nets, tmp_path):

@@ -124,13 +124,16 @@ def generator_variables(G) -> tuple[dict, dict, dict]:
         mapping |= {f"Dense{i}/weight": sd[f"mapping.fc{i}.weight"].T, f"Dense{i}/bias": sd[f"mapping.fc{i}.bias"]}
     synthesis = {"4x4/Const/const": sd["synthesis.b4.const"][None]}
     _modulated(synthesis, "4x4/Conv", sd, "synthesis.b4.conv1")
-    _modulated(synthesis, "4x4/ToRGB", sd, "synthesis.b4.torgb")
     log2 = int(math.log2(G.resolution))
-    for res in range(3, log2 + 1):
+    for res in range(2, log2 + 1):
         scope, key = f"{2**res}x{2**res}", f"synthesis.b{2**res}"
-        _modulated(synthesis, f"{scope}/Conv0_up", sd, f"{key}.conv0", up=True)
-        _modulated(synthesis, f"{scope}/Conv1", sd, f"{key}.conv1")
-        _modulated(synthesis, f"{scope}/ToRGB", sd, f"{key}.torgb")
+        if res > 2:
+            _modulated(synthesis, f"{scope}/Conv0_up", sd, f"{key}.conv0", up=True)
+            _modulated(synthesis, f"{scope}/Conv1", sd, f"{key}.conv1")
+        if f"{key}.torgb.weight" in sd:  # every block of a skip G, the last one of the others
+            _modulated(synthesis, f"{scope}/ToRGB", sd, f"{key}.torgb")
+        if f"{key}.skip.weight" in sd:  # a resnet G's upsampling 1x1 conv
+            synthesis[f"{scope}/Skip/weight"] = _conv(sd[f"{key}.skip.weight"], up=True)
     # TF's noise inputs are numbered by layer index: 0 is the 4x4 conv, then res * 2 - 5 and res * 2 - 4
     for layer in range(2 * log2 - 3):
         res = (layer + 5) // 2
@@ -143,15 +146,18 @@ def discriminator_variables(D) -> dict:
     """D's variables holding ganforge Discriminator D's tensors, by TF local name."""
     sd = {k: v.detach().double().numpy() for k, v in D.state_dict().items()}
     out = {}
-    for res in D.block_resolutions:
+    for res in (*D.block_resolutions, 4):
         key = f"b{res}"
-        if res == D.resolution:
+        if f"{key}.fromrgb.weight" in sd:  # the top block, or every block and the head of a skip D
             out |= {f"{res}x{res}/FromRGB/weight": _conv(sd[f"{key}.fromrgb.weight"]),
                     f"{res}x{res}/FromRGB/bias": sd[f"{key}.fromrgb.bias"]}  # fmt: skip
+        if res == 4:
+            break
         for tf_layer, layer in (("Conv0", "conv0"), ("Conv1_down", "conv1")):
             out |= {f"{res}x{res}/{tf_layer}/weight": _conv(sd[f"{key}.{layer}.weight"]),
                     f"{res}x{res}/{tf_layer}/bias": sd[f"{key}.{layer}.bias"]}  # fmt: skip
-        out[f"{res}x{res}/Skip/weight"] = _conv(sd[f"{key}.skip.weight"])
+        if f"{key}.skip.weight" in sd:
+            out[f"{res}x{res}/Skip/weight"] = _conv(sd[f"{key}.skip.weight"])
     out |= {"4x4/Conv/weight": _conv(sd["b4.conv.weight"]), "4x4/Conv/bias": sd["b4.conv.bias"],
             "4x4/Dense0/weight": sd["b4.fc.weight"].T, "4x4/Dense0/bias": sd["b4.fc.bias"],
             "Output/weight": sd["b4.out.weight"].T, "Output/bias": sd["b4.out.bias"]}  # fmt: skip
@@ -169,6 +175,7 @@ def generator_kwargs(G, layout: str) -> dict:
     kwargs = dict(num_channels=a["img_channels"], resolution=a["resolution"], label_size=a["c_dim"],
                   latent_size=a["z_dim"], dlatent_size=a["w_dim"], fmap_base=a["channel_base"] // 2,
                   fmap_max=a["channel_max"], mapping_layers=a["mapping_layers"])  # fmt: skip
+    kwargs |= {} if a["architecture"] == "skip" else dict(architecture=a["architecture"])
     if layout == "stylegan2":  # stylegan2's G_mapping defaults to 512 hidden features whatever dlatent_size
         return kwargs | dict(mapping_fmaps=a["w_dim"])
     return kwargs | dict(num_fp16_res=a["num_fp16_res"], conv_clamp=a["conv_clamp"], style_mixing_prob=0.9)
@@ -196,6 +203,7 @@ def discriminator_kwargs(D, layout: str) -> dict:
     kwargs = dict(num_channels=a["img_channels"], resolution=a["resolution"], label_size=a["c_dim"],
                   fmap_base=a["channel_base"] // 2, fmap_max=a["channel_max"],
                   mbstd_group_size=a["mbstd_group_size"])  # fmt: skip
+    kwargs |= {} if a["architecture"] == "resnet" else dict(architecture=a["architecture"])
     if a["c_dim"]:
         kwargs |= dict(mapping_layers=8, mapping_lrmul=0.01)
     if layout == "ada":

@@ -3,11 +3,13 @@
 fused_bias_act.py), never through ganforge: the reference an imported network must equal.
 
 `tf_variables` makes random variables of the names and shapes TF's build functions create for a set of static
-kwargs; `tf_generate` and `tf_discriminate` run TF's forward pass on them (mapping with LabelEmbed, skip synthesis
-with constant noise, residual discriminator): equalized learning rate as `get_weight` applies it (weights times
-lrmul / sqrt(fan_in)), the style bias + 1, `conv2d_transpose` of the flipped kernel for the upsampling conv,
-`upfirdn_2d`'s zero insertion, padding and true convolution with the FIR filter, leaky ReLU with gain sqrt(2).
-Only the default architecture's options (skip G, resnet D, [1, 3, 3, 1], lrelu, mbstd with one feature) are covered.
+kwargs; `tf_generate` and `tf_discriminate` run TF's forward pass on them (mapping with LabelEmbed, synthesis with
+constant noise; each network's `architecture`, G's 'skip' and D's 'resnet' by default): equalized learning rate as
+`get_weight` applies it (weights times lrmul / sqrt(fan_in)), the style bias + 1, `conv2d_transpose` of the flipped
+kernel for the upsampling conv, `upfirdn_2d`'s zero insertion, padding and true convolution with the FIR filter,
+leaky ReLU with gain sqrt(2).
+Every `architecture` of G and D ('orig', 'skip', 'resnet'), and otherwise only the default options ([1, 3, 3, 1],
+lrelu, mbstd with one feature) are covered.
 """
 
 import math
@@ -50,32 +52,42 @@ def generator_shapes(kw: dict) -> tuple[dict, dict, dict]:
     synthesis = {f"noise{i}": (1, 1, 2 ** ((i + 5) // 2), 2 ** ((i + 5) // 2)) for i in range(2 * log2 - 3)}
     synthesis["4x4/Const/const"] = (1, nf(kw, 1), 4, 4)
     synthesis |= _modulated_shapes("4x4/Conv", 3, nf(kw, 1), nf(kw, 1), dlatent)
-    synthesis |= _modulated_shapes("4x4/ToRGB", 1, nf(kw, 1), channels, dlatent, noise=False)
+    skip = kw.get("architecture", "skip") == "skip"  # ToRGB in every block, else in the last one only
+    if skip or log2 == 2:
+        synthesis |= _modulated_shapes("4x4/ToRGB", 1, nf(kw, 1), channels, dlatent, noise=False)
     for res in range(3, log2 + 1):
         scope = f"{2**res}x{2**res}"
         synthesis |= _modulated_shapes(f"{scope}/Conv0_up", 3, nf(kw, res - 2), nf(kw, res - 1), dlatent)
         synthesis |= _modulated_shapes(f"{scope}/Conv1", 3, nf(kw, res - 1), nf(kw, res - 1), dlatent)
-        synthesis |= _modulated_shapes(f"{scope}/ToRGB", 1, nf(kw, res - 1), channels, dlatent, noise=False)
+        if skip or res == log2:
+            synthesis |= _modulated_shapes(f"{scope}/ToRGB", 1, nf(kw, res - 1), channels, dlatent, noise=False)
+        if kw.get("architecture") == "resnet":
+            synthesis[f"{scope}/Skip/weight"] = (1, 1, nf(kw, res - 2), nf(kw, res - 1))
     return {"dlatent_avg": (dlatent,)}, mapping, synthesis
 
 
 def discriminator_shapes(kw: dict) -> dict:
-    """Variable shapes of stylegan2-ada's D_main (resnet) with these kwargs."""
-    log2 = int(math.log2(kw["resolution"]))
-    top = f"{2**log2}x{2**log2}"
-    shapes = {
-        f"{top}/FromRGB/weight": (1, 1, kw["num_channels"], nf(kw, log2 - 1)),
-        f"{top}/FromRGB/bias": (nf(kw, log2 - 1),),
-    }
-    for res in range(log2, 2, -1):
+    """Variable shapes of stylegan2-ada's D_main with these kwargs (FromRGB at every resolution for a 'skip' D, at
+    the top one only otherwise; Skip in each block of a 'resnet' D)."""
+    log2, architecture = int(math.log2(kw["resolution"])), kw.get("architecture", "resnet")
+    shapes = {}
+    for res in range(log2, 1, -1):
         scope = f"{2**res}x{2**res}"
+        if architecture == "skip" or res == log2:
+            shapes |= {
+                f"{scope}/FromRGB/weight": (1, 1, kw["num_channels"], nf(kw, res - 1)),
+                f"{scope}/FromRGB/bias": (nf(kw, res - 1),),
+            }
+        if res == 2:
+            break
         shapes |= {
             f"{scope}/Conv0/weight": (3, 3, nf(kw, res - 1), nf(kw, res - 1)),
             f"{scope}/Conv0/bias": (nf(kw, res - 1),),
             f"{scope}/Conv1_down/weight": (3, 3, nf(kw, res - 1), nf(kw, res - 2)),
             f"{scope}/Conv1_down/bias": (nf(kw, res - 2),),
-            f"{scope}/Skip/weight": (1, 1, nf(kw, res - 1), nf(kw, res - 2)),
         }
+        if architecture == "resnet":
+            shapes[f"{scope}/Skip/weight"] = (1, 1, nf(kw, res - 1), nf(kw, res - 2))
     shapes |= {
         "4x4/Conv/weight": (3, 3, nf(kw, 1) + 1, nf(kw, 1)),
         "4x4/Conv/bias": (nf(kw, 1),),
@@ -140,14 +152,16 @@ def upsample_2d(x):
 
 
 def upsample_conv_2d(x, w):
-    """conv2d_transpose (stride 2, VALID) of the spatially flipped kernel, then the FIR filter (p = 0)."""
+    """conv2d_transpose (stride 2, VALID) of the spatially flipped kernel, then the FIR filter, padded by
+    p = (4 - 2) - (k - 1) as (p + 1) // 2 + 1 and p // 2 + 1."""
     k, (n, _, h, width) = w.shape[0], x.shape
     flipped = w[::-1, ::-1]
     out = np.zeros((n, w.shape[3], (h - 1) * 2 + k, (width - 1) * 2 + k))
     for dy in range(k):
         for dx in range(k):
             out[:, :, dy : dy + 2 * h : 2, dx : dx + 2 * width : 2] += np.einsum("nihw,io->nohw", x, flipped[dy, dx])
-    return upfirdn(out, FIR * 4, pad0=1, pad1=1)
+    p = 2 - (k - 1)
+    return upfirdn(out, FIR * 4, pad0=(p + 1) // 2 + 1, pad1=p // 2 + 1)
 
 
 def conv_downsample_2d(x, w):
@@ -212,14 +226,20 @@ def _torgb(x, w, v, scope, kw):
 
 
 def _synthesis(v, kw, ws):
+    architecture, log2 = kw.get("architecture", "skip"), int(math.log2(kw["resolution"]))
     x = np.repeat(v["4x4/Const/const"], ws.shape[0], axis=0)
     x = _layer(x, ws[:, 0], v, "4x4/Conv", "noise0", kw)
-    img = _torgb(x, ws[:, 1], v, "4x4/ToRGB", kw)
-    for res in range(3, int(math.log2(kw["resolution"])) + 1):
-        scope = f"{2**res}x{2**res}"
+    img = _torgb(x, ws[:, 1], v, "4x4/ToRGB", kw) if architecture == "skip" or log2 == 2 else None
+    for res in range(3, log2 + 1):
+        scope, before = f"{2**res}x{2**res}", x
         x = _layer(x, ws[:, res * 2 - 5], v, f"{scope}/Conv0_up", f"noise{res * 2 - 5}", kw, up=True)
         x = _layer(x, ws[:, res * 2 - 4], v, f"{scope}/Conv1", f"noise{res * 2 - 4}", kw)
-        img = upsample_2d(img) + _torgb(x, ws[:, res * 2 - 3], v, f"{scope}/ToRGB", kw)
+        if architecture == "resnet":  # the block's input, upsampled by a 1x1 conv without bias, averaged in
+            x = (x + upsample_conv_2d(before, scaled(v[f"{scope}/Skip/weight"]))) / SQRT2
+        if architecture == "skip":
+            img = upsample_2d(img) + _torgb(x, ws[:, res * 2 - 3], v, f"{scope}/ToRGB", kw)
+        elif res == log2:
+            img = _torgb(x, ws[:, res * 2 - 3], v, f"{scope}/ToRGB", kw)
     return img
 
 
@@ -231,17 +251,29 @@ def minibatch_stddev(x, group_size):
     return np.concatenate([x, y], axis=1)
 
 
+def _fromrgb(x, y, v, scope):
+    t = lrelu(conv2d_same(y, scaled(v[f"{scope}/FromRGB/weight"])) + v[f"{scope}/FromRGB/bias"][None, :, None, None])
+    return t if x is None else x + t
+
+
 def tf_discriminate(v, kw, img, c):
-    """D_main (resnet, no comparison methods) on images [N, C, H, W] and one-hot labels."""
-    log2 = int(math.log2(kw["resolution"]))
-    top = f"{2**log2}x{2**log2}"
-    x = lrelu(conv2d_same(img, scaled(v[f"{top}/FromRGB/weight"])) + v[f"{top}/FromRGB/bias"][None, :, None, None])
+    """D_main (no comparison methods) on images [N, C, H, W] and one-hot labels."""
+    log2, architecture = int(math.log2(kw["resolution"])), kw.get("architecture", "resnet")
+    x, y = None, img
     for res in range(log2, 2, -1):
-        scope, skip = f"{2**res}x{2**res}", x
+        scope = f"{2**res}x{2**res}"
+        if architecture == "skip" or res == log2:
+            x = _fromrgb(x, y, v, scope)
+        skip = x
         x = lrelu(conv2d_same(x, scaled(v[f"{scope}/Conv0/weight"])) + v[f"{scope}/Conv0/bias"][None, :, None, None])
         x = conv_downsample_2d(x, scaled(v[f"{scope}/Conv1_down/weight"]))
         x = lrelu(x + v[f"{scope}/Conv1_down/bias"][None, :, None, None])
-        x = (x + conv_downsample_2d(skip, scaled(v[f"{scope}/Skip/weight"]))) / SQRT2
+        if architecture == "resnet":
+            x = (x + conv_downsample_2d(skip, scaled(v[f"{scope}/Skip/weight"]))) / SQRT2
+        if architecture == "skip":
+            y = upfirdn(y, FIR, down=2, pad0=1, pad1=1)  # downsample_2d: p = 4 - 2
+    if architecture == "skip":
+        x = _fromrgb(x, y, v, "4x4")
     x = minibatch_stddev(x, kw["mbstd_group_size"])
     x = lrelu(conv2d_same(x, scaled(v["4x4/Conv/weight"])) + v["4x4/Conv/bias"][None, :, None, None])
     x = lrelu(dense(x.reshape(x.shape[0], -1), v["4x4/Dense0/weight"], v["4x4/Dense0/bias"]))

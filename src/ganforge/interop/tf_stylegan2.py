@@ -1,5 +1,5 @@
-"""TensorFlow-era StyleGAN2 networks (NVlabs stylegan2, configs E and F; stylegan2-ada in TensorFlow), read as data by
-`tf_pickle`, -> ganforge Generator / Discriminator.
+"""TensorFlow-era StyleGAN2 networks (NVlabs stylegan2, configs E and F and every `architecture` of their G and D;
+stylegan2-ada in TensorFlow), read as data by `tf_pickle`, -> ganforge Generator / Discriminator.
 
 Each TF network is built by a function of NVlabs' `training/networks_stylegan2.py` (stylegan2) or
 `training/networks.py` (stylegan2-ada) from its recorded `static_kwargs`; G_main hands its own to both components,
@@ -21,7 +21,7 @@ from ganforge.errors import UserError
 from ganforge.interop.official import ANY, FIR, IGNORE, settings
 from ganforge.interop.tensors import build_network, network_shapes
 from ganforge.interop.tf_pickle import ArrayRecord, TFNet
-from ganforge.limits import shown, shown_name
+from ganforge.limits import ARCHITECTURES, shown, shown_name
 from ganforge.nets import Discriminator, Generator
 from ganforge.snapshot import listed
 
@@ -59,7 +59,7 @@ SYNTHESIS_RULES = {
     **COMMON,
     "dlatent_size": (512, ANY),
     "fmap_const": (None, ANY),
-    "architecture": ("skip", ["skip"]),
+    "architecture": ("skip", list(ARCHITECTURES)),
     "use_noise": (True, [True]),
     "randomize_noise": IGNORE,  # ganforge's noise_mode
     "fused_modconv": IGNORE,  # the same maths grouped or not
@@ -67,7 +67,7 @@ SYNTHESIS_RULES = {
 D_RULES = {
     **COMMON,
     "label_size": (0, ANY),
-    "architecture": ("resnet", ["resnet"]),
+    "architecture": ("resnet", list(ARCHITECTURES)),
     "mbstd_group_size": (4, ANY),  # stylegan2's default; stylegan2-ada's train.py always records it
     "mbstd_num_features": (1, [1]),
     "mapping_layers": (0, ANY),  # the label mapping: checked below, where there is a label
@@ -102,7 +102,8 @@ TRANSFORMS = {
 LAYER_FIELDS = {"weight": ("weight", "conv"), "bias": ("bias", "as_is"), "noise_strength": ("noise_strength", "as_is"),
                 "affine.weight": ("mod_weight", "dense"), "affine.bias": ("mod_bias", "mod_bias")}  # fmt: skip
 D_LAYERS = {"fromrgb": "FromRGB", "conv0": "Conv0", "conv1": "Conv1_down", "skip": "Skip"}
-D_HEAD = {"conv": ("4x4/Conv", "conv"), "fc": ("4x4/Dense0", "dense"), "out": ("Output", "dense")}
+D_HEAD = {"fromrgb": ("4x4/FromRGB", "conv"), "conv": ("4x4/Conv", "conv"), "fc": ("4x4/Dense0", "dense"),
+          "out": ("Output", "dense")}  # fmt: skip
 
 
 def generator_variable(key: str) -> tuple[str, str]:
@@ -119,6 +120,8 @@ def generator_variable(key: str) -> tuple[str, str]:
     if field == "noise_const":  # TF numbers the noise inputs by layer: 0 for 4x4, then two per resolution
         index = 0 if res == 4 else 2 * int(np.log2(res)) - (5 if layer == "conv0" else 4)
         return f"synthesis/noise{index}", "noise"
+    if layer == "skip":  # a residual G's 1x1 upsampling convolution (no bias, no modulation)
+        return f"synthesis/{res}x{res}/Skip/weight", "up_conv"
     scope = {"conv0": "Conv0_up", "conv1": "Conv1" if res > 4 else "Conv", "torgb": "ToRGB"}[layer]
     name, transform = LAYER_FIELDS[field]
     return f"synthesis/{res}x{res}/{scope}/{name}", "up_conv" if (layer, field) == ("conv0", "weight") else transform
@@ -156,7 +159,7 @@ def read_tf_generator(path: Path, G: TFNet) -> tuple[Generator, dict]:
 
 
 def read_tf_discriminator(path: Path, D: TFNet) -> tuple[Discriminator, dict]:
-    """A ganforge Discriminator equal to a TensorFlow StyleGAN2 (residual) D, and its architecture."""
+    """A ganforge Discriminator equal to a TensorFlow StyleGAN2 D, and its architecture."""
     _check_functions(path, D, "D", ())
     arch = discriminator_arch(path, D)
     tensors = _tensors(path, D.role, Discriminator, arch, D.variables, discriminator_variable)
@@ -218,6 +221,7 @@ def generator_arch(path: Path, G: TFNet) -> dict:
         mapping_layers=mapping["mapping_layers"],
         num_fp16_res=synthesis["num_fp16_res"],
         conv_clamp=synthesis["conv_clamp"],
+        architecture=synthesis["architecture"],
     )
 
 
@@ -244,6 +248,7 @@ def discriminator_arch(path: Path, D: TFNet) -> dict:
         mbstd_group_size=given["mbstd_group_size"],
         num_fp16_res=given["num_fp16_res"],
         conv_clamp=given["conv_clamp"],
+        architecture=given["architecture"],
     )
 
 
