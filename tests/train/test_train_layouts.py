@@ -116,7 +116,7 @@ def test_bench_times_the_layouts_train_would_build():
     assert _layouts(cfg) == ("resnet", "orig")
 
 
-def test_a_run_of_plain_networks_trains_records_its_layouts_and_generates(tmp_path):
+def test_a_run_of_plain_networks_trains_records_its_layouts_generates_measures_and_reports(tmp_path):
     data = make_dataset(tmp_path / "squares")
     runner, outdir = CliRunner(), tmp_path / "runs"
     result = runner.invoke(main, tiny_args(data, outdir, kimg=0.016, g_arch="orig", d_arch="orig"))
@@ -130,5 +130,11 @@ def test_a_run_of_plain_networks_trains_records_its_layouts_and_generates(tmp_pa
     result = runner.invoke(main, ["generate", "--network", str(snapshot), "--seeds", "0-1", "--outdir", str(images)])
     assert result.exit_code == 0, result.output
     assert len(list(images.glob("*.png"))) == 2
+    metrics = ["metrics", "--network", str(snapshot), "--data", str(data), "--metrics", "swd16k", "--num-gen", "8",
+               "--device", "cpu", "--workers", "0", "--cache", str(tmp_path / "cache")]  # fmt: skip
+    result = runner.invoke(main, metrics)
+    assert result.exit_code == 0 and "swd16k_avg" in result.output, result.output
+    result = runner.invoke(main, ["report", str(run)])
+    assert result.exit_code == 0 and (run / "report.html").is_file(), result.output
     result = runner.invoke(main, tiny_args(data, outdir, kimg=0.032, resume=ckpt))
     assert result.exit_code == 2 and "model.g_arch: 'orig' -> 'skip' (set by --g-arch / --cfg)" in result.output
