@@ -569,7 +569,7 @@ MUTANTS = (
       "            pass", ("tests/generate/test_generate_limits.py::"
                           "test_a_special_file_among_the_outputs_stops_generate_before_the_first_image",)),
     M("generate_memory_not_estimated", "generate/run.py",
-      "    budget.check(needs, budget.available_host_bytes(), budget.available_device_bytes(device))\n", "",
+      "    memory.check(needs, memory.available_host_bytes(), memory.available_device_bytes(device))\n", "",
       ("tests/generate/test_generate_limits.py::test_generate_checks_what_it_asks_against_the_memory_available_now",)),
     M("generate_trunc_not_range_checked", "generate/options.py", '("--trunc", fields.get("trunc", 1.0), TRUNC_RANGE',
       '("--trunc", 1.0, TRUNC_RANGE',
@@ -642,7 +642,7 @@ MUTANTS = (
       'extra_options=SYMMETRY | ({"TensorQuantOverrides": overrides} if overrides else {}),',
       "extra_options=SYMMETRY,", (QAT_MATCHES,)),
     M("export_qat_memory_not_checked", "export/run.py",
-      "        budget.check([qat_need], budget.available_host_bytes(), None)\n", "",
+      "        memory.check([qat_need], memory.available_host_bytes(), None)\n", "",
       ("tests/export/test_export_inputs.py::test_a_fine_tuning_that_does_not_fit_is_refused_with_the_figure",)),
     M("export_qat_checked_against_the_fine_tuned_copy", "export/run.py",
       "checker = check.Check(module, options.check,", "checker = check.Check(exported, options.check,",

@@ -9,6 +9,7 @@ import numpy as np
 from click.testing import CliRunner
 from PIL import Image
 
+from ganforge import memory
 from ganforge.cli import main
 from ganforge.data.build import BuildOptions, build
 from ganforge.doctor import functional, system
@@ -92,7 +93,7 @@ def test_system_rules(tmp_path):
     assert system.cores_check(2, 2, 0).status == r.OK
     assert system.cores_check(8, 64, 4).status == r.WARNING
     assert system.cores_check(32, 64, 8).status == r.OK
-    meminfo = system.parse_meminfo("MemTotal:       16318480 kB\nMemAvailable:    1000000 kB\nHugePages_Total: 0\n")
+    meminfo = memory.parse_meminfo("MemTotal:       16318480 kB\nMemAvailable:    1000000 kB\nHugePages_Total: 0\n")
     assert meminfo == {"MemTotal": 16318480 * 1024, "MemAvailable": 1000000 * 1024, "HugePages_Total": 0}
     fake = tmp_path / "meminfo"
     fake.write_text("MemTotal:       16318480 kB\nMemAvailable:    1000000 kB\n")

@@ -152,8 +152,8 @@ def test_a_model_or_card_path_that_is_not_a_regular_file_is_refused_before_loadi
 
 
 def test_a_fixed_batch_whose_check_does_not_fit_is_refused_with_the_figure(snapshot, tmp_path, monkeypatch):
-    monkeypatch.setattr("ganforge.generate.budget.available_host_bytes", lambda: 2**20)
-    monkeypatch.setattr("ganforge.generate.budget.available_device_bytes", lambda device: None)
+    monkeypatch.setattr("ganforge.memory.available_host_bytes", lambda: 2**20)
+    monkeypatch.setattr("ganforge.memory.available_device_bytes", lambda device: None)
     result = export("--network", snapshot, "--out", tmp_path / "G.pt2", "--format", "pt2", "--batch", "4096")
     assert result.exit_code == 2 and len(result.output.splitlines()) == 1, result.output
     assert result.output.startswith("error: --batch 4096: the check runs 4096 images of 16 px at once, in PyTorch and "
@@ -170,8 +170,8 @@ def test_a_fine_tuning_that_does_not_fit_is_refused_with_the_figure(snapshot, tm
 
     G = load_snapshot(snapshot)[0]
     per_image = budget.synthesis_peak_bytes(G, lambda ws: G.synthesis(ws, noise_mode="const"))
-    monkeypatch.setattr("ganforge.generate.budget.available_host_bytes", lambda: 3 * CHECK_BATCH * per_image)
-    monkeypatch.setattr("ganforge.generate.budget.available_device_bytes", lambda device: None)
+    monkeypatch.setattr("ganforge.memory.available_host_bytes", lambda: 3 * CHECK_BATCH * per_image)
+    monkeypatch.setattr("ganforge.memory.available_device_bytes", lambda device: None)
     result = export("--network", snapshot, "--out", tmp_path / "G.onnx", "--precision", "int8", "--qat-kimg", "1")
     assert result.exit_code == 2 and len(result.output.splitlines()) == 1, result.output
     assert result.output.startswith("error: --qat-kimg: the fine-tuning runs 16 images of 16 px at once with their "

@@ -12,6 +12,7 @@ import pytest
 import torch
 from generate_helpers import ARCH, options, tiny_snapshot
 
+from ganforge import memory
 from ganforge.durable import WriteError
 from ganforge.errors import UserError
 from ganforge.generate import GenerateOptions, budget, generate
@@ -103,19 +104,19 @@ def test_the_grid_of_the_issue_needs_183_gib():
     o = GenerateOptions.parse(**PATHS, seeds="0-999999", grid="1000x1000")
     needs, disk = needs_of(o, 256, 3, 10**6, False, None)
     with pytest.raises(UserError) as err:
-        budget.check(needs, host=32 * budget.GIB, device=None)
+        memory.check(needs, host=32 * memory.GIB, device=None)
     assert err.value.problems == ["--grid 1000x1000 at 256 px: a 256000x256000 image needs 183 GiB; 32.0 GiB of memory "
                                   "is available; make a smaller grid, or several"]  # fmt: skip
     assert disk == 256000**2 * 3
-    budget.check(needs, host=200 * budget.GIB, device=None)  # fits: no error
-    budget.check(needs, host=None, device=None)  # unknown: not checked
+    memory.check(needs, host=200 * memory.GIB, device=None)  # fits: no error
+    memory.check(needs, host=None, device=None)  # unknown: not checked
 
 
 def test_on_a_gpu_the_batch_is_checked_against_gpu_memory():
     o = GenerateOptions.parse(**PATHS, seeds="0-99", batch=64)
     needs, _ = needs_of(o, 1024, 3, 700 * 2**20, True, None)
     with pytest.raises(UserError) as err:
-        budget.check(needs, host=64 * budget.GIB, device=24 * budget.GIB)
+        memory.check(needs, host=64 * memory.GIB, device=24 * memory.GIB)
     assert err.value.problems == [
         "--batch 64: 64 images of 1024 px synthesized at once needs 43.8 GiB; 24.0 GiB of GPU memory is available; "
         "use a smaller --batch"
@@ -180,7 +181,7 @@ def test_files_larger_than_the_free_disk_are_warned_about(snapshot, tmp_path, mo
 
 
 def test_generate_checks_what_it_asks_against_the_memory_available_now(snapshot, tmp_path, monkeypatch):
-    monkeypatch.setattr(budget, "available_host_bytes", lambda: 1000)
+    monkeypatch.setattr(memory, "available_host_bytes", lambda: 1000)
     with pytest.raises(UserError, match=r"needs .*; 1.0 KiB of memory is available"):
         generate(options(snapshot, tmp_path / "out", seeds=(0, 1, 2, 3), grid=(2, 2)))
     assert not (tmp_path / "out").exists()

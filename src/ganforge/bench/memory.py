@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from ganforge.doctor.system import parse_meminfo
+from ganforge.memory import parse_meminfo
 
 GIB = 2**30
 

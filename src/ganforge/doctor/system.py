@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ganforge.doctor import report as r
 from ganforge.errors import UserError
+from ganforge.memory import parse_meminfo
 
 SECTION = "system"
 GIB = 1024**3
@@ -39,17 +40,6 @@ def cores_check(usable: int, total: int, gpu_count: int) -> r.Check:
             total=total,
         )
     return r.ok(cid, SECTION, title, value, usable=usable, total=total)
-
-
-def parse_meminfo(text: str) -> dict[str, int]:
-    """/proc/meminfo as bytes per key ('MemTotal:  16318480 kB' -> {'MemTotal': 16710123520})."""
-    values = {}
-    for line in text.splitlines():
-        key, _, rest = line.partition(":")
-        fields = rest.split()
-        if fields and fields[0].isdigit():
-            values[key] = int(fields[0]) * (1024 if fields[1:] == ["kB"] else 1)
-    return values
 
 
 def memory_check(meminfo: Path = Path("/proc/meminfo")) -> r.Check:

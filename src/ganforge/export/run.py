@@ -85,28 +85,29 @@ def export_network(options: ExportOptions) -> dict:
 def _check_memory(module: DeployableGenerator, options: ExportOptions) -> None:
     """Refuse a fixed --batch whose check does not fit: the eager generator and the exported model each run batches
     of that size (a dynamic-batch model is checked CHECK_BATCH images at a time); and a fine-tuning that does not."""
+    from ganforge import memory
     from ganforge.generate import budget
 
     batch = check.CHECK_BATCH if options.batch is None else options.batch
     G, device = module.G, torch.device(_device_type())
     per_image = budget.synthesis_peak_bytes(G, lambda ws: G.synthesis(ws, noise_mode="const"))
-    need = budget.Need(
+    need = memory.Need(
         f"--batch {batch}: the check runs {batch} images of {G.resolution} px at once, in PyTorch and "
         "in the exported model,",
         2 * batch * per_image,
         device.type == "cuda",
         "use a smaller --batch, or dynamic",
     )
-    budget.check([need], budget.available_host_bytes(), budget.available_device_bytes(device))
+    memory.check([need], memory.available_host_bytes(), memory.available_device_bytes(device))
     if options.qat_kimg:  # before the check, on the CPU: its own peak
-        qat_need = budget.Need(
+        qat_need = memory.Need(
             f"--qat-kimg: the fine-tuning runs {qat.QAT_BATCH} images of {G.resolution} px at once with their "
             "gradients,",
             qat.QAT_BATCH * qat.TRAINING_PEAK_PER_IMAGE * per_image,
             False,
             "leave --qat-kimg out, or export on a machine with more memory",
         )
-        budget.check([qat_need], budget.available_host_bytes(), None)
+        memory.check([qat_need], memory.available_host_bytes(), None)
 
 
 def _device_type() -> str:

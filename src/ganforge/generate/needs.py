@@ -2,8 +2,9 @@
 from the options, the network's image size and one measured figure (budget.synthesis_peak_bytes); budget.check
 refuses what does not fit."""
 
-from ganforge.generate.budget import FRAME_COPIES, Need
+from ganforge.generate.budget import FRAME_COPIES
 from ganforge.generate.options import GenerateOptions
+from ganforge.memory import Need
 
 
 def needs_of(o: GenerateOptions, res: int, channels: int, per_image: int, cuda: bool, animation: str | None):

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ganforge import outputs
+from ganforge import memory, outputs
 from ganforge.devices import pick_device
 from ganforge.durable import WriteError, check_destination, write_problem
 from ganforge.errors import UserError
@@ -138,12 +138,12 @@ def _check_budget(G, o: GenerateOptions, renderer: Renderer, device: torch.devic
     """Refuse what does not fit in memory (UserError with the figure); warn when the files may not fit on disk."""
     per_image = budget.synthesis_peak_bytes(G, renderer.synthesize_ws)
     needs, disk = needs_of(o, G.resolution, G.img_channels, per_image, device.type == "cuda", animation)
-    budget.check(needs, budget.available_host_bytes(), budget.available_device_bytes(device))
+    memory.check(needs, memory.available_host_bytes(), memory.available_device_bytes(device))
     free = outputs.free_bytes(o.outdir)
     if disk > free:
         warnings.warn(
-            f"--outdir {o.outdir}: the images may need up to {budget.size_text(disk)} (their uncompressed "
-            f"size), {budget.size_text(free)} is free there",
+            f"--outdir {o.outdir}: the images may need up to {memory.size_text(disk)} (their uncompressed "
+            f"size), {memory.size_text(free)} is free there",
             stacklevel=2,
         )
 
