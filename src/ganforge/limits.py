@@ -55,7 +55,9 @@ MAX_STAGES = MAX_RESOLUTION.bit_length() - 2  # 4x4 to 1024x1024
 ARCHITECTURES = ("orig", "skip", "resnet")
 CHOICES = {"config": ("t", "r"), "architecture": ARCHITECTURES}  # StyleGAN3's configurations, StyleGAN2's layouts
 OPTIONAL_POSITIVE = ("conv_clamp",)  # None (no clamping) or a finite number > 0
-ARCHITECTURE_ARGUMENTS = (*INTEGER_LIMITS, *LIST_LIMITS, *CHOICES, *OPTIONAL_POSITIVE)
+# Lists of block resolutions, each a power of two from 8 to the network's: where StyleGAN2's G and D attend (SAGAN)
+RESOLUTION_LISTS = ("attention",)
+ARCHITECTURE_ARGUMENTS = (*INTEGER_LIMITS, *LIST_LIMITS, *CHOICES, *OPTIONAL_POSITIVE, *RESOLUTION_LISTS)
 MAX_SHOWN_CHARS = 60  # what a message shows of a value read from a file
 MAX_SHOWN_ITEMS = 8
 
@@ -70,6 +72,18 @@ def resolution_ok(resolution) -> bool:
 
 
 RESOLUTIONS = f"a power of two from {MIN_RESOLUTION} to {MAX_RESOLUTION}"
+BLOCK_RESOLUTIONS = f"must be a list of distinct powers of two from {MIN_RESOLUTION} to the network's resolution"
+
+
+def block_resolutions_ok(value, resolution) -> bool:
+    """A list of distinct resolutions of a network's blocks from 8 up (each a power of two, at most `resolution`)."""
+    top = resolution if resolution_ok(resolution) else MAX_RESOLUTION
+    return (
+        type(value) is list
+        and len(value) <= MAX_STAGES
+        and all(type(r) is int and resolution_ok(r) and r <= top for r in value)
+        and len(set(value)) == len(value)
+    )
 
 
 def architecture_problems(arch: dict) -> list[str]:
@@ -94,6 +108,9 @@ def architecture_problems(arch: dict) -> list[str]:
         elif name in CHOICES:
             if not isinstance(value, str) or value not in CHOICES[name]:
                 problems.append(f"{name}={shown(value)}: must be one of {', '.join(CHOICES[name])}")
+        elif name in RESOLUTION_LISTS:
+            if not block_resolutions_ok(value, arch.get("resolution")):
+                problems.append(f"{name}={shown(value)}: {BLOCK_RESOLUTIONS}")
         elif name in OPTIONAL_POSITIVE:
             if value is not None and not (type(value) in (int, float) and math.isfinite(value) and value > 0):
                 problems.append(f"{name}={shown(value)}: must be a finite number > 0, or null (none)")

@@ -21,6 +21,7 @@ from ganforge.nets.layers import (
     fir_kernel,
     fp16_min_resolution,
 )
+from ganforge.nets.attention import SelfAttention
 from ganforge.nets.mapping import MappingNetwork
 from ganforge.nets.recompute import run_block
 from ganforge.nets.winograd import worth_it
@@ -34,7 +35,7 @@ class DiscriminatorBlock(nn.Module):
     every block adds fromRGB of the image downsampled to its resolution ("orig" and "resnet": the top block only)."""
 
     def __init__(self, in_channels, tmp_channels, out_channels, img_channels, use_fp16, conv_clamp,
-                 architecture="resnet"):  # fmt: skip
+                 architecture="resnet", attention=False):  # fmt: skip
         super().__init__()
         self.use_fp16 = use_fp16
         self.fromrgb = None
@@ -46,6 +47,8 @@ class DiscriminatorBlock(nn.Module):
         if architecture == "resnet":
             self.skip = Conv2dLayer(tmp_channels, out_channels, 1, bias=False, down=True)
         self.downsample_image = architecture == "skip"  # the next block reads the image too
+        # Self-attention on the block's input features (after fromRGB), before its convolutions (SAGAN)
+        self.attn = SelfAttention(tmp_channels) if attention else None
         self.register_buffer("resample_filter", fir_kernel(), persistent=False)
 
     def forward(self, x, img, force_fp32: bool = False):
@@ -58,6 +61,8 @@ class DiscriminatorBlock(nn.Module):
             img = downsample2d(img, self.resample_filter) if self.downsample_image else None
         else:
             x = x.to(dtype)
+        if self.attn is not None:
+            x = self.attn(x)
         if self.skip is None:
             return self.conv1(self.conv0(x)), img
         y = self.skip(x, gain=RESIDUAL_GAIN)
@@ -129,6 +134,7 @@ class Discriminator(nn.Module):
         num_fp16_res: run this many top resolutions in fp16 (CUDA only).
         conv_clamp: clamp conv outputs to +-conv_clamp, or None.
         architecture: "resnet" (config F), "orig" or "skip" (limits.ARCHITECTURES).
+        attention: the block resolutions (8 and up) whose input features pass through self-attention.
         The generator's z_dim, w_dim and mapping_layers are accepted and ignored, so one architecture dict can
         build both networks; any other keyword is a TypeError.
 
@@ -138,7 +144,7 @@ class Discriminator(nn.Module):
     """
 
     def __init__(self, resolution=32, img_channels=3, c_dim=0, channel_base=16384, channel_max=512,
-                 mbstd_group_size=4, num_fp16_res=0, conv_clamp=None, architecture="resnet",
+                 mbstd_group_size=4, num_fp16_res=0, conv_clamp=None, architecture="resnet", attention=(),
                  **ignored_generator_kwargs):  # fmt: skip
         super().__init__()
         unknown = sorted(set(ignored_generator_kwargs) - set(GENERATOR_ONLY_KWARGS))
@@ -147,6 +153,7 @@ class Discriminator(nn.Module):
         self._config = dict(resolution=resolution, img_channels=img_channels, c_dim=c_dim, channel_base=channel_base,
                             channel_max=channel_max, mbstd_group_size=mbstd_group_size, num_fp16_res=num_fp16_res,
                             conv_clamp=conv_clamp, architecture=architecture)  # fmt: skip
+        self._config |= {"attention": list(attention)} if attention else {}  # recorded where there is any
         check_arch(**self._config)
         self.resolution, self.img_channels, self.c_dim = resolution, img_channels, c_dim
         self.block_resolutions = [2**i for i in range(int(math.log2(resolution)), 2, -1)]
@@ -156,7 +163,7 @@ class Discriminator(nn.Module):
             tmp_channels = channels_at(res, channel_base, channel_max)
             out_channels = channels_at(res // 2, channel_base, channel_max)
             block = DiscriminatorBlock(in_channels, tmp_channels, out_channels, img_channels, res >= fp16_res,
-                                       conv_clamp, architecture)  # fmt: skip
+                                       conv_clamp, architecture, res in attention)  # fmt: skip
             setattr(self, f"b{res}", block)
         cmap_dim = channels_at(4, channel_base, channel_max) if c_dim > 0 else 0
         self.mapping = None

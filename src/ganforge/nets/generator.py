@@ -25,6 +25,7 @@ from ganforge.nets.layers import (
     upsample2d,
     use_fused_modconv,
 )
+from ganforge.nets.attention import SelfAttention
 from ganforge.nets.mapping import MappingNetwork
 from ganforge.nets.recompute import run_block
 from ganforge.nets.winograd import worth_it
@@ -94,7 +95,7 @@ class SynthesisBlock(nn.Module):
     "orig" and "resnet": a toRGB in the last block only, "resnet": conv0 and conv1 beside a 1x1 upsampling path."""
 
     def __init__(self, in_channels, out_channels, w_dim, resolution, img_channels, use_fp16, conv_clamp,
-                 architecture="skip", is_last=True):  # fmt: skip
+                 architecture="skip", is_last=True, attention=False):  # fmt: skip
         super().__init__()
         self.resolution, self.use_fp16 = resolution, use_fp16
         if in_channels == 0:
@@ -108,6 +109,9 @@ class SynthesisBlock(nn.Module):
         self.skip = None
         if in_channels != 0 and architecture == "resnet":
             self.skip = Conv2dLayer(in_channels, out_channels, 1, bias=False, up=True)
+        # Self-attention on the block's features, after its convolutions and before its toRGB: the next block's
+        # modulated convolutions demodulate whatever statistics it leaves, and its residual gain starts at 0 (SAGAN)
+        self.attn = SelfAttention(out_channels) if attention else None
         self.num_conv = 1 if in_channels == 0 else 2
         self.register_buffer("resample_filter", fir_kernel(), persistent=False)
 
@@ -124,6 +128,8 @@ class SynthesisBlock(nn.Module):
         else:
             x = self.conv0(x.to(dtype), ws[:, 0], noise_mode)
             x = self.conv1(x, ws[:, 1], noise_mode)
+        if self.attn is not None:
+            x = self.attn(x)
         if img is not None:
             img = upsample2d(img, self.resample_filter)
         if self.torgb is not None:
@@ -136,7 +142,7 @@ class SynthesisNetwork(nn.Module):
     """ws [N, num_ws, w_dim] -> image [N, img_channels, resolution, resolution] (float32)."""
 
     def __init__(self, w_dim, resolution, img_channels, channel_base, channel_max, num_fp16_res, conv_clamp,
-                 architecture="skip"):  # fmt: skip
+                 architecture="skip", attention=()):  # fmt: skip
         super().__init__()
         self.w_dim, self.resolution, self.img_channels = w_dim, resolution, img_channels
         self.block_resolutions = [2**i for i in range(2, int(math.log2(resolution)) + 1)]
@@ -146,7 +152,7 @@ class SynthesisNetwork(nn.Module):
             in_channels = channels_at(res // 2, channel_base, channel_max) if res > 4 else 0
             out_channels = channels_at(res, channel_base, channel_max)
             block = SynthesisBlock(in_channels, out_channels, w_dim, res, img_channels, res >= fp16_res, conv_clamp,
-                                   architecture, is_last=res == resolution)  # fmt: skip
+                                   architecture, is_last=res == resolution, attention=res in attention)  # fmt: skip
             setattr(self, f"b{res}", block)
             self.num_ws += block.num_conv
         self.num_ws += 1  # the last block's toRGB; every other "skip" toRGB shares the next block's first w
@@ -179,21 +185,24 @@ class Generator(nn.Module):
         num_fp16_res: run this many top resolutions in fp16 (CUDA only; fp32 master weights are cast at use).
         conv_clamp: clamp conv outputs to +-conv_clamp (256 with fp16), or None.
         architecture: "skip" (config F), "orig" or "resnet" (limits.ARCHITECTURES).
+        attention: the block resolutions (8 and up) whose features pass through self-attention (nets/attention.py).
     """
 
     has_w_space = True  # a mapping network: truncation towards w_avg and per-layer styles have a meaning
 
     def __init__(self, resolution=32, img_channels=3, c_dim=0, z_dim=512, w_dim=512, channel_base=16384,
-                 channel_max=512, mapping_layers=8, num_fp16_res=0, conv_clamp=None, architecture="skip"):  # fmt: skip
+                 channel_max=512, mapping_layers=8, num_fp16_res=0, conv_clamp=None, architecture="skip",
+                 attention=()):  # fmt: skip
         super().__init__()
         self._config = dict(resolution=resolution, img_channels=img_channels, c_dim=c_dim, z_dim=z_dim, w_dim=w_dim,
                             channel_base=channel_base, channel_max=channel_max, mapping_layers=mapping_layers,
                             num_fp16_res=num_fp16_res, conv_clamp=conv_clamp, architecture=architecture)  # fmt: skip
+        self._config |= {"attention": list(attention)} if attention else {}  # recorded where there is any
         check_arch(**self._config)
         self.z_dim, self.c_dim, self.w_dim = z_dim, c_dim, w_dim
         self.img_channels, self.resolution = img_channels, resolution
         self.synthesis = SynthesisNetwork(w_dim, resolution, img_channels, channel_base, channel_max, num_fp16_res,
-                                          conv_clamp, architecture)  # fmt: skip
+                                          conv_clamp, architecture, attention)  # fmt: skip
         self.num_ws = self.synthesis.num_ws
         self.mapping = MappingNetwork(z_dim, c_dim, w_dim, mapping_layers, num_ws=self.num_ws, w_avg_beta=W_AVG_BETA,
                                       lr_multiplier=MAPPING_LR_MULTIPLIER)  # fmt: skip

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ganforge.errors import UserError
-from ganforge.limits import ARCHITECTURES, RESOLUTIONS, resolution_ok
+from ganforge.limits import ARCHITECTURES, BLOCK_RESOLUTIONS, RESOLUTIONS, block_resolutions_ok, resolution_ok
 from ganforge.nets import winograd
 
 FIR_TAPS = (1.0, 3.0, 3.0, 1.0)
@@ -52,6 +52,9 @@ def check_arch(**kwargs) -> None:
         if name == "architecture":
             if value not in ARCHITECTURES:
                 problems.append(f"architecture: {value!r} is not one of {', '.join(ARCHITECTURES)}")
+        elif name == "attention":
+            if not block_resolutions_ok(value, res):
+                problems.append(f"attention: {value!r} {BLOCK_RESOLUTIONS}")
         elif name == "conv_clamp":
             if value is not None and (not isinstance(value, (int, float)) or value <= 0):
                 problems.append(f"conv_clamp: {value!r} must be a positive number or None (no clamping)")
