@@ -10,6 +10,7 @@ import math
 import torch
 from torch import nn
 
+from ganforge.nets.attention import SelfAttention
 from ganforge.nets.layers import (
     RESIDUAL_GAIN,
     Conv2dLayer,
@@ -21,7 +22,6 @@ from ganforge.nets.layers import (
     fir_kernel,
     fp16_min_resolution,
 )
-from ganforge.nets.attention import SelfAttention
 from ganforge.nets.mapping import MappingNetwork
 from ganforge.nets.recompute import run_block
 from ganforge.nets.winograd import worth_it

@@ -10,6 +10,7 @@ import math
 import torch
 from torch import nn
 
+from ganforge.nets.attention import SelfAttention
 from ganforge.nets.layers import (
     LRELU_GAIN,
     RESIDUAL_GAIN,
@@ -25,7 +26,6 @@ from ganforge.nets.layers import (
     upsample2d,
     use_fused_modconv,
 )
-from ganforge.nets.attention import SelfAttention
 from ganforge.nets.mapping import MappingNetwork
 from ganforge.nets.recompute import run_block
 from ganforge.nets.winograd import worth_it
