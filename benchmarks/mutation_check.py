@@ -52,6 +52,7 @@ PL = REFERENCE + "test_g_reg_path_length_matches_finite_differences_and_pl_mean_
 LOOP_SCHEDULE = SCHEDULE + "test_loop_runs_r1_every_16_and_path_length_every_4_steps_and_ramps_the_ema_up"
 NETS = "tests/nets/test_nets_reference.py::"
 LAYOUTS = "tests/train/test_train_layouts.py::"
+ATTENTION = "tests/nets/test_nets_attention.py::"
 PARAMS = "tests/nets/test_nets_params.py::"
 KID_PR = "tests/metrics/test_metrics_kid_pr.py::"
 SG3 = "tests/train/test_train_stylegan3.py::"
@@ -815,10 +816,22 @@ MUTANTS = (
       "fields[\"model.group_channels\"]", (R3GAN_COUNTS,)),
     M("r3gan_embedding_not_projected", "nets/r3gan.py", "(x * nn.functional.linear(c.float(), self.embed))",
       "x", (R3GAN_CONDITIONING,)),
+    M("attention_softmax_over_the_queries", "nets/attention.py",
+      "o = nn.functional.scaled_dot_product_attention(q, k, v)",
+      "o = nn.functional.scaled_dot_product_attention(k, q, v)",
+      (ATTENTION + "test_the_block_equals_the_slow_reference",)),
+    M("attention_gain_starts_at_one", "nets/attention.py", "self.gain = nn.Parameter(torch.zeros([]))",
+      "self.gain = nn.Parameter(torch.ones([]))", (ATTENTION + "test_attention_starts_as_the_identity_in_g_and_d",)),
+    M("attention_logits_unscaled", "nets/attention.py", "o = nn.functional.scaled_dot_product_attention(q, k, v)",
+      "o = nn.functional.scaled_dot_product_attention(q, k, v, scale=1.0)",
+      (ATTENTION + "test_the_block_equals_the_slow_reference",)),
+    M("attention_memory_unchecked", "train/layouts.py",
+      "        memory.check(needs, facts.host_bytes, facts.device_bytes)", "        pass",
+      ("tests/train/test_train_attention.py::test_a_map_that_the_penalties_cannot_hold_is_refused_naming_its_size",)),
     M("cifar_trains_the_residual_d", "presets.py", 'style_mixing=0.0, d_arch="orig"),', "style_mixing=0.0),",
       (LAYOUTS + "test_each_preset_has_the_official_layouts",)),
     M("pretrained_d_layout_ignored", "train/pretrained.py",
-      '"model.d_arch": (facts.d_arch or {}).get("architecture")', '"model.d_arch": None',
+      'd = {} if facts.d_arch is None else {"model.d_arch"', 'd = {} if True else {"model.d_arch"',
       (LAYOUTS + "test_pretrained_networks_decide_their_layouts",)),
     M("older_configs_read_as_plain_g", "config/__init__.py", '"model.g_arch": "skip" if generator == "stylegan2"',
       '"model.g_arch": "orig" if generator == "stylegan2"',

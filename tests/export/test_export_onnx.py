@@ -12,7 +12,7 @@ from export_helpers import PixelFeatures, export, tiny_snapshot
 from ganforge.data.loader import to_uint8
 from ganforge.export import check
 from ganforge.metrics import inception
-from ganforge.snapshot import load_snapshot
+from ganforge.snapshot import load_snapshot, save_snapshot
 
 onnxruntime = pytest.importorskip("onnxruntime", reason="the export extra is not installed: pip install '.[export]'")
 onnx = pytest.importorskip("onnx", reason="the export extra is not installed: pip install '.[export]'")
@@ -182,6 +182,25 @@ def test_every_stylegan2_layout_exports_to_onnx_and_equals_the_eager_generator(t
     assert result.exit_code == 0, result.output
     G, _ = load_snapshot(snapshot)
     assert G.config["architecture"] == layout
+    z = torch.randn(3, 8, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        expected = G(z, torch.zeros([3, 0]), noise_mode="const")
+    torch.testing.assert_close(torch.from_numpy(run_onnx(tmp_path / "G.onnx", z=z)), expected, rtol=0, atol=1e-4)
+
+
+def test_a_generator_with_self_attention_exports_to_onnx_and_equals_the_eager_generator(tmp_path):
+    """scaled_dot_product_attention becomes ONNX operators (MatMul, Softmax) that onnxruntime runs as PyTorch does;
+    the attention's gain is set away from its starting 0 so that the block counts."""
+    snapshot = tiny_snapshot(tmp_path / "G.safetensors", attention=[8, 16])
+    G, _ = load_snapshot(snapshot)
+    with torch.no_grad():
+        for block in (G.synthesis.b8.attn, G.synthesis.b16.attn):
+            block.gain.fill_(0.5)
+    save_snapshot(snapshot, G, {})
+    result = export("--network", snapshot, "--out", tmp_path / "G.onnx", "--check", "4")
+    assert result.exit_code == 0, result.output
+    ops = {node.op_type for node in onnx.load(str(tmp_path / "G.onnx")).graph.node}
+    assert "Softmax" in ops
     z = torch.randn(3, 8, generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         expected = G(z, torch.zeros([3, 0]), noise_mode="const")

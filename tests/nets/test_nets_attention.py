@@ -21,7 +21,7 @@ def slow_attention(block: SelfAttention, x: torch.Tensor) -> torch.Tensor:
 
     def project(layer, features):  # features [C, P] -> [C', P]
         weight = layer.weight.double()[:, :, 0, 0] / math.sqrt(layer.weight.shape[1])
-        return weight @ features + layer.bias.double()[:, None]
+        return weight @ features + (0 if layer.bias is None else layer.bias.double()[:, None])
 
     out = []
     for sample in x.double():
@@ -45,7 +45,7 @@ def explicit_attention(block: SelfAttention, x: torch.Tensor) -> torch.Tensor:
 
     def project(layer, features):  # [N, C, P] -> [N, C', P]
         weight = layer.weight[:, :, 0, 0] / math.sqrt(layer.weight.shape[1])
-        return torch.einsum("oc,ncp->nop", weight, features) + layer.bias[None, :, None]
+        return torch.einsum("oc,ncp->nop", weight, features) + (0 if layer.bias is None else layer.bias[None, :, None])
 
     features = x.flatten(2)
     q, k, v = (project(layer, features) for layer in (block.query, block.key, block.value))
@@ -59,7 +59,7 @@ def test_the_block_equals_the_slow_reference():
     block = SelfAttention(16)
     with torch.no_grad():
         block.gain.fill_(0.7)
-        for layer in (block.query, block.key, block.value, block.out):
+        for layer in (block.query, block.value, block.out):
             layer.bias.normal_()
     x = torch.randn(2, 16, 4, 4)
     with torch.no_grad():
@@ -95,7 +95,7 @@ def test_attention_starts_as_the_identity_in_g_and_d(layout):
 
 def _attention_parameters(channels: int) -> int:
     inner = max(channels // 8, 1)  # C/8 (SAGAN Sec. 3)
-    return 3 * (channels * inner + inner) + inner * channels + channels + 1  # q, k, v; out; gain
+    return 3 * channels * inner + 2 * inner + inner * channels + channels + 1  # q, k (no bias), v; out; gain
 
 
 def test_parameters_are_the_plain_networks_plus_one_block_per_resolution():

@@ -59,13 +59,13 @@ def test_given_layouts_replace_the_presets_and_build_those_networks():
 
 
 def test_a_layout_the_network_does_not_have_is_refused_with_the_fix():
-    assert "--g-arch resnet: the stylegan3-t generator has one layout; drop --g-arch or pass a StyleGAN2 --cfg" in (
+    assert "--g-arch resnet: the stylegan3-t generator has no such choice; drop --g-arch or pass a StyleGAN2 --cfg" in (
         _problems("tiny3", g_arch="resnet")
     )
     problems = _problems("tiny-r3gan", g_arch="orig", d_arch="skip")
-    assert "--g-arch orig: the r3gan generator has one layout; drop --g-arch or pass a StyleGAN2 --cfg" in problems
+    assert "--g-arch orig: the r3gan generator has no such choice; drop --g-arch or pass a StyleGAN2 --cfg" in problems
     assert (
-        "--d-arch skip: R3GAN's discriminator has one layout; drop --d-arch or pass a StyleGAN2 or StyleGAN3 --cfg"
+        "--d-arch skip: R3GAN's discriminator has no such choice; drop --d-arch or pass a StyleGAN2 or StyleGAN3 --cfg"
         in problems
     )
     assert _problems("tiny", g_arch="dense") == ["--g-arch dense: unknown; use one of orig, skip, resnet"]

@@ -19,7 +19,7 @@ MAX_REPEAT = 100
 MEASURE = "Measurement"
 # The `train` options the bench takes as train does; the others keep train's defaults.
 TRAINING = ("preset", "cond", "precision", "compile", "channels_last", "aug", "device", "cbase", "cmax", "g_arch",
-            "d_arch")  # fmt: skip
+            "d_arch", "g_attn", "d_attn")  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,6 +43,8 @@ class BenchOptions:
     cmax: int | None = None
     g_arch: str | None = None
     d_arch: str | None = None
+    g_attn: str | None = None
+    d_attn: str | None = None
     data: str | None = option(
         MEASURE,
         "Time the step for this dataset (folder, zip or archive): its resolution, channels and, with --cond, labels.",

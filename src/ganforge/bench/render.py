@@ -57,6 +57,8 @@ def _config(options: BenchOptions, shape: Shape, preset, final: Measurement) -> 
         "channel_max": options.cmax or model.channel_max,
         "g_arch": model.g_arch,
         "d_arch": model.d_arch,
+        "g_attn": list(model.g_attn),
+        "d_attn": list(model.d_attn),
         "precision": options.precision,
         "compile": options.compile,
         "channels_last": options.channels_last,

@@ -203,6 +203,8 @@ SHAPE_FIELDS = {
     "model.blocks_per_stage": "--cfg",
     "model.g_arch": "--g-arch / --cfg",
     "model.d_arch": "--d-arch / --cfg",
+    "model.g_attn": "--g-attn",
+    "model.d_attn": "--d-attn",
 }
 
 

@@ -33,7 +33,11 @@ def _describe_stylegan(cfg: Config) -> list[str]:
         f"EMA half-life {s.ema_kimg:g} kimg, ramp-up {s.ema_rampup}",
         f"networks: {m.generator}, channel base {m.channel_base}, max {m.channel_max}, mapping {m.mapping_layers} "
         f"layers, minibatch-stddev group {m.mbstd_group}",
-        "layouts: " + ", ".join(f"{net} {layout}" for net, layout in (("G", m.g_arch), ("D", m.d_arch)) if layout),
+        "layouts: "
+        + ", ".join(f"{net} {layout}" for net, layout in (("G", m.g_arch), ("D", m.d_arch)) if layout)
+        + "".join(
+            f"; {net} attends at {','.join(map(str, at))}" for net, at in (("G", m.g_attn), ("D", m.d_attn)) if at
+        ),
     ]
 
 

@@ -102,6 +102,22 @@ class ModelConfig:
         default=None,
         preset=True,
     )
+    # Self-attention (SAGAN; nets/attention.py) at these block resolutions of StyleGAN2's G and of the D StyleGAN2
+    # and StyleGAN3 train with
+    g_attn: tuple[int, ...] = option(
+        CONFIGURATION,
+        "Self-attention (SAGAN) on StyleGAN2 G's features at these resolutions, e.g. 16,32.",
+        default=(),
+        kind=str,
+        metavar="RES,RES",
+    )
+    d_attn: tuple[int, ...] = option(
+        CONFIGURATION,
+        "Self-attention (SAGAN) on D's features at these resolutions, e.g. 32.",
+        default=(),
+        kind=str,
+        metavar="RES,RES",
+    )
     # one of GENERATORS: "stylegan2", "stylegan3-t" or "stylegan3-r" (with StyleGAN2's discriminator and loss), or
     # "r3gan" (R3GAN's generator, discriminator and loss, Huang et al. 2024)
     generator: str = "stylegan2"

@@ -2,8 +2,9 @@
 Networks", SAGAN, Sec. 3), for StyleGAN2's G and D at chosen resolutions.
 
 Each position i of x [N, C, H, W] attends to every position j: query q_i = W_q x_i, key k_j = W_k x_j and value
-v_j = W_v x_j are 1x1 projections to C/8 channels (SAGAN's C-bar), o_i = W_o sum_j softmax_j(q_i . k_j / sqrt(C/8))
-v_j projects back to C, and the block returns x + gamma o with gamma a learned scalar that starts at 0 (SAGAN Eq. 3),
+v_j = W_v x_j are 1x1 projections to C/8 channels (SAGAN's C-bar; the key without a bias, which would add the same
+q_i . b to every logit of a row and so change nothing), o_i = W_o sum_j softmax_j(q_i . k_j / sqrt(C/8)) v_j projects
+back to C, and the block returns x + gamma o with gamma a learned scalar that starts at 0 (SAGAN Eq. 3),
 so that a network with attention computes at initialisation exactly what it computes without.
 
 Two departures from SAGAN, both for StyleGAN2's training: the projections have equalized learning rate (weights
@@ -38,16 +39,17 @@ class SelfAttention(nn.Module):
         super().__init__()
         inner = max(channels // REDUCTION, 1)
         self.query = Conv2dLayer(channels, inner, 1)
-        self.key = Conv2dLayer(channels, inner, 1)
+        self.key = Conv2dLayer(channels, inner, 1, bias=False)  # q . (k + b) adds q . b to a whole row: no effect
         self.value = Conv2dLayer(channels, inner, 1)
         self.out = Conv2dLayer(inner, channels, 1)
         self.gain = nn.Parameter(torch.zeros([]))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         n, _, h, w = x.shape
-        q, k, v = (projection(x).flatten(2).transpose(1, 2) for projection in (self.query, self.key, self.value))
-        o = nn.functional.scaled_dot_product_attention(q, k, v)  # [N, HW, C/8]: softmax over the keys' positions
-        o = o.transpose(1, 2).reshape(n, -1, h, w)
+        # [N, 1, HW, C/8]: one head (the 4-D layout that every kernel and the ONNX exporter take)
+        q, k, v = (p(x).flatten(2).transpose(1, 2).unsqueeze(1) for p in (self.query, self.key, self.value))
+        o = nn.functional.scaled_dot_product_attention(q, k, v)  # softmax over the keys' positions
+        o = o[:, 0].transpose(1, 2).reshape(n, -1, h, w)
         return x + self.gain.to(x.dtype) * self.out(o)
 
 

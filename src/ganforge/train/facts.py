@@ -22,7 +22,8 @@ class Facts:
     """What resolve needs besides the options: the dataset's facts (None when --data could not be opened), how many
     processes train together, the device type ("cpu" or "cuda"), problems met while finding these out, the free
     bytes on --outdir's disk (None: not looked at, as for the bench, which writes no run), and what the run may start
-    from (what --resume names and the runs of OUTDIR it may continue). Every look at the file system is here."""
+    from (what --resume names and the runs of OUTDIR it may continue), and the memory available on the host and the
+    training device. Every look at the file system and the machine is here."""
 
     dataset: DatasetFacts | None
     world_size: int
@@ -30,3 +31,5 @@ class Facts:
     problems: tuple[str, ...] = ()
     outdir_free_bytes: int | None = None
     found: Found | None = None  # what the run may start from (train/resume.py); None: not looked for (the bench)
+    host_bytes: int | None = None  # memory available to the process and, on CUDA, on its device (None: not known)
+    device_bytes: int | None = None

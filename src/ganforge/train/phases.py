@@ -20,6 +20,7 @@ from ganforge.augment.blur import blur_images
 from ganforge.config import Config, lazy_ratio
 from ganforge.errors import UserError
 from ganforge.monitor.probe import Probe
+from ganforge.nets.attention import twice_differentiable
 from ganforge.nets.configured import frozen_parameters
 from ganforge.train import loss as L
 from ganforge.train.grad_sync import GradientSync
@@ -133,7 +134,8 @@ def g_main(trainer: Trainer, mb: MicroBatch):
 
 def g_reg(trainer: Trainer, mb: MicroBatch):
     cfg = trainer.cfg
-    img, ws = trainer.generate(mb, n=len(mb.z) // cfg.loss.pl_batch_shrink, main=False, ws_grad=True)
+    with twice_differentiable():  # the penalty is a gradient, itself differentiated
+        img, ws = trainer.generate(mb, n=len(mb.z) // cfg.loss.pl_batch_shrink, main=False, ws_grad=True)
     noise = torch.stack([_position_noise(cfg, p, img.shape[1:], img.device) for p in mb.positions[: len(img)]])
     lengths = L.path_lengths(img, ws, noise / (img.shape[2] * img.shape[3]) ** 0.5)
     penalty = L.path_length_penalty(lengths, trainer.pl_mean) * cfg.loss.pl_weight
@@ -152,7 +154,8 @@ def d_main(trainer: Trainer, mb: MicroBatch):
 
 def d_reg(trainer: Trainer, mb: MicroBatch):
     real = mb.real.detach().requires_grad_(True)
-    logits = trainer.discriminate(real, mb, main=False)
+    with twice_differentiable():  # R1 is a gradient, itself differentiated
+        logits = trainer.discriminate(real, mb, main=False)
     (penalty,) = L.zero_centred_penalties((logits,), (real,), mb.gamma)
     return penalty, {"Loss/D/r1": penalty}
 

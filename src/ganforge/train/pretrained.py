@@ -7,6 +7,7 @@ from ganforge.interop.pretrained import PretrainedFacts
 from ganforge.nets.layers import channels_at
 from ganforge.nets.r3gan import stage_resolutions
 from ganforge.presets import PRESETS
+from ganforge.train.layouts import parse_resolution_list
 
 # D's constructor arguments that ganforge derives from the same fields as G's.
 _SHARED = ("resolution", "img_channels", "c_dim", "channel_base", "channel_max")
@@ -41,8 +42,9 @@ def pretrained_fields(facts: PretrainedFacts) -> dict:
         described = r3gan_fields(g) or {}  # pretrained_problems says why when none
         common = {"model.generator": "r3gan", "run.resume_sha256": facts.sha256, "model.mapping_layers": 0}
         return described | common | {"model.z_dim": g["z_dim"], "model.w_dim": g["z_dim"]}
-    # the layouts the files have (StyleGAN2's G; a D): a file without D leaves D's layout to the options
-    layouts = {"model.g_arch": g.get("architecture"), "model.d_arch": (facts.d_arch or {}).get("architecture")}
+    # G's layout and attention (none but StyleGAN2's has either); a file without D leaves D's to the options
+    d = {} if facts.d_arch is None else {"model.d_arch": facts.d_arch["architecture"],
+                                         "model.d_attn": tuple(facts.d_arch.get("attention", ()))}  # fmt: skip
     return {
         "model.z_dim": g["z_dim"],
         "model.w_dim": g["w_dim"],
@@ -51,8 +53,10 @@ def pretrained_fields(facts: PretrainedFacts) -> dict:
         "model.channel_max": g["channel_max"],
         "model.generator": facts.generator,
         "model.synthesis_layers": g.get("num_layers"),
+        "model.g_arch": g.get("architecture"),
+        "model.g_attn": tuple(g.get("attention", ())),
         "run.resume_sha256": facts.sha256,
-    } | {key: layout for key, layout in layouts.items() if layout is not None}
+    } | d
 
 
 def pretrained_problems(cfg: Config, asked, facts: PretrainedFacts, path: str) -> list[str]:
@@ -99,12 +103,28 @@ def _shape_problems(asked, facts: PretrainedFacts, path: str) -> list[str]:
     given = (("--cbase", asked.cbase, "model.channel_base", "widths"),
              ("--cmax", asked.cmax, "model.channel_max", "widths"),
              ("--g-arch", asked.g_arch, "model.g_arch", "layouts"),
-             ("--d-arch", asked.d_arch, "model.d_arch", "layouts"))  # fmt: skip
+             ("--d-arch", asked.d_arch, "model.d_arch", "layouts"),
+             ("--g-attn", resolution_list(asked.g_attn), "model.g_attn", "attention"),
+             ("--d-attn", resolution_list(asked.d_attn), "model.d_attn", "attention"))  # fmt: skip
     return [
-        f"{flag} {value}: {path} has {fields[key]}, and its networks decide their {what}; drop {flag}"
+        f"{flag} {shown_value(value)}: {path} has {shown_value(fields[key])}, and its networks decide their {what}; "
+        f"drop {flag}"
         for flag, value, key, what in given
         if value is not None and fields.get(key) is not None and value != fields[key]
     ]
+
+
+def resolution_list(text: str | None) -> tuple[int, ...] | None:
+    """A given --g-attn/--d-attn as the field holds it; None when not given or not a list (refused elsewhere)."""
+    parsed = None if text is None else parse_resolution_list("", text)
+    return None if isinstance(parsed, str) else parsed
+
+
+def shown_value(value) -> str:
+    """A field's value as an option writes it: (16, 32) as 16,32, () as none."""
+    if isinstance(value, tuple):
+        return ",".join(map(str, value)) or "none"
+    return str(value)
 
 
 def _r3gan_problems(asked, facts: PretrainedFacts, path: str) -> list[str]:

@@ -15,6 +15,7 @@ from ganforge.nets.configured import make_networks, network_arguments
 from ganforge.nets.r3gan import stage_resolutions
 from ganforge.presets import Preset
 from ganforge.train.facts import Facts
+from ganforge.train.layouts import layout_problems
 from ganforge.train.options import TrainOptions
 
 
@@ -28,24 +29,8 @@ def combination_problems(cfg: Config, options, asked, preset: Preset, facts) -> 
     if facts.dataset is not None:
         problems += _dataset_problems(preset, cfg, facts.dataset)
     problems += _batch_problems(options, preset, cfg) + _problems(cfg, facts.device_type)
-    problems += _control_problems(cfg, asked.lr_steps) + _layout_problems(cfg, asked)
+    problems += _control_problems(cfg, asked.lr_steps) + layout_problems(cfg, asked, facts)
     return problems + _augment_problems(cfg, asked.aug_p)
-
-
-def _layout_problems(cfg: Config, asked) -> list[str]:
-    """--g-arch and --d-arch choose StyleGAN2's layouts: of its G, and of the D StyleGAN2 and StyleGAN3 train with."""
-    generator, problems = cfg.model.generator, []
-    if asked.g_arch is not None and generator != "stylegan2":
-        problems.append(
-            f"--g-arch {asked.g_arch}: the {generator} generator has one layout; drop --g-arch or pass a StyleGAN2 "
-            "--cfg"
-        )
-    if asked.d_arch is not None and generator == "r3gan":
-        problems.append(
-            f"--d-arch {asked.d_arch}: R3GAN's discriminator has one layout; drop --d-arch or pass a StyleGAN2 or "
-            "StyleGAN3 --cfg"
-        )
-    return problems
 
 
 def _width_problems(cfg: Config) -> list[str]:

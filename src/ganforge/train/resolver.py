@@ -10,7 +10,7 @@ import dataclasses
 import math
 from pathlib import Path
 
-from ganforge import dist
+from ganforge import dist, memory
 from ganforge.config import Config, ModelConfig, from_flat
 from ganforge.data import open_dataset
 from ganforge.errors import UserError
@@ -20,6 +20,7 @@ from ganforge.option import value_problems
 from ganforge.outputs import check_writable_folder, free_bytes
 from ganforge.presets import DEFAULT_PRESET, PRESETS, Preset, auto_batch
 from ganforge.train.facts import DatasetFacts, Facts
+from ganforge.train.layouts import parse_resolution_list
 from ganforge.train.options import TRAIN_OPTIONS, TrainOptions
 from ganforge.train.precision import resolve_auto
 from ganforge.train.pretrained import pretrained_fields, pretrained_problems
@@ -30,8 +31,9 @@ from ganforge.train.rundir import RunKey, absolute, absolute_resume
 
 def observe(options: TrainOptions) -> Facts:
     """Join the process group (torchrun's, or a single process), read the dataset's facts, check that --outdir
-    can be written to and how much room its disk has, and find what the run may start from (what --resume names,
-    and the runs of OUTDIR this command may continue, with their config.json)."""
+    can be written to and how much room its disk has, find what the run may start from (what --resume names, and the
+    runs of OUTDIR this command may continue, with their config.json), and how much memory the host and the device
+    have available."""
     device = dist.init(_pick(options.device, _field_default("runtime.device")))
     dataset, problems, free, found = None, [], None, None
     try:
@@ -55,7 +57,8 @@ def observe(options: TrainOptions) -> Facts:
         found = find_sources(key)
     except UserError as error:
         problems += error.problems
-    return Facts(dataset, dist.world_size(), device.type, tuple(problems), free, found)
+    host, on_device = memory.available_host_bytes(), memory.available_device_bytes(device)
+    return Facts(dataset, dist.world_size(), device.type, tuple(problems), free, found, host, on_device)
 
 
 def data_path(options: TrainOptions) -> str:
@@ -86,7 +89,11 @@ def resolve_run(options: TrainOptions, facts: Facts | None = None) -> tuple[Conf
     named = None if facts.found is None else facts.found.named
     pretrained = named.pretrained if named is not None and named.kind == "weights" else None
     steps = () if isinstance(lr_steps, str) else lr_steps
-    cfg = _build(options, name, preset, dataset, facts.world_size, steps, pretrained)
+    attention = {flag: parse_resolution_list(flag, getattr(options, flag[2:].replace("-", "_")))
+                 for flag in ("--g-attn", "--d-attn")}  # fmt: skip
+    problems += [value for value in attention.values() if isinstance(value, str)]
+    attention = {flag: () if isinstance(value, str) else value for flag, value in attention.items()}
+    cfg = _build(options, name, preset, dataset, facts.world_size, steps, pretrained, attention)
     source = None
     try:
         source = None if facts.found is None else choose_source(cfg, facts.found)
@@ -110,6 +117,7 @@ def _build(
     world_size: int,
     lr_steps: tuple[float, ...],
     pretrained: PretrainedFacts | None,
+    attention: dict[str, tuple[int, ...]],
 ) -> Config:
     """The Config itself: each given option's value in the field it is declared on, overridden by what is derived
     from the preset, the dataset and the other options, and by the architecture of the pretrained files the run
@@ -133,7 +141,7 @@ def _build(
         "model.channel_base": _pick(o.cbase, preset.channel_base),
         "model.channel_max": _pick(o.cmax, preset.channel_max),
         "model.mbstd_group": min(preset.mbstd, batch_gpu), "model.generator": preset.generator,
-        **_architectures(o, preset),
+        **_architectures(o, preset, attention),
         "model.synthesis_layers": preset.synthesis_layers, "model.group_channels": preset.group_channels,
         "model.blocks_per_stage": preset.blocks_per_stage, "schedule.anneal_kimg": preset.anneal_kimg,
         "optim.beta2": preset.beta2, "optim.beta2_final": preset.beta2_final, "augment.mode": augment,
@@ -225,13 +233,17 @@ def _is_stylegan3(preset: Preset) -> bool:
     return _pick(preset.generator, ModelConfig.generator).startswith("stylegan3")
 
 
-def _architectures(options: TrainOptions, preset: Preset) -> dict:
-    """G's and D's StyleGAN2 layouts, given or the row's, for the networks that have the choice: StyleGAN2's G, and
-    the StyleGAN2 D that StyleGAN3 trains with too (R3GAN's networks have none)."""
+def _architectures(options: TrainOptions, preset: Preset, attention: dict[str, tuple[int, ...]]) -> dict:
+    """G's and D's StyleGAN2 layouts, given or the row's, and where they attend (`attention`: the parsed --g-attn
+    and --d-attn), for the networks that have these choices: StyleGAN2's G, and the StyleGAN2 D that StyleGAN3
+    trains with too (R3GAN's networks have none)."""
     generator = _pick(preset.generator, ModelConfig.generator)
+    g, d = generator == "stylegan2", generator != "r3gan"
     return {
-        "model.g_arch": _pick(options.g_arch, preset.g_arch) if generator == "stylegan2" else None,
-        "model.d_arch": _pick(options.d_arch, preset.d_arch) if generator != "r3gan" else None,
+        "model.g_arch": _pick(options.g_arch, preset.g_arch) if g else None,
+        "model.d_arch": _pick(options.d_arch, preset.d_arch) if d else None,
+        "model.g_attn": attention["--g-attn"] if g else (),
+        "model.d_attn": attention["--d-attn"] if d else (),
     }
 
 

@@ -1,0 +1,80 @@
+"""What `resolve` refuses of the networks' layout options: --g-arch/--d-arch (StyleGAN2's orig, skip and resnet) and
+--g-attn/--d-attn (self-attention, nets/attention.py) where the network has no such choice, attention at a resolution
+the network has no block at, and attention whose map does not fit in memory for the passes that differentiate it
+twice. Each is one message naming the flag, the figure and the fix."""
+
+from ganforge import memory
+from ganforge.config import Config
+from ganforge.errors import UserError
+from ganforge.limits import MIN_RESOLUTION
+from ganforge.nets.attention import attention_map_bytes
+
+
+def parse_resolution_list(flag: str, text: str | None) -> tuple[int, ...] | str:
+    """--g-attn '16,32' -> (16, 32); () when not given; the problem's message when it is not whole numbers (which
+    resolutions a network has is checked with the rest, `layout_problems`)."""
+    try:
+        return tuple(int(part) for part in (text or "").split(",") if part.strip())
+    except ValueError:
+        return f"{flag} {text:.60}: not a comma-separated list of resolutions; write e.g. {flag} 16,32"
+
+
+def layout_problems(cfg: Config, asked, facts) -> list[str]:
+    """Every problem of the layout options: `asked` the options as given, `facts` what observe() found (the memory
+    available, None where not looked at)."""
+    problems = _refused_choices(cfg, asked) + _resolution_problems(cfg)
+    return problems or _memory_problems(cfg, facts)
+
+
+def _refused_choices(cfg: Config, asked) -> list[str]:
+    """--g-arch/--g-attn choose for StyleGAN2's G, --d-arch/--d-attn for the D StyleGAN2 and StyleGAN3 train with."""
+    generator, problems = cfg.model.generator, []
+    for flag, given in (("--g-arch", asked.g_arch), ("--g-attn", asked.g_attn)):
+        if given is not None and generator != "stylegan2":
+            problems.append(f"{flag} {given}: the {generator} generator has no such choice; drop {flag} or pass a "
+                            "StyleGAN2 --cfg")  # fmt: skip
+    for flag, given in (("--d-arch", asked.d_arch), ("--d-attn", asked.d_attn)):
+        if given is not None and generator == "r3gan":
+            problems.append(f"{flag} {given}: R3GAN's discriminator has no such choice; drop {flag} or pass a "
+                            "StyleGAN2 or StyleGAN3 --cfg")  # fmt: skip
+    return problems
+
+
+def _resolution_problems(cfg: Config) -> list[str]:
+    """Attention where the network has a block: a power of two from 8 to the image's resolution, each once."""
+    res, problems = cfg.data.resolution, []
+    blocks = [2**i for i in range(MIN_RESOLUTION.bit_length() - 1, res.bit_length())]
+    for flag, chosen in (("--g-attn", cfg.model.g_attn), ("--d-attn", cfg.model.d_attn)):
+        wrong = [r for r in chosen if r not in blocks]
+        if wrong or len(set(chosen)) != len(chosen):
+            problems.append(
+                f"{flag} {','.join(map(str, chosen))}: attention is at the resolutions of the network's blocks, each "
+                f"once: {', '.join(map(str, blocks))} for {res}x{res} images"
+            )
+    return problems
+
+
+def _memory_problems(cfg: Config, facts) -> list[str]:
+    """The attention maps that R1 (D, on every micro-batch of reals) and the path-length penalty (G, on a
+    micro-batch shrunk by pl_batch_shrink) hold to differentiate them twice (nets/attention.py), against the memory
+    of the training device."""
+    batch, lo, needs = cfg.schedule.batch_gpu, cfg.loss, []
+    passes = [("--d-attn", cfg.model.d_attn, "R1", batch)]
+    if lo.pl_weight > 0:
+        passes.append(("--g-attn", cfg.model.g_attn, "the path-length penalty", max(batch // lo.pl_batch_shrink, 1)))
+    for flag, chosen, penalty, images in passes:
+        for res in chosen:
+            needs.append(
+                memory.Need(
+                    f"{flag} {res}: {penalty} differentiates the attention at {res}x{res} twice, which holds its map "
+                    f"({res * res} positions squared, for {images} images, in float32) and its gradients and",
+                    attention_map_bytes(res, images),
+                    facts.device_type == "cuda",
+                    f"attend at a lower resolution than {res}, or pass a smaller --batch-gpu",
+                )
+            )
+    try:
+        memory.check(needs, facts.host_bytes, facts.device_bytes)
+    except UserError as error:
+        return list(error.problems)
+    return []
