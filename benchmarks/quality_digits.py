@@ -1,9 +1,10 @@
 """Quality per compute on the demo's digits (1,797 scans at 32x32, `python -m ganforge.demo digits`): the `tiny` preset
-as it is, with each training control, and the `tiny-r3gan` preset (variant `r3gan`), trained for fixed wall-clock
-budgets and measured with KID (the standard Inception features) and SWD after each budget, by default on every real
-and 2,000 fakes. `--at-kimg` measures at equal images instead of equal time (each run trains to the next length and
-stops there), which is how the `fp32` and `bf16` variants are compared (does bf16 hurt quality?); `--seeds` repeats
-every variant with other seeds, since one run's KID moves by about as much as the differences between controls.
+as it is, with each training control, G and D layout and self-attention, and the `tiny-r3gan` preset (variant
+`r3gan`), trained for fixed wall-clock budgets and measured with KID (the standard Inception features) and SWD after
+each budget, by default on every real and 2,000 fakes. `--at-kimg` measures at equal images instead of equal time
+(each run trains to the next length and stops there), which is how the `fp32` and `bf16` variants are compared (does
+bf16 hurt quality?); `--seeds` repeats every variant with other seeds, since one run's KID moves by about as much as
+the differences between controls.
 
 Each variant trains in a child process (`ganforge.train.main` with TrainOptions: the flags' names, `preset` for --cfg)
 that is stopped with SIGTERM when its budget is spent: the run writes a checkpoint and exits, the budget's G_ema is
@@ -54,6 +55,10 @@ VARIANTS = {
     "r3gan-gamma0.005": {"preset": "tiny-r3gan", "gamma": 0.005},  # to a tenth as the preset's
     "r3gan-narrow": {"preset": "tiny-r3gan", "cbase": 512},  # half the widths at 16 and 32 px (32, 16)
     "r3gan-wide": {"preset": "tiny-r3gan", "cbase": 2048, "cmax": 128},  # twice the widths in every stage
+    # StyleGAN2's layouts (Sec. 4.1, Fig. 7; tiny is skip G, resnet D) and self-attention (SAGAN) at 16x16
+    "resnet": {"g_arch": "resnet"},  # resnet G and D
+    "orig": {"g_arch": "orig", "d_arch": "orig"},  # neither skips nor residuals
+    "attention": {"g_attn": "16", "d_attn": "16"},
 }
 
 
