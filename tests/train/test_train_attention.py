@@ -9,7 +9,15 @@ import json
 import pytest
 import torch
 from click.testing import CliRunner
-from train_helpers import final_checkpoint, make_dataset, tiny_args, tiny_options, weights_found
+from train_helpers import (
+    RANK_SCRIPT,
+    continued_equals_straight,
+    final_checkpoint,
+    make_dataset,
+    tiny_args,
+    tiny_options,
+    weights_found,
+)
 
 from ganforge import checkpoint
 from ganforge.cli import main
@@ -68,8 +76,8 @@ def test_a_map_that_the_penalties_cannot_hold_is_refused_naming_its_size():
     assert _resolve(d_attn="32", host_bytes=300 * MIB).model.d_attn == (32,)
     (problem,) = _problems(g_attn="16", d_attn="32", host_bytes=200 * MIB)
     assert problem == (
-        "--d-attn 32: R1 differentiates the attention at 32x32 twice, which holds its map (1024 positions squared, "
-        "for 16 images, in float32) and its gradients and needs 256 MiB (264 MiB in all); 200 MiB of memory is "
+        "--d-attn 32: R1 differentiates the attention at 32x32 twice, holding its map (1024 positions squared for 16 "
+        "images, float32) and the map's gradients, which needs 256 MiB (264 MiB in all); 200 MiB of memory is "
         "available; attend at a lower resolution than 32, or pass a smaller --batch-gpu"
     )
     assert _resolve(d_attn="32", batch_gpu=8, host_bytes=200 * MIB).model.d_attn == (32,)
@@ -83,32 +91,17 @@ def test_pretrained_networks_decide_where_they_attend():
     ]
 
 
-def _train(data, outdir, kimg: float, **extra):
-    args = tiny_args(data, outdir, kimg=kimg, batch=8, g_attn=8, d_attn=8, **extra)
-    result = CliRunner().invoke(main, args, catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-
-
 def test_attention_trains_through_both_penalties_and_a_stopped_run_continues_bitwise(data, tmp_path):
-    _train(data, tmp_path / "straight", 0.016)
-    _train(data, tmp_path / "stopped", 0.008)
-    _train(data, tmp_path / "stopped", 0.016)  # the same command, longer: continues from the 8-image checkpoint
-    straight, resumed = final_checkpoint(tmp_path / "straight"), final_checkpoint(tmp_path / "stopped")
-    assert straight.name == resumed.name == "ckpt-000000016"
-    for name in ("tensors.safetensors", "state.json"):
-        assert (straight / name).read_bytes() == (resumed / name).read_bytes(), name
-    state = checkpoint.load(resumed)
+    def train(outdir, kimg: float):
+        args = tiny_args(data, outdir, kimg=kimg, batch=8, g_attn=8, d_attn=8)
+        result = CliRunner().invoke(main, args, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+
+    state = checkpoint.load(continued_equals_straight(train, tmp_path, 0.016))
     assert state["G"]["synthesis.b8.attn.gain"] != 0 and state["D"]["b8.attn.gain"] != 0  # learned, through R1/PL
     (run,) = (tmp_path / "stopped").iterdir()
     records = [json.loads(line) for line in (run / "stats.jsonl").read_text().splitlines()]
     assert {"Loss/D/r1", "Loss/G/pl"} <= set(records[0])
-
-
-RANK_SCRIPT = """
-import json, sys
-from ganforge.train import TrainOptions, resolve, run
-sys.exit(run(resolve(TrainOptions(**json.loads(sys.argv[1])))))
-"""
 
 
 @pytest.mark.timeout(300)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 from click.testing import CliRunner
-from train_helpers import final_checkpoint, make_dataset, tiny_options
+from train_helpers import RANK_SCRIPT, continued_equals_straight, final_checkpoint, make_dataset, tiny_options
 
 from ganforge import checkpoint
 from ganforge.cli import main
@@ -139,16 +139,8 @@ def _train(data: Path, outdir: Path, kimg: float, *extra: str) -> None:
 
 
 def test_tiny_r3gan_trains_through_the_cli_and_a_stopped_run_continues_bitwise(data, tmp_path):
-    _train(data, tmp_path / "straight", 0.016)
-    _train(data, tmp_path / "stopped", 0.008)
-    _train(data, tmp_path / "stopped", 0.016)  # the same command, longer: continues from the 8-image checkpoint
-
-    straight, resumed = final_checkpoint(tmp_path / "straight"), final_checkpoint(tmp_path / "stopped")
-    assert straight.name == resumed.name == "ckpt-000000016"
+    resumed = continued_equals_straight(lambda outdir, kimg: _train(data, outdir, kimg), tmp_path, 0.016)
     (run,) = (tmp_path / "stopped").iterdir()
-    assert "resuming at 0.008 kimg" in (run / "log.txt").read_text()
-    for name in ("tensors.safetensors", "state.json"):
-        assert (straight / name).read_bytes() == (resumed / name).read_bytes(), name
     state = checkpoint.load(resumed)
     assert state["opt_D"]["param_groups"][0]["betas"][1] > 0.9  # beta2 annealed past its start
     # the EMA half-life anneals from 0 and is still ~2e-4 images at the last step: G_ema is G (as released, and
@@ -157,13 +149,6 @@ def test_tiny_r3gan_trains_through_the_cli_and_a_stopped_run_continues_bitwise(d
     records = [json.loads(line) for line in (run / "stats.jsonl").read_text().splitlines()]
     assert {"Loss/D/r1", "Loss/D/r2", "Loss/G/main"} <= set(records[-1])
     assert 0 < records[-1]["Aug/p"] < 0.2 * 1e-4  # annealed from 0 towards the preset's 0.2 over 40 kimg
-
-
-RANK_SCRIPT = """
-import json, sys
-from ganforge.train import TrainOptions, resolve, run
-sys.exit(run(resolve(TrainOptions(**json.loads(sys.argv[1])))))
-"""
 
 
 @pytest.mark.timeout(300)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 from click.testing import CliRunner
-from train_helpers import final_checkpoint, make_dataset, tiny_options
+from train_helpers import RANK_SCRIPT, continued_equals_straight, final_checkpoint, make_dataset, tiny_options
 
 from ganforge import checkpoint
 from ganforge.cli import main
@@ -30,17 +30,8 @@ def _train(data: Path, outdir: Path, kimg: float) -> None:
 
 
 def test_tiny3_trains_through_the_cli_and_a_stopped_run_continues_bitwise(data, tmp_path):
-    _train(data, tmp_path / "straight", kimg=0.02)
-    _train(data, tmp_path / "stopped", kimg=0.008)
-    _train(data, tmp_path / "stopped", kimg=0.02)  # the same command, longer: continues from the 8-image checkpoint
-
-    straight, resumed = final_checkpoint(tmp_path / "straight"), final_checkpoint(tmp_path / "stopped")
-    assert straight.name == resumed.name == "ckpt-000000020"
+    resumed = continued_equals_straight(lambda outdir, kimg: _train(data, outdir, kimg), tmp_path, 0.02)
     (run,) = (tmp_path / "stopped").iterdir()
-    assert "resuming at 0.008 kimg" in (run / "log.txt").read_text()
-    for name in ("tensors.safetensors", "state.json"):
-        assert (straight / name).read_bytes() == (resumed / name).read_bytes(), name
-
     state = checkpoint.load(resumed)
     magnitudes = {k: v for k, v in state["G"].items() if k.endswith("magnitude_ema")}
     assert len(magnitudes) == 5 and all(v.item() != 1.0 for v in magnitudes.values())  # tracked, and saved
@@ -51,13 +42,6 @@ def test_tiny3_trains_through_the_cli_and_a_stopped_run_continues_bitwise(data, 
     G, meta = load_snapshot(sorted((run / "snapshots").iterdir())[-1])
     assert type(G).__name__ == "StyleGAN3Generator" and G.config["config"] == "t" and meta["kimg"] == 0.02
     assert G.config["num_layers"] == 4 and G.resolution == 8 and G.img_channels == 1
-
-
-RANK_SCRIPT = """
-import json, sys
-from ganforge.train import TrainOptions, resolve, run
-sys.exit(run(resolve(TrainOptions(**json.loads(sys.argv[1])))))
-"""
 
 
 @pytest.mark.timeout(300)

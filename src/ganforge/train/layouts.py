@@ -66,8 +66,8 @@ def _memory_problems(cfg: Config, facts) -> list[str]:
         for res in chosen:
             needs.append(
                 memory.Need(
-                    f"{flag} {res}: {penalty} differentiates the attention at {res}x{res} twice, which holds its map "
-                    f"({res * res} positions squared, for {images} images, in float32) and its gradients and",
+                    f"{flag} {res}: {penalty} differentiates the attention at {res}x{res} twice, holding its map "
+                    f"({res * res} positions squared for {images} images, float32) and the map's gradients, which",
                     attention_map_bytes(res, images),
                     facts.device_type == "cuda",
                     f"attend at a lower resolution than {res}, or pass a smaller --batch-gpu",

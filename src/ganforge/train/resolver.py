@@ -89,8 +89,8 @@ def resolve_run(options: TrainOptions, facts: Facts | None = None) -> tuple[Conf
     named = None if facts.found is None else facts.found.named
     pretrained = named.pretrained if named is not None and named.kind == "weights" else None
     steps = () if isinstance(lr_steps, str) else lr_steps
-    attention = {flag: parse_resolution_list(flag, getattr(options, flag[2:].replace("-", "_")))
-                 for flag in ("--g-attn", "--d-attn")}  # fmt: skip
+    attention = {"--g-attn": parse_resolution_list("--g-attn", options.g_attn),
+                 "--d-attn": parse_resolution_list("--d-attn", options.d_attn)}  # fmt: skip
     problems += [value for value in attention.values() if isinstance(value, str)]
     attention = {flag: () if isinstance(value, str) else value for flag, value in attention.items()}
     cfg = _build(options, name, preset, dataset, facts.world_size, steps, pretrained, attention)
