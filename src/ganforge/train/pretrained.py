@@ -97,30 +97,30 @@ def pretrained_problems(cfg: Config, asked, facts: PretrainedFacts, path: str) -
 
 
 def _shape_problems(asked, facts: PretrainedFacts, path: str) -> list[str]:
-    """A --cbase, --cmax, --g-arch or --d-arch that differs from the pretrained networks' (whose widths and layouts
-    the run takes)."""
+    """A --cbase, --cmax, --g-arch, --d-arch, --g-attn or --d-attn that differs from the pretrained networks' (whose
+    widths, layouts and attention the run takes)."""
     fields = pretrained_fields(facts)
     given = (("--cbase", asked.cbase, "model.channel_base", "widths"),
              ("--cmax", asked.cmax, "model.channel_max", "widths"),
              ("--g-arch", asked.g_arch, "model.g_arch", "layouts"),
              ("--d-arch", asked.d_arch, "model.d_arch", "layouts"),
-             ("--g-attn", resolution_list(asked.g_attn), "model.g_attn", "attention"),
-             ("--d-attn", resolution_list(asked.d_attn), "model.d_attn", "attention"))  # fmt: skip
+             ("--g-attn", _resolution_list(asked.g_attn), "model.g_attn", "attention"),
+             ("--d-attn", _resolution_list(asked.d_attn), "model.d_attn", "attention"))  # fmt: skip
     return [
-        f"{flag} {shown_value(value)}: {path} has {shown_value(fields[key])}, and its networks decide their {what}; "
+        f"{flag} {_shown_value(value)}: {path} has {_shown_value(fields[key])}, and its networks decide their {what}; "
         f"drop {flag}"
         for flag, value, key, what in given
         if value is not None and fields.get(key) is not None and value != fields[key]
     ]
 
 
-def resolution_list(text: str | None) -> tuple[int, ...] | None:
+def _resolution_list(text: str | None) -> tuple[int, ...] | None:
     """A given --g-attn/--d-attn as the field holds it; None when not given or not a list (refused elsewhere)."""
     parsed = None if text is None else parse_resolution_list("", text)
     return None if isinstance(parsed, str) else parsed
 
 
-def shown_value(value) -> str:
+def _shown_value(value) -> str:
     """A field's value as an option writes it: (16, 32) as 16,32, () as none."""
     if isinstance(value, tuple):
         return ",".join(map(str, value)) or "none"
