@@ -64,3 +64,33 @@ def test_fp16_resolutions_run_in_half_precision_and_stay_close_to_fp32():
     assert dtypes == {"G b16": torch.float16, "D b16": torch.float16}
     assert half.dtype == logits.dtype == torch.float32 and torch.isfinite(logits).all()
     torch.testing.assert_close(half, full, rtol=0, atol=5e-2 * full.abs().max().item())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_r1_through_attention_on_cuda_has_the_second_derivative_of_the_cpu(dtype):
+    """The fused attention kernels CUDA picks have no second derivative; R1's pass runs under twice_differentiable
+    (nets/attention.py) and gives, in fp32, the CPU's gradient of the penalty; fp16 blocks (num_fp16_res) run it too."""
+    from ganforge.nets.attention import twice_differentiable
+
+    torch.manual_seed(0)
+    D = Discriminator(**ARCH, attention=[16, 8], num_fp16_res=2 if dtype == torch.float16 else 0, conv_clamp=256)
+    with torch.no_grad():
+        for block in (D.b16.attn, D.b8.attn):
+            block.gain.fill_(0.5)
+    reals = torch.randn(4, 3, 16, 16, generator=torch.Generator().manual_seed(1))
+
+    def penalty_grads(device):
+        net = D.to(device)
+        net.zero_grad()
+        x = reals.to(device).requires_grad_(True)
+        with twice_differentiable(), fp32_math(tf32=False):
+            (grad,) = torch.autograd.grad(net(x, torch.zeros(4, 0, device=device)).sum(), x, create_graph=True)
+            grad.square().sum().backward()
+        return {name: p.grad.detach().float().cpu() for name, p in net.named_parameters() if "attn" in name}
+
+    on_cuda = penalty_grads(CUDA)
+    assert all(torch.isfinite(g).all() for g in on_cuda.values()) and on_cuda["b16.attn.gain"].abs() > 0
+    if dtype == torch.float32:
+        on_cpu = penalty_grads(torch.device("cpu"))
+        for name, grad in on_cpu.items():
+            torch.testing.assert_close(on_cuda[name], grad, rtol=1e-3, atol=1e-4 * grad.abs().max().item(), msg=name)
