@@ -825,6 +825,8 @@ MUTANTS = (
     M("attention_logits_unscaled", "nets/attention.py", "o = nn.functional.scaled_dot_product_attention(q, k, v)",
       "o = nn.functional.scaled_dot_product_attention(q, k, v, scale=1.0)",
       (ATTENTION + "test_the_block_equals_the_slow_reference",)),
+    M("attention_beyond_the_network_accepted", "limits.py", "resolution_ok(r) and r <= top for r in value",
+      "resolution_ok(r) for r in value", (ATTENTION + "test_attention_only_at_the_networks_block_resolutions",)),
     M("attention_memory_unchecked", "train/layouts.py",
       "        memory.check(needs, facts.host_bytes, facts.device_bytes)", "        pass",
       ("tests/train/test_train_attention.py::test_a_map_that_the_penalties_cannot_hold_is_refused_naming_its_size",)),
