@@ -57,7 +57,10 @@ CHOICES = {"config": ("t", "r"), "architecture": ARCHITECTURES}  # StyleGAN3's c
 OPTIONAL_POSITIVE = ("conv_clamp",)  # None (no clamping) or a finite number > 0
 # Lists of block resolutions, each a power of two from 8 to the network's: where StyleGAN2's G and D attend (SAGAN)
 RESOLUTION_LISTS = ("attention",)
-ARCHITECTURE_ARGUMENTS = (*INTEGER_LIMITS, *LIST_LIMITS, *CHOICES, *OPTIONAL_POSITIVE, *RESOLUTION_LISTS)
+# A growing network (nets/growth.py): an image layer at every resolution, and the stage it has grown to
+GROWTH_ARGUMENTS = ("progressive", "stage")
+ARCHITECTURE_ARGUMENTS = (*INTEGER_LIMITS, *LIST_LIMITS, *CHOICES, *OPTIONAL_POSITIVE, *RESOLUTION_LISTS,
+                          *GROWTH_ARGUMENTS)  # fmt: skip
 MAX_SHOWN_CHARS = 60  # what a message shows of a value read from a file
 MAX_SHOWN_ITEMS = 8
 
@@ -86,6 +89,28 @@ def block_resolutions_ok(value, resolution) -> bool:
     )
 
 
+def stage_problem(stage, resolution, progressive) -> str | None:
+    """The problem with a network argument `stage` ([resolution, fade] of a growing network, nets/growth.py; None:
+    fully grown), or None. Types and ranges only, so that a file's value is checked before anything is built."""
+    if stage is None:
+        return None
+    if not progressive:
+        return f"stage={shown(stage)}: needs a progressive network (progressive=True)"
+    ok = (
+        isinstance(stage, (list, tuple))
+        and len(stage) == 2
+        and type(stage[0]) is int
+        and resolution_ok(stage[0])
+        and stage[0] <= (resolution if resolution_ok(resolution) else MAX_RESOLUTION)
+        and type(stage[1]) in (int, float)
+        and math.isfinite(stage[1])
+        and 0 <= stage[1] <= 1
+        and (stage[1] == 1 or stage[0] >= 2 * MIN_RESOLUTION)  # a fade comes from the resolution below
+    )
+    return None if ok else (f"stage={shown(stage)}: must be [resolution, fade], {RESOLUTIONS} up to the "
+                            "network's, and a fade in [0, 1] (1 at the lowest)")  # fmt: skip
+
+
 def architecture_problems(arch: dict) -> list[str]:
     """Every argument of a network architecture (the constructor kwargs a file records) that is not a value of the
     right type within its limits, one message each; [] when all are. Names outside ARCHITECTURE_ARGUMENTS are
@@ -111,6 +136,12 @@ def architecture_problems(arch: dict) -> list[str]:
         elif name in RESOLUTION_LISTS:
             if not block_resolutions_ok(value, arch.get("resolution")):
                 problems.append(f"{name}={shown(value)}: {BLOCK_RESOLUTIONS}")
+        elif name == "progressive":
+            if type(value) is not bool:
+                problems.append(f"progressive={shown(value)}: must be true or false")
+        elif name == "stage":
+            problem = stage_problem(value, arch.get("resolution"), arch.get("progressive") is True)
+            problems += [problem] if problem else []
         elif name in OPTIONAL_POSITIVE:
             if value is not None and not (type(value) in (int, float) and math.isfinite(value) and value > 0):
                 problems.append(f"{name}={shown(value)}: must be a finite number > 0, or null (none)")

@@ -1,5 +1,6 @@
 """The StyleGAN2 discriminator (Karras et al. 2020, Fig. 7c): residual blocks by default, or the plain ("orig") or
-skip ones of the paper's Fig. 7 and Table 2; minibatch stddev, projection head.
+skip ones of the paper's Fig. 7 and Table 2; minibatch stddev, projection head; optionally grown progressively
+(nets/growth.py).
 
 Module and tensor names follow the official PyTorch release (b256.fromrgb, b4.fc, mapping.embed, ...);
 docs/official-tensor-mapping.md lists the correspondence.
@@ -10,7 +11,10 @@ import math
 import torch
 from torch import nn
 
+from ganforge.errors import UserError
+from ganforge.limits import stage_problem
 from ganforge.nets.attention import SelfAttention
+from ganforge.nets.growth import recorded_stage
 from ganforge.nets.layers import (
     RESIDUAL_GAIN,
     Conv2dLayer,
@@ -32,14 +36,15 @@ GENERATOR_ONLY_KWARGS = ("z_dim", "w_dim", "mapping_layers")
 
 class DiscriminatorBlock(nn.Module):
     """One resolution: [fromRGB], conv0 3x3, conv1 3x3 with 2x FIR down; "resnet": beside a 1x1 down skip; "skip":
-    every block adds fromRGB of the image downsampled to its resolution ("orig" and "resnet": the top block only)."""
+    every block adds fromRGB of the image downsampled to its resolution ("orig" and "resnet": the top block only, or
+    every block when `progressive`, used where the image enters a growing D)."""
 
     def __init__(self, in_channels, tmp_channels, out_channels, img_channels, use_fp16, conv_clamp,
-                 architecture="resnet", attention=False):  # fmt: skip
+                 architecture="resnet", attention=False, progressive=False):  # fmt: skip
         super().__init__()
         self.use_fp16 = use_fp16
         self.fromrgb = None
-        if in_channels == 0 or architecture == "skip":
+        if in_channels == 0 or architecture == "skip" or progressive:
             self.fromrgb = Conv2dLayer(img_channels, tmp_channels, 1, "lrelu", conv_clamp=conv_clamp)
         self.conv0 = Conv2dLayer(tmp_channels, tmp_channels, 3, "lrelu", conv_clamp=conv_clamp)
         self.conv1 = Conv2dLayer(tmp_channels, out_channels, 3, "lrelu", down=True, conv_clamp=conv_clamp)
@@ -51,12 +56,14 @@ class DiscriminatorBlock(nn.Module):
         self.attn = SelfAttention(tmp_channels) if attention else None
         self.register_buffer("resample_filter", fir_kernel(), persistent=False)
 
-    def forward(self, x, img, force_fp32: bool = False):
+    def forward(self, x, img, force_fp32: bool = False, rgb_gain: float = 1.0):
         """x: the previous block's features (None for the top block), img: the image at this block's resolution
-        (None once no block reads it) -> (features, image for the next block)."""
+        (None once no block reads it) -> (features, image for the next block). fromRGB's features are added to x
+        times `rgb_gain` (a growing D's fade, Discriminator.forward)."""
         dtype = block_dtype(self.use_fp16, force_fp32, img.device if x is None else x.device)
-        if self.fromrgb is not None:
+        if self.fromrgb is not None and img is not None:
             y = self.fromrgb(img.to(dtype))
+            y = y if rgb_gain == 1 else y * rgb_gain
             x = y if x is None else x.to(dtype) + y
             img = downsample2d(img, self.resample_filter) if self.downsample_image else None
         else:
@@ -135,6 +142,8 @@ class Discriminator(nn.Module):
         conv_clamp: clamp conv outputs to +-conv_clamp, or None.
         architecture: "resnet" (config F), "orig" or "skip" (limits.ARCHITECTURES).
         attention: the block resolutions (8 and up) whose input features pass through self-attention.
+        progressive: a fromRGB at every resolution, so that the network can grow (nets/growth.py); stage: its
+            growth stage [resolution, fade] (None: fully grown), the resolution of the images it takes.
         The generator's z_dim, w_dim and mapping_layers are accepted and ignored, so one architecture dict can
         build both networks; any other keyword is a TypeError.
 
@@ -145,7 +154,7 @@ class Discriminator(nn.Module):
 
     def __init__(self, resolution=32, img_channels=3, c_dim=0, channel_base=16384, channel_max=512,
                  mbstd_group_size=4, num_fp16_res=0, conv_clamp=None, architecture="resnet", attention=(),
-                 **ignored_generator_kwargs):  # fmt: skip
+                 progressive=False, stage=None, **ignored_generator_kwargs):  # fmt: skip
         super().__init__()
         unknown = sorted(set(ignored_generator_kwargs) - set(GENERATOR_ONLY_KWARGS))
         if unknown:  # accept G's arguments so one dict builds both nets, but never swallow a typo
@@ -154,8 +163,10 @@ class Discriminator(nn.Module):
                             channel_max=channel_max, mbstd_group_size=mbstd_group_size, num_fp16_res=num_fp16_res,
                             conv_clamp=conv_clamp, architecture=architecture)  # fmt: skip
         self._config |= {"attention": list(attention)} if attention else {}  # recorded where there is any
-        check_arch(**self._config)
+        self._config |= {"progressive": True} if progressive else {}
+        check_arch(**self._config, stage=stage)
         self.resolution, self.img_channels, self.c_dim = resolution, img_channels, c_dim
+        self.architecture = architecture
         self.block_resolutions = [2**i for i in range(int(math.log2(resolution)), 2, -1)]
         fp16_res = fp16_min_resolution(resolution, num_fp16_res)
         for res in self.block_resolutions:
@@ -163,7 +174,7 @@ class Discriminator(nn.Module):
             tmp_channels = channels_at(res, channel_base, channel_max)
             out_channels = channels_at(res // 2, channel_base, channel_max)
             block = DiscriminatorBlock(in_channels, tmp_channels, out_channels, img_channels, res >= fp16_res,
-                                       conv_clamp, architecture, res in attention)  # fmt: skip
+                                       conv_clamp, architecture, res in attention, progressive)  # fmt: skip
             setattr(self, f"b{res}", block)
         cmap_dim = channels_at(4, channel_base, channel_max) if c_dim > 0 else 0
         self.mapping = None
@@ -173,11 +184,22 @@ class Discriminator(nn.Module):
                                         conv_clamp, img_channels if architecture == "skip" else 0)  # fmt: skip
         self.grad_checkpoint = False  # recompute each block's activations in backward (a speed/memory switch)
         self.channels_last_input = False  # CPU: see use_cpu_kernels
+        self.set_stage(stage)
 
     @property
     def config(self) -> dict:
         """JSON-serialisable constructor kwargs: Discriminator(**D.config) rebuilds the same architecture."""
         return dict(self._config)
+
+    def set_stage(self, stage) -> None:
+        """Grow to `stage` ([resolution, fade]; None: fully grown), which `config` records from now on."""
+        problem = stage_problem(stage, self.resolution, self._config.get("progressive", False))
+        if problem:
+            raise UserError(problem)
+        stage = recorded_stage(self.resolution, stage)
+        self._config = {key: value for key, value in self._config.items() if key != "stage"}
+        self._config |= {"stage": stage} if stage else {}
+        self.stage = tuple(stage) if stage else (self.resolution, 1.0)
 
     def layers_from_input(self) -> list[str]:
         """The names of D's layers counted from the input as the official code counts them for freezing: each
@@ -206,11 +228,20 @@ class Discriminator(nn.Module):
         self.channels_last_input = enabled
 
     def forward(self, img: torch.Tensor, c: torch.Tensor, force_fp32: bool = False, batches: int = 1) -> torch.Tensor:
-        shape = (self.img_channels, self.resolution, self.resolution)
+        """img at the stage's resolution (the network's, unless growing)."""
+        top, fade = self.stage
+        shape = (self.img_channels, top, top)
         assert img.ndim == 4 and img.shape[1:] == shape, f"img: expected [N, *{shape}], got {list(img.shape)}"
         x = None
         img = img.contiguous(memory_format=torch.channels_last) if self.channels_last_input else img
-        for res in self.block_resolutions:
-            x, img = run_block(getattr(self, f"b{res}"), x, img, force_fp32, recompute=self.grad_checkpoint)
+        entry = img
+        for res in self.block_resolutions[self.block_resolutions.index(top) :]:
+            block, rgb_gain = getattr(self, f"b{res}"), 1.0
+            if res == top // 2 and fade < 1:  # the previous stage's entry fades out as the new block fades in (ProGAN
+                # Fig. 2b); a skip D reads the image at every block, the others only where it enters
+                x = x * fade
+                img = downsample2d(entry, block.resample_filter) if img is None else img
+                rgb_gain = 1.0 if self.architecture == "skip" else 1.0 - fade
+            x, img = run_block(block, x, img, force_fp32, rgb_gain, recompute=self.grad_checkpoint)
         cmap = self.mapping(None, c) if self.mapping is not None else None
         return self.b4(x, img, cmap, batches)

@@ -1,5 +1,5 @@
 """The StyleGAN2 generator (Karras et al. 2020), config F / ADA "stylegan2": skip architecture by default, or the plain
-("orig") or residual ("resnet") one of the paper's Fig. 7 and Table 2; no progressive growing.
+("orig") or residual ("resnet") one of the paper's Fig. 7 and Table 2; optionally grown progressively (nets/growth.py).
 
 Module and tensor names follow the official PyTorch release (mapping.fc0, synthesis.b64.conv0.affine, ...), so an
 official snapshot maps one to one onto this module; docs/official-tensor-mapping.md lists the correspondence.
@@ -10,7 +10,10 @@ import math
 import torch
 from torch import nn
 
+from ganforge.errors import UserError
+from ganforge.limits import stage_problem
 from ganforge.nets.attention import SelfAttention
+from ganforge.nets.growth import recorded_stage, resized
 from ganforge.nets.layers import (
     LRELU_GAIN,
     RESIDUAL_GAIN,
@@ -92,10 +95,11 @@ class ToRGBLayer(nn.Module):
 
 class SynthesisBlock(nn.Module):
     """One resolution: (learned 4x4 const | upsampling conv0), conv1; "skip": a toRGB added to the upsampled image,
-    "orig" and "resnet": a toRGB in the last block only, "resnet": conv0 and conv1 beside a 1x1 upsampling path."""
+    "orig" and "resnet": a toRGB in the last block only (in every block when `progressive`), "resnet": conv0 and
+    conv1 beside a 1x1 upsampling path."""
 
     def __init__(self, in_channels, out_channels, w_dim, resolution, img_channels, use_fp16, conv_clamp,
-                 architecture="skip", is_last=True, attention=False):  # fmt: skip
+                 architecture="skip", is_last=True, attention=False, progressive=False):  # fmt: skip
         super().__init__()
         self.resolution, self.use_fp16 = resolution, use_fp16
         if in_channels == 0:
@@ -104,7 +108,7 @@ class SynthesisBlock(nn.Module):
             self.conv0 = SynthesisLayer(in_channels, out_channels, w_dim, resolution, up=True, conv_clamp=conv_clamp)
         self.conv1 = SynthesisLayer(out_channels, out_channels, w_dim, resolution, conv_clamp=conv_clamp)
         self.torgb = None
-        if is_last or architecture == "skip":
+        if is_last or architecture == "skip" or progressive:
             self.torgb = ToRGBLayer(out_channels, img_channels, w_dim, conv_clamp=conv_clamp)
         self.skip = None
         if in_channels != 0 and architecture == "resnet":
@@ -115,8 +119,10 @@ class SynthesisBlock(nn.Module):
         self.num_conv = 1 if in_channels == 0 else 2
         self.register_buffer("resample_filter", fir_kernel(), persistent=False)
 
-    def forward(self, x, img, ws, noise_mode="random", force_fp32=False):
-        """ws [N, num_conv + 1, w_dim]: one w per conv, then the toRGB's (shared with the next block's conv0)."""
+    def forward(self, x, img, ws, noise_mode="random", force_fp32=False, image_gain=1.0, rgb_gain=1.0):
+        """ws [N, num_conv + 1, w_dim]: one w per conv, then the toRGB's (shared with the next block's conv0).
+        The image out is upsampled(img) x image_gain + toRGB(x) x rgb_gain; rgb_gain None: this block adds nothing
+        (a growing network's stage and fade set both, SynthesisNetwork.image_gains)."""
         dtype = block_dtype(self.use_fp16, force_fp32, ws.device)
         if x is None:
             x = self.const.to(dtype).unsqueeze(0).repeat([ws.shape[0], 1, 1, 1])
@@ -132,8 +138,10 @@ class SynthesisBlock(nn.Module):
             x = self.attn(x)
         if img is not None:
             img = upsample2d(img, self.resample_filter)
-        if self.torgb is not None:
+            img = img if image_gain == 1 else img * image_gain
+        if self.torgb is not None and rgb_gain is not None:
             y = self.torgb(x, ws[:, self.num_conv]).to(torch.float32)
+            y = y if rgb_gain == 1 else y * rgb_gain
             img = y if img is None else img + y
         return x, img
 
@@ -142,9 +150,11 @@ class SynthesisNetwork(nn.Module):
     """ws [N, num_ws, w_dim] -> image [N, img_channels, resolution, resolution] (float32)."""
 
     def __init__(self, w_dim, resolution, img_channels, channel_base, channel_max, num_fp16_res, conv_clamp,
-                 architecture="skip", attention=()):  # fmt: skip
+                 architecture="skip", attention=(), progressive=False):  # fmt: skip
         super().__init__()
         self.w_dim, self.resolution, self.img_channels = w_dim, resolution, img_channels
+        self.architecture = architecture
+        self.stage = (resolution, 1.0)  # (resolution, fade) of a progressive network's growth (nets/growth.py)
         self.block_resolutions = [2**i for i in range(2, int(math.log2(resolution)) + 1)]
         fp16_res = fp16_min_resolution(resolution, num_fp16_res)
         self.num_ws = 0
@@ -152,24 +162,40 @@ class SynthesisNetwork(nn.Module):
             in_channels = channels_at(res // 2, channel_base, channel_max) if res > 4 else 0
             out_channels = channels_at(res, channel_base, channel_max)
             block = SynthesisBlock(in_channels, out_channels, w_dim, res, img_channels, res >= fp16_res, conv_clamp,
-                                   architecture, is_last=res == resolution, attention=res in attention)  # fmt: skip
+                                   architecture, res == resolution, res in attention, progressive)  # fmt: skip
             setattr(self, f"b{res}", block)
             self.num_ws += block.num_conv
         self.num_ws += 1  # the last block's toRGB; every other "skip" toRGB shares the next block's first w
         self.grad_checkpoint = False  # recompute each block's activations in backward (a speed/memory switch)
+        self.register_buffer("resample_filter", fir_kernel(), persistent=False)
 
-    def forward(self, ws: torch.Tensor, noise_mode: str = "random", force_fp32: bool = False) -> torch.Tensor:
+    def forward(self, ws, noise_mode: str = "random", force_fp32: bool = False, full_size: bool = True):
+        """full_size False: the image at the stage's resolution (what a growing network trains at); True: that
+        image upsampled to the network's resolution, what every consumer of a generator expects."""
         assert noise_mode in NOISE_MODES, f"noise_mode must be one of {NOISE_MODES}, got {noise_mode!r}"
         assert ws.ndim == 3 and ws.shape[1:] == (self.num_ws, self.w_dim), f"ws: got {list(ws.shape)}"
         ws = ws.to(torch.float32)
         x = img = None
         w_idx = 0
-        for res in self.block_resolutions:
+        for res in self.block_resolutions[: self.block_resolutions.index(self.stage[0]) + 1]:
             block = getattr(self, f"b{res}")
             block_ws = ws[:, w_idx : w_idx + block.num_conv + 1]
-            x, img = run_block(block, x, img, block_ws, noise_mode, force_fp32, recompute=self.grad_checkpoint)
+            x, img = run_block(block, x, img, block_ws, noise_mode, force_fp32, *self.image_gains(res),
+                               recompute=self.grad_checkpoint)  # fmt: skip
             w_idx += block.num_conv
-        return img
+        return resized(img, self.resolution, self.resample_filter) if full_size else img
+
+    def image_gains(self, res: int) -> tuple[float, float | None]:
+        """(gain on the upsampled image coming in, gain on the block's toRGB or None for none) of block `res` at the
+        stage. The newest resolution's toRGB is faded in (ProGAN Fig. 2b); a skip G sums every block's image, so it
+        keeps the image coming in, while the others' image comes from one block, so the previous resolution's toRGB
+        fades out by 1 - fade and no lower block makes one (every weight 1 once grown: the standard network)."""
+        top, fade = self.stage
+        if res == top:
+            return (1.0 if self.architecture == "skip" else 1.0 - fade), fade
+        if self.architecture == "skip" or (res == top // 2 and fade < 1):
+            return 1.0, 1.0
+        return 1.0, None
 
 
 class Generator(nn.Module):
@@ -186,31 +212,45 @@ class Generator(nn.Module):
         conv_clamp: clamp conv outputs to +-conv_clamp (256 with fp16), or None.
         architecture: "skip" (config F), "orig" or "resnet" (limits.ARCHITECTURES).
         attention: the block resolutions (8 and up) whose features pass through self-attention (nets/attention.py).
+        progressive: a toRGB at every resolution, so that the network can grow (nets/growth.py); stage: its growth
+            stage [resolution, fade] (None: fully grown).
     """
 
     has_w_space = True  # a mapping network: truncation towards w_avg and per-layer styles have a meaning
 
     def __init__(self, resolution=32, img_channels=3, c_dim=0, z_dim=512, w_dim=512, channel_base=16384,
                  channel_max=512, mapping_layers=8, num_fp16_res=0, conv_clamp=None, architecture="skip",
-                 attention=()):  # fmt: skip
+                 attention=(), progressive=False, stage=None):  # fmt: skip
         super().__init__()
         self._config = dict(resolution=resolution, img_channels=img_channels, c_dim=c_dim, z_dim=z_dim, w_dim=w_dim,
                             channel_base=channel_base, channel_max=channel_max, mapping_layers=mapping_layers,
                             num_fp16_res=num_fp16_res, conv_clamp=conv_clamp, architecture=architecture)  # fmt: skip
         self._config |= {"attention": list(attention)} if attention else {}  # recorded where there is any
-        check_arch(**self._config)
+        self._config |= {"progressive": True} if progressive else {}
+        check_arch(**self._config, stage=stage)
         self.z_dim, self.c_dim, self.w_dim = z_dim, c_dim, w_dim
         self.img_channels, self.resolution = img_channels, resolution
         self.synthesis = SynthesisNetwork(w_dim, resolution, img_channels, channel_base, channel_max, num_fp16_res,
-                                          conv_clamp, architecture, attention)  # fmt: skip
+                                          conv_clamp, architecture, attention, progressive)  # fmt: skip
         self.num_ws = self.synthesis.num_ws
         self.mapping = MappingNetwork(z_dim, c_dim, w_dim, mapping_layers, num_ws=self.num_ws, w_avg_beta=W_AVG_BETA,
                                       lr_multiplier=MAPPING_LR_MULTIPLIER)  # fmt: skip
+        self.set_stage(stage)
 
     @property
     def config(self) -> dict:
         """JSON-serialisable constructor kwargs: Generator(**G.config) rebuilds the same architecture."""
         return dict(self._config)
+
+    def set_stage(self, stage) -> None:
+        """Grow to `stage` ([resolution, fade]; None: fully grown), which `config` records from now on."""
+        problem = stage_problem(stage, self.resolution, self._config.get("progressive", False))
+        if problem:
+            raise UserError(problem)
+        stage = recorded_stage(self.resolution, stage)
+        self._config = {key: value for key, value in self._config.items() if key != "stage"}
+        self._config |= {"stage": stage} if stage else {}
+        self.synthesis.stage = tuple(stage) if stage else (self.resolution, 1.0)
 
     def use_cpu_kernels(self, enabled: bool = True) -> None:
         """Run the same-size 3x3 convolutions large enough to gain by Winograd's algorithm (nets/winograd.py) that
@@ -221,6 +261,7 @@ class Generator(nn.Module):
                 module.winograd = enabled and not module.up and worth_it(module.weight, module.resolution**2)
 
     def forward(self, z, c, psi=1.0, cutoff=None, noise_mode="random", force_fp32=False):
-        """z [N, z_dim], c [N, c_dim] -> image [N, img_channels, resolution, resolution], float32, about [-1, 1]."""
+        """z [N, z_dim], c [N, c_dim] -> image [N, img_channels, resolution, resolution], float32, about [-1, 1]
+        (while growing: the stage's image, upsampled)."""
         ws = self.mapping(z, c, psi=psi, cutoff=cutoff)
         return self.synthesis(ws, noise_mode=noise_mode, force_fp32=force_fp32)

@@ -14,7 +14,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from ganforge.errors import UserError
-from ganforge.limits import ARCHITECTURES, BLOCK_RESOLUTIONS, RESOLUTIONS, block_resolutions_ok, resolution_ok
+from ganforge.limits import (
+    ARCHITECTURES,
+    BLOCK_RESOLUTIONS,
+    RESOLUTIONS,
+    block_resolutions_ok,
+    resolution_ok,
+    stage_problem,
+)
 from ganforge.nets import winograd
 
 FIR_TAPS = (1.0, 3.0, 3.0, 1.0)
@@ -47,6 +54,11 @@ def check_arch(**kwargs) -> None:
     res = kwargs.pop("resolution")
     if not resolution_ok(res):
         problems.append(f"resolution: {res!r} is not {RESOLUTIONS}; resize the dataset")
+    progressive = kwargs.pop("progressive", False)
+    if type(progressive) is not bool:
+        problems.append(f"progressive: {progressive!r} must be true or false")
+    stage = stage_problem(kwargs.pop("stage", None), res, progressive is True)
+    problems += [stage] if stage else []
     minimum = {"c_dim": 0, "num_fp16_res": 0}
     for name, value in kwargs.items():
         if name == "architecture":
