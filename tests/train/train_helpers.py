@@ -70,17 +70,17 @@ sys.exit(run(resolve(TrainOptions(**json.loads(sys.argv[1])))))
 """
 
 
-def continued_equals_straight(train, folder: Path, kimg: float) -> Path:
-    """`train(outdir, kimg)` once for `kimg` into folder/straight, and into folder/stopped for 0.008 kimg then
-    `kimg` (the same command, longer: it continues from the 8-image checkpoint); the two final checkpoints are byte
-    for byte the same. Returns the continued run's final checkpoint."""
+def continued_equals_straight(train, folder: Path, kimg: float, stop_kimg: float = 0.008) -> Path:
+    """`train(outdir, kimg)` once for `kimg` into folder/straight, and into folder/stopped for `stop_kimg` then
+    `kimg` (the same command, longer: it continues from the checkpoint at the stop); the two final checkpoints are
+    byte for byte the same. Returns the continued run's final checkpoint."""
     train(folder / "straight", kimg)
-    train(folder / "stopped", 0.008)
+    train(folder / "stopped", stop_kimg)
     train(folder / "stopped", kimg)
     straight, resumed = final_checkpoint(folder / "straight"), final_checkpoint(folder / "stopped")
     assert straight.name == resumed.name == f"ckpt-{round(kimg * 1000):09d}"
     (run,) = (folder / "stopped").iterdir()
-    assert "resuming at 0.008 kimg" in (run / "log.txt").read_text()
+    assert f"resuming at {stop_kimg:g} kimg" in (run / "log.txt").read_text()
     for name in ("tensors.safetensors", "state.json"):
         assert (straight / name).read_bytes() == (resumed / name).read_bytes(), name
     return resumed

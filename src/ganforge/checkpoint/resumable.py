@@ -31,7 +31,7 @@ from ganforge.checkpoint.serialize import describe
 from ganforge.checkpoint.store import MAX_NIMG, TENSORS, InvalidCheckpoint
 from ganforge.config import AUGMENTS, GENERATORS, PRECISIONS, Config, field_defaults, flatten, is_maths, upgrade
 from ganforge.errors import UserError
-from ganforge.limits import architecture_problems
+from ganforge.limits import MAX_RESOLUTION, MIN_RESOLUTION, architecture_problems
 from ganforge.nets.configured import build_networks_from, frozen_parameters, network_arguments
 
 STATE_KEYS = (
@@ -164,6 +164,12 @@ def _check_choices(fields: dict) -> None:
             refuse(f"config/{name}", f"{describe(fields[name])} is not one of {', '.join(choices)}")
     whole(fields["schedule.batch"], "config/schedule.batch", 1, _MAX_COUNT)
     whole(fields["augment.ada_interval"], "config/augment.ada_interval", 1, _MAX_COUNT)
+    if fields["model.grow"] is True:  # the growth schedule's lengths, from which the networks' stage is computed
+        whole(fields["schedule.grow_from"], "config/schedule.grow_from", MIN_RESOLUTION, MAX_RESOLUTION)
+        if not fields["schedule.grow_kimg"] >= 0.001:
+            refuse(
+                "config/schedule.grow_kimg", f"must be at least one image, not {describe(fields['schedule.grow_kimg'])}"
+            )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -205,6 +205,7 @@ SHAPE_FIELDS = {
     "model.d_arch": "--d-arch / --cfg",
     "model.g_attn": "--g-attn",
     "model.d_attn": "--d-attn",
+    "model.grow": "--grow",
 }
 
 

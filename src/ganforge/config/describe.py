@@ -1,6 +1,8 @@
 """What the start of a run (and `--dry-run`) prints besides the Config: the values the preset and the flags
 implied, one line each. Few dials are exposed and the rest is derived, so the user sees what was derived."""
 
+import math
+
 from ganforge.config import AugmentConfig, Config, PrecisionConfig, lazy_ratio
 from ganforge.presets import auto_batch
 
@@ -38,6 +40,17 @@ def _describe_stylegan(cfg: Config) -> list[str]:
         + "".join(
             f"; {net} attends at {','.join(map(str, at))}" for net, at in (("G", m.g_attn), ("D", m.d_attn)) if at
         ),
+    ] + _describe_growth(cfg)
+
+
+def _describe_growth(cfg: Config) -> list[str]:
+    s, res = cfg.schedule, cfg.data.resolution
+    if not cfg.model.grow:
+        return []
+    doublings = round(math.log2(res // s.grow_from))
+    return [
+        f"growth: from {s.grow_from} px to {res} px, {s.grow_kimg:g} kimg at each resolution and {s.grow_kimg:g} kimg "
+        f"per fade; fully grown at {s.grow_kimg * 2 * doublings:g} kimg; batch {s.batch} at every stage"
     ]
 
 

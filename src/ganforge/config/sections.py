@@ -118,6 +118,14 @@ class ModelConfig:
         kind=str,
         metavar="RES,RES",
     )
+    # Progressive growing (ProGAN; nets/growth.py): the networks get an image layer at every resolution and train
+    # from schedule.grow_from up (train/schedules.py, stage_at)
+    grow: bool = option(
+        CONFIGURATION,
+        "Progressive growing (Karras et al. 2018): train StyleGAN2's G and D from --grow-from px up to the data's "
+        "resolution, each doubling faded in over --grow-kimg.",
+        default=False,
+    )
     # one of GENERATORS: "stylegan2", "stylegan3-t" or "stylegan3-r" (with StyleGAN2's discriminator and loss), or
     # "r3gan" (R3GAN's generator, discriminator and loss, Huang et al. 2024)
     generator: str = "stylegan2"
@@ -259,6 +267,16 @@ class ScheduleConfig:
     )
     d_steps: int = option(
         CONTROLS, "D steps per G step.", default=1, range=STEPS, must="from 1 to 1000 D steps per G step"
+    )
+    grow_from: int = option(
+        CONTROLS, "--grow: the resolution training starts at (8 to the data's, a power of two).", default=8
+    )
+    grow_kimg: float = option(
+        CONTROLS,
+        "--grow: kimg at each resolution before the next fades in, and kimg of each fade (ProGAN's 600).",
+        default=600.0,
+        range=POSITIVE,
+        must="> 0 kimg, e.g. 600 (ProGAN)",
     )
     # The lengths as typed that were not whole batches and were rounded up (one line each, printed at the start and
     # by --dry-run); the fields above hold the rounded values, which the run trains, hashes and resumes with.

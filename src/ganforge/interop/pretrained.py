@@ -27,6 +27,7 @@ from ganforge.interop.network import NVLABS, ROSINALITY, SNAPSHOT, convert, file
 from ganforge.interop.official_pickle import PersistentRecord
 from ganforge.nets import R3GANGenerator, StyleGAN3Generator
 from ganforge.nets.configured import build_networks_from, network_arguments
+from ganforge.nets.growth import describe_stage, scheduled_stage, stage_of
 from ganforge.snapshot import DISCRIMINATOR_FORMAT, file_format, load_discriminator, load_snapshot
 
 NETWORK_NAMES = ("G", "G_ema", "D")
@@ -75,7 +76,27 @@ def read_pretrained(paths: list[Path]) -> Pretrained:
         hashes.append(digest)
     if not {"G", "G_ema"} & set(networks):
         raise UserError(f"--resume {','.join(map(str, paths))}: holds no generator (G or G_ema); give a snapshot too")
+    networks = {name: _grown(network, ",".join(map(str, paths))) for name, network in networks.items()}
     return Pretrained(networks, p, tuple(formats), tuple(hashes))
+
+
+def _grown(network: torch.nn.Module, shown_paths: str) -> torch.nn.Module:
+    """A network that grew progressively (--grow) as training starts from it: once fully grown, the same network
+    without the image layers only growth used (the lower resolutions' toRGB and fromRGB); refused while growing."""
+    stage = stage_of(network)
+    if stage:
+        raise UserError(
+            f"--resume {shown_paths}: saved while growing (at {describe_stage(stage)}), so its higher resolutions are "
+            "untrained; to finish growing, rerun the command that trained it (it resumes); to fine-tune, start from a "
+            "snapshot taken after growth"
+        )
+    config = getattr(network, "config", {})
+    if not config.get("progressive"):
+        return network
+    grown = type(network)(**{key: value for key, value in config.items() if key != "progressive"})
+    weights = network.state_dict()
+    grown.load_state_dict({key: weights[key] for key in grown.state_dict()})
+    return grown.train(network.training)
 
 
 def describe(pretrained: Pretrained) -> PretrainedFacts:
@@ -122,10 +143,15 @@ def from_checkpoint(trained: checkpoint.Trained) -> Pretrained:
     """G, G_ema and D of a ganforge checkpoint, built as the run that wrote it built them, and ADA's p when that run
     adapted it; its format names the checkpoint. The checkpoint passed a resume's checks, so its networks are within
     the limits and its tensors fit them."""
-    G, D = build_networks_from(*network_arguments(trained.fields))
+    fields = trained.fields
+    G, D = build_networks_from(*network_arguments(fields))
     networks = {"G": G, "G_ema": copy.deepcopy(G), "D": D}
     for name, network in networks.items():
         network.load_state_dict(trained.state[name])
+        if fields["model.grow"] is True:  # its stage follows from its progress (train/schedules.py)
+            nimg = trained.state["loop"]["cur_nimg"]
+            grow = fields["schedule.grow_from"], fields["schedule.grow_kimg"], fields["data.resolution"]
+            network.set_stage(list(scheduled_stage(*grow, nimg)))
     augment = trained.state["augment"]
     p = float(augment["pipe"]["p"].reshape(()).double()) if augment else None
     return Pretrained(networks, p, (f"{CHECKPOINT} {trained.path.name}",), (trained.tensors_sha256,))

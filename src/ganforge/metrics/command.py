@@ -15,6 +15,7 @@ from ganforge.durable import WriteError, check_destination, write_problem
 from ganforge.errors import UserError
 from ganforge.metrics import METRICS, append_result, compute_metrics, parse_names
 from ganforge.metrics.registry import NEEDED_FILES, file_problems, name_problems, unused_files
+from ganforge.nets.growth import describe_stage
 from ganforge.outputs import check_writable_folder
 
 
@@ -53,7 +54,8 @@ def _append(path: Path, record: dict, network) -> None:
 def format_result(record: dict) -> str:
     values = "  ".join(f"{key} {value:.6g}" for key, value in record["results"].items())
     counts = f"{record['num_real']} real / {record['num_fake']} fake"
-    return f"{values}  ({record['protocol']}; {counts}; {record['seconds']:.1f} s)"
+    stage = f"; generator grown to {describe_stage(record['stage'])}" if "stage" in record else ""
+    return f"{values}  ({record['protocol']}; {counts}{stage}; {record['seconds']:.1f} s)"
 
 
 def run(metrics, network=None, data=None, fake=None, outdir=None, device: str = "auto", **options) -> list[dict]:

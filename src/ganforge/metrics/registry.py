@@ -16,6 +16,7 @@ from ganforge.metrics.evaluator import Evaluator, MetricOptions
 from ganforge.metrics.fid import fid
 from ganforge.metrics.kid import kid
 from ganforge.metrics.pr import pr
+from ganforge.nets.growth import stage_of
 
 
 @dataclasses.dataclass(frozen=True)
@@ -184,6 +185,8 @@ def _record(spec: MetricSpec, out: dict, ev: Evaluator, seconds: float) -> dict:
     record |= {"num_real": out["num_real"], "num_fake": out["num_fake"], "seed": ev.options.seed}
     record |= {"real": None if ev.real is None else str(ev.real.name)}
     record |= {"fake": "generator" if ev.fake is None else str(ev.fake.name)}
+    stage = stage_of(ev.generator)
+    record |= {"stage": stage} if stage else {}  # a generator measured while it grew: at that resolution and fade
     return record | {"seconds": round(seconds, 3)}
 
 

@@ -21,7 +21,7 @@ Networks = tuple[Generator | StyleGAN3Generator | R3GANGenerator, Discriminator 
 def network_arguments(fields: Mapping) -> tuple[dict, dict]:
     """(G's constructor arguments, D's) from a Config's flattened fields (`loss.gamma`-style names, as checkpoints
     store them); G's include `generator` ("stylegan2", "stylegan3-t", "stylegan3-r" or "r3gan"), StyleGAN2's G and D
-    their layout (`architecture`) and where they attend (`attention`)."""
+    their layout (`architecture`), where they attend (`attention`) and whether they can grow (`progressive`)."""
     if fields["model.generator"] == "r3gan":
         return _r3gan_arguments(fields)
     common = dict(
@@ -37,12 +37,14 @@ def network_arguments(fields: Mapping) -> tuple[dict, dict]:
         z_dim=fields["model.z_dim"], w_dim=fields["model.w_dim"], mapping_layers=fields["model.mapping_layers"]
     )
     generator = fields["model.generator"]
+    growing = {"progressive": True} if fields.get("model.grow") is True else {}  # older configs have no such field
     if generator != "stylegan2":
         mapping |= dict(config=generator.removeprefix("stylegan3-"), num_layers=fields["model.synthesis_layers"])
     else:
         mapping |= dict(architecture=fields["model.g_arch"], attention=list(fields["model.g_attn"]))
+        mapping |= growing
     d_arguments = dict(mbstd_group_size=fields["model.mbstd_group"], architecture=fields["model.d_arch"],
-                       attention=list(fields["model.d_attn"]), **common)  # fmt: skip
+                       attention=list(fields["model.d_attn"]), **common, **growing)  # fmt: skip
     return {"generator": generator, **common, **mapping}, d_arguments
 
 

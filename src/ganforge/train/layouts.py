@@ -1,7 +1,7 @@
 """What `resolve` refuses of the networks' layout options: --g-arch/--d-arch (StyleGAN2's orig, skip and resnet) and
 --g-attn/--d-attn (self-attention, nets/attention.py) where the network has no such choice, attention at a resolution
-the network has no block at, and attention whose map does not fit in memory for the passes that differentiate it
-twice. Each is one message naming the flag, the figure and the fix."""
+the network has no block at, attention whose map does not fit in memory for the passes that differentiate it
+twice, and --grow where the networks cannot grow. Each is one message naming the flag, the figure and the fix."""
 
 from ganforge import memory
 from ganforge.config import Config
@@ -19,10 +19,10 @@ def parse_resolution_list(flag: str, text: str | None) -> tuple[int, ...] | str:
         return f"{flag} {text:.60}: not a comma-separated list of resolutions; write e.g. {flag} 16,32"
 
 
-def layout_problems(cfg: Config, asked, facts) -> list[str]:
-    """Every problem of the layout options: `asked` the options as given, `facts` what observe() found (the memory
-    available, None where not looked at)."""
-    problems = _refused_choices(cfg, asked) + _resolution_problems(cfg)
+def layout_problems(cfg: Config, options, asked, facts) -> list[str]:
+    """Every problem of the layout options: `options` as resolved (refused values left out), `asked` as given,
+    `facts` what observe() found (the memory available, None where not looked at)."""
+    problems = _refused_choices(cfg, asked) + _resolution_problems(cfg) + _growth_problems(cfg, options)
     return problems or _memory_problems(cfg, facts)
 
 
@@ -51,6 +51,32 @@ def _resolution_problems(cfg: Config) -> list[str]:
                 f"{flag} {','.join(map(str, chosen))}: attention is at the resolutions of the network's blocks, each "
                 f"once: {', '.join(map(str, blocks))} for {res}x{res} images"
             )
+    return problems
+
+
+def _growth_problems(cfg: Config, options) -> list[str]:
+    """--grow grows StyleGAN2's networks (nets/growth.py) from a resolution of theirs below the data's; its lengths
+    mean nothing without it; and a network whose layers change every step of a fade is not compiled once."""
+    if not cfg.model.grow:
+        given = [flag for flag, value in (("--grow-from", options.grow_from), ("--grow-kimg", options.grow_kimg)) if
+                 value is not None]  # fmt: skip
+        return (
+            [f"{', '.join(given)}: set the schedule of --grow; add --grow, or drop {' and '.join(given)}"]
+            if given
+            else []
+        )
+    res, start, problems = cfg.data.resolution, cfg.schedule.grow_from, []
+    if cfg.model.generator != "stylegan2":
+        problems.append(f"--grow: grows StyleGAN2's G and D; the {cfg.model.generator} generator does not grow; drop "
+                        "--grow or pass a StyleGAN2 --cfg")  # fmt: skip
+    starts = [2**i for i in range(MIN_RESOLUTION.bit_length() - 1, res.bit_length() - 1)]
+    if start not in starts:
+        choices = ", ".join(map(str, starts)) or "none (the images are too small to grow)"
+        problems.append(f"--grow-from {start}: growth starts at a resolution of the network's blocks below the data's "
+                        f"{res}: {choices}")  # fmt: skip
+    if cfg.runtime.compile:
+        problems.append("--compile: a growing network changes at every step of a fade, which would compile it again "
+                        "each step; drop --compile with --grow")  # fmt: skip
     return problems
 
 

@@ -20,10 +20,11 @@ from ganforge.errors import UserError
 from ganforge.metrics import append_result, compute_metrics
 from ganforge.monitor.telemetry import Monitor
 from ganforge.nets import summary
+from ganforge.nets.growth import describe_stage, stage_of
 from ganforge.preempt import PreemptionGuard
 from ganforge.report import refresh_report
 from ganforge.snapshot import save_snapshot
-from ganforge.train import checkpointing, logs
+from ganforge.train import checkpointing, growing, logs
 from ganforge.train.build import Runtime, build
 from ganforge.train.phases import micro_batches, run_phase
 from ganforge.train.schedules import augment_p_at, ema_beta, ema_kimg_at, phase_due, update_ema
@@ -38,6 +39,8 @@ def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | N
     trainer, phases, G_ema = build(cfg, device, runtime.precision)
     loop = checkpointing.restore(resume, trainer, G_ema) if resume else {"cur_nimg": 0}
     checkpointing.load_pretrained(weights, trainer, G_ema)
+    if cfg.model.grow:  # the stage the run starts or resumes at, which the first report's summaries show
+        growing.grow(trainer, G_ema, loop["cur_nimg"])
     cur_nimg = handled_nimg = saved_nimg = loop["cur_nimg"]
     if resume is None:
         handled_nimg = saved_nimg = -1  # a fresh run reports, samples and checkpoints its starting point
@@ -101,6 +104,10 @@ def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | N
                     ) from None
                 log.data_wait(time.monotonic() - wait_start)
 
+                # Grow (--grow): the networks' stage at this image count, and the reals at its resolution.
+                if cfg.model.grow:
+                    images = growing.reals_at(images, growing.grow(trainer, G_ema, cur_nimg))
+
                 # Run phases: G main, G path length, D main, D R1, each on its interval (and G after D's warm-up);
                 # R3GAN: D main with R1 and R2, then G main, every step. An annealed --aug fixed p is set first.
                 _set_augment_p(trainer, augment_p_at(cfg.augment, s, cur_nimg))
@@ -151,6 +158,7 @@ def _start_report(cfg: Config, log: logs.RunLog, trainer, samples, run_dir: Path
     c = torch.zeros([2, cfg.data.label_dim], device=trainer.pl_mean.device)
     if dist.is_main():
         img = trainer.G(z, c)
+        img = growing.at_stage(img, trainer.D.stage[0]) if cfg.model.grow else img
         detail = log.print if cur_nimg == 0 else log.record  # a resumed run's terminal showed these when it started
         detail(summary(trainer.G, z, c))
         detail(summary(trainer.D, img, c))
@@ -176,8 +184,9 @@ def _snapshot(
     if dist.is_main():
         log.images("fakes", samples.save_fakes(G_ema, run_dir / f"fakes{kimg}.png"), cur_nimg)
         path.parent.mkdir(exist_ok=True)
+        stage = stage_of(G_ema)  # taken while growing: the generator records its stage, and the log says it
         save_snapshot(path, G_ema, {"kimg": cur_nimg / 1000, "dataset": cfg.data.name, "cfg": cfg.preset})
-        log.print(f"snapshot {path}")
+        log.print(f"snapshot {path}" + (f" (grown to {describe_stage(stage)})" if stage else ""))
     if cfg.run.metrics:
         options = {"device": runtime.device, "batch_size": cfg.schedule.batch_gpu, "seed": cfg.schedule.seed}
         options |= {"vgg16": cfg.run.vgg16, "inception_classifier": cfg.run.inception_classifier}

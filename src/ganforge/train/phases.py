@@ -107,6 +107,8 @@ class Trainer:
         synthesis = self.synthesis_main if main else self.G.synthesis
         if self.magnitude_beta is not None and main and update_emas and self.G.training:
             return synthesis(ws, magnitude_ema_beta=self.magnitude_beta), ws
+        if self.cfg.model.grow:  # at the stage's resolution, which D takes (nets/growth.py)
+            return synthesis(ws, full_size=False), ws
         return synthesis(ws), ws
 
     def discriminate(self, images: torch.Tensor, mb: MicroBatch, main: bool = True) -> torch.Tensor:

@@ -84,6 +84,9 @@ def pretrained_problems(cfg: Config, asked, facts: PretrainedFacts, path: str) -
                 f"--cfg {asked.preset}: builds a {kind} generator, but {path} holds a {facts.generator} one; drop "
                 f"--cfg (the architecture comes from --resume) or pass a {facts.generator} preset"
             )
+    if asked.grow:
+        problems.append(f"--grow: progressive growing trains from scratch (Karras et al. 2018), while {path} is "
+                        "trained; drop --grow to fine-tune it")  # fmt: skip
     problems += _r3gan_problems(asked, facts, path) if facts.generator == "r3gan" else []
     problems += _shape_problems(asked, facts, path)
     d, shared = facts.d_arch, _R3GAN_SHARED if facts.generator == "r3gan" else _SHARED

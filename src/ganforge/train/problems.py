@@ -29,7 +29,7 @@ def combination_problems(cfg: Config, options, asked, preset: Preset, facts) -> 
     if facts.dataset is not None:
         problems += _dataset_problems(preset, cfg, facts.dataset)
     problems += _batch_problems(options, preset, cfg) + _problems(cfg, facts.device_type)
-    problems += _control_problems(cfg, asked.lr_steps) + layout_problems(cfg, asked, facts)
+    problems += _control_problems(cfg, asked.lr_steps) + layout_problems(cfg, options, asked, facts)
     return problems + _augment_problems(cfg, asked.aug_p)
 
 

@@ -163,6 +163,7 @@ def _build(
         "schedule.tick_kimg": typed.get("schedule.tick_kimg", _whole_batches(preset.tick_kimg, batch)),
         "schedule.d_warmup_kimg": typed.get("schedule.d_warmup_kimg"),
         "optim.lr_warmup_kimg": typed.get("optim.lr_warmup_kimg"), "schedule.rounded": rounded,
+        "schedule.grow_kimg": typed.get("schedule.grow_kimg"),
         "schedule.snap": _pick(o.snap, preset.snap), "schedule.ema_kimg": _ema_kimg(PRESETS[name], preset, batch),
         "schedule.ema_rampup": _ema_rampup(preset, pretrained),
         "augment.ada_kimg": _pick(o.ada_kimg, FINE_TUNING_ADA_KIMG if pretrained is not None else None),
@@ -335,6 +336,7 @@ TYPED_LENGTHS = {
     "schedule.tick_kimg": "--tick",
     "schedule.d_warmup_kimg": "--d-warmup-kimg",
     "optim.lr_warmup_kimg": "--lr-warmup-kimg",
+    "schedule.grow_kimg": "--grow-kimg",
 }
 
 

@@ -24,13 +24,23 @@ learning rate follows the cosine schedule above with `lr_horizon_kimg` = `anneal
 
 Blur: StyleGAN3-R's blurred-discriminator warm-up (Karras et al. 2021, App. D) fades out linearly
 (`ganforge.augment.blur` applies it).
+
+Growth (--grow; Karras et al. 2018, Sec. 3, and the schedule of its released configurations, which train each
+resolution and fade each doubling in for the same number of images, 600 kimg): `grow_from` for `grow_kimg`, then for
+each doubling a fade of `grow_kimg` (the new layers' weight rising linearly from 0 to 1) and `grow_kimg` at it; the
+data's resolution once every doubling has faded in. The global batch stays the same at every stage (ProGAN and
+StyleGAN1 raised it at low resolutions to fill the GPU, a throughput choice; a constant batch keeps ticks,
+checkpoints and the sample order where they are and one step's images one stage's). Adam's moments are reset where a
+fade starts and where it ends, as ProGAN's configurations do (`reset_opt_for_new_lod`): layers that had no gradient
+would otherwise take their first steps with second moments that decayed towards zero.
 """
 
 import math
 
 import torch
 
-from ganforge.config import AugmentConfig, LossConfig, OptimConfig, ScheduleConfig
+from ganforge.config import AugmentConfig, LossConfig, ModelConfig, OptimConfig, ScheduleConfig
+from ganforge.nets.growth import scheduled_stage
 
 # ---- cadence -------------------------------------------------------------------------------------------------------
 
@@ -158,3 +168,22 @@ def blur_sigma(cur_nimg: int, init_sigma: float, fade_kimg: float) -> float:
     if init_sigma <= 0 or fade_kimg <= 0:
         return 0.0
     return max(1 - cur_nimg / (fade_kimg * 1000), 0.0) * init_sigma
+
+
+# ---- growth --------------------------------------------------------------------------------------------------------
+
+
+def stage_at(model: ModelConfig, schedule: ScheduleConfig, resolution: int, cur_nimg: int) -> tuple[int, float]:
+    """(resolution, fade) of the networks at `cur_nimg`: (resolution, 1.0) when not growing or fully grown."""
+    if not model.grow:
+        return resolution, 1.0
+    return scheduled_stage(schedule.grow_from, schedule.grow_kimg, resolution, cur_nimg)
+
+
+def stage_starts(model: ModelConfig, schedule: ScheduleConfig, resolution: int, cur_nimg: int) -> bool:
+    """Does a fade start or end with the step at `cur_nimg` (where growth resets Adam's moments)?"""
+    if not model.grow or cur_nimg == 0:
+        return False
+    before = stage_at(model, schedule, resolution, cur_nimg - schedule.batch)
+    now = stage_at(model, schedule, resolution, cur_nimg)
+    return before[0] != now[0] or (before[1] < 1) != (now[1] < 1)
