@@ -53,6 +53,8 @@ LOOP_SCHEDULE = SCHEDULE + "test_loop_runs_r1_every_16_and_path_length_every_4_s
 NETS = "tests/nets/test_nets_reference.py::"
 LAYOUTS = "tests/train/test_train_layouts.py::"
 ATTENTION = "tests/nets/test_nets_attention.py::"
+GROWTH = "tests/nets/test_nets_growth.py::"
+GROWING = "tests/train/test_train_growth.py::"
 PARAMS = "tests/nets/test_nets_params.py::"
 KID_PR = "tests/metrics/test_metrics_kid_pr.py::"
 SG3 = "tests/train/test_train_stylegan3.py::"
@@ -267,10 +269,11 @@ MUTANTS = (
       "x = self.conv1(x, ws[:, 0], noise_mode)\n", (NETS + "test_generator_equals_the_reference_forward",)),
     M("g_resnet_skip_ungained", "nets/generator.py", "y = self.skip(x.to(dtype), gain=RESIDUAL_GAIN)",
       "y = self.skip(x.to(dtype))", (NETS + "test_generator_equals_the_reference_forward",)),
-    M("g_torgb_in_every_block", "nets/generator.py", 'if is_last or architecture == "skip":', "if True:",
+    M("g_torgb_in_every_block", "nets/generator.py", 'if is_last or architecture == "skip" or progressive:', "if True:",
       (PARAMS + "test_parameter_counts_equal_official_for_every_architecture",)),
-    M("d_skip_and_resnet_wiring_swapped", "nets/discriminator.py", 'if in_channels == 0 or architecture == "skip":',
-      'if in_channels == 0 or architecture == "resnet":',
+    M("d_skip_and_resnet_wiring_swapped", "nets/discriminator.py",
+      'if in_channels == 0 or architecture == "skip" or progressive:',
+      'if in_channels == 0 or architecture == "resnet" or progressive:',
       (PARAMS + "test_parameter_counts_equal_official_for_every_architecture",
        NETS + "test_discriminator_equals_the_reference_forward")),
     M("mbstd_std_before_eps", "nets/discriminator.py", "y = (y + 1e-8).sqrt().mean(dim=[3, 4, 5])",
@@ -839,6 +842,35 @@ MUTANTS = (
       '"model.g_arch": "orig" if generator == "stylegan2"',
       (LAYOUTS + "test_a_config_from_before_the_layouts_reads_as_the_layouts_it_was_built_with",
        LAYOUTS + "test_a_checkpoint_of_other_layouts_is_refused_naming_the_options")),
+    # Progressive growing (nets/growth.py, train/growing.py).
+    M("growth_g_fades_the_wrong_way", "nets/generator.py",
+      'return (1.0 if self.architecture == "skip" else 1.0 - fade), fade',
+      'return (1.0 if self.architecture == "skip" else fade), 1.0 - fade',
+      (GROWTH + "test_g_image_is_linear_in_the_fade_and_continuous_where_a_fade_starts_and_ends",)),
+    M("growth_g_keeps_every_lower_torgb", "nets/generator.py",
+      'if self.architecture == "skip" or (res == top // 2 and fade < 1):', "if True:",
+      (GROWTH + "test_g_image_is_linear_in_the_fade_and_continuous_where_a_fade_starts_and_ends",
+       GROWTH + "test_fully_grown_networks_are_the_standard_ones_without_the_layers_growth_added")),
+    M("growth_d_fades_the_wrong_way", "nets/discriminator.py", "                x = x * fade\n",
+      "                x = x * (1.0 - fade)\n",
+      (GROWTH + "test_d_fades_out_its_previous_entry_as_the_hand_wired_pass_does_and_is_continuous",)),
+    M("growth_d_entry_never_fades_out", "nets/discriminator.py",
+      'rgb_gain = 1.0 if self.architecture == "skip" else 1.0 - fade', "rgb_gain = 1.0",
+      (GROWTH + "test_d_fades_out_its_previous_entry_as_the_hand_wired_pass_does_and_is_continuous",)),
+    M("growth_reals_not_blended", "nets/growth.py", "return torch.lerp(coarse, img, fade)", "return img",
+      (GROWTH + "test_reals_at_a_stage_are_the_fir_resampling_and_blend_with_the_coarser_stage_during_a_fade",)),
+    M("growth_reals_blended_the_wrong_way", "nets/growth.py", "return torch.lerp(coarse, img, fade)",
+      "return torch.lerp(img, coarse, fade)",
+      (GROWTH + "test_reals_at_a_stage_are_the_fir_resampling_and_blend_with_the_coarser_stage_during_a_fade",)),
+    M("growth_schedule_fades_in_the_stable_periods", "nets/growth.py", "fading = periods % 2 == 1",
+      "fading = periods % 2 == 0",
+      (GROWTH + "test_the_schedule_alternates_stable_and_fading_periods_up_to_the_data_resolution",)),
+    M("growth_adam_not_reset", "train/growing.py", "            network.opt.state.clear()", "            pass",
+      (GROWING + "test_a_run_grows_through_a_fade_and_a_stop_in_the_middle_of_it_continues_bitwise",)),
+    M("growth_stage_fade_unchecked", "limits.py", "        and 0 <= stage[1] <= 1\n", "",
+      (GROWTH + "test_the_stage_is_recorded_rebuilt_and_checked_like_every_argument_a_file_holds",)),
+    M("growth_half_grown_weights_accepted", "interop/pretrained.py", "    if stage:\n", "    if False:\n",
+      (GROWING + "test_a_grown_snapshot_fine_tunes_without_its_growth_layers_and_a_half_grown_one_is_refused",)),
 )  # fmt: skip
 
 
