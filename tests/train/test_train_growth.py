@@ -7,6 +7,7 @@ import json
 
 import pytest
 import safetensors
+import torch
 from click.testing import CliRunner
 from train_helpers import continued_equals_straight, final_checkpoint, make_dataset, tiny_args, weights_found
 
@@ -15,7 +16,9 @@ from ganforge.cli import main
 from ganforge.config import Config
 from ganforge.config.describe import describe_derived
 from ganforge.errors import UserError
+from ganforge.metrics import compute_metric
 from ganforge.nets.configured import make_networks
+from ganforge.snapshot import load_snapshot
 from ganforge.train.options import TrainOptions
 from ganforge.train.resolver import DatasetFacts, Facts, resolve
 from ganforge.train.schedules import stage_at, stage_starts
@@ -93,8 +96,14 @@ def test_a_run_grows_through_a_fade_and_a_stop_in_the_middle_of_it_continues_bit
     assert "network-snapshot-000000.016.safetensors (grown to 8 px)" in log
     assert "network-snapshot-000000.048.safetensors (grown to 16 px, fading in at 0.67)" in log
     assert "network-snapshot-000000.056.safetensors\n" in log  # fully grown: no stage to say
-    assert _snapshot_stage(run / "snapshots/network-snapshot-000000.048.safetensors") == [16, 2 / 3]
+    mid_fade = run / "snapshots/network-snapshot-000000.048.safetensors"
+    assert _snapshot_stage(mid_fade) == [16, 2 / 3]
     assert _snapshot_stage(run / "snapshots/network-snapshot-000000.056.safetensors") is None
+    G, _ = load_snapshot(mid_fade)
+    assert G(torch.zeros(2, G.z_dim), None).shape == (2, 1, 16, 16)
+    record = compute_metric("swd16k", generator=G, real=str(data), num_gen=32, cache_dir=tmp_path / "cache",
+                            progress=False)  # fmt: skip
+    assert record["stage"] == [16, 2 / 3]  # a metric of a growing generator says at which stage it was taken
     state = checkpoint.load(final)
     # Adam reset where the fade ended (the step at 48): D has stepped once since; G's new toRGB trained meanwhile
     assert {entry["step"].item() for entry in state["opt_D"]["state"].values()} == {1.0}

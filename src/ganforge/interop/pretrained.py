@@ -148,8 +148,8 @@ def from_checkpoint(trained: checkpoint.Trained) -> Pretrained:
     networks = {"G": G, "G_ema": copy.deepcopy(G), "D": D}
     for name, network in networks.items():
         network.load_state_dict(trained.state[name])
-        if fields["model.grow"] is True:  # its stage follows from its progress (train/schedules.py)
-            nimg = trained.state["loop"]["cur_nimg"]
+        if fields["model.grow"] is True:  # the stage of its last step, which follows from its progress
+            nimg = max(trained.state["loop"]["cur_nimg"] - fields["schedule.batch"], 0)
             grow = fields["schedule.grow_from"], fields["schedule.grow_kimg"], fields["data.resolution"]
             network.set_stage(list(scheduled_stage(*grow, nimg)))
     augment = trained.state["augment"]

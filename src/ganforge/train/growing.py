@@ -31,3 +31,8 @@ def reals_at(images: torch.Tensor, stage: tuple[int, float]) -> torch.Tensor:
 def at_stage(images: torch.Tensor, resolution: int) -> torch.Tensor:
     """Images of the network's resolution taken to a stage's `resolution` (what D takes while growing)."""
     return resized(images, resolution, fir_kernel().to(images.device))
+
+
+def trained_stage(cfg, cur_nimg: int) -> tuple[int, float]:
+    """The stage of the networks a checkpoint at `cur_nimg` holds: that of its last step (what its snapshot records)."""
+    return stage_at(cfg.model, cfg.schedule, cfg.data.resolution, max(cur_nimg - cfg.schedule.batch, 0))
