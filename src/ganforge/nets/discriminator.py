@@ -11,10 +11,8 @@ import math
 import torch
 from torch import nn
 
-from ganforge.errors import UserError
-from ganforge.limits import stage_problem
 from ganforge.nets.attention import SelfAttention
-from ganforge.nets.growth import recorded_stage
+from ganforge.nets.growth import staged
 from ganforge.nets.layers import (
     RESIDUAL_GAIN,
     Conv2dLayer,
@@ -193,13 +191,7 @@ class Discriminator(nn.Module):
 
     def set_stage(self, stage) -> None:
         """Grow to `stage` ([resolution, fade]; None: fully grown), which `config` records from now on."""
-        problem = stage_problem(stage, self.resolution, self._config.get("progressive", False))
-        if problem:
-            raise UserError(problem)
-        stage = recorded_stage(self.resolution, stage)
-        self._config = {key: value for key, value in self._config.items() if key != "stage"}
-        self._config |= {"stage": stage} if stage else {}
-        self.stage = tuple(stage) if stage else (self.resolution, 1.0)
+        self._config, self.stage = staged(self._config, self.resolution, stage)
 
     def layers_from_input(self) -> list[str]:
         """The names of D's layers counted from the input as the official code counts them for freezing: each

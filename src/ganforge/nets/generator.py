@@ -10,10 +10,8 @@ import math
 import torch
 from torch import nn
 
-from ganforge.errors import UserError
-from ganforge.limits import stage_problem
 from ganforge.nets.attention import SelfAttention
-from ganforge.nets.growth import recorded_stage, resized
+from ganforge.nets.growth import resized, staged
 from ganforge.nets.layers import (
     LRELU_GAIN,
     RESIDUAL_GAIN,
@@ -244,13 +242,7 @@ class Generator(nn.Module):
 
     def set_stage(self, stage) -> None:
         """Grow to `stage` ([resolution, fade]; None: fully grown), which `config` records from now on."""
-        problem = stage_problem(stage, self.resolution, self._config.get("progressive", False))
-        if problem:
-            raise UserError(problem)
-        stage = recorded_stage(self.resolution, stage)
-        self._config = {key: value for key, value in self._config.items() if key != "stage"}
-        self._config |= {"stage": stage} if stage else {}
-        self.synthesis.stage = tuple(stage) if stage else (self.resolution, 1.0)
+        self._config, self.synthesis.stage = staged(self._config, self.resolution, stage)
 
     def use_cpu_kernels(self, enabled: bool = True) -> None:
         """Run the same-size 3x3 convolutions large enough to gain by Winograd's algorithm (nets/winograd.py) that

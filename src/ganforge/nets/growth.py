@@ -11,14 +11,22 @@ import math
 
 import torch
 
+from ganforge.errors import UserError
+from ganforge.limits import stage_problem
 from ganforge.nets.layers import downsample2d, upsample2d
 
 
-def recorded_stage(resolution: int, stage) -> list | None:
-    """The stage as a network records it: None once fully grown, else [resolution, fade] with a float fade."""
-    if stage is None or (stage[0] == resolution and stage[1] == 1):
-        return None
-    return [int(stage[0]), float(stage[1])]
+def staged(config: dict, resolution: int, stage) -> tuple[dict, tuple[int, float]]:
+    """A network's recorded arguments `config` with `stage` ([resolution, fade]; None: fully grown), and the stage as
+    the network runs it ((resolution, 1.0) once fully grown); a UserError when the stage is not one it can take."""
+    problem = stage_problem(stage, resolution, config.get("progressive", False))
+    if problem:
+        raise UserError(problem)
+    grown = stage is None or (stage[0] == resolution and stage[1] == 1)
+    config = {key: value for key, value in config.items() if key != "stage"}
+    if grown:
+        return config, (resolution, 1.0)
+    return config | {"stage": [int(stage[0]), float(stage[1])]}, (int(stage[0]), float(stage[1]))
 
 
 def resized(img: torch.Tensor, resolution: int, f: torch.Tensor) -> torch.Tensor:
