@@ -18,6 +18,7 @@ def dataset():
     epilog=examples(
         "ganforge dataset build ~/photos faces256.zip --resolution 256",
         "ganforge dataset build afhq/train afhq512.zip --resolution 512 --labels folders --format fast",
+        "ganforge dataset build ~/photos faces256-shards --resolution 256 --format shards --shard-size 1GB",
     ),
 )
 @click.argument("src", type=click.Path(path_type=str))
@@ -39,7 +40,19 @@ def dataset():
 )
 @click.option("--channels", type=click.Choice(["1", "3"]), default="3", help="1: greyscale, 3: RGB.")
 @click.option("--max-images", type=click.IntRange(1, 10**9), help="Use only the first N files (sorted by path).")
-@click.option("--format", type=click.Choice(["zip", "fast"]), help="Default: zip if DEST ends in .zip, else fast.")
+@click.option(
+    "--format",
+    type=click.Choice(["zip", "fast", "shards"]),
+    help="zip (NVlabs' layout), fast (pre-decoded, memory-mapped), or shards (a folder of WebDataset tar shards and "
+    "index.json, to stream from object storage).  [default: zip if DEST ends in .zip, else fast]",
+)
+@click.option("--shard-size", help="--format shards: about this much a shard, e.g. 1GB, 256MB.  [default: 1GB]")
+@click.option(
+    "--shard-encoding",
+    type=click.Choice(["png", "u8"]),
+    default="png",
+    help="--format shards: png, or u8 (raw pixels: about 3x larger, nothing to decode when training).",
+)
 @click.option(
     "--on-error",
     type=click.Choice(["fail", "skip"]),

@@ -24,6 +24,7 @@ import torch
 
 from ganforge.data import fastformat, images, labels
 from ganforge.data.files import ZipMembers, brief, read_file
+from ganforge.data.shardset import ShardDataset, shard_location
 from ganforge.errors import UserError
 
 _GREY_MODES = ("1", "L", "LA", "La", "I", "I;16", "I;16L", "I;16B", "I;16N")
@@ -257,12 +258,15 @@ def named(error: UserError, what: str | None) -> UserError:
     return UserError(*(f"{what}: {problem}" if what else problem for problem in error.problems))
 
 
-def open_dataset(path, mirror: bool = False, labels: bool = True, what: str | None = "--data") -> ImageDataset:
-    """Open a folder of images, a zip (ours or NVlabs'), or a fast dataset; `mirror` adds x-flipped copies, `labels`
-    False leaves the labels out.
+def open_dataset(path, mirror: bool = False, labels: bool = True, what: str | None = "--data"):
+    """Open a folder of images, a zip (ours or NVlabs'), a fast dataset (ImageDataset), or shards (ShardDataset: a
+    folder or URL with index.json); `mirror` adds x-flipped copies, `labels` False leaves the labels out.
 
     `what` is the option that named `path` (`--data`, `--real`, ...), which every error about the data starts with,
     then and when images are read later; None for a command's positional argument (`dataset info PATH`)."""
+    location = shard_location(str(path))
+    if location is not None:  # errors about shards name their option already
+        return ShardDataset(location, mirror=mirror, labels=labels, what=what)
     try:
         return ImageDataset(open_source(Path(path)), mirror=mirror, labels=labels, what=what)
     except UserError as error:

@@ -1,31 +1,33 @@
 """`ganforge dataset build SRC DEST`: decode every source image once, validate, convert, and write an archive.
 
-Outputs: a zip in NVlabs' dataset_tool layout (`00000/img00000000.png`, zlib level 0, stored, plus `dataset.json`)
-or a fast file (`fastformat`). The output is written to `DEST.partial` and renamed at the end, so a failed or
-interrupted build leaves nothing at DEST. Decoding runs in a process pool with a bounded number of files in
-flight; the main process reads files, checks duplicates and writes, so memory does not grow with the image count
-beyond the file list and a 16-byte digest per written image.
+Outputs: a zip in NVlabs' dataset_tool layout (`00000/img00000000.png`, zlib level 0, stored, plus `dataset.json`),
+a fast file (`fastformat`), or a folder of tar shards (`shards`). The output is written to `DEST.partial` and renamed
+at the end, so a failed or interrupted build leaves nothing at DEST. Decoding runs in a process pool with a bounded
+number of files in flight; the main process reads files, checks duplicates and writes, so memory does not grow with
+the image count beyond the file list and a 16-byte digest per written image.
 """
 
 import contextlib
 import dataclasses
 import json
+import os
+import shutil
 import zipfile
 from pathlib import Path
 
 import numpy as np
 
 from ganforge import __version__
-from ganforge.data import fastformat, images, labels
+from ganforge.data import fastformat, images, labels, shards
 from ganforge.data.files import ZipMembers, brief, read_file
 from ganforge.data.pool import default_workers, ordered_map
-from ganforge.durable import check_destination, move_file
+from ganforge.durable import check_destination, fsync_dir, move_file
 from ganforge.errors import UserError
 from ganforge.limits import RESOLUTIONS, resolution_ok
 from ganforge.outputs import check_writable_folder
 from ganforge.progress import progress_bar
 
-FORMATS = ("zip", "fast")
+FORMATS = ("zip", "fast", "shards")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,6 +41,8 @@ class BuildOptions:
     channels: int = 3
     max_images: int | None = None
     format: str | None = None  # None: zip when DEST ends in .zip, else fast
+    shard_size: str | None = None  # --format shards: about this many bytes a shard (parse_size; None: 1GB)
+    shard_encoding: str = "png"  # --format shards: png, or u8 (raw pixels: no decoding when read, larger)
     on_error: str = "fail"
     workers: int | None = None  # None: every CPU this process may use
 
@@ -129,6 +133,9 @@ def check_options(src: Path, dest: Path, options: BuildOptions) -> str:
         (fmt != "zip" or dest.suffix.lower() == ".zip", "DEST: a zip archive must end in .zip (NVlabs' loaders look)"),
         (fmt != "fast" or dest.suffix.lower() != ".zip", "DEST: a fast dataset must not end in .zip; use .gfd"),
         (fmt in FORMATS, f"--format: {fmt} is not one of {', '.join(FORMATS)}"),
+        (fmt == "shards" or options.shard_size is None, "--shard-size: only with --format shards"),
+        (options.shard_encoding in shards.ENCODINGS, f"--shard-encoding: {options.shard_encoding} is not png or u8"),
+        (fmt == "shards" or options.shard_encoding == "png", "--shard-encoding: only with --format shards"),
         (options.transform in images.TRANSFORMS, f"--transform: {options.transform} is not one of the choices"),
         (options.resize_filter in images.RESIZE_FILTERS, f"--resize-filter: {options.resize_filter} is no choice"),
         (options.channels in (1, 3), f"--channels: {options.channels} is not 1 or 3"),
@@ -143,6 +150,11 @@ def check_options(src: Path, dest: Path, options: BuildOptions) -> str:
         (options.workers is None or options.workers >= 0, "--workers: must be 0 (no pool) or more"),
     ]
     problems = [message for ok, message in checks if not ok]
+    if options.shard_size is not None:
+        try:
+            shards.parse_size(options.shard_size)
+        except ValueError as error:
+            problems.append(f"--shard-size: {error}")
     if dest.parent.is_dir():
         try:
             check_writable_folder(dest.parent, "DEST")
@@ -154,16 +166,24 @@ def check_options(src: Path, dest: Path, options: BuildOptions) -> str:
 
 
 def process_file(item: tuple) -> tuple:
-    """Pool work for one file: ("bad", reason) or ("ok", digest, shape, PNG bytes for zip | pixels for fast | None)."""
-    data, conversion, fmt = item
+    """Pool work for one file: ("bad", reason) or ("ok", digest, shape, payload), the payload PNG bytes for a zip or
+    PNG shards, pixels for the fast format or raw shards, None when only checking ("digest")."""
+    data, conversion, payload_kind = item
     if isinstance(data, str):
         return "bad", data
     try:
         pixels = images.load_pixels(data, conversion)
     except images.BadImage as error:
         return "bad", str(error)
-    payload = images.encode_png(pixels) if fmt == "zip" else pixels if fmt == "fast" else None
+    payload = images.encode_png(pixels) if payload_kind == "png" else pixels if payload_kind == "pixels" else None
     return "ok", images.digest(pixels), pixels.shape, payload
+
+
+def payload_kind(fmt: str, options: BuildOptions) -> str:
+    """What each decoded image is written as: "png" bytes or raw "pixels"."""
+    if fmt == "shards":
+        return "png" if options.shard_encoding == "png" else "pixels"
+    return "png" if fmt == "zip" else "pixels"
 
 
 class ZipWriter:
@@ -195,8 +215,9 @@ class ZipWriter:
 class _Build:
     """The state of one build: writer, duplicate table and problem list, fed one decoded result at a time."""
 
-    def __init__(self, fmt: str, partial: Path, label_names: list[str], fail_fast_writes: bool):
-        self.fmt, self.partial, self.label_names = fmt, partial, label_names
+    def __init__(self, fmt: str, partial: Path, label_names: list[str], options: BuildOptions):
+        self.fmt, self.partial, self.label_names, self.options = fmt, partial, label_names, options
+        fail_fast_writes = options.on_error == "fail"
         self.skip_writes_after_problem = fail_fast_writes
         self.problems: list[tuple[str, str]] = []
         self.shape, self.writer, self.hasher = None, None, None
@@ -221,7 +242,10 @@ class _Build:
         if self.skip_writes_after_problem and self.problems:
             return  # --on-error fail: nothing will be kept, so only validate from here on
         with writing(self.partial):
-            self.writer.add(payload)
+            if self.fmt == "shards":  # a shard holds each sample's label beside it, by name
+                self.writer.add(payload, None if label is None else self.label_names[label])
+            else:  # the other formats write every label at the end
+                self.writer.add(payload)
         self.hasher.add(digest)
         if label is not None:
             self.labels.append(label)
@@ -232,9 +256,13 @@ class _Build:
         # --resolution is checked against the limits, and each image kept at its own size is checked when read.
         assert resolution_ok(resolution), shape
         with writing(self.partial):
-            self.partial.unlink(missing_ok=True)  # left by a build that was killed; the writers create exclusively
+            remove(self.partial)  # left by a build that was killed; the writers create exclusively
             if self.fmt == "zip":
                 self.writer = ZipWriter(self.partial)
+            elif self.fmt == "shards":
+                size = self.options.shard_size
+                shard_bytes = shards.DEFAULT_SHARD_BYTES if size is None else shards.parse_size(size)
+                self.writer = shards.ShardWriter(self.partial, self.options.shard_encoding, shard_bytes)
             else:
                 self.writer = fastformat.FastWriter(self.partial, channels, resolution)
         self.hasher = fastformat.ContentHasher()
@@ -264,8 +292,16 @@ class _Build:
             with contextlib.suppress(OSError):
                 self.writer.close()
         for path in (self.partial, self.report_partial):
-            with contextlib.suppress(FileNotFoundError, IsADirectoryError):
-                path.unlink()
+            with contextlib.suppress(OSError):
+                remove(path)
+
+
+def remove(path: Path) -> None:
+    """Remove a file or a folder of shards at `path`, if there is one (never following a link)."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
 
 
 @contextlib.contextmanager
@@ -290,7 +326,7 @@ def build(src, dest, options: BuildOptions | None = None) -> dict:
     try:
         label_of, label_names, label_problems = assign_labels(files, options.labels)
         names, label_problems = _select(files.names, options.max_images, label_problems)
-        state = _Build(fmt, dest.with_name(dest.name + ".partial"), label_names, options.on_error == "fail")
+        state = _Build(fmt, dest.with_name(dest.name + ".partial"), label_names, options)
         try:
             _decode_all(files, names, label_of, state, options, fmt)
             state.problems = sorted(state.problems + list(label_problems.items()))
@@ -315,12 +351,26 @@ def _select(all_names: list[str], max_images: int | None, label_problems: dict) 
 def _decode_all(files, names, label_of, state: _Build, options: BuildOptions, fmt: str) -> None:
     conversion = images.Conversion(options.channels, options.resolution, options.transform, options.resize_filter)
     workers = default_workers() if options.workers is None else options.workers
-    items = ((read_or_reason(files.read, name), conversion, fmt) for name in names)
+    if fmt == "shards":  # each shard a random sample of the dataset (see ganforge.data.shards)
+        names = [names[i] for i in shards.build_order(len(names))]
+    kind = payload_kind(fmt, options)
+    items = ((read_or_reason(files.read, name), conversion, kind) for name in names)
     progress = progress_bar(total=len(names), unit="img", desc="build", mininterval=1.0)
     with progress:
         for name, result in zip(names, ordered_map(process_file, items, workers), strict=True):
             state.accept(name, result, None if label_of is None else label_of[name])
             progress.update()
+
+
+def move_folder(src: Path, dest: Path) -> None:
+    """Put the finished folder of shards at `dest`: every file fsynced, then one rename and the parent fsynced."""
+    with writing(dest):
+        for path in src.iterdir():
+            with open(path, "rb") as file:
+                os.fsync(file.fileno())
+        fsync_dir(src)
+        os.rename(src, dest)
+        fsync_dir(dest.parent)
 
 
 def failure(listed: list[str], advice: str) -> UserError:
@@ -359,7 +409,10 @@ def _finish(src: Path, dest: Path, state: _Build, options: BuildOptions, fmt: st
             state.report_partial.unlink(missing_ok=True)
             state.report_partial.write_text(json.dumps({**summary, "build": build_info}, indent=1))
     # Both outputs are complete before either is renamed into place.
-    move_file(state.partial, dest)
+    if fmt == "shards":
+        move_folder(state.partial, dest)
+    else:
+        move_file(state.partial, dest)
     if options.on_error == "skip":
         move_file(state.report_partial, report)
     return summary

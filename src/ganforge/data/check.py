@@ -1,5 +1,6 @@
 """`ganforge dataset info` (what an archive holds) and `ganforge dataset verify` (decode and re-hash everything)."""
 
+import hashlib
 from pathlib import Path
 
 import numpy as np
@@ -16,8 +17,10 @@ from ganforge.progress import progress_bar
 def info(path) -> dict:
     """Count, resolution, channels, label histogram, content hash and format of a dataset."""
     ds = open_dataset(path, what=None)
-    labels = ds.raw_labels
-    if labels is None:
+    labels = ds.class_counts if ds.format == "shards" else ds.raw_labels
+    if ds.format == "shards" and labels is not None:  # the index counts each shard's classes
+        histogram = {name: int(count) for name, count in zip(ds.label_names, labels, strict=True)}
+    elif labels is None:
         histogram = {}
     elif labels.ndim == 1:
         counts = np.bincount(labels, minlength=ds.label_dim)
@@ -33,7 +36,7 @@ def info(path) -> dict:
         "label_dim": ds.label_dim,
         "label_histogram": histogram,
         "content_hash": ds.content_hash,
-        "content_hash_kind": "pixels" if ds.source.stored_hash else "files",
+        "content_hash_kind": "pixels" if ds.format == "shards" or ds.source.stored_hash else "files",
         "problems": _header_problems(ds),
         "verified": False,
     }
@@ -67,16 +70,20 @@ def info_text(summary: dict) -> str:
 def verify(path, workers: int | None = None) -> dict:
     """Decode every image and recompute the content hash; UserError listing every problem found."""
     ds = open_dataset(path, what=None)
+    workers = default_workers() if workers is None else workers
+    labels = None if ds.format == "shards" else ds.raw_labels
     if ds.format == "fast":
         digests, problems = _fast_digests(ds)
+    elif ds.format == "shards":
+        digests, labels, problems = _shard_digests(ds, workers)
     else:
-        digests, problems = _file_digests(ds, default_workers() if workers is None else workers)
-    stored = ds.source.stored_hash
+        digests, problems = _file_digests(ds, workers)
+    stored = ds.content_hash if ds.format == "shards" else ds.source.stored_hash
     if stored and not problems:
         hasher = fastformat.ContentHasher()
         for digest in digests:
             hasher.add(digest)
-        computed = hasher.finish(ds.channels, ds.resolution, ds.label_names, ds.raw_labels)
+        computed = hasher.finish(ds.channels, ds.resolution, ds.label_names, labels)
         if computed != stored:
             problems.append(
                 f"{path}: content hash mismatch: recorded {stored}, the data hashes to {computed}; "
@@ -103,6 +110,50 @@ def _fast_digests(ds) -> tuple[list[bytes], list[str]]:
         for i in progress_bar(range(ds.num_raw), unit="img", desc="verify", mininterval=1.0)
     ]
     return digests, []
+
+
+def _shard_digests(ds, workers: int) -> tuple[list[bytes], np.ndarray | None, list[str]]:
+    """Digests and class indices of every image in index order, each shard's bytes checked against its SHA-256."""
+    digests, classes, problems = [], [], []
+
+    def digest(item) -> tuple[bytes | None, str | None]:
+        image, where = item
+        try:
+            return images.digest(ds.decode(image, where)), None
+        except UserError as error:
+            return None, error.problems[0]
+
+    progress = progress_bar(total=ds.num_raw, unit="img", desc="verify", mininterval=1.0)
+    with progress:
+        for number, shard in enumerate(ds.shards):
+            hasher, where = hashlib.sha256(), ds.where(number)
+            samples = ds.samples(number, hasher)
+            try:
+                for (image_digest, problem), class_index in _decoded(samples, where, digest, workers):
+                    digests.append(image_digest)
+                    classes.append(class_index)
+                    problems += [problem] if problem else []
+                    progress.update()
+            except UserError as error:  # the shard itself is damaged: the rest of it cannot be read
+                problems += error.problems
+                continue
+            if hasher.hexdigest() != shard["sha256"]:
+                problems.append(f"{where}: its SHA-256 is not index.json's; the shard was modified or damaged")
+    labels = np.array(classes, dtype=np.int64) if ds.label_names else None
+    return digests, labels, problems
+
+
+def _decoded(samples, where: str, digest, workers: int):
+    """((digest, problem), class index) per sample, decoded by `workers` threads in order."""
+    classes = []
+
+    def items():
+        for image, class_index in samples:
+            classes.append(class_index)
+            yield image, where
+
+    for position, result in enumerate(ordered_map(digest, items(), workers, threads=True)):
+        yield result, classes[position]
 
 
 def _file_digests(ds, workers: int) -> tuple[list[bytes], list[str]]:

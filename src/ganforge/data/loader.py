@@ -5,7 +5,8 @@ Who reads depends on the format. Zips and folders are decoded by DataLoader work
 The fast format needs no decoding, and copying out of its memory map in this process is several times faster than
 receiving the same batches from workers, whose every batch crosses processes in fresh shared-memory pages
 (benchmarks/data_throughput.py), so one thread of this process reads it `PREFETCH_BATCHES` batches ahead and
-`workers` does not apply. Either way the batches are the same, in the same order.
+`workers` does not apply. Either way the batches are the same, in the same order. Shards are streamed
+(`ganforge.data.stream`): a thread of this process reads them in order, `workers` threads decode.
 
 Worker processes leave SIGTERM and SIGINT to this process (`WorkerLoader`): a signal sent to the whole process group
 must reach the training loop, which checkpoints, and not kill a worker under it.
@@ -22,6 +23,7 @@ import contextlib
 import torch
 
 from ganforge import preempt
+from ganforge.data import stream
 from ganforge.data.readahead import ReadAhead
 from ganforge.data.sampler import InfiniteSampler
 from ganforge.errors import UserError, carried_problems
@@ -184,15 +186,27 @@ def make_loader(
     workers: int = 2,
     device: torch.device | str = "cpu",
     timeout_s: float = DEFAULT_TIMEOUT_S,
+    origin: int = 0,
+    shuffle_buffer: int = stream.DEFAULT_BUFFER,
 ) -> DeviceLoader:
     """An endless iterator of this rank's batches of `batch_per_rank` images (its share of a global batch, all of its
     micro-batches together), beginning at global image position `start`.
 
     Zips and folders are read by `workers` persistent DataLoader processes, the fast format by a thread of this
-    process (`workers` does not apply); batches land in pinned memory when the device is CUDA. The batch order depends
-    only on (seed, start, rank, world_size, batch_per_rank), never on `workers` or on who reads.
+    process (`workers` does not apply), shards by a thread with `workers` decoding threads; batches land in pinned
+    memory when the device is CUDA. The batch order depends only on (seed, start, rank, world_size, batch_per_rank)
+    and, for shards, the stream's `origin` (the image count where this world size began) and `shuffle_buffer`; never
+    on `workers` or on who reads.
     """
     device = torch.device(device)
     pin = device.type == "cuda"
+    if getattr(dataset, "format", None) == "shards":
+        assert (start - origin) % world_size == 0 and start >= origin, (start, origin, world_size)
+        items = stream.stream(dataset, seed, rank, world_size, origin, (start - origin) // world_size, shuffle_buffer)
+        stalled = _READ_TIMED_OUT.format(path=dataset.path, seconds=timeout_s)
+        host = ReadAhead(
+            stream.batches(dataset, batch_per_rank, items, workers, pin), PREFETCH_BATCHES, timeout_s, stalled
+        )
+        return DeviceLoader(host, device, timeout_s)
     batches = host_loader(dataset, batch_per_rank, seed, rank, world_size, start, workers, pin, timeout_s)
     return DeviceLoader(batches, device, timeout_s)

@@ -1,9 +1,10 @@
-"""Decoding images on every core: a process pool that keeps results in input order and bounds what is queued."""
+"""Decoding images on every core: a process (or thread) pool that keeps results in input order and bounds what is
+queued."""
 
 import collections
 import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 from ganforge import preempt
 
@@ -17,14 +18,19 @@ def default_workers() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def ordered_map(function, items, workers: int):
-    """map() over a process pool that yields results in input order and keeps at most a few items per worker (and
-    _IN_FLIGHT_BYTES of source bytes) queued.
+def ordered_map(function, items, workers: int, threads: bool = False):
+    """map() over a process pool (`threads`: a thread pool, for work that releases the GIL, started safely from a
+    process that already runs threads) that yields results in input order and keeps at most a few items per worker
+    (and _IN_FLIGHT_BYTES of source bytes, the length of each item's first element) queued.
 
     Pool.imap would consume the whole input eagerly and buffer every result a slow consumer has not taken yet.
     """
     if workers == 0:
         yield from map(function, items)
+        return
+    if threads:
+        executor = ThreadPoolExecutor(workers, thread_name_prefix="ganforge-decode")
+        yield from _bounded(executor, function, items, workers)
         return
     # fork starts workers instantly and shares the parent's imports; spawn where fork does not exist. The workers
     # leave SIGTERM and SIGINT to this process: a Ctrl-C or SIGTERM meant for the whole group would kill one, maybe
@@ -32,6 +38,11 @@ def ordered_map(function, items, workers: int):
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
     context = multiprocessing.get_context(method)
     executor = ProcessPoolExecutor(workers, context, initializer=preempt.leave_signals_to_parent)
+    yield from _bounded(executor, function, items, workers)
+
+
+def _bounded(executor, function, items, workers: int):
+    """ordered_map's work on `executor`, which it shuts down when done or left."""
     try:
         pending, sizes = collections.deque(), collections.deque()
         for item in items:

@@ -1,0 +1,209 @@
+"""A shard dataset opened for reading: its index, and its shards read sample by sample, start to end.
+
+Shards are read as streams, never by random access: training streams them in a seeded order (`ganforge.data.stream`);
+what needs a fixed set of real images (the `reals.png` grid, the metrics' reals) takes the first images in index
+order, a random sample since `dataset build` wrote the images shuffled.
+"""
+
+import contextlib
+
+import numpy as np
+
+from ganforge.data import images, remote, shards, tarstream
+from ganforge.data.files import brief, parse_json
+from ganforge.errors import UserError
+
+
+def shard_location(path: str) -> str | None:
+    """The location of the shard dataset that `path` (a --data value) names, or None when it names another kind of
+    dataset: a URL, or a local folder holding an index.json (or that index.json itself)."""
+    from pathlib import Path
+
+    if remote.is_url(path):
+        return path.removesuffix("/" + shards.INDEX)
+    local = Path(path)
+    if local.name == shards.INDEX and local.is_file():
+        return str(local.parent)
+    if local.is_dir() and (local / shards.INDEX).is_file():
+        return path
+    return None
+
+
+class ShardDataset:
+    """Images as uint8 [C, H, W] and labels as float32 vectors [label_dim] (one-hot classes), from tar shards.
+
+    `mirror` and `labels` mean what they mean for ImageDataset: x-flipped copies (applied by the stream, which flips
+    half the images of each pass), and whether labels are given (else vectors of length 0).
+    """
+
+    format = "shards"
+
+    def __init__(
+        self,
+        location: str,
+        mirror: bool = False,
+        labels: bool = True,
+        what: str | None = "--data",
+        delays=remote.RETRY_DELAYS_S,
+        block: int = remote.READ_BLOCK_BYTES,
+    ):
+        """`delays`: seconds between retries of a failed read (remote.RetryingFile); `block`: bytes per request."""
+        self.path, self.mirror, self.what, self.delays, self.block = location, mirror, what, delays, block
+        self.fs, self.root = remote.filesystem(location, what)
+        where = remote.join(location, shards.INDEX)
+        missing = f"{where}: missing; a shard dataset is a folder or URL prefix with index.json and its shards"
+        with self._named():
+            data = remote.read_whole(
+                self.fs, remote.join(self.root, shards.INDEX), shards.index_cap(), where, delays, missing
+            )
+            index = shards.read_index(data, where)
+        self.index, self.shards, self.encoding = index, index["shards"], index["encoding"]
+        self.name = location.rstrip("/").rsplit("/", 1)[-1] or "shards"
+        self.resolution, self.channels = index["resolution"], index["channels"]
+        self.label_names = list(index["label_names"])
+        self.label_dim = len(self.label_names) if labels else 0
+        self.num_raw, self.content_hash = index["count"], index["content_hash"]
+        self._class_of = {name: number for number, name in enumerate(self.label_names)}
+        self.class_counts = None
+        if self.label_names:
+            self.class_counts = np.sum([shard["classes"] for shard in self.shards], axis=0, dtype=np.int64)
+        self._image_cap = shards.sample_bytes_cap(self.encoding, self.channels, self.resolution)
+        self._conversion = images.reader_conversion(self.channels, self.resolution)
+
+    def __len__(self) -> int:
+        return self.num_raw * (2 if self.mirror else 1)
+
+    def label(self, raw_index: int) -> np.ndarray:
+        """The label of the `raw_index`-th image counting class by class (the first class_counts[0] are class 0, ...):
+        a uniform index gives the reals' class mix, which is what callers that draw labels (metrics) need."""
+        vector = np.zeros(self.label_dim, dtype=np.float32)
+        if self.label_dim:
+            vector[int(np.searchsorted(np.cumsum(self.class_counts), raw_index, side="right"))] = 1
+        return vector
+
+    def one_hot(self, class_index: int | None) -> np.ndarray:
+        vector = np.zeros(self.label_dim, dtype=np.float32)
+        if self.label_dim:
+            vector[class_index] = 1
+        return vector
+
+    def where(self, number: int) -> str:
+        return remote.join(self.path, self.shards[number]["name"])
+
+    def samples(self, number: int, hasher=None):
+        """Yield (image bytes, class index or None) for each sample of shard `number` in its order; UserError naming
+        the shard when it is damaged, disagrees with the index or cannot be read. With a `hasher`, every byte of the
+        shard is fed to it, the end-of-archive padding too (at most what index.json says the shard takes)."""
+        with self._named():
+            yield from self._samples(number, hasher)
+
+    def _samples(self, number: int, hasher):
+        where, shard = self.where(number), self.shards[number]
+        expected, seen = shard["count"], 0
+        cap = max(self._image_cap, shards.SAMPLE_JSON_BYTES)
+        path = remote.join(self.root, shard["name"])
+        with remote.BlockReader(self.fs, path, shard["bytes"], where, self.delays, self.block) as file:
+            stream = file if hasher is None else _Hashed(file, hasher)
+            try:
+                for sample in _grouped(tarstream.members(stream, cap), (self.encoding, "json")):
+                    seen += 1
+                    if seen > expected:
+                        raise tarstream.BadShard(f"holds more than the {expected} samples index.json lists")
+                    yield self._checked(sample)
+                if hasher is not None:  # the padding after the last member is part of the shard's bytes
+                    while stream.read(1 << 20):
+                        continue
+            except tarstream.BadShard as error:
+                raise UserError(f"{where}: {error}; rebuild the shards") from None
+        if seen != expected:
+            raise UserError(f"{where}: holds {seen} samples, index.json lists {expected}; rebuild it")
+
+    def _prefix(self) -> str:
+        return f"{self.what}: " if self.what else ""
+
+    @contextlib.contextmanager
+    def _named(self):
+        """Every UserError raised inside names the option the dataset came from (`--data: ...`), as open_dataset's
+        errors about other formats do."""
+        try:
+            yield
+        except UserError as error:
+            raise UserError(*(self._prefix() + problem for problem in error.problems)) from None
+
+    def _checked(self, sample: tuple[str, dict[str, bytes]]) -> tuple[bytes, int | None]:
+        key, parts = sample
+        image = parts.get(self.encoding)
+        if image is None or len(image) > self._image_cap:
+            raise tarstream.BadShard(
+                f"sample {key[:40]!r} has no .{self.encoding} image of at most {self._image_cap} bytes"
+            )
+        if not self.label_names:
+            return image, None
+        meta = parts.get("json")
+        if meta is None or len(meta) > shards.SAMPLE_JSON_BYTES:
+            raise tarstream.BadShard(
+                f"sample {key[:40]!r} has no .json label of at most {shards.SAMPLE_JSON_BYTES} bytes"
+            )
+        try:
+            label = parse_json(meta, "label")
+        except UserError:
+            raise tarstream.BadShard(f"sample {key[:40]!r}: its .json is not JSON") from None
+        name = label.get("class") if isinstance(label, dict) else None
+        if not isinstance(name, str) or name not in self._class_of:
+            raise tarstream.BadShard(f"sample {key[:40]!r}: {brief(label, 60)} names none of the dataset's classes")
+        return image, self._class_of[name]
+
+    def decode(self, image: bytes, where: str) -> np.ndarray:
+        """uint8 [C, H, W] from a sample's image bytes; UserError naming `where` if they are not such an image."""
+        if self.encoding == "u8":
+            if len(image) != self._image_cap:
+                raise UserError(f"{self._prefix()}{where}: a raw image of {len(image)} bytes, not {self._image_cap}")
+            return np.frombuffer(image, dtype=np.uint8).reshape(self.channels, self.resolution, self.resolution)
+        try:
+            return images.load_pixels(image, self._conversion)
+        except images.BadImage as error:
+            raise UserError(f"{self._prefix()}{where}: {error}; rebuild the shards") from None
+
+    def first(self, count: int):
+        """Yield (pixels, label vector) of the first `count` images in index order (shard 0 first)."""
+        if count <= 0:
+            return
+        for number in range(len(self.shards)):
+            for image, class_index in self.samples(number):
+                yield self.decode(image, self.where(number)), self.one_hot(class_index)
+                count -= 1
+                if count == 0:
+                    return
+
+
+class _Hashed:
+    """A file whose every read also goes to `hasher`."""
+
+    def __init__(self, file, hasher):
+        self.file, self.hasher = file, hasher
+
+    def read(self, size: int) -> bytes:
+        data = self.file.read(size)
+        self.hasher.update(data)
+        return data
+
+
+def _grouped(members, wanted: tuple[str, ...]):
+    """(key, {extension: bytes}) per sample from (name, bytes) members, keeping the `wanted` extensions only (others,
+    such as a caption, are passed over). WebDataset's rule: a sample is the run of consecutive members sharing a key,
+    the name up to the first dot of its last path component."""
+    key, parts = None, {}
+    for name, data in members:
+        folder, _, base = name.rpartition("/")
+        stem, _, extension = base.partition(".")
+        member_key = f"{folder}/{stem}" if folder else stem
+        if member_key != key and key is not None:
+            yield key, parts
+            parts = {}
+        key = member_key
+        if extension in parts:
+            raise tarstream.BadShard(f"sample {key[:40]!r} has two .{extension[:20]} members")
+        if extension in wanted:
+            parts[extension] = data
+    if key is not None:
+        yield key, parts
