@@ -313,9 +313,17 @@ def _check_loop(loop, sampler, nimg: int) -> None:
     whole(loop["cur_tick"], "loop/cur_tick", 0, cur_nimg)  # (a tick is at least one image)
     scalar(loop["pl_mean"], "loop/pl_mean", 0.0, math.inf)
     whole(loop["nonfinite_in_a_row"], "loop/nonfinite_in_a_row", 0, _MAX_COUNT)
-    sampler = entries(sampler, "sampler", ("position",))
+    sampler = entries(sampler, "sampler", ("position",), optional=("stream",))
     if type(sampler["position"]) is not int or sampler["position"] != cur_nimg:
         refuse("sampler/position", f"must be the progress, {cur_nimg}, not {describe(sampler['position'])}")
+    if "stream" in sampler:  # a shard stream's layout: where its world size began, and that world size
+        stream = entries(sampler["stream"], "sampler/stream", ("origin", "world_size"))
+        origin = whole(stream["origin"], "sampler/stream/origin", 0, cur_nimg)
+        world_size = whole(stream["world_size"], "sampler/stream/world_size", 1, _MAX_COUNT)
+        if (cur_nimg - origin) % world_size:
+            refuse(
+                "sampler/stream/origin", f"is not a whole number of steps of {world_size} processes before {cur_nimg}"
+            )
 
 
 def _check_augment(augment, fields: dict) -> None:

@@ -50,7 +50,14 @@ PRESET = option(
 class DataConfig:
     """Where the images come from. `resolution`, `channels`, `label_dim` are read from the dataset."""
 
-    path: str = option(DATA, "Dataset: folder, zip or archive.", flag="--data", required=True, maths=False)
+    path: str = option(
+        DATA,
+        "Dataset: folder, zip or fast archive, or shards (a folder or URL with index.json: s3://, gs://, https://, "
+        "...; credentials from the protocol's usual environment variables).",
+        flag="--data",
+        required=True,
+        maths=False,
+    )
     name: str
     resolution: int
     channels: int
@@ -58,10 +65,17 @@ class DataConfig:
     images: int | None = setting(None, maths=False)  # how many images --data holds (None: not known, as for bench)
     cond: bool = option(DATA, "Condition on the dataset's class labels.", default=False)
     mirror: bool = option(DATA, "Add x-flipped copies of the images.", default=False)
+    shuffle_buffer: int = option(
+        DATA,
+        "Shards: images each process holds to shuffle its stream (WebDataset's shuffle buffer; a shard of up to "
+        "this many images is shuffled whole). More mixes better and takes more memory.",
+        default=1000,
+        range=Range(1, 10**6),
+    )
     workers: int = option(
         DATA,
         "DataLoader processes per GPU decoding a zip or folder (a fast-format dataset is read by a thread of the "
-        "training process instead).",
+        "training process instead; shards are decoded by this many threads).",
         default=2,
         range=WORKERS,
         maths=False,

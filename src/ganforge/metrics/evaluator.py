@@ -42,12 +42,13 @@ class MetricOptions:
 
 
 def open_images(source, flag: str):
-    """A dataset object as it is, or a path opened with ganforge.data.open_dataset."""
-    if hasattr(source, "content_hash") and hasattr(source, "__getitem__"):
+    """A dataset object as it is, or a path or URL opened with ganforge.data.open_dataset."""
+    if not isinstance(source, str | Path):
         return source
     from ganforge.data import open_dataset
+    from ganforge.data.remote import is_url
 
-    if not Path(source).exists():
+    if not is_url(str(source)) and not Path(source).exists():
         raise UserError(f"{flag}: no such file or folder: {source}")
     return open_dataset(source, what=flag)
 

@@ -9,6 +9,7 @@ for generated images also the per-batch noise), and `gather_rows` restores globa
 
 import hashlib
 import io
+import itertools
 import json
 import math
 import warnings
@@ -54,11 +55,14 @@ def dataset_subset(ds, count: int | None, seed: int) -> tuple[list[int], str]:
     """The dataset indices a metric uses, and a name for the rule (part of the reference-statistics cache key).
 
     All images in order when `count` covers the dataset; otherwise a seeded random subset, so that a capped count does
-    not take only the first classes of a dataset stored in class order.
+    not take only the first classes of a dataset stored in class order. Shards are read as a stream: their first
+    `count` images, a random subset already (`dataset build` shuffles them into the shards).
     """
     n = len(ds)
     if count is None or count >= n:
         return list(range(n)), "all"
+    if getattr(ds, "format", None) == "shards":
+        return list(range(count)), f"first-{count}"
     perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed))[:count]
     return sorted(perm.tolist()), f"random-{count}-seed{seed}"
 
@@ -70,6 +74,14 @@ def dataset_batches(ds, indices: list[int], batch_size: int, workers: int) -> It
     of its memory map is faster than receiving the batches from workers (as in training, data/loader.py)."""
     from ganforge.data.loader import WorkerLoader, collate, reads_in_process  # ImageDataset: whole stacked batches
 
+    if (
+        getattr(ds, "format", None) == "shards"
+    ):  # indices are the first len(indices) images (dataset_subset); each rank keeps its share
+        stream = ds.first(len(indices))
+        mine = (pixels for position, (pixels, _) in enumerate(stream) if position % dist.world_size() == dist.rank())
+        while batch := list(itertools.islice(mine, batch_size)):
+            yield torch.from_numpy(np.stack(batch))
+        return
     workers = 0 if reads_in_process(ds) else workers
     local = indices[dist.rank() :: dist.world_size()]
     subset = torch.utils.data.Subset(ds, local)

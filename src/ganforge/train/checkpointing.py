@@ -18,8 +18,9 @@ from ganforge.nets import Generator
 from ganforge.train.phases import Trainer
 
 
-def capture(trainer: Trainer, G_ema: Generator, loop: dict) -> dict:
-    """The checkpoint state of everything, as nested dicts of tensors and plain values."""
+def capture(trainer: Trainer, G_ema: Generator, loop: dict, stream: dict | None = None) -> dict:
+    """The checkpoint state of everything, as nested dicts of tensors and plain values; `stream` is the layout of a
+    shard stream (`stream_layout`), None for the other formats, whose order needs only the position."""
     G, D, cfg = trainer.networks["G"], trainer.networks["D"], trainer.cfg
     augment = {} if trainer.ada is None else {"pipe": trainer.augment.state_dict(), "ada": trainer.ada.state_dict()}
     return {
@@ -31,7 +32,7 @@ def capture(trainer: Trainer, G_ema: Generator, loop: dict) -> dict:
         "scaler_G": G.scaler.state_dict(),
         "scaler_D": D.scaler.state_dict(),
         "rng": checkpoint.capture_rng(),
-        "sampler": {"position": loop["cur_nimg"]},
+        "sampler": {"position": loop["cur_nimg"]} | ({"stream": stream} if stream else {}),
         "augment": augment,
         "loop": {**loop, "pl_mean": trainer.pl_mean.detach().cpu(), "nonfinite_in_a_row": trainer.nonfinite_in_a_row},
         # Only the fields that define the training maths (what a resume checks): no paths, so two runs of the same
@@ -148,3 +149,20 @@ def load_pretrained(paths: list[Path], trainer: Trainer, G_ema: Generator) -> No
             target.load_state_dict(net.state_dict())
     if pretrained.augment_p is not None and trainer.ada is not None:
         trainer.augment.p.fill_(pretrained.augment_p)
+
+
+def stream_layout(resume: dict | None, dataset, cur_nimg: int, world_size: int, say) -> dict | None:
+    """{"origin", "world_size"} of a shard stream (ganforge.data.stream), None for other data: a checkpoint's when it
+    was written by as many processes, else a new stream beginning at `cur_nimg` (`say` tells why when a resume
+    changed the world size: the shards are dealt to the processes afresh, so the order differs from then on)."""
+    if getattr(dataset, "format", None) != "shards":
+        return None
+    stream = resume["sampler"].get("stream") if resume else None
+    if stream is not None and stream["world_size"] == world_size:
+        return stream
+    if stream is not None:
+        say(
+            f"data: {world_size} process(es) now, {stream['world_size']} when the checkpoint was written; the shards "
+            f"are dealt afresh and the stream starts a new pass at {cur_nimg / 1000:g} kimg"
+        )
+    return {"origin": cur_nimg, "world_size": world_size}

@@ -215,7 +215,11 @@ class SampleGrid:
         count = self.columns * min(8, max(2, 256 // res))
         gen = torch.Generator().manual_seed(cfg.schedule.seed)
         order = torch.randperm(len(dataset), generator=gen).repeat(count // len(dataset) + 1)[:count]
-        items = [dataset[int(i)] for i in order]
+        if dataset.format == "shards":  # read as a stream: its first images, a random sample (data/shards.py)
+            items = [tuple(map(torch.from_numpy, item)) for item in dataset.first(count)]
+            items = [items[i % len(items)] for i in range(count)]
+        else:
+            items = [dataset[int(i)] for i in order]
         self.reals = to_float(torch.stack([img for img, _ in items]))
         self.labels = torch.stack([label for _, label in items]).to(device)
         self.z = torch.randn([count, cfg.model.z_dim], generator=gen).to(device)

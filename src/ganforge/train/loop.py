@@ -54,7 +54,12 @@ def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | N
     with contextlib.closing(log), PreemptionGuard() as guard, monitor:
         samples = logs.SampleGrid(cfg, dataset, device)
         _start_report(cfg, log, trainer, samples, run_dir, cur_nimg)
-        loader = make_loader(dataset, s.batch // world, s.seed, rank, world, cur_nimg, cfg.data.workers, device)
+        stream = checkpointing.stream_layout(resume, dataset, cur_nimg, world, log.print)  # shards only, else None
+        origin = stream["origin"] if stream else 0
+        loader = make_loader(
+            dataset, s.batch // world, s.seed, rank, world, cur_nimg, cfg.data.workers, device,
+            origin=origin, shuffle_buffer=cfg.data.shuffle_buffer,
+        )  # fmt: skip
         tick_stats = logs.TickStats()
         log.start_clock()
         while True:
@@ -75,7 +80,7 @@ def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | N
 
             # Checkpoint: with every snapshot, and once when preempted.
             if (at_snap or preempted) and saved_nimg != cur_nimg:
-                saved_nimg = _checkpoint(run_dir, log, trainer, G_ema, cur_nimg, tick_nimg, retention)
+                saved_nimg = _checkpoint(run_dir, log, trainer, G_ema, cur_nimg, tick_nimg, retention, stream)
 
             # Done? Finished, or preempted (exit with the signal's conventional status).
             if preempted:
@@ -96,7 +101,7 @@ def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | N
                         images, labels = next(loader)
                 except UserError as error:  # a bad sample mid-run: keep the progress (one process: no peer waits)
                     if world == 1 and saved_nimg != cur_nimg:
-                        saved_nimg = _checkpoint(run_dir, log, trainer, G_ema, cur_nimg, tick_nimg, retention)
+                        saved_nimg = _checkpoint(run_dir, log, trainer, G_ema, cur_nimg, tick_nimg, retention, stream)
                     raise UserError(
                         *error.problems,
                         f"`ganforge dataset verify {cfg.data.path}` lists every bad "
@@ -143,10 +148,12 @@ def _augment_stats(trainer) -> dict:
     return {"Aug/p": stats["p"], "Aug/rt": stats["rt"]}
 
 
-def _checkpoint(run_dir: Path, log: logs.RunLog, trainer, G_ema, cur_nimg: int, tick_nimg: int, retention) -> int:
+def _checkpoint(
+    run_dir: Path, log: logs.RunLog, trainer, G_ema, cur_nimg: int, tick_nimg: int, retention, stream: dict | None
+) -> int:
     """Save the training state at `cur_nimg` (collective); returns `cur_nimg`, the newest saved position."""
     loop_state = {"cur_nimg": cur_nimg, "cur_tick": cur_nimg // tick_nimg}
-    state = checkpointing.capture(trainer, G_ema, loop_state)
+    state = checkpointing.capture(trainer, G_ema, loop_state, stream)
     path = checkpoint.save(run_dir / "checkpoints", state, tag=str(cur_nimg), retention=retention)
     log.print(f"checkpoint {path}")
     return cur_nimg

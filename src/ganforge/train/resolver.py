@@ -13,6 +13,7 @@ from pathlib import Path
 from ganforge import dist, memory
 from ganforge.config import Config, ModelConfig, from_flat
 from ganforge.data import open_dataset
+from ganforge.data.remote import is_url
 from ganforge.errors import UserError
 from ganforge.interop.pretrained import PretrainedFacts
 from ganforge.metrics import parse_names
@@ -62,8 +63,8 @@ def observe(options: TrainOptions) -> Facts:
 
 
 def data_path(options: TrainOptions) -> str:
-    """--data as an absolute path, so that a run is found again from any working directory."""
-    return absolute(options.data)
+    """--data as an absolute path, so that a run is found again from any working directory; a URL as it is."""
+    return options.data if is_url(options.data) else absolute(options.data)
 
 
 def resolve(options: TrainOptions, facts: Facts | None = None) -> Config:

@@ -1,0 +1,55 @@
+"""Training from shards streamed over HTTP: stopped and continued, it writes the checkpoint an uninterrupted run
+writes, byte for byte; its checkpoints hold the stream's layout, and a resume with another world size starts a new
+stream, saying so."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from train_helpers import continued_equals_straight, final_checkpoint, make_dataset, tiny_args
+
+from ganforge.cli import main
+from ganforge.data import build, open_dataset
+from ganforge.train.checkpointing import stream_layout
+from server_helpers import http_server
+
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory):
+    root = tmp_path_factory.mktemp("shards")
+    images = make_dataset(root / "images", count=40)
+    options = build.BuildOptions(transform="none", channels=1, workers=0, format="shards", shard_size="2KB")
+    build.build(images, root / "set", options)
+    return root / "set"
+
+
+def test_a_run_streamed_over_http_stops_and_continues_bitwise(shards, tmp_path):
+    with http_server(shards) as server:
+
+        def train(outdir, kimg: float):
+            args = tiny_args(server.url, outdir, kimg=kimg, batch=8, shuffle_buffer=4, mirror=True)
+            result = CliRunner().invoke(main, args, catch_exceptions=False)
+            assert result.exit_code == 0, result.output
+
+        # 40 images in shards of 2 or 3: the stop at 24 images lands inside a shard and the run goes on past a pass
+        final = continued_equals_straight(train, tmp_path, 0.056, stop_kimg=0.024)
+    state = json.loads((final / "state.json").read_text())["state"]
+    assert state["sampler"] == {"position": 56, "stream": {"origin": 0, "world_size": 1}}
+    assert final_checkpoint(tmp_path / "straight").name == "ckpt-000000056"
+
+
+def test_a_new_world_size_starts_a_new_stream_and_says_so(shards):
+    dataset = open_dataset(shards)
+    said = []
+    resume = {"sampler": {"position": 64, "stream": {"origin": 16, "world_size": 2}}}
+    assert stream_layout(resume, dataset, 64, 2, said.append) == {"origin": 16, "world_size": 2}
+    assert stream_layout(None, dataset, 0, 4, said.append) == {"origin": 0, "world_size": 4}
+    assert said == []
+    assert stream_layout(resume, dataset, 64, 4, said.append) == {"origin": 64, "world_size": 4}
+    assert said == [
+        "data: 4 process(es) now, 2 when the checkpoint was written; the shards are dealt afresh and the stream "
+        "starts a new pass at 0.064 kimg"
+    ]
+    zipped = {"sampler": {"position": 64}}  # a checkpoint of a run that read other data keeps the count only
+    assert stream_layout(zipped, dataset, 64, 1, said.append) == {"origin": 64, "world_size": 1}
+    assert stream_layout(resume, open_dataset(shards.parent / "images"), 64, 4, said.append) is None
