@@ -212,5 +212,5 @@ def test_each_pass_of_one_rank_sees_its_shards_once(built):
 
 def test_more_processes_than_shards_is_refused(built):
     dataset = open_dataset(built / "png")
-    with pytest.raises(UserError, match=r"shard\(s\) for 64 processes.*smaller --shard-size"):
+    with pytest.raises(UserError, match=r"shard\(s\) for 64 processes.*--shard-size 256MB"):
         next(stream.stream(dataset, 0, 0, 64, origin=0, position=0))

@@ -78,7 +78,7 @@ def stream(dataset, seed: int, rank: int, world: int, origin: int, position: int
     if len(counts) < world:
         raise UserError(
             f"--data: {len(counts)} shard(s) for {world} processes, and each process reads its own shards; rebuild "
-            f"with a smaller --shard-size to have at least {world}"
+            f"them smaller to have at least {world} (`ganforge dataset build ... --shard-size 256MB`)"
         )
     epoch, first_slot, skip = locate(counts, seed, origin, rank, world, position)
     while True:
