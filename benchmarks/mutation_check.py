@@ -65,6 +65,10 @@ CONTROLS_RUN = CONTROLS + "test_tick_stats_report_scheduled_rates_and_clipping"
 CLIPPING = "tests/train/test_train_clipping.py::test_clipping_caps_the_unscaled_norm_and_reports_the_norm_before"
 DIFFAUG = "tests/train/test_diffaugment.py::"
 R3GAN = "tests/train/test_train_r3gan.py::"
+SHARDS = "tests/data/test_data_shards.py::"
+TARSTREAM_REFUSALS = "tests/data/test_data_tarstream.py::test_refuses_with_a_reason_and_bounded_reads"
+REMOTE = "tests/data/test_data_remote.py::"
+RESUMABLE_CASES = "tests/checkpoint/test_checkpoint_resumable.py::test_verify_and_resume_agree"
 R3GAN_NETS = "tests/nets/test_nets_r3gan.py::"
 R3GAN_IMPORT = "tests/interop/test_interop_r3gan.py::"
 R3GAN_AUTO_BF16 = "tests/train/test_autoprecision.py::test_auto_bf16_gives_r3gan_its_released_bfloat16_stages"
@@ -871,6 +875,34 @@ MUTANTS = (
       (GROWTH + "test_the_stage_is_recorded_rebuilt_and_checked_like_every_argument_a_file_holds",)),
     M("growth_half_grown_weights_accepted", "interop/pretrained.py", "    if stage:\n", "    if False:\n",
       (GROWING + "test_a_grown_snapshot_fine_tunes_without_its_growth_layers_and_a_half_grown_one_is_refused",)),
+    M("shards_ranks_overlap", "data/stream.py", ".permutation(num_shards)[rank::world]",
+      ".permutation(num_shards)[rank:]", (SHARDS + "test_ranks_read_disjoint_shards_and_every_shard_each_pass",)),
+    M("shards_same_deal_every_pass", "data/stream.py", "default_rng([seed, origin, epoch]).permutation",
+      "default_rng([seed, origin]).permutation",
+      (SHARDS + "test_ranks_read_disjoint_shards_and_every_shard_each_pass",)),
+    M("shards_buffer_emits_a_later_sample", "data/stream.py", "        held[slot] = arrival\n",
+      "        held[slot] = min(arrival + 1, count - 1)\n", (SHARDS + "test_shard_plan_is_a_bounded_shuffle",)),
+    M("shards_resume_keeps_the_skipped", "data/stream.py", "    if leaving >= skip:\n", "    if True:\n",
+      (SHARDS + "test_stream_resumes_exactly_anywhere",)),
+    M("shards_flip_ignores_the_coin", "data/stream.py", "yield image, class_index, bool(flips[leaving]), where",
+      "yield image, class_index, bool(dataset.mirror), where", (SHARDS + "test_stream_resumes_exactly_anywhere",)),
+    M("shards_too_few_for_the_ranks", "data/stream.py", "    if len(counts) < world:\n", "    if False:\n",
+      (SHARDS + "test_more_processes_than_shards_is_refused",)),
+    M("shards_index_total_unchecked", "data/shards.py", "        and sum(counts) == total\n", "",
+      (SHARDS + "test_a_hostile_index_is_refused_with_its_problem",)),
+    M("tar_size_cap_unchecked", "data/tarstream.py", "        if size > cap:\n", "        if False:\n",
+      (TARSTREAM_REFUSALS,)),
+    M("tar_checksum_unchecked", "data/tarstream.py", "    if stored != sum(block[:148])",
+      "    if False and stored != sum(block[:148])", (TARSTREAM_REFUSALS,)),
+    M("tar_extension_headers_read", "data/tarstream.py", "        if kind not in _REGULAR:\n", "        if False:\n",
+      (TARSTREAM_REFUSALS,)),
+    M("remote_short_read_accepted", "data/remote.py", "        if len(data) != end - start:\n",
+      "        if not data:\n", (SHARDS + "test_a_shard_that_disagrees_with_its_index_is_named",)),
+    M("remote_no_retry", "data/remote.py", "            if tries == len(delays):\n", "            if True:\n",
+      (REMOTE + "test_http_gives_the_local_batches_and_survives_dropped_connections",)),
+    M("stream_origin_off_its_steps_accepted", "checkpoint/resumable.py", "        if (cur_nimg - origin) % world_size:",
+      "        if False:",
+      (RESUMABLE_CASES,)),
 )  # fmt: skip
 
 
