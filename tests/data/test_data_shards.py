@@ -117,6 +117,7 @@ def test_info_and_verify_name_the_damaged_shard(built, tmp_path):
         (lambda index: index["shards"][0].update(name="../../etc/passwd"), "shard entry 0"),
         (lambda index: index["shards"][1].update(count=-1), "shard entry 1"),
         (lambda index: index["shards"][0].update(classes=[1, 10**12]), "shard entry 0"),
+        (lambda index: index["shards"][0]["classes"].append(index["shards"][0]["classes"].pop() + 1), "shard entry 0"),
         (lambda index: index["shards"].append(dict(index["shards"][0])), "share a name"),
         (lambda index: index.update(count=index["count"] + 1), "not the 25 of count"),
         (lambda index: index.update(shards=[]), "shards is not a list"),
@@ -197,6 +198,12 @@ def test_stream_resumes_exactly_anywhere(built):
     assert 4 < sum(same) < 20
     threaded = torch.cat([images for images, _ in _stream_batches(dataset, 6, workers=3)])
     assert torch.equal(threaded, flipped)
+    # positions inside a shard (batches of 4 start at shard boundaries here): the shard's first samples are skipped
+    items = stream.stream(dataset, 7, 0, 2, origin=0, position=0)
+    straight_items = [next(items)[:3] for _ in range(30)]
+    for position in (1, 5, 11):
+        items = stream.stream(dataset, 7, 0, 2, origin=0, position=position)
+        assert [next(items)[:3] for _ in range(30 - position)] == straight_items[position:], position
 
 
 def test_each_pass_of_one_rank_sees_its_shards_once(built):
