@@ -111,7 +111,7 @@ def test_labels_from_csv_with_missing_and_unknown_rows(tmp_path):
         "dataset", "build", src, tmp_path / "o.zip", "--transform", "none", "--labels", tmp_path / "labels.csv"
     )
     assert result.exit_code == 2
-    assert "labels.csv:3: ghost.png is not an image in SRC" in result.output
+    assert "labels.csv:4: ghost.png is not an image in SRC" in result.output  # the line in the file, header counted
     assert "z.png: no row in labels.csv" in result.output
     (tmp_path / "labels.csv").write_text("x.png,10\ny.png,9\nz.png,9\n")
     result = run_cli(
@@ -189,7 +189,7 @@ def test_parallel_and_serial_builds_write_identical_bytes(messy, tmp_path):
 def test_info_and_verify(messy, tmp_path):
     build(messy, tmp_path / "x.gfd", BuildOptions(resolution=8, labels="folders", on_error="skip", workers=0))
     summary = json.loads(run_cli("dataset", "info", tmp_path / "x.gfd", "--json").output)
-    assert summary["label_histogram"] == {"a-good": 3, "c-odd": len(convertible_files())}
+    assert summary["labels"]["counts"] == {"a-good": 3, "c-odd": len(convertible_files())}
     assert (summary["count"], summary["format"], summary["content_hash_kind"]) == (8, "fast", "pixels")
     assert "content hash verified" in run_cli("dataset", "verify", tmp_path / "x.gfd").output
     data = bytearray((tmp_path / "x.gfd").read_bytes())
@@ -228,7 +228,7 @@ def test_info_and_verify_on_foreign_archives_use_file_hashes(tmp_path):
     result = run_cli("dataset", "verify", foreign, "--workers", "0")
     assert result.exit_code == 0 and "no recorded content hash to check" in result.output
     summary = json.loads(run_cli("dataset", "info", foreign, "--json").output)
-    assert (summary["content_hash_kind"], summary["label_histogram"]) == ("files", {"0": 1, "1": 2})
+    assert (summary["content_hash_kind"], summary["labels"]["counts"]) == ("files", {"0": 1, "1": 2})
 
 
 def test_grey_build_reads_back_with_one_channel(messy, tmp_path):

@@ -35,8 +35,9 @@ def dataset():
 @click.option(
     "--labels",
     default="auto",
-    help="folders (sub-folder names), source (SRC's dataset.json), none, or PATH.csv with `file,label` rows; "
-    "auto: source when SRC has labels, else none.",
+    help="folders (sub-folder names), source (SRC's dataset.json: classes or label vectors), none, or PATH.csv: "
+    "`file,label` rows (classes), or a header `file,NAME1,NAME2,...` and one number per column (label vectors, "
+    "multi-hot or continuous); auto: source when SRC has labels, else none.",
 )
 @click.option("--channels", type=click.Choice(["1", "3"]), default="3", help="1: greyscale, 3: RGB.")
 @click.option("--max-images", type=click.IntRange(1, 10**9), help="Use only the first N files (sorted by path).")

@@ -3,8 +3,8 @@
 - folder: images found recursively (sorted by relative path), decoded on every access; labels from a
   `dataset.json` at its root when present. Convenient, slow; `ganforge dataset build` makes an archive from it.
 - zip: ours or NVlabs' dataset_tool layout (`00000/img00000000.png` + `dataset.json` with
-  `{"labels": [[name, class], ...] | null}`). The ZipFile is opened lazily in each process, never inherited or
-  pickled: a forked DataLoader worker sharing the parent's file offset would read garbage.
+  `{"labels": [[name, class or label vector], ...] | null}`). The ZipFile is opened lazily in each process, never
+  inherited or pickled: a forked DataLoader worker sharing the parent's file offset would read garbage.
 - fast: `fastformat`, memory-mapped, no decoding.
 
 Content hash: fast files carry it in the header; zips we built carry it in `dataset.json` (key
@@ -146,13 +146,13 @@ class FastSource:
     def __init__(self, path: Path):
         try:
             header = fastformat.read_header(path)
-            class_labels = fastformat.read_labels(path, header)
+            image_labels = fastformat.read_labels(path, header)
         except (ValueError, OSError) as error:
             raise UserError(f"{path}: damaged fast dataset ({brief(error, 200)}); rebuild it") from None
         self.path, self.header = path, header
         self.channels, self.resolution = header["channels"], header["resolution"]
         self.names = _ImageNames(header["count"])
-        self.label_names, self.labels = header["label_names"], class_labels
+        self.label_names, self.labels = header["label_names"], image_labels
         self.stored_hash = header["content_hash"]
         self._images, self._pid = None, None
 

@@ -11,6 +11,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import re
 import shutil
 import zipfile
 from pathlib import Path
@@ -18,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ganforge import __version__
-from ganforge.data import fastformat, images, labels, shards
+from ganforge.data import fastformat, images, labelling, labels, shards
 from ganforge.data.files import ZipMembers, brief, read_file
 from ganforge.data.pool import default_workers, ordered_map
 from ganforge.durable import check_destination, fsync_dir, move_file
@@ -28,6 +29,7 @@ from ganforge.outputs import check_writable_folder
 from ganforge.progress import progress_bar
 
 FORMATS = ("zip", "fast", "shards")
+_LABEL_FILE_LINE = re.compile(r".*:\d+")  # an image's name ends in its suffix, never in a line number
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,7 +39,7 @@ class BuildOptions:
     resolution: int | None = None
     transform: str = "center-crop"
     resize_filter: str = "lanczos"
-    labels: str = "auto"  # auto | folders | source | none | path of a `file,label` CSV
+    labels: str = "auto"  # auto | folders | source | none | path of a CSV file (ganforge.data.labelling)
     channels: int = 3
     max_images: int | None = None
     format: str | None = None  # None: zip when DEST ends in .zip, else fast
@@ -88,38 +90,21 @@ class SourceFiles:
             self._zip.close()
 
 
-def _sorted_label_names(values) -> list[str]:
-    """Class names in index order: numerically when every name is an integer (so "10" follows "9")."""
-    unique = set(values)
-    if all(value.lstrip("-").isdigit() for value in unique):
-        return sorted(unique, key=int)
-    return sorted(unique)
-
-
-def assign_labels(files: SourceFiles, spec: str) -> tuple[dict[str, int] | None, list[str], dict[str, str]]:
-    """-> (class index per file name or None, label names, reason per file that cannot be labelled)."""
+def assign_labels(files: SourceFiles, spec: str) -> labelling.Labelling:
+    """The labels `--labels` asks for: none, sub-folders' names, SRC's dataset.json, or a CSV file."""
     if spec == "auto":
         spec = "source" if files.meta and files.meta.get("labels") else "none"
     if spec == "none":
-        return None, [], {}
+        return labelling.NONE
     if spec == "folders":
-        text = {name: name.split("/")[0] for name in files.names if "/" in name}
-        problems = {name: "not inside a class sub-folder (--labels folders)" for name in files.names if "/" not in name}
-    elif spec == "source":
-        text, problems = labels.source_classes(files.meta, files.names, files.meta_path)
-    else:
-        try:
-            data = read_file(Path(spec), labels.metadata_cap(len(files.names)))
-        except images.BadImage as error:
-            raise UserError(f"--labels {spec}: {error}") from None
-        text, problems = labels.csv_classes(data, Path(spec), files.names)
-    label_names = _sorted_label_names(text.values())
-    if len(label_names) > labels.MAX_LABEL_DIM:
-        raise UserError(
-            f"--labels {spec}: {len(label_names)} classes, more than the {labels.MAX_LABEL_DIM} ganforge takes"
-        )
-    index = {name: i for i, name in enumerate(label_names)}
-    return {name: index[value] for name, value in text.items()}, label_names, problems
+        return labelling.folder_classes(files.names)
+    if spec == "source":
+        return labelling.source_labels(files.meta, files.names, files.meta_path)
+    try:
+        data = read_file(Path(spec), labels.metadata_cap(len(files.names)))
+    except images.BadImage as error:
+        raise UserError(f"--labels {spec}: {error}") from None
+    return labelling.csv_labels(data, Path(spec), files.names)
 
 
 def check_options(src: Path, dest: Path, options: BuildOptions) -> str:
@@ -203,7 +188,8 @@ class ZipWriter:
         self.count += 1
 
     def finish(self, labels: np.ndarray | None, header: dict) -> None:
-        entries = None if labels is None else [[self.member_name(i), int(c)] for i, c in enumerate(labels)]
+        """Write dataset.json: NVlabs' labels (class indices, or label vectors as lists of numbers) and ours."""
+        entries = None if labels is None else [[self.member_name(i), label] for i, label in enumerate(labels.tolist())]
         meta = {"labels": entries, "label_names": header["label_names"], "ganforge": {"format_version": 1, **header}}
         self._zip.writestr(zipfile.ZipInfo("dataset.json", date_time=(1980, 1, 1, 0, 0, 0)), json.dumps(meta))
         self.close()
@@ -215,17 +201,19 @@ class ZipWriter:
 class _Build:
     """The state of one build: writer, duplicate table and problem list, fed one decoded result at a time."""
 
-    def __init__(self, fmt: str, partial: Path, label_names: list[str], options: BuildOptions):
-        self.fmt, self.partial, self.label_names, self.options = fmt, partial, label_names, options
+    def __init__(self, fmt: str, partial: Path, label_kind: str, label_names: list[str], options: BuildOptions):
+        self.fmt, self.partial, self.options = fmt, partial, options
+        self.label_kind, self.label_names = label_kind, label_names
         fail_fast_writes = options.on_error == "fail"
         self.skip_writes_after_problem = fail_fast_writes
         self.problems: list[tuple[str, str]] = []
         self.shape, self.writer, self.hasher = None, None, None
         self.first_of: dict[bytes, str] = {}
-        self.labels: list[int] = []
+        self.labels: list = []  # class indices, or float32 label vectors
         self.report_partial = partial.with_name(partial.name.removesuffix(".partial") + ".report.json.partial")
 
-    def accept(self, name: str, result: tuple, label: int | None) -> None:
+    def accept(self, name: str, result: tuple, label) -> None:
+        """Take one decoded result and its label (a class index, a label vector, or None without labels)."""
         if result[0] == "bad":
             self.problems.append((name, result[1]))
             return
@@ -242,8 +230,8 @@ class _Build:
         if self.skip_writes_after_problem and self.problems:
             return  # --on-error fail: nothing will be kept, so only validate from here on
         with writing(self.partial):
-            if self.fmt == "shards":  # a shard holds each sample's label beside it, by name
-                self.writer.add(payload, None if label is None else self.label_names[label])
+            if self.fmt == "shards":  # a shard holds each sample's label beside it: a class by name
+                self.writer.add(payload, self.label_names[label] if self.label_kind == "class" else label)
             else:  # the other formats write every label at the end
                 self.writer.add(payload)
         self.hasher.add(digest)
@@ -278,9 +266,12 @@ class _Build:
         return content_hash
 
     def _used_labels(self) -> tuple[list[str], np.ndarray | None]:
-        """Drop classes left without images (all their files were bad) so that every class has images."""
-        if not self.label_names:
+        """Drop classes left without images (all their files were bad) so that every class has images; label vectors
+        keep every entry."""
+        if self.label_kind == "none" or not self.label_names:
             return [], None
+        if self.label_kind == "vector":
+            return self.label_names, np.stack(self.labels).astype(np.float32)
         used = sorted(set(self.labels))
         new_index = {old: new for new, old in enumerate(used)}
         return [self.label_names[i] for i in used], np.array([new_index[c] for c in self.labels], dtype=np.int64)
@@ -324,11 +315,11 @@ def build(src, dest, options: BuildOptions | None = None) -> dict:
         check_destination(output)
     files = SourceFiles(src)
     try:
-        label_of, label_names, label_problems = assign_labels(files, options.labels)
-        names, label_problems = _select(files.names, options.max_images, label_problems)
-        state = _Build(fmt, dest.with_name(dest.name + ".partial"), label_names, options)
+        labelled = assign_labels(files, options.labels)
+        names, label_problems = _select(files.names, options.max_images, labelled.problems)
+        state = _Build(fmt, dest.with_name(dest.name + ".partial"), labelled.kind, labelled.names, options)
         try:
-            _decode_all(files, names, label_of, state, options, fmt)
+            _decode_all(files, names, labelled, state, options, fmt)
             state.problems = sorted(state.problems + list(label_problems.items()))
             summary = _finish(src, dest, state, options, fmt)
         except BaseException:
@@ -348,7 +339,7 @@ def _select(all_names: list[str], max_images: int | None, label_problems: dict) 
     return names, {key: reason for key, reason in label_problems.items() if key not in dropped}
 
 
-def _decode_all(files, names, label_of, state: _Build, options: BuildOptions, fmt: str) -> None:
+def _decode_all(files, names, labelled: labelling.Labelling, state: _Build, options: BuildOptions, fmt: str) -> None:
     conversion = images.Conversion(options.channels, options.resolution, options.transform, options.resize_filter)
     workers = default_workers() if options.workers is None else options.workers
     if fmt == "shards":  # each shard a random sample of the dataset (see ganforge.data.shards)
@@ -358,7 +349,7 @@ def _decode_all(files, names, label_of, state: _Build, options: BuildOptions, fm
     progress = progress_bar(total=len(names), unit="img", desc="build", mininterval=1.0)
     with progress:
         for name, result in zip(names, ordered_map(process_file, items, workers), strict=True):
-            state.accept(name, result, None if label_of is None else label_of[name])
+            state.accept(name, result, labelled.of.get(name))
             progress.update()
 
 
@@ -380,8 +371,13 @@ def failure(listed: list[str], advice: str) -> UserError:
     return UserError(*listed, f"{len(listed)} problems; {advice}")
 
 
+def _shown(src: Path, name: str) -> str:
+    """A problem's place: a source file under SRC, or a label file's line (`labels.csv:3`, no image name)."""
+    return name if _LABEL_FILE_LINE.fullmatch(name) else f"{src}/{brief(name)}"
+
+
 def _finish(src: Path, dest: Path, state: _Build, options: BuildOptions, fmt: str) -> dict:
-    listed = [f"{src}/{brief(name)}: {reason}" for name, reason in state.problems]
+    listed = [f"{_shown(src, name)}: {reason}" for name, reason in state.problems]
     if state.problems and options.on_error == "fail":
         raise failure(
             listed,

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ganforge.data import build, fastformat, images
+from ganforge.data import build, distribution, fastformat, images
 from ganforge.data.archive import open_dataset
 from ganforge.data.files import brief
 from ganforge.data.pool import default_workers, ordered_map
@@ -15,18 +15,8 @@ from ganforge.progress import progress_bar
 
 
 def info(path) -> dict:
-    """Count, resolution, channels, label histogram, content hash and format of a dataset."""
+    """Count, resolution, channels, label distribution, content hash and format of a dataset."""
     ds = open_dataset(path, what=None)
-    labels = ds.class_counts if ds.format == "shards" else ds.raw_labels
-    if ds.format == "shards" and labels is not None:  # the index counts each shard's classes
-        histogram = {name: int(count) for name, count in zip(ds.label_names, labels, strict=True)}
-    elif labels is None:
-        histogram = {}
-    elif labels.ndim == 1:
-        counts = np.bincount(labels, minlength=ds.label_dim)
-        histogram = {name: int(count) for name, count in zip(ds.label_names, counts, strict=True)}
-    else:
-        histogram = None  # NVlabs-style label vectors have no classes to count
     return {
         "path": str(path),
         "format": ds.format,
@@ -34,12 +24,20 @@ def info(path) -> dict:
         "resolution": ds.resolution,
         "channels": ds.channels,
         "label_dim": ds.label_dim,
-        "label_histogram": histogram,
+        "labels": label_summary(ds),
         "content_hash": ds.content_hash,
         "content_hash_kind": "pixels" if ds.format == "shards" or ds.source.stored_hash else "files",
         "problems": _header_problems(ds),
         "verified": False,
     }
+
+
+def label_summary(ds) -> dict:
+    """The label distribution of an opened dataset (see ganforge.data.distribution); shards of classes count them
+    in their index, without reading a shard."""
+    if ds.format == "shards" and ds.class_counts is not None:
+        return distribution.class_distribution(ds.label_names, ds.class_counts)
+    return distribution.distribution(ds.label_names, ds.raw_labels)
 
 
 def _header_problems(ds) -> list[str]:
@@ -53,15 +51,9 @@ def _header_problems(ds) -> list[str]:
 
 
 def info_text(summary: dict) -> str:
-    shown = {key: value for key, value in summary.items() if key not in ("label_histogram", "problems", "verified")}
+    shown = {key: value for key, value in summary.items() if key not in ("labels", "problems", "verified")}
     lines = [f"{key}: {value}" for key, value in shown.items()]
-    histogram = summary["label_histogram"]
-    if histogram is None:
-        lines.append("labels: vectors (no classes)")
-    elif histogram:
-        lines += ["labels:"] + [f"  {name}: {count}" for name, count in histogram.items()]
-    else:
-        lines.append("labels: none")
+    lines += distribution.distribution_lines(summary["labels"])
     lines += [f"problem: {problem}" for problem in summary["problems"]]
     lines.append(f"not verified: `ganforge dataset verify {summary['path']}` decodes every image and checks the hash")
     return "\n".join(lines)
@@ -113,8 +105,9 @@ def _fast_digests(ds) -> tuple[list[bytes], list[str]]:
 
 
 def _shard_digests(ds, workers: int) -> tuple[list[bytes], np.ndarray | None, list[str]]:
-    """Digests and class indices of every image in index order, each shard's bytes checked against its SHA-256."""
-    digests, classes, problems = [], [], []
+    """Digests and labels (class indices or label vectors) of every image in index order, each shard's bytes checked
+    against its SHA-256, and label vectors against labels.f32."""
+    digests, sample_labels, problems = [], [], []
 
     def digest(item) -> tuple[bytes | None, str | None]:
         image, where = item
@@ -129,9 +122,9 @@ def _shard_digests(ds, workers: int) -> tuple[list[bytes], np.ndarray | None, li
             hasher, where = hashlib.sha256(), ds.where(number)
             samples = ds.samples(number, hasher)
             try:
-                for (image_digest, problem), class_index in _decoded(samples, where, digest, workers):
+                for (image_digest, problem), label in _decoded(samples, where, digest, workers):
                     digests.append(image_digest)
-                    classes.append(class_index)
+                    sample_labels.append(label)
                     problems += [problem] if problem else []
                     progress.update()
             except UserError as error:  # the shard itself is damaged: the rest of it cannot be read
@@ -139,21 +132,27 @@ def _shard_digests(ds, workers: int) -> tuple[list[bytes], np.ndarray | None, li
                 continue
             if hasher.hexdigest() != shard["sha256"]:
                 problems.append(f"{where}: its SHA-256 is not index.json's; the shard was modified or damaged")
-    labels = np.array(classes, dtype=np.int64) if ds.label_names else None
+    if not ds.label_names or problems:
+        return digests, None, problems
+    if not ds.vectors:
+        return digests, np.array(sample_labels, dtype=np.int64), problems
+    labels = np.stack(sample_labels)
+    if not np.array_equal(labels, ds.raw_labels):
+        problems.append(f"{ds.path}: labels.f32 differs from the samples' .json labels; rebuild the shards")
     return digests, labels, problems
 
 
 def _decoded(samples, where: str, digest, workers: int):
-    """((digest, problem), class index) per sample, decoded by `workers` threads in order."""
-    classes = []
+    """((digest, problem), label) per sample, decoded by `workers` threads in order."""
+    sample_labels = []
 
     def items():
-        for image, class_index in samples:
-            classes.append(class_index)
+        for image, label in samples:
+            sample_labels.append(label)
             yield image, where
 
     for position, result in enumerate(ordered_map(digest, items(), workers, threads=True)):
-        yield result, classes[position]
+        yield result, sample_labels[position]
 
 
 def _file_digests(ds, workers: int) -> tuple[list[bytes], list[str]]:

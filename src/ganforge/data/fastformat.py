@@ -6,9 +6,11 @@ Layout (all integers little-endian):
     offset 8     uint64    byte offset of the JSON header
     offset 16    uint64    byte length of the JSON header
     offset 4096  images    uint8 [count, channels, resolution, resolution], C order, no gaps
-    then         labels    int64 [count] class indices (absent when label_names is empty)
+    then         labels    int64 [count] class indices, or with label_kind "vector" float32 [count, len(label_names)]
+                           label vectors (absent when label_names is empty)
     then         header    UTF-8 JSON: format, format_version, count, channels, resolution, label_names,
-                           content_hash, build (the options that made the file)
+                           label_kind (only "vector"; absent: class indices), content_hash, build (the options
+                           that made the file)
 
 The JSON header sits after the data because the image count is only known once every source file has been
 validated; the fixed prefix points at it. Images start page-aligned so np.memmap slices are aligned reads.
@@ -34,7 +36,8 @@ MAX_HEADER_BYTES = 16 * 2**20
 
 
 class ContentHasher:
-    """SHA-256 over every image's own SHA-256 in order, then the shape, the label names and the int64 class indices.
+    """SHA-256 over every image's own SHA-256 in order, then the shape, the label names and the labels: int64 class
+    indices, or a marker and float32 label vectors (the marker keeps the two kinds from ever sharing a hash).
 
     Hashing per-image digests (rather than all pixels in one stream) lets pool workers hash their own images, and
     lets the build and `verify` agree without holding pixels in one place. Identical for zip and fast archives.
@@ -48,7 +51,10 @@ class ContentHasher:
 
     def finish(self, channels: int, resolution: int, label_names: list[str], labels: np.ndarray | None) -> str:
         self._hasher.update(json.dumps([channels, resolution, list(label_names)]).encode())
-        if labels is not None:
+        if labels is not None and labels.ndim == 2:
+            self._hasher.update(b"float32 label vectors")
+            self._hasher.update(np.asarray(labels, dtype="<f4").tobytes())
+        elif labels is not None:
             self._hasher.update(np.asarray(labels, dtype="<i8").tobytes())
         return self._hasher.hexdigest()
 
@@ -88,7 +94,7 @@ def read_header(path: Path) -> dict:
     image_bytes = header["count"] * header["channels"] * header["resolution"] ** 2
     header["images_offset"] = DATA_OFFSET
     header["labels_offset"] = DATA_OFFSET + image_bytes
-    labels_end = header["labels_offset"] + (8 * header["count"] if header["label_names"] else 0)
+    labels_end = header["labels_offset"] + label_bytes(header)
     if labels_end != offset:
         raise ValueError(f"header says {header['count']} images but the data section ends at byte {offset}")
     return header
@@ -113,6 +119,10 @@ def header_problem(header) -> str | None:
     problem = labels.names_problem(names)
     if problem:
         return problem
+    if header.get("label_kind", "class") not in ("class", "vector"):
+        return 'header field label_kind is not "vector"'
+    if header.get("label_kind") == "vector" and not names:
+        return "header says label vectors but names no entries"
     if not labels.is_content_hash(header.get("content_hash")):
         return "header field content_hash is not 64 hex digits"
     return None
@@ -123,10 +133,26 @@ def map_images(path: Path, header: dict) -> np.memmap:
     return np.memmap(path, dtype=np.uint8, mode="r", offset=header["images_offset"], shape=shape)
 
 
+def label_bytes(header: dict) -> int:
+    """The size of the label section of a checked header."""
+    if not header["label_names"]:
+        return 0
+    if header.get("label_kind") == "vector":
+        return 4 * header["count"] * len(header["label_names"])
+    return 8 * header["count"]
+
+
 def read_labels(path: Path, header: dict) -> np.ndarray | None:
-    """The class indices [count] of a file whose header read_header() returned; ValueError if one is out of range."""
+    """The class indices [count] or label vectors [count, D] of a file whose header read_header() returned;
+    ValueError if a class is out of range or a vector entry is not finite."""
     if not header["label_names"]:
         return None
+    if header.get("label_kind") == "vector":
+        shape = (header["count"], len(header["label_names"]))
+        vectors = np.array(np.memmap(path, dtype="<f4", mode="r", offset=header["labels_offset"], shape=shape))
+        if not np.isfinite(vectors).all():
+            raise ValueError("a label vector holds a number that is not finite")
+        return vectors.astype(np.float32)
     mapped = np.memmap(path, dtype="<i8", mode="r", offset=header["labels_offset"], shape=(header["count"],))
     classes = np.array(mapped, dtype=np.int64)
     problem = labels.class_problem(classes, len(header["label_names"]))
@@ -152,7 +178,10 @@ class FastWriter:
 
     def finish(self, labels: np.ndarray | None, header: dict) -> None:
         """Append the labels and the JSON header (`label_names`, `content_hash`, `build`), then close the file."""
-        if labels is not None:
+        if labels is not None and labels.ndim == 2:
+            header = {**header, "label_kind": "vector"}
+            self._file.write(np.asarray(labels, dtype="<f4").tobytes())
+        elif labels is not None:
             self._file.write(np.asarray(labels, dtype="<i8").tobytes())
         offset = self._file.tell()
         shape = {"count": self.count, "channels": self.channels, "resolution": self.resolution}

@@ -1,19 +1,17 @@
-"""Labels from untrusted files, checked before anything is sized by them: NVlabs' `dataset.json` and the
-`file,label` CSV of `dataset build --labels`.
+"""Labels from untrusted files, checked before anything is sized by them: NVlabs' `dataset.json` (the CSV files of
+`dataset build --labels` are read by ganforge.data.labelling).
 
 dataset.json is `{"labels": [[name, label], ...] | null, "label_names": [str, ...]}` (label_names optional; ganforge
 adds a "ganforge" object). A label is either a class index or a label vector, the same kind for every image:
 - a class index is an integer 0 <= c < the number of classes, which is len(label_names) when the file declares them,
   else at most the number of images (a class beyond that would have no images: declare label_names to keep it);
-- a label vector is a list of finite numbers, the same length for every image.
+- a label vector is a list of finite numbers, the same length for every image; its entries are named by
+  label_names when the file declares as many, else "0", "1", ...
 Either way there are at most MAX_LABEL_DIM classes or vector entries, since the networks take one input per label
 dimension. Sizes of these files are bounded by the images they describe (`metadata_cap`).
 """
 
-import csv
-import io
 import re
-from pathlib import Path
 
 import numpy as np
 
@@ -28,7 +26,6 @@ MAX_LABEL_DIM = MAX_CLASSES  # what a network file may hold, so that every datas
 # under 2 GB however it is written.
 _BASE_BYTES, _BYTES_PER_IMAGE, _MAX_BYTES = 2**20, 4096, 64 * 2**20
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
-_NEGATIVE_INTEGER = re.compile(r"-\d+")
 
 
 def metadata_cap(image_count: int) -> int:
@@ -76,27 +73,27 @@ def class_problem(labels: np.ndarray, classes: int) -> str | None:
 def image_labels(meta: dict | None, names: list[str], where: str) -> tuple[np.ndarray | None, list[str]]:
     """NVlabs' `labels` of the images `names` -> class indices [N] (int64) or label vectors [N, D] (float32), and the
     label names (the declared ones, else "0", "1", ...); (None, []) without labels."""
-    table = _label_table(meta, where)
+    table = label_table(meta, where)
     if not table:
         return None, []
     missing = [name for name in names if name not in table]
     if missing:
         more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
         raise UserError(f"{where}: no label for {brief(missing[0])}{more}; every image needs one")
-    return _parse_values(meta, [table[name] for name in names], len(names), where)
+    return parse_values(meta, [table[name] for name in names], len(names), where)
 
 
-def _parse_values(meta: dict, values: list, image_count: int, where: str) -> tuple[np.ndarray, list[str]]:
+def parse_values(meta: dict, values: list, image_count: int, where: str) -> tuple[np.ndarray, list[str]]:
     if all(_is_integer(value) for value in values):
         return _classes(meta, values, image_count, where)
     if all(isinstance(value, list) for value in values):
-        return _vectors(values, where)
+        return _vectors(values, meta.get("label_names"), where)
     raise UserError(
         f"{where}: a label is neither a class index (a whole number) nor a list of numbers, or the two kinds are mixed"
     )
 
 
-def _label_table(meta: dict | None, where: str) -> dict:
+def label_table(meta: dict | None, where: str) -> dict:
     """{file name: label} from the "labels" entry (empty without labels)."""
     entries = (meta or {}).get("labels")
     if entries is None:
@@ -134,7 +131,7 @@ def _classes(meta: dict, values: list[int], image_count: int, where: str) -> tup
     return labels, list(names)
 
 
-def _vectors(values: list[list], where: str) -> tuple[np.ndarray, list[str]]:
+def _vectors(values: list[list], declared, where: str) -> tuple[np.ndarray, list[str]]:
     dim = len(values[0])
     if not 1 <= dim <= MAX_LABEL_DIM or any(len(value) != dim for value in values):
         raise UserError(f"{where}: label vectors differ in length or are empty or longer than {MAX_LABEL_DIM}")
@@ -147,51 +144,11 @@ def _vectors(values: list[list], where: str) -> tuple[np.ndarray, list[str]]:
         labels = np.full(1, np.inf)
     if not np.isfinite(labels).all():
         raise UserError(f"{where}: a label vector holds a number that is not finite in float32 (NaN, inf, > 3e38)")
-    return labels, [str(i) for i in range(dim)]
-
-
-def source_classes(meta: dict | None, names: list[str], where: str) -> tuple[dict[str, str], dict[str, str]]:
-    """Class names per image from SRC's dataset.json (for `dataset build --labels source`), and a reason per image
-    without a label."""
-    table = _label_table(meta, where)
-    present = [name for name in names if name in table]
-    text = {}
-    if present:
-        labels, label_names = _parse_values(meta, [table[name] for name in present], len(names), where)
-        if labels.ndim != 1:
-            raise UserError(f"{where}: holds label vectors; ganforge archives hold class labels only")
-        text = {name: label_names[c] for name, c in zip(present, labels.tolist(), strict=True)}
-    problems = {name: f"no label in {where} (--labels source)" for name in names if name not in table}
-    return text, problems
-
-
-def csv_classes(data: bytes, path: Path, names: list[str]) -> tuple[dict[str, str], dict[str, str]]:
-    """`file,label` rows (an optional `file,label` header row; file paths relative to SRC) -> class name per image,
-    and a reason per row or image that cannot be labelled. A negative integer is no class: refused by name."""
-    where = str(path)
-    try:
-        rows = list(csv.reader(io.StringIO(data.decode("utf-8-sig"), newline="")))
-    except UnicodeDecodeError:
-        raise UserError(f"{where}: not UTF-8 text; save it as UTF-8") from None
-    except csv.Error as error:  # a NUL byte, a field past csv's size limit
-        raise UserError(f"{where}: not a readable CSV file ({brief(error, 100)})") from None
-    if rows and [cell.strip().lower() for cell in rows[0]] == ["file", "label"]:
-        rows = rows[1:]
-    known, table, problems = set(names), {}, {}
-    for line, row in enumerate(rows, start=1):
-        file = row[0].strip().replace("\\", "/").removeprefix("./") if row else ""
-        label = row[1].strip() if len(row) == 2 else ""
-        if not file or not label:
-            problems[f"{where}:{line}"] = "expected a `file,label` row"
-        elif file not in known:
-            problems[f"{where}:{line}"] = f"{brief(file)} is not an image in SRC"
-        elif _NEGATIVE_INTEGER.fullmatch(label):
-            problems[file] = (
-                f"label {brief(label, 24)} at {where}:{line} is negative; a class is a name or an index >= 0"
-            )
-        else:
-            table[file] = label
-    problems.update(
-        {name: f"no row in {path.name} (--labels)" for name in names if name not in table and name not in problems}
-    )
-    return table, problems
+    if declared is None:
+        return labels, [str(i) for i in range(dim)]
+    problem = names_problem(declared)
+    if problem is None and len(declared) != dim:
+        problem = f"label_names lists {len(declared)} names for label vectors of {dim} numbers"
+    if problem:
+        raise UserError(f"{where}: {problem}")
+    return labels, list(declared)

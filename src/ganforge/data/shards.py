@@ -2,12 +2,16 @@
 
     index.json            {"format": "ganforge-shards", "format_version": 1, "count", "channels", "resolution",
                            "encoding": "png" | "u8", "label_names", "content_hash", "order_seed", "build",
-                           "shards": [{"name", "count", "bytes", "sha256", "classes"?}, ...]}
-    shard-000000.tar      00000000.png (or .u8: raw [C, H, W] uint8), 00000000.json ({"class": name}, with labels),
+                           "shards": [{"name", "count", "bytes", "sha256", "classes"?}, ...],
+                           with label vectors also "label_kind": "vector", "labels_sha256"}
+    shard-000000.tar      00000000.png (or .u8: raw [C, H, W] uint8), 00000000.json (with labels: {"class": name},
+                          or {"label": [numbers]}),
     shard-000001.tar      00000001.png, ... : one sample per key, keys numbered across shards
+    labels.f32            with label vectors: every image's vector in index order, float32 [count, D] little-endian
 
-A labelled dataset's shard entries count the images of each class (`classes`, in label_names' order), so readers know
-the label distribution without reading the shards. `dataset build` writes the images in a fixed pseudo-random order
+A dataset of classes counts the images of each class in its shard entries (`classes`, in label_names' order), and one
+of label vectors keeps them all in labels.f32, so readers know the label distribution, and can draw labels as the
+reals have them, without reading a shard. `dataset build` writes the images in a fixed pseudo-random order
 (`order_seed`), so that each shard is a random sample of the dataset: a stream that reads a few shards at a time then
 sees every class, as WebDataset's authors advise for shuffling at scale. Readers trust nothing in the index beyond the
 limits checked in `read_index`.
@@ -35,6 +39,10 @@ MAX_IMAGES = 10**10
 _MAX_SHARD_BYTES = 2**40
 _INDEX_BASE_BYTES, _INDEX_BYTES_PER_SHARD = 2**20, 256
 SAMPLE_JSON_BYTES = 4096  # a sample's label object; a class name is at most this long
+_JSON_BYTES_PER_NUMBER = 32  # a float32 in JSON, its sign, exponent and separator included
+LABELS_FILE = "labels.f32"
+# Label vectors are read whole when a dataset opens: 256 MiB holds 1.3M images' vectors of 50 numbers.
+MAX_LABEL_FILE_BYTES = 2**28
 _SHARD_NAME = re.compile(r"shard-\d{6,9}\.tar")
 _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "kib": 2**10, "mib": 2**20, "gib": 2**30}
 ORDER_SEED = 0
@@ -65,6 +73,11 @@ def sample_bytes_cap(encoding: str, channels: int, resolution: int) -> int:
     return channels * resolution * resolution if encoding == "u8" else images.max_file_bytes(resolution)
 
 
+def sample_json_cap(label_names: list[str]) -> int:
+    """The most bytes a sample's .json may take: a class name, or a vector of one number per label name."""
+    return SAMPLE_JSON_BYTES + _JSON_BYTES_PER_NUMBER * len(label_names)
+
+
 class ShardWriter:
     """Writes samples into numbered shards of about `shard_bytes` each (a shard closes before the sample that would
     overflow it; a sample larger than that gets a shard of its own)."""
@@ -75,9 +88,14 @@ class ShardWriter:
         self._tar, self._open_bytes, self._open_count = None, 0, 0
         folder.mkdir()
 
-    def add(self, payload, label: str | None) -> None:
+    def add(self, payload, label) -> None:
+        """One sample: its image and its label (a class name, a float32 label vector, or None)."""
         data = payload.tobytes() if self.encoding == "u8" else payload
-        meta = None if label is None else json.dumps({"class": label}).encode()
+        meta = None
+        if isinstance(label, str):
+            meta = json.dumps({"class": label}).encode()
+        elif label is not None:
+            meta = json.dumps({"label": label.tolist()}).encode()
         # Each member takes a 512-byte header and is padded to 512 bytes.
         size = 1024 + len(data) + (0 if meta is None else 1024 + len(meta))
         if self._tar is not None and self._open_bytes + size > self.shard_bytes:
@@ -85,7 +103,7 @@ class ShardWriter:
         if self._tar is None:
             self._tar = TarWriter(self.folder / shard_name(len(self.shards)))
             self._classes.append(collections.Counter())
-        if label is not None:
+        if isinstance(label, str):
             self._classes[-1][label] += 1
         key = sample_key(self.count)
         self._tar.add(f"{key}.{self.encoding}", data)
@@ -102,11 +120,22 @@ class ShardWriter:
         self.shards.append(entry | {"sha256": file_sha256(path)})
         self._tar, self._open_bytes, self._open_count = None, 0, 0
 
-    def finish(self, class_labels, header: dict) -> None:
-        """Close the last shard and write the index (last, so a folder with an index is complete). `class_labels`,
-        which the other formats' writers store here, is already in the shards: each sample's label beside it."""
+    def finish(self, image_labels, header: dict) -> None:
+        """Close the last shard and write the index (last, so a folder with an index is complete). `image_labels`,
+        which the other formats' writers store here, is already in the shards (each sample's label beside it); the
+        index counts classes, and label vectors are written again, all together, to labels.f32."""
         self._close_shard()
-        if header["label_names"]:
+        if image_labels is not None and image_labels.ndim == 2:
+            if image_labels.nbytes > MAX_LABEL_FILE_BYTES:  # readers load them whole
+                raise UserError(
+                    f"{image_labels.shape[0]} label vectors of {image_labels.shape[1]} numbers take more than the "
+                    f"{MAX_LABEL_FILE_BYTES >> 20} MiB a shard dataset's labels.f32 may; label the images with fewer "
+                    "columns"
+                )
+            path = self.folder / LABELS_FILE
+            path.write_bytes(np.asarray(image_labels, dtype="<f4").tobytes())
+            header = {**header, "label_kind": "vector", "labels_sha256": file_sha256(path)}
+        elif header["label_names"]:
             for shard, classes in zip(self.shards, self._classes, strict=True):
                 shard["classes"] = [classes[name] for name in header["label_names"]]
         index = {"format": FORMAT, "format_version": 1, **header, "encoding": self.encoding}
@@ -149,10 +178,31 @@ def read_index(data: bytes, where: str) -> dict:
     names_problem = labels.names_problem(index.get("label_names"))
     problems += [names_problem] if names_problem else []
     if not problems:
-        problems += _shard_problems(index.get("shards"), index["count"], len(index["label_names"]))
+        problems += _vector_problems(index)
+    if not problems:
+        classes = 0 if index.get("label_kind") == "vector" else len(index["label_names"])
+        problems += _shard_problems(index.get("shards"), index["count"], classes)
     if problems:
         raise UserError(*(f"{where}: {problem}" for problem in problems), f"{where}: rebuild the shards")
     return index
+
+
+def label_file_bytes(index: dict) -> int:
+    return 4 * index["count"] * len(index["label_names"])
+
+
+def _vector_problems(index: dict) -> list[str]:
+    """What is wrong with the label vectors' fields of an index (its other fields already checked)."""
+    kind = index.get("label_kind", "class")
+    if kind == "class":
+        return [] if "labels_sha256" not in index else ["labels_sha256 without label_kind vector"]
+    if kind != "vector" or not index["label_names"]:
+        return ['label_kind is not "vector" with label_names naming its entries']
+    if not labels.is_content_hash(index.get("labels_sha256")):
+        return ["labels_sha256 is not 64 hex digits"]
+    if label_file_bytes(index) > MAX_LABEL_FILE_BYTES:
+        return [f"its label vectors take more than {MAX_LABEL_FILE_BYTES >> 20} MiB; use fewer label entries"]
+    return []
 
 
 def _shard_problems(shards, count: int, classes: int) -> list[str]:

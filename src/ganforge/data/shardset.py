@@ -6,6 +6,7 @@ order, a random sample since `dataset build` wrote the images shuffled.
 """
 
 import contextlib
+import hashlib
 
 import numpy as np
 
@@ -30,7 +31,8 @@ def shard_location(path: str) -> str | None:
 
 
 class ShardDataset:
-    """Images as uint8 [C, H, W] and labels as float32 vectors [label_dim] (one-hot classes), from tar shards.
+    """Images as uint8 [C, H, W] and labels as float32 vectors [label_dim] (one-hot classes, or the dataset's label
+    vectors), from tar shards.
 
     `mirror` and `labels` mean what they mean for ImageDataset: x-flipped copies (applied by the stream, which flips
     half the images of each pass), and whether labels are given (else vectors of length 0).
@@ -64,8 +66,12 @@ class ShardDataset:
         self.label_dim = len(self.label_names) if labels else 0
         self.num_raw, self.content_hash = index["count"], index["content_hash"]
         self._class_of = {name: number for number, name in enumerate(self.label_names)}
-        self.class_counts = None
-        if self.label_names:
+        self.vectors = index.get("label_kind") == "vector"
+        self.class_counts, self.raw_labels = None, None
+        if self.vectors:  # loaded without `labels` too: `dataset info` and the run folder show them
+            with self._named():
+                self.raw_labels = self._label_vectors()
+        elif self.label_names and not self.vectors:
             self.class_counts = np.sum([shard["classes"] for shard in self.shards], axis=0, dtype=np.int64)
         self._image_cap = shards.sample_bytes_cap(self.encoding, self.channels, self.resolution)
         self._conversion = images.reader_conversion(self.channels, self.resolution)
@@ -73,25 +79,47 @@ class ShardDataset:
     def __len__(self) -> int:
         return self.num_raw * (2 if self.mirror else 1)
 
+    def _label_vectors(self) -> np.ndarray:
+        """labels.f32, checked against the index: its size, SHA-256, and finite numbers."""
+        size, where = shards.label_file_bytes(self.index), remote.join(self.path, shards.LABELS_FILE)
+        missing = f"{where}: missing; the index says the images have label vectors; rebuild the shards"
+        data = remote.read_whole(self.fs, remote.join(self.root, shards.LABELS_FILE), size, where, self.delays, missing)
+        if len(data) != size or hashlib.sha256(data).hexdigest() != self.index["labels_sha256"]:
+            raise UserError(
+                f"{where}: not the label vectors index.json describes (size or SHA-256); rebuild the shards"
+            )
+        vectors = np.frombuffer(data, dtype="<f4").reshape(self.num_raw, len(self.label_names))
+        if not np.isfinite(vectors).all():
+            raise UserError(f"{where}: a label vector holds a number that is not finite; rebuild the shards")
+        return vectors.astype(np.float32)
+
     def label(self, raw_index: int) -> np.ndarray:
-        """The label of the `raw_index`-th image counting class by class (the first class_counts[0] are class 0, ...):
-        a uniform index gives the reals' class mix, which is what callers that draw labels (metrics) need."""
+        """The label of the `raw_index`-th image: of label vectors, the index order's; of classes, counting class by
+        class (the first class_counts[0] are class 0, ...). Either way a uniform index gives the reals' label mix,
+        which is what callers that draw labels (metrics) need."""
+        if self.label_dim and self.vectors:
+            return self.raw_labels[raw_index].copy()
         vector = np.zeros(self.label_dim, dtype=np.float32)
         if self.label_dim:
             vector[int(np.searchsorted(np.cumsum(self.class_counts), raw_index, side="right"))] = 1
         return vector
 
-    def one_hot(self, class_index: int | None) -> np.ndarray:
+    def label_vector(self, label) -> np.ndarray:
+        """A sample's label as the networks take it: a class index one-hot, a label vector as it is."""
+        if not self.label_dim:
+            return np.zeros(0, dtype=np.float32)
+        if self.vectors:
+            return label
         vector = np.zeros(self.label_dim, dtype=np.float32)
-        if self.label_dim:
-            vector[class_index] = 1
+        vector[label] = 1
         return vector
 
     def where(self, number: int) -> str:
         return remote.join(self.path, self.shards[number]["name"])
 
     def samples(self, number: int, hasher=None):
-        """Yield (image bytes, class index or None) for each sample of shard `number` in its order; UserError naming
+        """Yield (image bytes, label) for each sample of shard `number` in its order, the label a class index, a
+        float32 label vector, or None without labels; UserError naming
         the shard when it is damaged, disagrees with the index or cannot be read. With a `hasher`, every byte of the
         shard is fed to it, the end-of-archive padding too (at most what index.json says the shard takes)."""
         with self._named():
@@ -100,7 +128,7 @@ class ShardDataset:
     def _samples(self, number: int, hasher):
         where, shard = self.where(number), self.shards[number]
         expected, seen = shard["count"], 0
-        cap = max(self._image_cap, shards.SAMPLE_JSON_BYTES)
+        cap = max(self._image_cap, shards.sample_json_cap(self.label_names))
         path = remote.join(self.root, shard["name"])
         with remote.BlockReader(self.fs, path, shard["bytes"], where, self.delays, self.block) as file:
             stream = file if hasher is None else _Hashed(file, hasher)
@@ -130,7 +158,7 @@ class ShardDataset:
         except UserError as error:
             raise UserError(*(self._prefix() + problem for problem in error.problems)) from None
 
-    def _checked(self, sample: tuple[str, dict[str, bytes]]) -> tuple[bytes, int | None]:
+    def _checked(self, sample: tuple[str, dict[str, bytes]]) -> tuple[bytes, int | np.ndarray | None]:
         key, parts = sample
         image = parts.get(self.encoding)
         if image is None or len(image) > self._image_cap:
@@ -139,19 +167,31 @@ class ShardDataset:
             )
         if not self.label_names:
             return image, None
-        meta = parts.get("json")
-        if meta is None or len(meta) > shards.SAMPLE_JSON_BYTES:
-            raise tarstream.BadShard(
-                f"sample {key[:40]!r} has no .json label of at most {shards.SAMPLE_JSON_BYTES} bytes"
-            )
+        meta, cap = parts.get("json"), shards.sample_json_cap(self.label_names)
+        if meta is None or len(meta) > cap:
+            raise tarstream.BadShard(f"sample {key[:40]!r} has no .json label of at most {cap} bytes")
         try:
             label = parse_json(meta, "label")
         except UserError:
             raise tarstream.BadShard(f"sample {key[:40]!r}: its .json is not JSON") from None
+        if self.vectors:
+            return image, self._vector(key, label)
         name = label.get("class") if isinstance(label, dict) else None
         if not isinstance(name, str) or name not in self._class_of:
             raise tarstream.BadShard(f"sample {key[:40]!r}: {brief(label, 60)} names none of the dataset's classes")
         return image, self._class_of[name]
+
+    def _vector(self, key: str, label) -> np.ndarray:
+        numbers = label.get("label") if isinstance(label, dict) else None
+        ok = isinstance(numbers, list) and len(numbers) == len(self.label_names)
+        ok = ok and all(isinstance(x, int | float) and not isinstance(x, bool) for x in numbers)
+        with np.errstate(over="ignore"):
+            vector = np.array(numbers, dtype=np.float64).astype(np.float32) if ok else None
+        if vector is None or not np.isfinite(vector).all():
+            raise tarstream.BadShard(
+                f"sample {key[:40]!r}: {brief(label, 60)} is not a label of {len(self.label_names)} finite numbers"
+            )
+        return vector
 
     def decode(self, image: bytes, where: str) -> np.ndarray:
         """uint8 [C, H, W] from a sample's image bytes; UserError naming `where` if they are not such an image."""
@@ -169,8 +209,8 @@ class ShardDataset:
         if count <= 0:
             return
         for number in range(len(self.shards)):
-            for image, class_index in self.samples(number):
-                yield self.decode(image, self.where(number)), self.one_hot(class_index)
+            for image, label in self.samples(number):
+                yield self.decode(image, self.where(number)), self.label_vector(label)
                 count -= 1
                 if count == 0:
                     return

@@ -73,7 +73,8 @@ def _leave(held: dict, order: np.ndarray, leaving: int, skip: int):
 
 
 def stream(dataset, seed: int, rank: int, world: int, origin: int, position: int, buffer: int = DEFAULT_BUFFER):
-    """Endless (image bytes, class index or None, flip, shard location) for one rank, from its stream `position`."""
+    """Endless (image bytes, label (see ShardDataset.samples), flip, shard location) for one rank, from its stream
+    `position`."""
     counts = [shard["count"] for shard in dataset.shards]
     if len(counts) < world:
         raise UserError(
@@ -89,8 +90,8 @@ def stream(dataset, seed: int, rank: int, world: int, origin: int, position: int
             order = shard_plan(counts[number], buffer, rng)
             flips = rng.integers(2, size=counts[number]) if dataset.mirror else np.zeros(counts[number], np.int64)
             where = dataset.where(int(number))
-            for leaving, (image, class_index) in _leaving(dataset.samples(int(number)), order, buffer, skip):
-                yield image, class_index, bool(flips[leaving]), where
+            for leaving, (image, label) in _leaving(dataset.samples(int(number)), order, buffer, skip):
+                yield image, label, bool(flips[leaving]), where
             skip = 0
         epoch, first_slot = epoch + 1, 0
 
@@ -101,9 +102,9 @@ def batches(dataset, batch_per_rank: int, stream_items, workers: int, pin_memory
     CUDA device's faster copies."""
 
     def decode(item) -> tuple[np.ndarray, np.ndarray]:
-        image, class_index, flip, where = item
+        image, label, flip, where = item
         pixels = dataset.decode(image, where)
-        return (pixels[:, :, ::-1] if flip else pixels), dataset.one_hot(class_index)
+        return (pixels[:, :, ::-1] if flip else pixels), dataset.label_vector(label)
 
     decoded = ordered_map(decode, stream_items, workers, threads=True)
     shape = (batch_per_rank, dataset.channels, dataset.resolution, dataset.resolution)
