@@ -59,6 +59,7 @@ def test_report_of_a_finished_run_is_one_valid_self_contained_page(tiny_run):
     assert alts.count("Peak memory (GB)") + alts.count("Process memory, resident (GB)") == 1
     assert "derived from the preset and flags" in words.lower() and "loss.gamma" in words and "torch_threads" in words
     assert "ckpt-000000016" in words and "network-snapshot-000000.016.safetensors" in words
+    assert "unconditional data: no labels" in words  # the labels.json train wrote for the unlabelled squares
     assert len(text) < 1_000_000
 
 

@@ -203,6 +203,8 @@ def test_train_conditional_channels_last_run_uses_labels(tmp_path):
     (snapshot,) = sorted(tmp_path.glob("runs/*/snapshots/*.safetensors"))[-1:]
     G, _ = load_snapshot(snapshot)
     assert G.c_dim == 2
+    labels = json.loads((snapshot.parent.parent / "labels.json").read_text())  # what `ganforge report` shows
+    assert labels == {"kind": "classes", "counts": {"a": 8, "b": 8}}
 
 
 def test_train_resume_from_snapshot_initialises_generator_weights_only(data, tmp_path):

@@ -1,9 +1,10 @@
 """The report as one self-contained HTML page: inline CSS, figures and images as data URIs, no script, no link to
 anything outside the file, so it opens offline in any browser and can be mailed or archived as it is.
 
-Sections (their ids): summary, curves, samples, config, environment, alerts, profile, files. With several runs the
-curves are overlaid and the other sections hold one part per run. The only links are to the page itself: from the
-summary to each run's profile (`train --profile`'s summary.txt, embedded).
+Sections (their ids): summary, curves, samples, config, labels (the training data's label distribution),
+environment, alerts, profile, files. With several runs the curves are overlaid and the other sections hold one part
+per run. The only links are to the page itself: from the summary to each run's profile (`train --profile`'s
+summary.txt, embedded).
 """
 
 import html
@@ -13,9 +14,10 @@ from ganforge import __version__
 from ganforge.report import images, tables
 from ganforge.report.curves import MAX_POINTS, Plot, ResultTable, plots
 from ganforge.report.figures import svg_data_uri
+from ganforge.report.labels import label_view
 from ganforge.report.rundata import Run, name_runs
 
-SECTIONS = ("summary", "curves", "samples", "config", "environment", "alerts", "profile", "files")
+SECTIONS = ("summary", "curves", "samples", "config", "labels", "environment", "alerts", "profile", "files")
 
 _CSS = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 1.5em auto; max-width: 1100px; padding: 0 1em; color: #222; }
@@ -33,6 +35,7 @@ figure { margin: 1em 0; } .plots { display: grid; grid-template-columns: repeat(
 img.grid { image-rendering: pixelated; }
 .reduced { color: #8a4500; } figcaption.note { margin: 0 0 .6em; }
 .results figcaption { font-size: .85em; font-weight: 600; text-align: center; margin-top: .6em; }
+td.bar { width: 240px; } td.bar span { display: block; height: .8em; margin-top: .3em; background: #6a9bd1; }
 pre.profile { font-size: .8em; overflow-x: auto; background: #f7f7f7; padding: .6em; }
 """
 
@@ -167,6 +170,23 @@ def _config(run: Run) -> str:
     return derived + _table(["field", "value"], tables.config_rows(run), key_column=True)
 
 
+def _labels(run: Run) -> str:
+    """The label distribution: a headline, then a table, counts drawn as bars (plain HTML, so that any class name
+    shows as the data spells it, and 50 rows read as easily as 3)."""
+    view = label_view(run)
+    notes = "".join(f'<p class="note">{_e(note)}</p>' for note in view.notes)
+    if not view.headers:
+        return f'<p class="note">{_e(view.headline)}</p>'
+    head = "".join(f"<th>{_e(h)}</th>" for h in view.headers) + ("<th></th>" if view.bars else "")
+    bars = [f'<td class="bar"><span style="width: {100 * bar:.1f}%"></span></td>' for bar in view.bars]
+    body = "".join(
+        f'<tr><td class="key">{_e(row[0])}</td>' + "".join(f"<td>{_e(v)}</td>" for v in row[1:]) + bar + "</tr>"
+        for row, bar in zip(view.rows, bars or [""] * len(view.rows), strict=True)
+    )
+    table = f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>" if body else ""
+    return f"<p>{_e(view.headline)}</p>{table}{notes}"
+
+
 def _environment(run: Run) -> str:
     return _table(["field", "value"], tables.env_rows(run), key_column=True)
 
@@ -204,6 +224,7 @@ def render(runs: list[Run]) -> str:
         _curves(runs),
         _section("samples", "Samples (fixed latents, newest first)", _per_run(runs, _samples)),
         _section("config", "Resolved configuration", _per_run(runs, _config)),
+        _section("labels", "Training labels", _per_run(runs, _labels)),
         _section("environment", "Environment", _per_run(runs, _environment)),
         _section("alerts", "Alerts and skipped steps", _per_run(runs, _alerts)),
         _section("profile", "Profile (train --profile)", _per_run_indexed(runs, _profile)),

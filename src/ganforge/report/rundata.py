@@ -1,10 +1,10 @@
 """Reading what a run folder holds (written by `ganforge train`), tolerating a run that is still writing, and one that
 is damaged or was made by someone else.
 
-`config.json`, `env.json` (rundir.py); `log.txt`; `stats.jsonl`, one record per tick (logs.py); `metric-<name>.jsonl`,
-one result per line with the snapshot it measured and the images it used (metrics `append_result`); `reals.png`,
-`fakes<kimg>.png`; `snapshots/network-snapshot-<kimg>.safetensors`; `checkpoints/ckpt-<images>/`;
-`profile/summary.txt` (`train --profile`).
+`config.json`, `env.json`, `labels.json` (rundir.py); `log.txt`; `stats.jsonl`, one record per tick (logs.py);
+`metric-<name>.jsonl`, one result per line with the snapshot it measured and the images it used (metrics
+`append_result`); `reals.png`, `fakes<kimg>.png`; `snapshots/network-snapshot-<kimg>.safetensors`;
+`checkpoints/ckpt-<images>/`; `profile/summary.txt` (`train --profile`).
 
 A report is for reading a run, so a damaged part costs only that part: each file is read only when it is a regular
 file (a FIFO would block), at most as many bytes as such a file legitimately holds (the tail of a long log), and
@@ -31,12 +31,13 @@ from ganforge.report.status import Status, run_status
 # What a legitimate file holds, with room: config.json and env.json are a few KB; a tick's stats record is 1-5 KB and a
 # month-long run has ~10^4 ticks; a metric result is ~1 KB; log.txt gains a line per tick (only its end matters).
 MAX_JSON_BYTES = 1 << 20
+MAX_LABELS_BYTES = 16 << 20  # labels.json: ~30 bytes a class, ~150 an entry of a label vector
 MAX_STATS_BYTES = 256 << 20
 MAX_METRIC_BYTES = 16 << 20
 MAX_LOG_BYTES = 16 << 20
 MAX_PROFILE_BYTES = 64 << 10  # profile/summary.txt: ~5 KB (a line per label and 20 operators)
 MAX_LINE_BYTES = 1 << 20  # one JSON line (a record); a longer one is counted as unreadable
-MAX_DEPTH = 32  # nesting of config.json / env.json (train writes 2 levels)
+MAX_DEPTH = 32  # nesting of config.json / env.json / labels.json (train writes 2 or 3 levels)
 MAX_METRIC_FILES = 32  # metric-<name>.jsonl files read (ganforge has 7 metrics)
 MAX_KEY_CHARS = 200  # a stats or result key longer than this is not one train writes
 MAX_ALERTS = 20  # alert texts kept per tick
@@ -78,6 +79,7 @@ class Run:
     snapshots: list[StoredFile]
     status: Status
     profile: str | None = None  # profile/summary.txt, when `train --profile` wrote one
+    labels: dict | None = None  # labels.json as any JSON object (report/labels.py checks it), None when absent
     heading: str = ""  # how the page names the run: its folder name, or parent/name where two runs share one
     label: str = ""  # how legends name it: its number where every run has its own, else the heading
 
@@ -167,8 +169,8 @@ def parse_json(data: bytes | str):
     return value if _depth_within(value, MAX_DEPTH) else None
 
 
-def _json_object(path: Path) -> dict | None:
-    data = read_regular(path, MAX_JSON_BYTES, cut=False)
+def _json_object(path: Path, limit: int = MAX_JSON_BYTES) -> dict | None:
+    data = read_regular(path, limit, cut=False)
     if data is None:
         return None
     value = parse_json(data)
@@ -377,4 +379,5 @@ def read_run(path: Path) -> Run:
         snapshots=_snapshots(path),
         status=run_status(log, stats, path),
         profile=_profile(path),
+        labels=_json_object(path / "labels.json", MAX_LABELS_BYTES),
     )

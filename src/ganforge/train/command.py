@@ -14,7 +14,7 @@ from ganforge.train.loop import training_loop
 from ganforge.train.options import TrainOptions
 from ganforge.train.resolver import observe, resolve_run
 from ganforge.train.resume import Source, choose_source, describe_start, find_sources, select_run
-from ganforge.train.rundir import RunKey, record_failure
+from ganforge.train.rundir import RunKey, record_failure, write_labels
 
 
 def run(config: Config, source: Source | None = None) -> int:
@@ -28,6 +28,8 @@ def run(config: Config, source: Source | None = None) -> int:
         runtime = build_runtime(config, device)
         source = choose_source(config, find_sources(RunKey.of(config))) if source is None else source
         run_dir, state, weights = select_run(config, device, source)
+        if dist.is_main():  # beside select_run's config.json and env.json; here, where the dataset is
+            write_labels(run_dir, runtime.dataset)
         try:
             with runtime.precision.policy():
                 status = training_loop(config, runtime, run_dir, state, weights)

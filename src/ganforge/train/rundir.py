@@ -32,6 +32,7 @@ import torch
 
 from ganforge import __version__
 from ganforge.config import AUTO_PRECISION, SHAPE_FIELDS, Config, field_changes, flatten, upgrade
+from ganforge.data.check import label_summary
 from ganforge.durable import WriteError, append_text, replace_file
 from ganforge.errors import UserError
 from ganforge.train.options import TRAIN_OPTIONS
@@ -337,6 +338,13 @@ def environment(device: torch.device) -> dict:
 
 def write_env(run: Path, device: torch.device) -> None:
     replace_file(run / "env.json", (json.dumps(environment(device), indent=2) + "\n").encode())
+
+
+def write_labels(run: Path, dataset) -> None:
+    """labels.json: the label distribution of the data the run trains on (ganforge.data.distribution's JSON), which
+    `ganforge report` shows. It counts the images as stored, without --mirror's copies; a run without --cond records
+    its data's labels too (the report says the run does not use them). Reads labels only, never an image."""
+    replace_file(run / "labels.json", (json.dumps(label_summary(dataset), indent=2) + "\n").encode())
 
 
 def _git_commit() -> str | None:
