@@ -68,6 +68,7 @@ R3GAN = "tests/train/test_train_r3gan.py::"
 SHARDS = "tests/data/test_data_shards.py::"
 TARSTREAM_REFUSALS = "tests/data/test_data_tarstream.py::test_refuses_with_a_reason_and_bounded_reads"
 REMOTE = "tests/data/test_data_remote.py::"
+VECTORS = "tests/data/test_data_label_vectors.py::"
 RESUMABLE_CASES = "tests/checkpoint/test_checkpoint_resumable.py::test_verify_and_resume_agree"
 R3GAN_NETS = "tests/nets/test_nets_r3gan.py::"
 R3GAN_IMPORT = "tests/interop/test_interop_r3gan.py::"
@@ -406,7 +407,7 @@ MUTANTS = (
        "tests/data/test_data_bounds.py::test_malformed_dataset_json_is_one_user_error_naming_it[too-few-label-names]")),
     M("dataset_json_negative_label_accepted", "data/labels.py", "if not 0 <= value < classes", "if not value < classes",
       ("tests/data/test_data_bounds.py::test_malformed_dataset_json_is_one_user_error_naming_it[class-minus-1]",)),
-    M("csv_negative_label_accepted", "data/labels.py", "elif _NEGATIVE_INTEGER.fullmatch(label):", "elif False:",
+    M("csv_negative_label_accepted", "data/labelling.py", "elif _NEGATIVE_INTEGER.fullmatch(label):", "elif False:",
       ("tests/data/test_data_bounds.py::test_a_negative_label_is_refused_by_dataset_build_naming_its_file",)),
     M("metadata_cap_skipped", "data/labels.py", "return min(_MAX_BYTES, _BASE_BYTES + _BYTES_PER_IMAGE * image_count)",
       "return 2**40", ("tests/data/test_data_bounds.py::test_dataset_json_past_its_cap_is_refused_before_parsing",)),
@@ -903,6 +904,23 @@ MUTANTS = (
     M("stream_origin_off_its_steps_accepted", "checkpoint/resumable.py", "        if (cur_nimg - origin) % world_size:",
       "        if False:",
       (RESUMABLE_CASES,)),
+    M("label_cell_nan_accepted", "data/labelling.py", "return math.isfinite(value) and abs(value) <= _FLOAT32_MAX",
+      "return True", (VECTORS + "test_every_problem_of_a_vector_csv_is_listed_once",)),
+    M("label_row_repeat_accepted", "data/labelling.py", "            elif file in self.first_line:\n",
+      "            elif False:\n", (VECTORS + "test_every_problem_of_a_vector_csv_is_listed_once",)),
+    M("fast_vector_nan_read", "data/fastformat.py", "        if not np.isfinite(vectors).all():", "        if False:",
+      (VECTORS + "test_hostile_vector_files_are_refused_when_opened",)),
+    M("shard_labels_file_unhashed", "data/shardset.py",
+      'if len(data) != size or hashlib.sha256(data).hexdigest() != self.index["labels_sha256"]:',
+      "if len(data) != size:", (VECTORS + "test_hostile_vector_files_are_refused_when_opened",)),
+    M("shard_labels_file_not_compared", "data/check.py", "    if not np.array_equal(labels, ds.raw_labels):",
+      "    if False:", (VECTORS + "test_hostile_vector_files_are_refused_when_opened",)),
+    M("multi_hot_any_entry", "data/distribution.py", "np.isin(labels, (0, 1)).all()", "np.isin(labels, (0, 1)).any()",
+      (VECTORS + "test_info_shows_ranges_and_verify_rehashes_the_vectors",)),
+    M("vector_names_any_length", "data/labels.py", "    if problem is None and len(declared) != dim:",
+      "    if False:", (VECTORS + "test_source_dataset_json_vectors_keep_their_declared_names",)),
+    M("shard_stream_one_hot_vectors", "data/shardset.py", "        if self.vectors:\n            return label\n",
+      "", (VECTORS + "test_the_shard_stream_gives_each_image_its_vector",)),
 )  # fmt: skip
 
 
