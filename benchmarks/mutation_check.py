@@ -775,7 +775,7 @@ MUTANTS = (
       (PROJECTED_HOSTILE,)),
     M("projected_header_token_error_escapes", "projected.py", "    TokenError,\n", "", (PROJECTED_HOSTILE,)),
     M("generate_projected_combination_unchecked", "generate/options.py",
-      "    given = [flag for flag, value in makers if value is not None]", "    given = []",
+      "    flags = [flag for flag, value in makers if value is not None]", "    flags = []",
       ("tests/generate/test_generate_projected.py::test_flags_that_make_ws_from_seeds_are_refused_with_projected_rows",)),
     M("r3gan_pickle_state_set_twice", "interop/r3gan_pickle.py", "        elif target.built:", "        elif False:",
       (R3GAN_IMPORT + "test_modules_are_made_empty_and_given_their_state_once",)),

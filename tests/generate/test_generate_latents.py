@@ -5,13 +5,14 @@ import math
 import numpy as np
 import torch
 
-from ganforge.generate.latents import labels, loop_path, mix_styles, slerp, z_from_seeds
+from ganforge.generate.labels import one_vector
+from ganforge.generate.latents import loop_path, mix_styles, slerp, z_from_seeds
 
 
 def test_z_is_numpy_randomstate_normal_and_labels_are_one_hot():
     assert torch.equal(z_from_seeds([7, 0], 5)[0], torch.from_numpy(np.random.RandomState(7).randn(5)).float())
-    assert torch.equal(labels(2, 3, 2), torch.tensor([[0.0, 0.0, 1.0], [0.0, 0.0, 1.0]]))
-    assert labels(None, 0, 4).shape == (4, 0)
+    assert one_vector(2, None, 3) == [0.0, 0.0, 1.0] and one_vector(None, (0.5, 2.0), 2) == [0.5, 2.0]
+    assert one_vector(None, None, 0) == []
 
 
 def test_slerp_follows_the_great_circle():

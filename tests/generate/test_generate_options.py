@@ -107,7 +107,8 @@ def test_network_checks_list_every_problem():
     with pytest.raises(UserError) as err:
         parse(style_mix=("1", "2"), trunc_cutoff=7, mix_layers="4-6").check_network(conditional)
     assert err.value.problems == [
-        "--class: net.pkl is conditional; pick a class from 0 to 2",
+        "--class: net.pkl is conditional; pick a class from 0 to 2, or give a label vector of 3 numbers with --label "
+        "or --label-file",
         "--trunc-cutoff 7: net.pkl has 6 ws; use 1 to 6",
         "--mix-layers: net.pkl has layers 0 to 5, not [6]",
     ]

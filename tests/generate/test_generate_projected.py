@@ -129,8 +129,8 @@ def test_flags_that_make_ws_from_seeds_are_refused_with_projected_rows(snapshot,
                  "--class", "0", "--interp-space", "z")  # fmt: skip
     assert result.exit_code == 2 and not (tmp_path / "out").exists()
     assert result.output.splitlines() == [
-        "error: --projected-w with --seeds, --trunc, --class: its rows are ws, rendered as they are (their class is in "
-        "them; seeds, truncation and style mixing make ws of their own); drop --seeds, --trunc, --class",
+        "error: --projected-w with --seeds, --trunc, --class: its rows are ws, rendered as they are (their class or "
+        "label is in them; seeds, truncation and style mixing make ws of their own); drop --seeds, --trunc, --class",
         "error: --interp-space z: the rows of --projected-w are ws, interpolated linearly in w; drop it",
     ]
     with pytest.raises(UserError, match=r"--projected-w with --style-mix, --trunc-cutoff: "):

@@ -1,5 +1,5 @@
 """`ganforge generate`: images, grids, interpolations and style mixing from a generator, from seeds or projected
-latents."""
+latents, for a class or label vectors of a conditional network."""
 
 from pathlib import Path
 
@@ -27,6 +27,7 @@ from ganforge.generate.options import (
         "ganforge generate --network snapshot.safetensors --outdir out --seeds 0-8 --interp 120 --size 256 --fps 30",
         "ganforge generate --network ffhq.pkl --outdir out --projected-w a/projected_w.npz --projected-w "
         "b/projected_w.npz --interp 60",
+        "ganforge generate --network attributes.safetensors --outdir out --seeds 0-3 --label-file labels.csv",
     )
 )
 @click.option(
@@ -49,7 +50,25 @@ from ganforge.generate.options import (
 )
 @click.option("--trunc", type=float, help="Truncation psi: 1 is none; 0.5-0.7 trade variety for quality.  [default: 1]")
 @click.option("--trunc-cutoff", type=click.IntRange(min=1), help="Truncate only the first N ws.  [default: all]")
-@click.option("--class", "class_index", type=click.IntRange(min=0), help="Class of a conditional network.")
+@click.option(
+    "--class",
+    "class_index",
+    type=click.IntRange(min=0),
+    help="Class of a conditional network (its one-hot label vector). One of --class, --label and --label-file.",
+)
+@click.option(
+    "--label",
+    metavar="V,V,...",
+    help="Label vector of a conditional network for every image: as many comma-separated finite numbers as the "
+    "network has label inputs (c_dim), multi-hot or continuous, e.g. 0.2,1,0.",
+)
+@click.option(
+    "--label-file",
+    type=click.Path(path_type=Path),
+    metavar="CSV",
+    help="Label vectors, one per line (c_dim comma-separated numbers; an optional first line of column names): "
+    "every seed is made with every vector, seedS-labelK.png for vector K (from 0); PNGs only.",
+)
 @click.option(
     "--noise-mode",
     type=click.Choice(NOISE_MODES),

@@ -1,4 +1,4 @@
-"""Latents for `ganforge generate`: z from a seed, class labels, interpolation paths, style-mixing ws.
+"""Latents for `ganforge generate`: z from a seed, interpolation paths, style-mixing ws (label vectors: labels.py).
 
 z for seed s is `numpy.random.RandomState(s).randn(z_dim)`, the convention of NVlabs' generate.py, so a seed names
 the same latent there and here.
@@ -11,14 +11,6 @@ import torch
 def z_from_seeds(seeds, z_dim: int) -> torch.Tensor:
     """[len(seeds), z_dim] float32: one standard-normal z per seed."""
     return torch.from_numpy(np.stack([np.random.RandomState(s).randn(z_dim) for s in seeds])).float()
-
-
-def labels(class_index: int | None, c_dim: int, n: int) -> torch.Tensor:
-    """[n, c_dim] one-hot rows of `class_index` ([n, 0] for an unconditional network)."""
-    c = torch.zeros([n, c_dim])
-    if class_index is not None:
-        c[:, class_index] = 1
-    return c
 
 
 def slerp(a: torch.Tensor, b: torch.Tensor, t: torch.Tensor) -> torch.Tensor:

@@ -1,6 +1,7 @@
-"""The four outputs of `ganforge generate`, each made batch by batch: one PNG per seed, a grid, a looping
-interpolation (or a grid of them) and a style-mixing table; the first three from seeds or from the rows of projected
-latents (`Keys`). Every image goes through `pixels` (rounded to uint8, brought to --size) on its way into a file."""
+"""The four outputs of `ganforge generate`, each made batch by batch: one PNG per seed (or per seed and label
+vector), a grid, a looping interpolation (or a grid of them) and a style-mixing table; the first three from seeds or
+from the rows of projected latents (`Keys`). Every image goes through `pixels` (rounded to uint8, brought to --size)
+on its way into a file."""
 
 import torch
 
@@ -13,6 +14,12 @@ from ganforge.generate.writers import Pixels
 
 def seed_name(seed: int) -> str:
     return f"seed{seed:07d}.png"
+
+
+def labelled_name(seed: int, vector: int, vectors: int) -> str:
+    """The image of a seed with vector `vector` of a label file of `vectors`: seed0000007-label0003.png, with as many
+    digits as the last vector needs (at least 4), so that the names sort by seed, then vector."""
+    return f"seed{seed:07d}-label{vector:0{max(4, len(str(vectors - 1)))}d}.png"
 
 
 def projected_name(row: int, rows: int) -> str:
@@ -32,18 +39,25 @@ def cell_names(o: GenerateOptions) -> list[str]:
     return list(dict.fromkeys(cell_name(r, c) for r in rows for c in cols))
 
 
-def _ws(G, o: GenerateOptions, z: torch.Tensor) -> torch.Tensor:
-    return map_latents(G, z, o.class_index, o.trunc, o.trunc_cutoff, o.batch)
+def _ws(G, o: GenerateOptions, z: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+    """Truncated ws of latents z [N, z_dim], each mapped with its label vector: c [N, c_dim], or [1, c_dim] for all
+    (made contiguous, as a batch of vectors is: a broadcast view could take another kernel and round differently)."""
+    return map_latents(G, z, c.expand(len(z), -1).contiguous(), o.trunc, o.trunc_cutoff, o.batch)
 
 
 class Keys:
     """The latents an output is made from, in order, each with the seed its `random` noise is drawn from: the seeds,
-    mapped (and truncated) to ws batch by batch; or the rows of projected ws [N, num_ws, w_dim], used as they are,
-    row k drawing its noise from seed k."""
+    each with every label vector of c [V, c_dim] in turn (V is 1 unless a label file gives more), mapped (and
+    truncated) to ws batch by batch; or the rows of projected ws [N, num_ws, w_dim], used as they are, row k drawing
+    its noise from seed k."""
 
-    def __init__(self, G, o: GenerateOptions, projected: torch.Tensor | None):
-        self.G, self.o, self.projected = G, o, projected
-        self.seeds = o.seeds if projected is None else tuple(range(len(projected)))
+    def __init__(self, G, o: GenerateOptions, projected: torch.Tensor | None, c: torch.Tensor):
+        assert len(c) == 1 or (o.mode == "images" and projected is None), "parse refuses such a --label-file"
+        self.G, self.o, self.projected, self.c = G, o, projected, c
+        if projected is None:
+            self.seeds = tuple(seed for seed in o.seeds for _ in range(len(c)))
+        else:
+            self.seeds = tuple(range(len(projected)))
 
     def __len__(self) -> int:
         return len(self.seeds)
@@ -51,13 +65,16 @@ class Keys:
     def ws(self, start: int, stop: int) -> torch.Tensor:
         if self.projected is not None:
             return self.projected[start:stop]
-        return _ws(self.G, self.o, z_from_seeds(self.seeds[start:stop], self.G.z_dim))
+        vectors = self.c[torch.arange(start, stop) % len(self.c)]  # key k: seed k // V with vector k % V
+        return _ws(self.G, self.o, z_from_seeds(self.seeds[start:stop], self.G.z_dim), vectors)
 
     def names(self, start: int, stop: int) -> list[str]:
         """The files of keys start .. stop - 1 as single images."""
         if self.projected is not None:
             return [projected_name(row, len(self)) for row in range(start, stop)]
-        return [seed_name(seed) for seed in self.seeds[start:stop]]
+        if self.o.label_file is None:
+            return [seed_name(seed) for seed in self.seeds[start:stop]]
+        return [labelled_name(self.seeds[k], k % len(self.c), len(self.c)) for k in range(start, stop)]
 
 
 def images(G, o: GenerateOptions, keys: Keys, render: Renderer, pixels: Pixels) -> None:
@@ -93,17 +110,18 @@ def frame_batches(G, o: GenerateOptions, keys: Keys, render: Renderer, pixels: P
     for start in range(0, o.frames, o.frames_per_batch):
         count = min(o.frames_per_batch, o.frames - start)
         between = torch.cat([path.between(start, start + count) for path in paths])  # cell by cell
-        ws = _ws(G, o, between) if spherical else between
+        ws = _ws(G, o, between, keys.c) if spherical else between
         yield writers.tile(pixels(render(ws, [seed for seed in noise_seeds for _ in range(count)])), rows, cols)
 
 
-def style_mix(G, o: GenerateOptions, render: Renderer, pixels: Pixels) -> None:
+def style_mix(G, o: GenerateOptions, c: torch.Tensor, render: Renderer, pixels: Pixels) -> None:
     """The table of StyleGAN Fig. 3: a blank corner, the column images on top, the row images on the left, and in
-    each cell the row's ws with the mixed layers taken from the column; with --mix-cells each cell also in a PNG."""
+    each cell the row's ws with the mixed layers taken from the column; with --mix-cells each cell also in a PNG.
+    Every seed is mapped with the label vector c [1, c_dim]."""
     rows, cols = o.style_mix
     width = len(cols) + 1
     canvas = writers.Canvas(len(rows) + 1, width, pixels.size or G.resolution, G.img_channels)
-    row_ws, col_ws = _ws(G, o, z_from_seeds(rows, G.z_dim)), _ws(G, o, z_from_seeds(cols, G.z_dim))
+    row_ws, col_ws = _ws(G, o, z_from_seeds(rows, G.z_dim), c), _ws(G, o, z_from_seeds(cols, G.z_dim), c)
     for start in range(0, len(cols), o.batch):  # the top row: the column seeds' own images
         canvas.paste(1 + start, pixels(render(col_ws[start : start + o.batch], cols[start : start + o.batch])))
     for start in range(0, len(rows), o.batch):  # the left column: the row seeds' own images

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from ganforge.errors import UserError
+from ganforge.generate import labels
 
 NOISE_MODES = ("const", "random", "none")
 INTERP_SPACES = ("z", "w")
@@ -44,7 +45,10 @@ class GenerateOptions:
 
     With `projected_w`, the rows of those files (projected_w.npz, see ganforge.projected) take the place of the seeds
     in the first three modes: each row is a W+ latent, rendered as it is; row k of all the files together is image
-    k, named proj00.png ... in the images mode, and draws its `random` noise from seed k."""
+    k, named proj00.png ... in the images mode, and draws its `random` noise from seed k.
+
+    A conditional network takes one of `class_index` (its one-hot vector), `label` or `label_file` (images mode
+    only: every seed with every vector of the file, seedS-labelK.png for vector K)."""
 
     network: Path
     outdir: Path
@@ -52,6 +56,8 @@ class GenerateOptions:
     trunc: float = 1.0  # psi
     trunc_cutoff: int | None = None  # truncate only the first N ws; None: all
     class_index: int | None = None
+    label: tuple[float, ...] | None = None  # one label vector of the network's c_dim numbers
+    label_file: Path | None = None  # label vectors, one per line (see ganforge.generate.labels)
     noise_mode: str = "const"  # const | random (drawn from each image's seed) | none
     batch: int = 16
     device: str = "auto"
@@ -71,6 +77,7 @@ class GenerateOptions:
     # Rows of the projected_w files together: generate sets it once it has read them (0 until then), so that the
     # counts below hold for both kinds of latents.
     projected_rows: int = 0
+    label_rows: int = 0  # vectors in label_file: generate sets it once it has read the file (0 until then)
 
     @property
     def moves(self) -> bool:
@@ -106,12 +113,13 @@ class GenerateOptions:
         translate=None,
         rotate=None,
         projected_w=(),
+        label=None,
         **fields,
     ) -> "GenerateOptions":
-        """From the CLI's values (seeds, grid, style_mix, mix_layers and translate as typed; None for a flag not
-        given; projected_w the files given, in order); UserError listing every problem."""
+        """From the CLI's values (seeds, grid, style_mix, mix_layers, translate and label as typed; None for a flag
+        not given; projected_w the files given, in order); UserError listing every problem."""
         fields = {name: value for name, value in fields.items() if value is not None or name not in DEFAULTED}
-        given = dict(grid=grid, style_mix=style_mix, mix_layers=mix_layers, projected_w=projected_w)
+        given = dict(grid=grid, style_mix=style_mix, mix_layers=mix_layers, projected_w=projected_w, label=label)
         problems = _combination_problems(seeds, given, fields) + _number_problems(fields, rotate)
         options = cls(
             **fields,
@@ -122,6 +130,7 @@ class GenerateOptions:
             translate=_parse_translate(translate, problems) if translate else (0.0, 0.0),
             rotate=rotate or 0.0,
             projected_w=tuple(projected_w),
+            label=labels.parse_label(label, problems) if label is not None else None,
         )
         problems = problems or options.count_problems()  # counts mean something only when all else is right
         if problems:
@@ -131,7 +140,7 @@ class GenerateOptions:
     def count_problems(self) -> list[str]:
         """What the numbers of seeds (or projected rows), cells and images do not allow (also checked for options
         made without `parse`). Projected rows are counted once generate has read them."""
-        if self.projected_w and not self.projected_rows:
+        if (self.projected_w and not self.projected_rows) or (self.label_file and not self.label_rows):
             return []
         if self.grid:
             problems = self._grid_problems()
@@ -183,7 +192,7 @@ class GenerateOptions:
         if self.mode == "style_mix":
             rows, cols = self.style_mix
             return len(rows) + len(cols) + len(rows) * len(cols)
-        return self.keys
+        return self.keys * (self.label_rows if self.label_file else 1)  # every seed with every vector of the file
 
     @property
     def frames(self) -> int:
@@ -204,6 +213,8 @@ class GenerateOptions:
             return f"--interp {self.interp} with {self.keys:,} {keys}"
         if self.mode == "style_mix":
             return f"--style-mix {len(self.style_mix[0]):,} rows x {len(self.style_mix[1]):,} columns"
+        if self.label_file:
+            return f"--seeds with --label-file ({self.label_rows:,} vectors)"
         return "--projected-w" if self.projected_w else "--seeds"
 
     def _w_space_problems(self, G) -> list[str]:
@@ -220,9 +231,10 @@ class GenerateOptions:
         return problems
 
     def check_network(self, G) -> None:
-        """UserError listing every option the loaded generator cannot honour (class, cutoff, mixed layers). Projected
-        ws already hold their class."""
-        problems = [] if self.projected_w else self._class_problems(G.c_dim)
+        """UserError listing every option the loaded generator cannot honour (class or label, cutoff, mixed layers).
+        Projected ws already hold their class. The lines of a label file are checked as generate reads it."""
+        label = (self.class_index, self.label, self.label_file)
+        problems = [] if self.projected_w else labels.network_problems(*label, G.c_dim, self.network)
         if self.trunc_cutoff is not None and self.trunc_cutoff > G.num_ws:
             problems.append(
                 f"--trunc-cutoff {self.trunc_cutoff}: {self.network} has {G.num_ws} ws; use 1 to {G.num_ws}"
@@ -239,15 +251,6 @@ class GenerateOptions:
         if problems:
             raise UserError(*problems)
 
-    def _class_problems(self, c_dim: int) -> list[str]:
-        if c_dim == 0 and self.class_index is not None:
-            return [f"--class {self.class_index}: {self.network} is unconditional; drop --class"]
-        if c_dim > 0 and self.class_index is None:
-            return [f"--class: {self.network} is conditional; pick a class from 0 to {c_dim - 1}"]
-        if c_dim > 0 and self.class_index >= c_dim:
-            return [f"--class {self.class_index}: {self.network} has classes 0 to {c_dim - 1}"]
-        return []
-
     def layers_to_mix(self, num_ws: int) -> tuple[int, ...]:
         return self.mix_layers or tuple(i for i in COARSE_STYLES if i < num_ws)
 
@@ -258,11 +261,11 @@ def _combination_problems(seeds, given: dict, fields: dict) -> list[str]:
     modes = [
         flag for flag, value in (("--grid", given["grid"]), ("--interp", interp), ("--style-mix", style_mix)) if value
     ]
-    problems = []
+    problems = labels.flag_problems(fields.get("class_index"), given["label"], fields.get("label_file"), modes)
     if style_mix and len(modes) > 1:
         problems.append(f"{' and '.join(modes)}: choose one output mode (--grid with --interp is a grid of loops)")
     if given["projected_w"]:
-        problems += _projected_problems(seeds, style_mix, fields)
+        problems += _projected_problems(seeds, given, fields)
     elif style_mix and seeds:
         problems.append("--seeds: --style-mix takes its own row and column seeds; drop --seeds")
     elif not style_mix and not seeds:
@@ -280,22 +283,24 @@ def _combination_problems(seeds, given: dict, fields: dict) -> list[str]:
     return problems
 
 
-def _projected_problems(seeds, style_mix, fields: dict) -> list[str]:
+def _projected_problems(seeds, given: dict, fields: dict) -> list[str]:
     """The rows of --projected-w are ws rendered as they are: the flags that make or change ws from seeds have
     nothing to act on."""
     makers = (
         ("--seeds", seeds),
-        ("--style-mix", style_mix),
+        ("--style-mix", given["style_mix"]),
         ("--trunc", fields.get("trunc")),
         ("--trunc-cutoff", fields.get("trunc_cutoff")),
         ("--class", fields.get("class_index")),
+        ("--label", given["label"]),
+        ("--label-file", fields.get("label_file")),
     )
-    given = [flag for flag, value in makers if value is not None]
+    flags = [flag for flag, value in makers if value is not None]
     problems = []
-    if given:
+    if flags:
         problems.append(
-            f"--projected-w with {', '.join(given)}: its rows are ws, rendered as they are (their class is in "
-            f"them; seeds, truncation and style mixing make ws of their own); drop {', '.join(given)}"
+            f"--projected-w with {', '.join(flags)}: its rows are ws, rendered as they are (their class or label is "
+            f"in them; seeds, truncation and style mixing make ws of their own); drop {', '.join(flags)}"
         )
     if fields.get("interp_space") == "z":
         problems.append("--interp-space z: the rows of --projected-w are ws, interpolated linearly in w; drop it")

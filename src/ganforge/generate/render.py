@@ -14,21 +14,20 @@ import time
 
 import torch
 
-from ganforge.generate.latents import labels
 from ganforge.nets import Generator
 from ganforge.nets.noise import noise_buffer_names, per_image_noise
 from ganforge.progress import progress_bar
 
 
 @torch.no_grad()
-def map_latents(G: Generator, z: torch.Tensor, class_index, psi: float, cutoff, batch: int) -> torch.Tensor:
-    """z [N, z_dim] -> truncated ws [N, num_ws, w_dim] on the CPU (StyleGAN Sec. 3.3: w_avg + psi (w - w_avg) for
-    the first `cutoff` ws)."""
+def map_latents(G: Generator, z: torch.Tensor, c: torch.Tensor, psi: float, cutoff, batch: int) -> torch.Tensor:
+    """z [N, z_dim] with label vectors c [N, c_dim] -> truncated ws [N, num_ws, w_dim] on the CPU (StyleGAN Sec. 3.3:
+    w_avg + psi (w - w_avg) for the first `cutoff` ws)."""
+    assert c.shape == (len(z), G.c_dim), (c.shape, z.shape, G.c_dim)
     device = next(G.parameters()).device
     ws = []
-    for chunk in z.split(batch):
-        c = labels(class_index, G.c_dim, len(chunk))
-        ws.append(G.mapping(chunk.to(device), c.to(device), psi=psi, cutoff=cutoff).cpu())
+    for z_chunk, c_chunk in zip(z.split(batch), c.split(batch), strict=True):
+        ws.append(G.mapping(z_chunk.to(device), c_chunk.to(device), psi=psi, cutoff=cutoff).cpu())
     return torch.cat(ws)
 
 

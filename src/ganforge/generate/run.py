@@ -16,10 +16,12 @@ import numpy as np
 import torch
 
 from ganforge import memory, outputs
+from ganforge.data.files import read_file
+from ganforge.data.images import BadImage
 from ganforge.devices import pick_device
 from ganforge.durable import WriteError, check_destination, write_problem
 from ganforge.errors import UserError
-from ganforge.generate import budget, modes, writers
+from ganforge.generate import budget, labels, modes, writers
 from ganforge.generate.needs import needs_of
 from ganforge.generate.options import GenerateOptions
 from ganforge.generate.render import Renderer
@@ -38,11 +40,15 @@ def generate(options: GenerateOptions) -> dict:
     outputs.check_writable_folder(options.outdir, "--outdir")
     G, _meta = load_network(options.network, device=device)
     options.check_network(G)
+    c = _label_vectors(options, G.c_dim)
+    if options.label_file:
+        options = dataclasses.replace(options, label_rows=len(c))
+        _refuse(options.count_problems())
     projected, row_noise = _read_projected(options, G)
     if projected is not None:
         options = dataclasses.replace(options, projected_rows=len(projected))
         _refuse(options.count_problems())
-    keys = modes.Keys(G, options, projected)
+    keys = modes.Keys(G, options, projected, c)
     names = _file_names(options, keys, animation)
     if animation:
         rows, cols = options.layout
@@ -69,6 +75,22 @@ def generate(options: GenerateOptions) -> dict:
 def _refuse(problems: list[str]) -> None:
     if problems:
         raise UserError(*problems)
+
+
+def _label_vectors(o: GenerateOptions, c_dim: int) -> torch.Tensor:
+    """The label vectors every seed is made with, [V, c_dim] float32: the lines of --label-file, else one (--label,
+    the one-hot vector of --class, or none at all for an unconditional network: [1, 0])."""
+    if o.label_file is None:
+        return torch.tensor([labels.one_vector(o.class_index, o.label, c_dim)], dtype=torch.float32)
+    try:  # refused by its size before a byte is read
+        data = read_file(o.label_file, labels.MAX_LABEL_FILE_BYTES)
+    except BadImage as error:
+        raise UserError(
+            f"--label-file {o.label_file}: {error}; give a text file of at most "
+            f"{memory.size_text(labels.MAX_LABEL_FILE_BYTES)}, one label vector per line"
+        ) from None
+    table = labels.parse_label_file(data, f"--label-file {o.label_file}", c_dim)
+    return torch.frombuffer(table, dtype=torch.float32).reshape(-1, c_dim)
 
 
 def _read_projected(o: GenerateOptions, G) -> tuple[torch.Tensor | None, dict[str, torch.Tensor] | None]:
@@ -105,7 +127,7 @@ def _make(G, o: GenerateOptions, keys: modes.Keys, renderer: Renderer, first_nam
     if o.mode == "interp":
         writers.write_animation(o.outdir / first_name, modes.frame_batches(G, o, keys, renderer, pixels), o.fps)
     elif o.mode == "style_mix":
-        modes.style_mix(G, o, renderer, pixels)
+        modes.style_mix(G, o, keys.c, renderer, pixels)
     else:
         {"images": modes.images, "grid": modes.grid}[o.mode](G, o, keys, renderer, pixels)
 
