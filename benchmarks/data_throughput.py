@@ -52,7 +52,8 @@ def write_archives(folder: Path, resolution: int, count: int) -> tuple[Path, Pat
     """The zip and fast archives, and beside them folders of PNG and of u8 shards (`shard_folder`)."""
     rng = np.random.default_rng(resolution)
     zip_path, fast_path = folder / f"bench{resolution}.zip", folder / f"bench{resolution}.gfd"
-    zip_writer, fast_writer, hasher = ZipWriter(zip_path), FastWriter(fast_path, 3, resolution), ContentHasher()
+    zip_writer, hasher = ZipWriter(zip_path), ContentHasher()
+    fast_writer = FastWriter(fast_path, 3, resolution, resolution)
     shard_writers = {encoding: ShardWriter(shard_folder(folder, resolution, encoding), encoding, SHARD_BYTES)
                      for encoding in ("png", "u8")}  # fmt: skip
     for _ in range(count):
@@ -63,7 +64,7 @@ def write_archives(folder: Path, resolution: int, count: int) -> tuple[Path, Pat
         shard_writers["png"].add(png, None)
         shard_writers["u8"].add(pixels, None)
         hasher.add(digest(pixels))
-    content_hash = hasher.finish(3, resolution, [], None)
+    content_hash = hasher.finish(3, (resolution, resolution), [], None)
     header = {"count": count, "channels": 3, "resolution": resolution, "label_names": [], "content_hash": content_hash}
     zip_writer.finish(None, {**header, "build": {"benchmark": True}})
     fast_writer.finish(None, {"label_names": [], "content_hash": content_hash, "build": {"benchmark": True}})

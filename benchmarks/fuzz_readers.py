@@ -429,13 +429,13 @@ def make_fast_format(folder: Path) -> Path:
     from ganforge.data import fastformat, images
 
     folder.mkdir(parents=True)
-    writer, hasher = fastformat.FastWriter(folder / "data.gfd", 3, 8), fastformat.ContentHasher()
+    writer, hasher = fastformat.FastWriter(folder / "data.gfd", 3, 8, 8), fastformat.ContentHasher()
     for index in range(3):
         pixels = np.random.default_rng(index).integers(0, 256, (3, 8, 8), dtype=np.uint8)
         writer.add(pixels)
         hasher.add(images.digest(pixels))
     classes = np.array([0, 1, 0])
-    header = {"label_names": ["a", "b"], "content_hash": hasher.finish(3, 8, ["a", "b"], classes), "build": {}}
+    header = {"label_names": ["a", "b"], "content_hash": hasher.finish(3, (8, 8), ["a", "b"], classes), "build": {}}
     writer.finish(classes, header)
     return folder / "data.gfd"
 

@@ -75,6 +75,21 @@ def resolution_ok(resolution) -> bool:
 
 
 RESOLUTIONS = f"a power of two from {MIN_RESOLUTION} to {MAX_RESOLUTION}"
+IMAGE_SIZES = f"WxH with each side {RESOLUTIONS}"
+
+
+def image_size_ok(width, height) -> bool:
+    """A W x H image StyleGAN2 trains on: each side a power of two in the resolution range (square or not)."""
+    return resolution_ok(width) and resolution_ok(height)
+
+
+def aspect_of(width: int, height: int) -> tuple[int, tuple[int, int]]:
+    """(the short side, (rows, cols)): the networks' resolution and the factors of the long side, e.g. 512x256 ->
+    (256, (1, 2)). Both sides are powers of two, so the factors are too."""
+    side = min(width, height)
+    return side, (height // side, width // side)
+
+
 BLOCK_RESOLUTIONS = f"must be a list of distinct powers of two from {MIN_RESOLUTION} to the network's resolution"
 
 

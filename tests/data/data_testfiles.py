@@ -80,13 +80,13 @@ def write_nvlabs_zip(path: Path, arrays: list[np.ndarray], labels: list[int] | N
 def write_fast(path: Path, arrays: list[np.ndarray], labels: list[int] | None, label_names: list[str]) -> Path:
     """A fast-format file of [H, W, C] arrays with class labels (None and [] without), its content hash correct."""
     channels, resolution = arrays[0].shape[2], arrays[0].shape[0]
-    writer, hasher = fastformat.FastWriter(path, channels, resolution), fastformat.ContentHasher()
+    writer, hasher = fastformat.FastWriter(path, channels, resolution, resolution), fastformat.ContentHasher()
     for array in arrays:
         pixels = np.ascontiguousarray(array.transpose(2, 0, 1))
         writer.add(pixels)
         hasher.add(images.digest(pixels))
     classes = None if labels is None else np.array(labels, dtype=np.int64)
-    content_hash = hasher.finish(channels, resolution, label_names, classes)
+    content_hash = hasher.finish(channels, (resolution, resolution), label_names, classes)
     writer.finish(classes, {"label_names": label_names, "content_hash": content_hash, "build": {}})
     return path
 

@@ -146,7 +146,7 @@ def test_build_refuses_a_resolution_train_cannot_use(tmp_path, resolution):
     assert not (tmp_path / "o.zip").exists()
 
 
-SMALL = "size 4x4 is not square with a side that is a power of two from 8 to 1024"
+SMALL = "size 4x4: a side is not a power of two from 8 to 1024"
 
 
 def test_build_without_resolution_refuses_images_train_cannot_use(tmp_path):
@@ -206,9 +206,9 @@ def test_info_flags_what_train_would_refuse_and_says_it_did_not_verify(tmp_path)
     small = write_fast(tmp_path / "small.gfd", arrays, None, [])
     summary = json.loads(run_cli("dataset", "info", small, "--json").output)
     assert summary["verified"] is False and len(summary["problems"]) == 1
-    assert summary["problems"][0].startswith("resolution 4 is not one `ganforge train` takes")
+    assert summary["problems"][0].startswith("size 4x4 is not one `ganforge train` takes")
     text = run_cli("dataset", "info", small).output
-    assert "problem: resolution 4" in text and f"`ganforge dataset verify {small}`" in text
+    assert "problem: size 4x4" in text and f"`ganforge dataset verify {small}`" in text
 
 
 def test_verify_names_a_damaged_zip_member(tmp_path):

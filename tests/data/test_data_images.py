@@ -91,7 +91,7 @@ def test_float_images_are_an_unsupported_mode():
 )  # fmt: skip
 def test_transforms_give_r_by_r_and_refuse_to_upscale(transform, shape, ok):
     source = np.random.default_rng(0).integers(0, 256, (*shape, 3), dtype=np.uint8)
-    conversion = images.Conversion(channels=3, resolution=8, transform=transform)
+    conversion = images.Conversion(channels=3, size=(8, 8), transform=transform)
     if ok:
         assert images.fit(source, conversion).shape == (8, 8, 3)
     else:
@@ -100,15 +100,15 @@ def test_transforms_give_r_by_r_and_refuse_to_upscale(transform, shape, ok):
 
 
 def test_pad_keeps_black_borders():
-    out = images.fit(np.full((4, 8, 3), 200, np.uint8), images.Conversion(resolution=8, transform="pad"))
+    out = images.fit(np.full((4, 8, 3), 200, np.uint8), images.Conversion(size=(8, 8), transform="pad"))
     assert (out[:2] == 0).all() and (out[2:6] == 200).all() and (out[6:] == 0).all()
 
 
-@pytest.mark.parametrize(("width", "height"), [(4, 4), (12, 12), (2048, 2048), (16, 8)])
+@pytest.mark.parametrize(("width", "height"), [(4, 4), (12, 12), (2048, 2048), (16, 12), (16, 4)])
 def test_images_taken_as_they_are_need_a_size_train_takes(width, height):
     """Without --resolution an image keeps its size, so it must be one `train` takes: limits.py's rule, not one of
     the reader's own."""
-    with pytest.raises(images.BadImage, match=f"size {width}x{height} is not square with a side that is {RESOLUTIONS}"):
+    with pytest.raises(images.BadImage, match=f"size {width}x{height}: a side is not {RESOLUTIONS}"):
         images.fit(np.zeros((height, width, 1), np.uint8), images.Conversion(channels=1, transform="none"))
 
 
@@ -116,3 +116,21 @@ def test_images_taken_as_they_are_need_a_size_train_takes(width, height):
 def test_the_limits_sides_are_taken_as_they_are(side):
     array = np.zeros((side, side, 1), np.uint8)
     assert images.fit(array, images.Conversion(channels=1, transform="none")).shape == (side, side, 1)
+
+
+@pytest.mark.parametrize(("shape", "size", "kept"), [((30, 50), (16, 8), (slice(2, 27), slice(0, 50))),
+                                                     ((50, 30), (8, 16), (slice(0, 50), slice(2, 27)))])  # fmt: skip
+def test_center_crop_to_a_non_square_size_keeps_the_centred_box_of_its_aspect(shape, size, kept):
+    """A 50x30 photo to 16x8 (2:1): the centred 50x25 band, scaled; and the same turned a quarter."""
+    source = np.random.default_rng(1).integers(0, 256, (*shape, 3), dtype=np.uint8)
+    out = images.fit(source, images.Conversion(size=size, transform="center-crop", resize_filter="box"))
+    assert out.shape == (size[1], size[0], 3)
+    band = Image.fromarray(source[kept]).resize(size, Image.Resampling.BOX)
+    assert np.array_equal(out, np.asarray(band))
+    padded = images.fit(np.full((8, 8, 3), 99, np.uint8), images.Conversion(size=(16, 8), transform="pad"))
+    assert (padded[:, :4] == 0).all() and (padded[:, 4:12] == 99).all() and (padded[:, 12:] == 0).all()
+    assert images.fit(np.zeros((8, 16, 1), np.uint8), images.Conversion(channels=1, transform="none")).shape == (
+        8,
+        16,
+        1,
+    )

@@ -65,7 +65,7 @@ def test_folder_image_of_another_size_is_a_user_error(tmp_path):
 
 def test_fast_file_round_trip(tmp_path):
     source = np.random.default_rng(1).integers(0, 256, (4, 3, 8, 8), dtype=np.uint8)
-    writer = fastformat.FastWriter(tmp_path / "x.gfd", channels=3, resolution=8)
+    writer = fastformat.FastWriter(tmp_path / "x.gfd", channels=3, height=8, width=8)
     for array in source:
         writer.add(array)
     writer.finish(np.array([1, 0, 1, 1]), {"label_names": ["cat", "dog"], "content_hash": "ab" * 32, "build": {}})
@@ -77,7 +77,7 @@ def test_fast_file_round_trip(tmp_path):
 
 
 def test_truncated_fast_file_is_a_user_error(tmp_path):
-    writer = fastformat.FastWriter(tmp_path / "x.gfd", channels=1, resolution=4)
+    writer = fastformat.FastWriter(tmp_path / "x.gfd", channels=1, height=4, width=4)
     writer.add(np.zeros((1, 4, 4), np.uint8))
     writer.finish(None, {"label_names": [], "content_hash": "ab" * 32, "build": {}})
     data = (tmp_path / "x.gfd").read_bytes()

@@ -115,14 +115,15 @@ def flagged_zip(path: Path, flag_bits: int = 0, method: int | None = None) -> Pa
 
 def fast_file(path: Path, edit=None, count: int = 2, labels=(0, 1)) -> Path:
     """A valid fast file of `count` 8x8 RGB images, its JSON header passed through `edit` (and the prefix fixed)."""
-    writer = fastformat.FastWriter(path, 3, SIDE)
+    writer = fastformat.FastWriter(path, 3, SIDE, SIDE)
     hasher = fastformat.ContentHasher()
     for index in range(count):
         pixels = np.random.default_rng(index).integers(0, 256, (3, SIDE, SIDE), dtype=np.uint8)
         writer.add(pixels)
         hasher.add(images.digest(pixels))
     classes = np.array(labels[:count])
-    writer.finish(classes, {"label_names": ["a", "b"], "content_hash": hasher.finish(3, SIDE, ["a", "b"], classes)})
+    content_hash = hasher.finish(3, (SIDE, SIDE), ["a", "b"], classes)
+    writer.finish(classes, {"label_names": ["a", "b"], "content_hash": content_hash})
     if edit is None:
         return path
     raw = path.read_bytes()

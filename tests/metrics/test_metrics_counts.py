@@ -21,7 +21,7 @@ def _folder(path, count: int, size: int):
     [
         ("pr50k3_full", 3, 8, "error: pr: 3 images, but k=3 nearest neighbours need more than 3 in each set"),
         ("kid50k_full", 1, 8, "error: kid: needs at least 2 real and 2 fake images"),
-        ("swd16k", 4, 4, "size 4x4 is not square with a side that is a power of two from 8 to 1024"),  # read first
+        ("swd16k", 4, 4, "size 4x4: a side is not a power of two from 8 to 1024"),  # read first
     ],
 )
 def test_too_few_or_too_small_images_are_user_errors(tmp_path, metric, count, size, message):

@@ -1,11 +1,24 @@
 """`ganforge dataset build|info|verify`: training archives from folders and zips of images."""
 
+import re
+
 import click
 
 from ganforge.cli.help import examples
 from ganforge.config.sections import MAX_WORKERS
 
 WORKERS_HELP = "Decoding processes (0: none).  [default: all CPUs]"
+
+
+def _image_size(text: str | None) -> int | tuple[int, int] | None:
+    """`256` -> 256, `512x256` -> (512, 256) (width, height); the limits are checked with the other options."""
+    if text is None:
+        return None
+    match = re.fullmatch(r"\s*(\d{1,6})\s*(?:[xX]\s*(\d{1,6})\s*)?", text)
+    if match is None:
+        raise click.BadParameter(f"{text!r} is not a side R or a size WxH such as 512x256")
+    width, height = int(match.group(1)), match.group(2)
+    return width if height is None else (width, int(height))
 
 
 @click.group()
@@ -19,11 +32,17 @@ def dataset():
         "ganforge dataset build ~/photos faces256.zip --resolution 256",
         "ganforge dataset build afhq/train afhq512.zip --resolution 512 --labels folders --format fast",
         "ganforge dataset build ~/photos faces256-shards --resolution 256 --format shards --shard-size 1GB",
+        "ganforge dataset build ~/cars cars512x256.zip --resolution 512x256",
     ),
 )
 @click.argument("src", type=click.Path(path_type=str))
 @click.argument("dest", type=click.Path(path_type=str))
-@click.option("--resolution", type=int, help="Output side R (square, power of two); required unless --transform none.")
+@click.option(
+    "--resolution",
+    callback=lambda ctx, param, value: _image_size(value),
+    help="Output side R (square), or WxH (e.g. 512x256, StyleGAN2 only), powers of two; required unless --transform "
+    "none.",
+)
 @click.option(
     "--transform",
     type=click.Choice(["center-crop", "center-crop-wide", "pad", "none"]),

@@ -26,6 +26,7 @@ from ganforge.data import fastformat, images, labels
 from ganforge.data.files import ZipMembers, brief, read_file
 from ganforge.data.shardset import ShardDataset, shard_location
 from ganforge.errors import UserError
+from ganforge.limits import aspect_of
 
 _GREY_MODES = ("1", "L", "LA", "La", "I", "I;16", "I;16L", "I;16B", "I;16N")
 
@@ -34,7 +35,7 @@ class _FileSource:
     """Shared logic of folders and zips: a sorted list of image names read as bytes and decoded on access.
 
     Until the first image is read, a file may hold an image of up to MAX_RESOLUTION on a side, and from then on of
-    the first image's side: each file's size and its header's image size are checked against that before decoding.
+    the first image's size: each file's size and its header's image size are checked against that before decoding.
     """
 
     format = ""
@@ -42,11 +43,12 @@ class _FileSource:
     def __init__(self, path: Path, names: list[str], meta_file: str | None):
         if not names:
             raise UserError(f"no images ({', '.join(images.IMAGE_SUFFIXES)}) found in {path}")
-        self.path, self.names, self.resolution = path, names, None
+        self.path, self.names, self.size = path, names, None
         try:
             first = images.decode(self.read(0), self._conversion(3).max_side)
             self.channels = 1 if first.mode in _GREY_MODES else 3
-            self.resolution = images.image_pixels(first, self._conversion(self.channels)).shape[-1]
+            self.height, self.width = images.image_pixels(first, self._conversion(self.channels)).shape[1:]
+            self.size = (self.width, self.height)
         except images.BadImage as error:
             raise self._bad(0, error) from None
         meta, where = None, f"{path}/{meta_file}"
@@ -59,7 +61,7 @@ class _FileSource:
         self.stored_hash = (meta or {}).get("ganforge", {}).get("content_hash")
 
     def _conversion(self, channels: int) -> images.Conversion:
-        return images.reader_conversion(channels, self.resolution)
+        return images.reader_conversion(channels, self.size)
 
     def read(self, index: int) -> bytes:
         """The bytes of image `index`, at most what an image file of this dataset may take; BadImage if not."""
@@ -110,7 +112,7 @@ class ZipSource(_FileSource):
         names = [name for name in self.members.names if images.is_image_name(name)]
         super().__init__(path, names, "dataset.json" if "dataset.json" in self.members.names else None)
         # What the directory tells is refused now, not when training reaches the member.
-        cap = images.max_file_bytes(self.resolution)
+        cap = images.max_file_bytes(max(self.size))
         for index, name in enumerate(names):
             problem = self.members.problem(name, cap)
             if problem:
@@ -150,7 +152,7 @@ class FastSource:
         except (ValueError, OSError) as error:
             raise UserError(f"{path}: damaged fast dataset ({brief(error, 200)}); rebuild it") from None
         self.path, self.header = path, header
-        self.channels, self.resolution = header["channels"], header["resolution"]
+        self.channels, self.height, self.width = header["channels"], header["height"], header["width"]
         self.names = _ImageNames(header["count"])
         self.label_names, self.labels = header["label_names"], image_labels
         self.stored_hash = header["content_hash"]
@@ -178,7 +180,9 @@ class ImageDataset(torch.utils.data.Dataset):
         self.source, self.mirror, self.what = source, mirror, what
         self.path, self.format = source.path, source.format
         self.name = source.path.stem if source.path.is_file() else source.path.resolve().name
-        self.resolution, self.channels = source.resolution, source.channels
+        self.height, self.width, self.channels = source.height, source.width, source.channels
+        # the networks' resolution is the shorter side; a non-square image is (rows, cols) times it
+        self.resolution, self.aspect = aspect_of(self.width, self.height)
         self.label_names = list(source.label_names)
         self.label_dim = len(self.label_names) if labels else 0
         self.raw_labels = source.labels  # class indices [N] or label vectors [N, D]; None without labels
@@ -195,7 +199,7 @@ class ImageDataset(torch.utils.data.Dataset):
 
         Each image is copied once, straight from the reader (for the fast format, the memory map) into the batch.
         """
-        images = _batch_tensor((len(indices), self.channels, self.resolution, self.resolution))
+        images = _batch_tensor((len(indices), self.channels, self.height, self.width))
         batch = images.numpy()
         for slot, index in enumerate(indices):
             batch[slot] = self._pixels(index)

@@ -24,11 +24,12 @@ from ganforge.data.files import ZipMembers, brief, read_file
 from ganforge.data.pool import default_workers, ordered_map
 from ganforge.durable import check_destination, fsync_dir, move_file
 from ganforge.errors import UserError
-from ganforge.limits import RESOLUTIONS, resolution_ok
+from ganforge.limits import RESOLUTIONS, image_size_ok
 from ganforge.outputs import check_writable_folder
 from ganforge.progress import progress_bar
 
 FORMATS = ("zip", "fast", "shards")
+IMAGE_SIZES_SHORT = "WxH of two such sides (the sizes `ganforge train` takes)"
 _LABEL_FILE_LINE = re.compile(r".*:\d+")  # an image's name ends in its suffix, never in a line number
 
 
@@ -36,7 +37,7 @@ _LABEL_FILE_LINE = re.compile(r".*:\d+")  # an image's name ends in its suffix, 
 class BuildOptions:
     """The options of `dataset build`; see `ganforge dataset build --help` for each."""
 
-    resolution: int | None = None
+    resolution: int | tuple[int, int] | None = None  # a square side, or (width, height)
     transform: str = "center-crop"
     resize_filter: str = "lanczos"
     labels: str = "auto"  # auto | folders | source | none | path of a CSV file (ganforge.data.labelling)
@@ -107,10 +108,16 @@ def assign_labels(files: SourceFiles, spec: str) -> labelling.Labelling:
     return labelling.csv_labels(data, Path(spec), files.names)
 
 
+def target_size(resolution) -> tuple[int, int] | None:
+    """--resolution as (width, height): a side R is R x R."""
+    return (resolution, resolution) if isinstance(resolution, int) else resolution
+
+
 def check_options(src: Path, dest: Path, options: BuildOptions) -> str:
     """Every problem with the arguments at once, as one UserError; returns the output format."""
     fmt = options.format or ("zip" if dest.suffix.lower() == ".zip" else "fast")
-    r = options.resolution
+    size = target_size(options.resolution)
+    r = options.resolution if size is None or size[0] == size[1] else f"{size[0]}x{size[1]}"
     checks = [
         (src.is_dir() or zipfile.is_zipfile(src), f"SRC: {src} is not a folder or a zip"),
         (not dest.exists(), f"DEST: {dest} already exists; remove it or choose another path"),
@@ -125,7 +132,11 @@ def check_options(src: Path, dest: Path, options: BuildOptions) -> str:
         (options.resize_filter in images.RESIZE_FILTERS, f"--resize-filter: {options.resize_filter} is no choice"),
         (options.channels in (1, 3), f"--channels: {options.channels} is not 1 or 3"),
         (options.on_error in ("fail", "skip"), f"--on-error: {options.on_error} is not fail or skip"),
-        (r is None or resolution_ok(r), f"--resolution: {r} is not {RESOLUTIONS}, the sizes `ganforge train` takes"),
+        (size is None or image_size_ok(*size), f"--resolution: {r} is not {RESOLUTIONS}, nor {IMAGE_SIZES_SHORT}"),
+        (
+            size is None or size[0] == size[1] or options.transform != "center-crop-wide",
+            "--transform center-crop-wide: pads to square; for a non-square --resolution use center-crop",
+        ),
         (r is not None or options.transform == "none", f"--resolution: required with --transform {options.transform}"),
         (
             options.labels in ("auto", "folders", "source", "none") or Path(options.labels).is_file(),
@@ -221,7 +232,8 @@ class _Build:
         if self.shape is None:
             self._open(shape)
         if shape != self.shape:
-            self.problems.append((name, f"size {shape[2]}x{shape[1]} differs from the first image's {self.shape[2]}"))
+            first = f"{self.shape[2]}x{self.shape[1]}"
+            self.problems.append((name, f"size {shape[2]}x{shape[1]} differs from the first image's {first}"))
             return
         if digest[:16] in self.first_of:
             self.problems.append((name, f"exact duplicate of {self.first_of[digest[:16]]}"))
@@ -240,9 +252,9 @@ class _Build:
 
     def _open(self, shape: tuple) -> None:
         self.shape = shape
-        channels, resolution = shape[0], shape[1]
+        channels, height, width = shape
         # --resolution is checked against the limits, and each image kept at its own size is checked when read.
-        assert resolution_ok(resolution), shape
+        assert image_size_ok(width, height), shape
         with writing(self.partial):
             remove(self.partial)  # left by a build that was killed; the writers create exclusively
             if self.fmt == "zip":
@@ -252,13 +264,13 @@ class _Build:
                 shard_bytes = shards.DEFAULT_SHARD_BYTES if size is None else shards.parse_size(size)
                 self.writer = shards.ShardWriter(self.partial, self.options.shard_encoding, shard_bytes)
             else:
-                self.writer = fastformat.FastWriter(self.partial, channels, resolution)
+                self.writer = fastformat.FastWriter(self.partial, channels, height, width)
         self.hasher = fastformat.ContentHasher()
 
     def finish(self, build_info: dict) -> str:
         label_names, labels = self._used_labels()
-        content_hash = self.hasher.finish(self.shape[0], self.shape[1], label_names, labels)
-        header = {"count": self.writer.count, "channels": self.shape[0], "resolution": self.shape[1]}
+        content_hash = self.hasher.finish(self.shape[0], self.shape[1:], label_names, labels)
+        header = {"count": self.writer.count, "channels": self.shape[0], **fastformat.size_fields(*self.shape[1:])}
         with writing(self.partial):
             self.writer.finish(
                 labels, {**header, "label_names": label_names, "content_hash": content_hash, "build": build_info}
@@ -340,7 +352,8 @@ def _select(all_names: list[str], max_images: int | None, label_problems: dict) 
 
 
 def _decode_all(files, names, labelled: labelling.Labelling, state: _Build, options: BuildOptions, fmt: str) -> None:
-    conversion = images.Conversion(options.channels, options.resolution, options.transform, options.resize_filter)
+    size = target_size(options.resolution)
+    conversion = images.Conversion(options.channels, size, options.transform, options.resize_filter)
     workers = default_workers() if options.workers is None else options.workers
     if fmt == "shards":  # each shard a random sample of the dataset (see ganforge.data.shards)
         names = [names[i] for i in shards.build_order(len(names))]

@@ -10,7 +10,7 @@ from ganforge.data.archive import open_dataset
 from ganforge.data.files import brief
 from ganforge.data.pool import default_workers, ordered_map
 from ganforge.errors import UserError
-from ganforge.limits import RESOLUTIONS, resolution_ok
+from ganforge.limits import IMAGE_SIZES, image_size_ok
 from ganforge.progress import progress_bar
 
 
@@ -22,6 +22,8 @@ def info(path) -> dict:
         "format": ds.format,
         "count": ds.num_raw,
         "resolution": ds.resolution,
+        "width": ds.width,
+        "height": ds.height,
         "channels": ds.channels,
         "label_dim": ds.label_dim,
         "labels": label_summary(ds),
@@ -42,11 +44,11 @@ def label_summary(ds) -> dict:
 
 def _header_problems(ds) -> list[str]:
     """What `info` can tell without decoding every image: the limits `train` applies."""
-    if resolution_ok(ds.resolution):
+    if image_size_ok(ds.width, ds.height):
         return []
     return [
-        f"resolution {ds.resolution} is not one `ganforge train` takes ({RESOLUTIONS}); rebuild with "
-        "`ganforge dataset build --resolution R`"
+        f"size {ds.width}x{ds.height} is not one `ganforge train` takes ({IMAGE_SIZES}); rebuild with "
+        "`ganforge dataset build --resolution R` (or WxH)"
     ]
 
 
@@ -75,7 +77,7 @@ def verify(path, workers: int | None = None) -> dict:
         hasher = fastformat.ContentHasher()
         for digest in digests:
             hasher.add(digest)
-        computed = hasher.finish(ds.channels, ds.resolution, ds.label_names, labels)
+        computed = hasher.finish(ds.channels, (ds.height, ds.width), ds.label_names, labels)
         if computed != stored:
             problems.append(
                 f"{path}: content hash mismatch: recorded {stored}, the data hashes to {computed}; "
@@ -157,7 +159,7 @@ def _decoded(samples, where: str, digest, workers: int):
 
 def _file_digests(ds, workers: int) -> tuple[list[bytes], list[str]]:
     source = ds.source
-    conversion = images.reader_conversion(ds.channels, ds.resolution)
+    conversion = images.reader_conversion(ds.channels, (ds.width, ds.height))
     items = ((build.read_or_reason(source.read, i), conversion, "digest") for i in range(ds.num_raw))
     digests, problems = [], []
     results = ordered_map(build.process_file, items, workers)

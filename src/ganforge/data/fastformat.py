@@ -5,10 +5,11 @@ Layout (all integers little-endian):
     offset 0     8 bytes   magic b"GFFAST01"
     offset 8     uint64    byte offset of the JSON header
     offset 16    uint64    byte length of the JSON header
-    offset 4096  images    uint8 [count, channels, resolution, resolution], C order, no gaps
+    offset 4096  images    uint8 [count, channels, height, width], C order, no gaps
     then         labels    int64 [count] class indices, or with label_kind "vector" float32 [count, len(label_names)]
                            label vectors (absent when label_names is empty)
-    then         header    UTF-8 JSON: format, format_version, count, channels, resolution, label_names,
+    then         header    UTF-8 JSON: format, format_version, count, channels, resolution (the side; of
+                           non-square images the shorter, then width and height follow), label_names,
                            label_kind (only "vector"; absent: class indices), content_hash, build (the options
                            that made the file)
 
@@ -49,8 +50,11 @@ class ContentHasher:
     def add(self, image_digest: bytes) -> None:
         self._hasher.update(image_digest)
 
-    def finish(self, channels: int, resolution: int, label_names: list[str], labels: np.ndarray | None) -> str:
-        self._hasher.update(json.dumps([channels, resolution, list(label_names)]).encode())
+    def finish(self, channels: int, size: tuple[int, int], label_names: list[str], labels: np.ndarray | None) -> str:
+        """The hash, given the images' (height, width); a square side is hashed as the one number it always was."""
+        height, width = size
+        shape = height if height == width else [height, width]
+        self._hasher.update(json.dumps([channels, shape, list(label_names)]).encode())
         if labels is not None and labels.ndim == 2:
             self._hasher.update(b"float32 label vectors")
             self._hasher.update(np.asarray(labels, dtype="<f4").tobytes())
@@ -91,7 +95,8 @@ def read_header(path: Path) -> dict:
     problem = header_problem(header)
     if problem:
         raise ValueError(problem)
-    image_bytes = header["count"] * header["channels"] * header["resolution"] ** 2
+    header = with_size(header)
+    image_bytes = header["count"] * header["channels"] * header["height"] * header["width"]
     header["images_offset"] = DATA_OFFSET
     header["labels_offset"] = DATA_OFFSET + image_bytes
     labels_end = header["labels_offset"] + label_bytes(header)
@@ -125,11 +130,36 @@ def header_problem(header) -> str | None:
         return "header says label vectors but names no entries"
     if not labels.is_content_hash(header.get("content_hash")):
         return "header field content_hash is not 64 hex digits"
+    return size_problem(header)
+
+
+def size_fields(height: int, width: int) -> dict:
+    """The header (or index) fields of the images' size: `resolution` alone for square images, as always; else the
+    shorter side, the networks' resolution, then `width` and `height`."""
+    if height == width:
+        return {"resolution": height}
+    return {"resolution": min(height, width), "width": width, "height": height}
+
+
+def size_problem(header: dict) -> str | None:
+    """What is wrong with the width and height of a header whose `resolution` is checked (None: fine, or both absent
+    for square images)."""
+    if "width" not in header and "height" not in header:
+        return None
+    width, height = header.get("width"), header.get("height")
+    ok = all(type(value) is int and 1 <= value <= MAX_RESOLUTION for value in (width, height))
+    if not ok or width == height or min(width, height) != header["resolution"]:
+        return f"width and height are not two different sides up to {MAX_RESOLUTION}, the shorter one resolution"
     return None
 
 
+def with_size(header: dict) -> dict:
+    """A checked header with `width` and `height` filled in (square images store `resolution` only)."""
+    return {"width": header["resolution"], "height": header["resolution"], **header}
+
+
 def map_images(path: Path, header: dict) -> np.memmap:
-    shape = (header["count"], header["channels"], header["resolution"], header["resolution"])
+    shape = (header["count"], header["channels"], header["height"], header["width"])
     return np.memmap(path, dtype=np.uint8, mode="r", offset=header["images_offset"], shape=shape)
 
 
@@ -164,15 +194,15 @@ def read_labels(path: Path, header: dict) -> np.ndarray | None:
 class FastWriter:
     """Streams images into a fast file: `add()` one [C, R, R] image at a time, then `finish()` once."""
 
-    def __init__(self, path: Path, channels: int, resolution: int):
+    def __init__(self, path: Path, channels: int, height: int, width: int):
         self.path = path
-        self.channels, self.resolution = channels, resolution
+        self.channels, self.height, self.width = channels, height, width
         self.count = 0
         self._file = open(path, "xb")  # noqa: SIM115 -- closed by finish()/close(), it outlives this call
         self._file.write(b"\0" * DATA_OFFSET)
 
     def add(self, pixels: np.ndarray) -> None:
-        assert pixels.shape == (self.channels, self.resolution, self.resolution) and pixels.dtype == np.uint8
+        assert pixels.shape == (self.channels, self.height, self.width) and pixels.dtype == np.uint8
         self._file.write(np.ascontiguousarray(pixels).tobytes())
         self.count += 1
 
@@ -184,7 +214,7 @@ class FastWriter:
         elif labels is not None:
             self._file.write(np.asarray(labels, dtype="<i8").tobytes())
         offset = self._file.tell()
-        shape = {"count": self.count, "channels": self.channels, "resolution": self.resolution}
+        shape = {"count": self.count, "channels": self.channels, **size_fields(self.height, self.width)}
         text = json.dumps({"format": "ganforge-fast", "format_version": 1, **shape, **header}, indent=1).encode()
         self._file.write(text)
         self._file.seek(0)

@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 from PIL import ExifTags, Image, ImageOps
 
-from ganforge.limits import MAX_RESOLUTION, RESOLUTIONS, resolution_ok
+from ganforge.limits import MAX_RESOLUTION, RESOLUTIONS, image_size_ok
 
 # Suffixes the tool reads; anything else in a source folder or zip (labels.csv, dataset.json, .DS_Store) is ignored.
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff")
@@ -52,10 +52,10 @@ class BadImage(Exception):
 
 @dataclasses.dataclass(frozen=True)
 class Conversion:
-    """How every image of a dataset is brought to one shape: `resolution` None keeps the decoded size."""
+    """How every image of a dataset is brought to one shape: `size` (width, height); None keeps the decoded size."""
 
     channels: int = 3
-    resolution: int | None = None
+    size: tuple[int, int] | None = None
     transform: str = "center-crop"
     resize_filter: str = "lanczos"
     # The largest side a file may declare in its header, refused before decoding; None: Pillow's pixel limit only
@@ -63,10 +63,10 @@ class Conversion:
     max_side: int | None = None
 
 
-def reader_conversion(channels: int, resolution: int | None) -> Conversion:
-    """How the readers of a dataset take its images: as they are (no resize), each `resolution` x `resolution` (the
-    first image's size; None for the first image itself, which may be up to MAX_RESOLUTION on a side)."""
-    return Conversion(channels, resolution, transform="none", max_side=resolution or MAX_RESOLUTION)
+def reader_conversion(channels: int, size: tuple[int, int] | None) -> Conversion:
+    """How the readers of a dataset take its images: as they are (no resize), each `size` (width, height: the first
+    image's size; None for the first image itself, which may be up to MAX_RESOLUTION on a side)."""
+    return Conversion(channels, size, transform="none", max_side=max(size) if size else MAX_RESOLUTION)
 
 
 def brief(text, limit: int = 160) -> str:
@@ -157,34 +157,39 @@ def fit(pixels: np.ndarray, conversion: Conversion) -> np.ndarray:
 
 def _fitted(image: Image.Image, conversion: Conversion) -> Image.Image:
     width, height = image.size
-    size = conversion.resolution
+    size = conversion.size
     if conversion.transform == "none":
         if size is None:
-            if height != width or not resolution_ok(width):
+            if not image_size_ok(width, height):
                 raise BadImage(
-                    f"size {width}x{height} is not square with a side that is {RESOLUTIONS}, the sizes `ganforge "
-                    "train` takes (`ganforge dataset build --resolution R` resizes)"
+                    f"size {width}x{height}: a side is not {RESOLUTIONS}, as `ganforge train` takes them (`ganforge "
+                    "dataset build --resolution R` or `WxH` resizes)"
                 )
             return image
-        if (width, height) != (size, size):
+        if (width, height) != size:
             raise BadImage(
-                f"size {width}x{height}, not {size}x{size}; `ganforge dataset build --transform "
+                f"size {width}x{height}, not {size[0]}x{size[1]}; `ganforge dataset build --transform "
                 "center-crop` or `pad` resizes"
             )
         return image
     return _CROPPERS[conversion.transform](image, size, RESIZE_FILTERS[conversion.resize_filter])
 
 
-def _center_crop(image: Image.Image, size: int, resample) -> Image.Image:
-    side = min(image.size)
-    if side < size:
-        raise BadImage(f"too small: {image.width}x{image.height}, shorter side < --resolution {size}")
-    left, top = (image.width - side) // 2, (image.height - side) // 2
-    return image.crop((left, top, left + side, top + side)).resize((size, size), resample)
+def _center_crop(image: Image.Image, size: tuple[int, int], resample) -> Image.Image:
+    """The largest centred box of the target's aspect ratio, scaled to `size` (width, height)."""
+    width, height = size
+    scale = min(image.width / width, image.height / height)
+    if scale < 1:
+        raise BadImage(f"too small: {image.width}x{image.height}, less than --resolution {width}x{height} in a side")
+    box_width, box_height = round(width * scale), round(height * scale)
+    left, top = (image.width - box_width) // 2, (image.height - box_height) // 2
+    return image.crop((left, top, left + box_width, top + box_height)).resize(size, resample)
 
 
-def _center_crop_wide(image: Image.Image, size: int, resample) -> Image.Image:
-    """A centred 2:1 band scaled to R x R/2 and padded to R x R (the StyleGAN2 paper's LSUN Car layout)."""
+def _center_crop_wide(image: Image.Image, size: tuple[int, int], resample) -> Image.Image:
+    """A centred 2:1 band scaled to R x R/2 and padded to R x R (the StyleGAN2 paper's LSUN Car layout; square R x R
+    only: a non-square --resolution keeps the band's aspect without padding through center-crop)."""
+    size = size[0]
     if image.width < size or image.height < size // 2:
         raise BadImage(f"too small: {image.width}x{image.height} < {size}x{size // 2} (--transform center-crop-wide)")
     width = min(image.width, 2 * image.height)
@@ -196,15 +201,20 @@ def _center_crop_wide(image: Image.Image, size: int, resample) -> Image.Image:
     return canvas
 
 
-def _pad(image: Image.Image, size: int, resample) -> Image.Image:
-    """Scale the longer side to R (keeping the aspect ratio) and centre on a square canvas."""
-    longer = max(image.size)
-    if longer < size:
-        raise BadImage(f"too small: {image.width}x{image.height}, longer side < --resolution {size}")
-    width = max(1, round(image.width * size / longer))
-    height = max(1, round(image.height * size / longer))
-    canvas = Image.new(image.mode, (size, size), PAD_FILL)
-    canvas.paste(image.resize((width, height), resample), ((size - width) // 2, (size - height) // 2))
+def _pad(image: Image.Image, size: tuple[int, int], resample) -> Image.Image:
+    """Scale the image to fit `size` (width, height), keeping its aspect ratio, and centre it on a canvas of `size`."""
+    if size[0] * image.height <= size[1] * image.width:  # the width fills the canvas
+        longer, target = image.width, size[0]
+    else:
+        longer, target = image.height, size[1]
+    if longer < target:
+        raise BadImage(
+            f"too small: {image.width}x{image.height}, it would be upscaled to fit --resolution {size[0]}x{size[1]}"
+        )
+    width = max(1, round(image.width * target / longer))
+    height = max(1, round(image.height * target / longer))
+    canvas = Image.new(image.mode, size, PAD_FILL)
+    canvas.paste(image.resize((width, height), resample), ((size[0] - width) // 2, (size[1] - height) // 2))
     return canvas
 
 

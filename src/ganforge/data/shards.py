@@ -1,6 +1,7 @@
 """The shard format: a folder (or URL prefix) of tar shards in WebDataset's layout, and an `index.json` describing them.
 
-    index.json            {"format": "ganforge-shards", "format_version": 1, "count", "channels", "resolution",
+    index.json            {"format": "ganforge-shards", "format_version": 1, "count", "channels", "resolution"
+                           (the side, or of non-square images the shorter one and then "width", "height"),
                            "encoding": "png" | "u8", "label_names", "content_hash", "order_seed", "build",
                            "shards": [{"name", "count", "bytes", "sha256", "classes"?}, ...],
                            with label vectors also "label_kind": "vector", "labels_sha256"}
@@ -23,12 +24,12 @@ import re
 
 import numpy as np
 
-from ganforge.data import images, labels
+from ganforge.data import fastformat, images, labels
 from ganforge.data.files import brief, parse_json
 from ganforge.data.tarstream import TarWriter
 from ganforge.digest import file_sha256
 from ganforge.errors import UserError
-from ganforge.limits import RESOLUTIONS, resolution_ok
+from ganforge.limits import IMAGE_SIZES, RESOLUTIONS, image_size_ok, resolution_ok
 
 INDEX = "index.json"
 FORMAT = "ganforge-shards"
@@ -68,9 +69,9 @@ def parse_size(text: str) -> int:
     return size
 
 
-def sample_bytes_cap(encoding: str, channels: int, resolution: int) -> int:
+def sample_bytes_cap(encoding: str, channels: int, height: int, width: int) -> int:
     """The most bytes one image member of a shard may hold: a raw array exactly, a PNG what a file of the size may."""
-    return channels * resolution * resolution if encoding == "u8" else images.max_file_bytes(resolution)
+    return channels * height * width if encoding == "u8" else images.max_file_bytes(max(height, width))
 
 
 def sample_json_cap(label_names: list[str]) -> int:
@@ -175,6 +176,9 @@ def read_index(data: bytes, where: str) -> dict:
         (labels.is_content_hash(index.get("content_hash")), "content_hash is not 64 hex digits"),
     ]
     problems = [problem for ok, problem in checks if not ok]
+    size_problem = None if problems else fastformat.size_problem(index)
+    if size_problem or (problems == [] and not image_size_ok(*_size(index))):
+        problems.append(size_problem or f"width and height are not {IMAGE_SIZES}")
     names_problem = labels.names_problem(index.get("label_names"))
     problems += [names_problem] if names_problem else []
     if not problems:
@@ -184,7 +188,11 @@ def read_index(data: bytes, where: str) -> dict:
         problems += _shard_problems(index.get("shards"), index["count"], classes)
     if problems:
         raise UserError(*(f"{where}: {problem}" for problem in problems), f"{where}: rebuild the shards")
-    return index
+    return fastformat.with_size(index)
+
+
+def _size(index: dict) -> tuple[int, int]:
+    return index.get("width", index["resolution"]), index.get("height", index["resolution"])
 
 
 def label_file_bytes(index: dict) -> int:

@@ -13,6 +13,7 @@ import numpy as np
 from ganforge.data import images, remote, shards, tarstream
 from ganforge.data.files import brief, parse_json
 from ganforge.errors import UserError
+from ganforge.limits import aspect_of
 
 
 def shard_location(path: str) -> str | None:
@@ -61,7 +62,8 @@ class ShardDataset:
             index = shards.read_index(data, where)
         self.index, self.shards, self.encoding = index, index["shards"], index["encoding"]
         self.name = location.rstrip("/").rsplit("/", 1)[-1] or "shards"
-        self.resolution, self.channels = index["resolution"], index["channels"]
+        self.height, self.width, self.channels = index["height"], index["width"], index["channels"]
+        self.resolution, self.aspect = aspect_of(self.width, self.height)
         self.label_names = list(index["label_names"])
         self.label_dim = len(self.label_names) if labels else 0
         self.num_raw, self.content_hash = index["count"], index["content_hash"]
@@ -73,8 +75,8 @@ class ShardDataset:
                 self.raw_labels = self._label_vectors()
         elif self.label_names and not self.vectors:
             self.class_counts = np.sum([shard["classes"] for shard in self.shards], axis=0, dtype=np.int64)
-        self._image_cap = shards.sample_bytes_cap(self.encoding, self.channels, self.resolution)
-        self._conversion = images.reader_conversion(self.channels, self.resolution)
+        self._image_cap = shards.sample_bytes_cap(self.encoding, self.channels, self.height, self.width)
+        self._conversion = images.reader_conversion(self.channels, (self.width, self.height))
 
     def __len__(self) -> int:
         return self.num_raw * (2 if self.mirror else 1)
@@ -198,7 +200,7 @@ class ShardDataset:
         if self.encoding == "u8":
             if len(image) != self._image_cap:
                 raise UserError(f"{self._prefix()}{where}: a raw image of {len(image)} bytes, not {self._image_cap}")
-            return np.frombuffer(image, dtype=np.uint8).reshape(self.channels, self.resolution, self.resolution)
+            return np.frombuffer(image, dtype=np.uint8).reshape(self.channels, self.height, self.width)
         try:
             return images.load_pixels(image, self._conversion)
         except images.BadImage as error:

@@ -107,7 +107,7 @@ def batches(dataset, batch_per_rank: int, stream_items, workers: int, pin_memory
         return (pixels[:, :, ::-1] if flip else pixels), dataset.label_vector(label)
 
     decoded = ordered_map(decode, stream_items, workers, threads=True)
-    shape = (batch_per_rank, dataset.channels, dataset.resolution, dataset.resolution)
+    shape = (batch_per_rank, dataset.channels, dataset.height, dataset.width)
     while True:
         images = torch.empty(shape, dtype=torch.uint8, pin_memory=pin_memory)
         labels = np.zeros((batch_per_rank, dataset.label_dim), dtype=np.float32)
