@@ -60,7 +60,7 @@ RESOLUTION_LISTS = ("attention",)
 # A growing network (nets/growth.py): an image layer at every resolution, and the stage it has grown to
 GROWTH_ARGUMENTS = ("progressive", "stage")
 ARCHITECTURE_ARGUMENTS = (*INTEGER_LIMITS, *LIST_LIMITS, *CHOICES, *OPTIONAL_POSITIVE, *RESOLUTION_LISTS,
-                          *GROWTH_ARGUMENTS)  # fmt: skip
+                          *GROWTH_ARGUMENTS, "aspect")  # fmt: skip
 MAX_SHOWN_CHARS = 60  # what a message shows of a value read from a file
 MAX_SHOWN_ITEMS = 8
 
@@ -157,6 +157,9 @@ def architecture_problems(arch: dict) -> list[str]:
         elif name == "stage":
             problem = stage_problem(value, arch.get("resolution"), arch.get("progressive") is True)
             problems += [problem] if problem else []
+        elif name == "aspect":
+            problem = aspect_problem(value, arch.get("resolution"))
+            problems += [problem] if problem else []
         elif name in OPTIONAL_POSITIVE:
             if value is not None and not (type(value) in (int, float) and math.isfinite(value) and value > 0):
                 problems.append(f"{name}={shown(value)}: must be a finite number > 0, or null (none)")
@@ -166,6 +169,21 @@ def architecture_problems(arch: dict) -> list[str]:
     if type(resolution) is int and not resolution_ok(resolution) and MIN_RESOLUTION <= resolution <= MAX_RESOLUTION:
         problems.append(f"resolution={resolution}: must be {RESOLUTIONS}")
     return problems
+
+
+def aspect_problem(aspect, resolution) -> str | None:
+    """What is wrong with a StyleGAN2 network's `aspect` (rows, cols), or None: the image is resolution x rows high
+    and resolution x cols wide, `resolution` the short side, so the factors are powers of two, one of them 1 (every
+    block halves both sides down to a 4 x rows by 4 x cols head), and the long side is at most MAX_RESOLUTION."""
+    short = resolution if resolution_ok(resolution) else MIN_RESOLUTION
+    ok = (
+        isinstance(aspect, (list, tuple))
+        and len(aspect) == 2
+        and all(type(f) is int and 1 <= f <= MAX_RESOLUTION // short and f & (f - 1) == 0 for f in aspect)
+        and min(aspect) == 1
+    )
+    return None if ok else (f"aspect={shown(aspect)}: must be [rows, cols], powers of two, one of them 1, with the "
+                            f"long side (resolution x factor) at most {MAX_RESOLUTION}")  # fmt: skip
 
 
 def shown(value) -> str:

@@ -17,6 +17,7 @@ from ganforge.nets.layers import (
     RESIDUAL_GAIN,
     Conv2dLayer,
     FullyConnectedLayer,
+    aspect_config,
     block_dtype,
     channels_at,
     check_arch,
@@ -106,19 +107,23 @@ class MinibatchStdLayer(nn.Module):
 
 
 class DiscriminatorEpilogue(nn.Module):
-    """The 4x4 head: minibatch stddev, 3x3 conv, dense, output (projection onto cmap when conditional)."""
+    """The 4x4 head (4 x rows by 4 x cols with aspect (rows, cols)): minibatch stddev, 3x3 conv, dense over every
+    position, output (projection onto cmap when conditional)."""
 
-    def __init__(self, in_channels, cmap_dim, mbstd_group_size, mbstd_num_channels, conv_clamp, img_channels=0):
+    def __init__(self, in_channels, cmap_dim, mbstd_group_size, mbstd_num_channels, conv_clamp, img_channels=0,
+                 aspect=(1, 1)):  # fmt: skip
         """img_channels > 0: a "skip" D's head, which adds fromRGB of the 4x4 image first."""
         super().__init__()
         self.cmap_dim = cmap_dim
+        self.size = (4 * aspect[0], 4 * aspect[1])  # (H, W)
         self.fromrgb = Conv2dLayer(img_channels, in_channels, 1, "lrelu") if img_channels else None
         self.mbstd = MinibatchStdLayer(mbstd_group_size, mbstd_num_channels)
         self.conv = Conv2dLayer(in_channels + mbstd_num_channels, in_channels, 3, "lrelu", conv_clamp=conv_clamp)
-        self.fc = FullyConnectedLayer(in_channels * 4 * 4, in_channels, "lrelu")
+        self.fc = FullyConnectedLayer(in_channels * math.prod(self.size), in_channels, "lrelu")
         self.out = FullyConnectedLayer(in_channels, cmap_dim if cmap_dim > 0 else 1)
 
     def forward(self, x: torch.Tensor, img, cmap: torch.Tensor | None, batches: int = 1) -> torch.Tensor:
+        assert x.shape[2:] == self.size, f"D head: expected {list(self.size)} features, got {list(x.shape)}"
         x = x.to(torch.float32)
         if self.fromrgb is not None:
             x = x + self.fromrgb(img.to(torch.float32))
@@ -131,7 +136,8 @@ class DiscriminatorEpilogue(nn.Module):
 
 
 class Discriminator(nn.Module):
-    """StyleGAN2 residual discriminator: image [N, C, R, R] and one-hot c [N, c_dim] -> logits [N, 1] (float32).
+    """StyleGAN2 residual discriminator: image [N, C, R x rows, R x cols] and one-hot c [N, c_dim] -> logits [N, 1]
+    (float32); square (rows = cols = 1) unless `aspect`.
 
     Args:
         resolution, img_channels, c_dim, channel_base, channel_max: as for the Generator.
@@ -142,6 +148,8 @@ class Discriminator(nn.Module):
         attention: the block resolutions (8 and up) whose input features pass through self-attention.
         progressive: a fromRGB at every resolution, so that the network can grow (nets/growth.py); stage: its
             growth stage [resolution, fade] (None: fully grown), the resolution of the images it takes.
+        aspect: (rows, cols) as for the Generator: images [resolution x rows, resolution x cols], every block at
+            its resolution times (rows, cols) and the head's dense layer over 4 x rows by 4 x cols positions.
         The generator's z_dim, w_dim and mapping_layers are accepted and ignored, so one architecture dict can
         build both networks; any other keyword is a TypeError.
 
@@ -152,7 +160,7 @@ class Discriminator(nn.Module):
 
     def __init__(self, resolution=32, img_channels=3, c_dim=0, channel_base=16384, channel_max=512,
                  mbstd_group_size=4, num_fp16_res=0, conv_clamp=None, architecture="resnet", attention=(),
-                 progressive=False, stage=None, **ignored_generator_kwargs):  # fmt: skip
+                 progressive=False, stage=None, aspect=(1, 1), **ignored_generator_kwargs):  # fmt: skip
         super().__init__()
         unknown = sorted(set(ignored_generator_kwargs) - set(GENERATOR_ONLY_KWARGS))
         if unknown:  # accept G's arguments so one dict builds both nets, but never swallow a typo
@@ -162,9 +170,11 @@ class Discriminator(nn.Module):
                             conv_clamp=conv_clamp, architecture=architecture)  # fmt: skip
         self._config |= {"attention": list(attention)} if attention else {}  # recorded where there is any
         self._config |= {"progressive": True} if progressive else {}
-        check_arch(**self._config, stage=stage)
+        check_arch(**self._config, stage=stage, aspect=aspect)
+        self._config |= aspect_config(aspect)  # recorded where not square
         self.resolution, self.img_channels, self.c_dim = resolution, img_channels, c_dim
-        self.architecture = architecture
+        self.architecture, self.aspect = architecture, tuple(aspect)
+        self.image_size = (resolution * self.aspect[0], resolution * self.aspect[1])  # (H, W)
         self.block_resolutions = [2**i for i in range(int(math.log2(resolution)), 2, -1)]
         fp16_res = fp16_min_resolution(resolution, num_fp16_res)
         for res in self.block_resolutions:
@@ -179,7 +189,8 @@ class Discriminator(nn.Module):
         if c_dim > 0:
             self.mapping = MappingNetwork(0, c_dim, cmap_dim, CMAP_LAYERS, num_ws=None, w_avg_beta=None)
         self.b4 = DiscriminatorEpilogue(channels_at(4, channel_base, channel_max), cmap_dim, mbstd_group_size, 1,
-                                        conv_clamp, img_channels if architecture == "skip" else 0)  # fmt: skip
+                                        conv_clamp, img_channels if architecture == "skip" else 0,
+                                        self.aspect)  # fmt: skip
         self.grad_checkpoint = False  # recompute each block's activations in backward (a speed/memory switch)
         self.channels_last_input = False  # CPU: see use_cpu_kernels
         self.set_stage(stage)
@@ -215,14 +226,15 @@ class Discriminator(nn.Module):
         sum is slow (D main about 9% faster at 32 and 64 px; CUDA has its own --channels-last)."""
         for res in self.block_resolutions:
             conv = getattr(self, f"b{res}").conv0
-            conv.winograd = enabled and worth_it(conv.weight, res * res)
-        self.b4.conv.winograd = enabled and worth_it(self.b4.conv.weight, 4 * 4)
+            conv.winograd = enabled and worth_it(conv.weight, res * res * math.prod(self.aspect))
+        self.b4.conv.winograd = enabled and worth_it(self.b4.conv.weight, math.prod(self.b4.size))
         self.channels_last_input = enabled
 
     def forward(self, img: torch.Tensor, c: torch.Tensor, force_fp32: bool = False, batches: int = 1) -> torch.Tensor:
-        """img at the stage's resolution (the network's, unless growing)."""
+        """img [N, img_channels, top x rows, top x cols] for the stage's resolution `top` (the network's, unless
+        growing) and the aspect (rows, cols); c [N, c_dim] -> logits [N, 1]."""
         top, fade = self.stage
-        shape = (self.img_channels, top, top)
+        shape = (self.img_channels, top * self.aspect[0], top * self.aspect[1])
         assert img.ndim == 4 and img.shape[1:] == shape, f"img: expected [N, *{shape}], got {list(img.shape)}"
         x = None
         img = img.contiguous(memory_format=torch.channels_last) if self.channels_last_input else img

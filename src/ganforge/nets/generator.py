@@ -17,6 +17,7 @@ from ganforge.nets.layers import (
     RESIDUAL_GAIN,
     Conv2dLayer,
     FullyConnectedLayer,
+    aspect_config,
     bias_act,
     block_dtype,
     channels_at,
@@ -39,17 +40,19 @@ MAPPING_LR_MULTIPLIER = 0.01  # StyleGAN Sec. 2 / App. C: the mapping network le
 class SynthesisLayer(nn.Module):
     """Modulated, demodulated 3x3 conv (StyleGAN2 Fig. 2d), + per-pixel noise with a learned strength, bias, lrelu.
 
-    The style affine's bias starts at 1 so every feature map is initially modulated by about 1.
+    The style affine's bias starts at 1 so every feature map is initially modulated by about 1. Its output is
+    `size` = (resolution x rows, resolution x cols) of the network's aspect (rows, cols); so is the noise.
     """
 
-    def __init__(self, in_channels, out_channels, w_dim, resolution, up=False, conv_clamp=None):
+    def __init__(self, in_channels, out_channels, w_dim, resolution, up=False, conv_clamp=None, aspect=(1, 1)):
         super().__init__()
         self.resolution, self.up, self.conv_clamp = resolution, up, conv_clamp
+        self.size = (resolution * aspect[0], resolution * aspect[1])  # (H, W)
         self.affine = FullyConnectedLayer(w_dim, in_channels, bias_init=1.0)
         self.weight = nn.Parameter(torch.randn([out_channels, in_channels, 3, 3]))
         self.bias = nn.Parameter(torch.zeros([out_channels]))
         self.noise_strength = nn.Parameter(torch.zeros([]))
-        self.register_buffer("noise_const", torch.randn([resolution, resolution]))  # the fixed noise of "const"
+        self.register_buffer("noise_const", torch.randn(self.size))  # the fixed noise of "const"
         self.register_buffer("resample_filter", fir_kernel(), persistent=False)
         self.winograd = False  # the same-size convolution by Winograd's algorithm (set for CPU by the Generator)
 
@@ -61,7 +64,7 @@ class SynthesisLayer(nn.Module):
             x, self.weight, styles, up=self.up, fused=fused, resample_filter=self.resample_filter, fast=self.winograd
         )
         if noise_mode == "random":
-            noise = torch.randn([x.shape[0], 1, self.resolution, self.resolution], device=x.device)
+            noise = torch.randn([x.shape[0], 1, *self.size], device=x.device)
             x = x + (noise * self.noise_strength).to(x.dtype)
         elif noise_mode == "const":
             x = x + (self.noise_const * self.noise_strength).to(x.dtype)
@@ -70,7 +73,8 @@ class SynthesisLayer(nn.Module):
 
     def extra_repr(self) -> str:
         out_c, in_c = self.weight.shape[:2]
-        return f"in={in_c}, out={out_c}, res={self.resolution}, up={self.up}"
+        size = "" if self.size[0] == self.size[1] else f", size={list(self.size)}"  # [H, W] of a non-square network
+        return f"in={in_c}, out={out_c}, res={self.resolution}{size}, up={self.up}"
 
 
 class ToRGBLayer(nn.Module):
@@ -94,17 +98,20 @@ class ToRGBLayer(nn.Module):
 class SynthesisBlock(nn.Module):
     """One resolution: (learned 4x4 const | upsampling conv0), conv1; "skip": a toRGB added to the upsampled image,
     "orig" and "resnet": a toRGB in the last block only (in every block when `progressive`), "resnet": conv0 and
-    conv1 beside a 1x1 upsampling path."""
+    conv1 beside a 1x1 upsampling path. With aspect (rows, cols) its features are resolution x rows by
+    resolution x cols (the const 4 x rows by 4 x cols), as in community forks that train non-square images."""
 
     def __init__(self, in_channels, out_channels, w_dim, resolution, img_channels, use_fp16, conv_clamp,
-                 architecture="skip", is_last=True, attention=False, progressive=False):  # fmt: skip
+                 architecture="skip", is_last=True, attention=False, progressive=False, aspect=(1, 1)):  # fmt: skip
         super().__init__()
         self.resolution, self.use_fp16 = resolution, use_fp16
         if in_channels == 0:
-            self.const = nn.Parameter(torch.randn([out_channels, 4, 4]))
+            self.const = nn.Parameter(torch.randn([out_channels, 4 * aspect[0], 4 * aspect[1]]))
         else:
-            self.conv0 = SynthesisLayer(in_channels, out_channels, w_dim, resolution, up=True, conv_clamp=conv_clamp)
-        self.conv1 = SynthesisLayer(out_channels, out_channels, w_dim, resolution, conv_clamp=conv_clamp)
+            self.conv0 = SynthesisLayer(in_channels, out_channels, w_dim, resolution, up=True, conv_clamp=conv_clamp,
+                                        aspect=aspect)  # fmt: skip
+        self.conv1 = SynthesisLayer(out_channels, out_channels, w_dim, resolution, conv_clamp=conv_clamp,
+                                    aspect=aspect)  # fmt: skip
         self.torgb = None
         if is_last or architecture == "skip" or progressive:
             self.torgb = ToRGBLayer(out_channels, img_channels, w_dim, conv_clamp=conv_clamp)
@@ -145,13 +152,15 @@ class SynthesisBlock(nn.Module):
 
 
 class SynthesisNetwork(nn.Module):
-    """ws [N, num_ws, w_dim] -> image [N, img_channels, resolution, resolution] (float32)."""
+    """ws [N, num_ws, w_dim] -> image [N, img_channels, resolution x rows, resolution x cols] (float32), where
+    aspect = (rows, cols); blocks are named and sized in channels by the short side, `resolution`."""
 
     def __init__(self, w_dim, resolution, img_channels, channel_base, channel_max, num_fp16_res, conv_clamp,
-                 architecture="skip", attention=(), progressive=False):  # fmt: skip
+                 architecture="skip", attention=(), progressive=False, aspect=(1, 1)):  # fmt: skip
         super().__init__()
         self.w_dim, self.resolution, self.img_channels = w_dim, resolution, img_channels
         self.architecture = architecture
+        self.image_size = (resolution * aspect[0], resolution * aspect[1])  # (H, W)
         self.stage = (resolution, 1.0)  # (resolution, fade) of a progressive network's growth (nets/growth.py)
         self.block_resolutions = [2**i for i in range(2, int(math.log2(resolution)) + 1)]
         fp16_res = fp16_min_resolution(resolution, num_fp16_res)
@@ -160,7 +169,7 @@ class SynthesisNetwork(nn.Module):
             in_channels = channels_at(res // 2, channel_base, channel_max) if res > 4 else 0
             out_channels = channels_at(res, channel_base, channel_max)
             block = SynthesisBlock(in_channels, out_channels, w_dim, res, img_channels, res >= fp16_res, conv_clamp,
-                                   architecture, res == resolution, res in attention, progressive)  # fmt: skip
+                                   architecture, res == resolution, res in attention, progressive, aspect)  # fmt: skip
             setattr(self, f"b{res}", block)
             self.num_ws += block.num_conv
         self.num_ws += 1  # the last block's toRGB; every other "skip" toRGB shares the next block's first w
@@ -181,7 +190,9 @@ class SynthesisNetwork(nn.Module):
             x, img = run_block(block, x, img, block_ws, noise_mode, force_fp32, *self.image_gains(res),
                                recompute=self.grad_checkpoint)  # fmt: skip
             w_idx += block.num_conv
-        return resized(img, self.resolution, self.resample_filter) if full_size else img
+        img = resized(img, self.resolution, self.resample_filter) if full_size else img  # short side to short side
+        assert not full_size or img.shape[2:] == self.image_size, f"image: got {list(img.shape)}"
+        return img
 
     def image_gains(self, res: int) -> tuple[float, float | None]:
         """(gain on the upsampled image coming in, gain on the block's toRGB or None for none) of block `res` at the
@@ -212,24 +223,30 @@ class Generator(nn.Module):
         attention: the block resolutions (8 and up) whose features pass through self-attention (nets/attention.py).
         progressive: a toRGB at every resolution, so that the network can grow (nets/growth.py); stage: its growth
             stage [resolution, fade] (None: fully grown).
+        aspect: (rows, cols), powers of two, one of them 1: a non-square image [resolution x rows, resolution x cols]
+            (`resolution` is then its short side: 512 wide x 256 tall is resolution=256, aspect=(1, 2)); every
+            block, the learned constant (4 x rows by 4 x cols) and the noise have that shape. Recorded in `config`
+            only when not (1, 1).
     """
 
     has_w_space = True  # a mapping network: truncation towards w_avg and per-layer styles have a meaning
 
     def __init__(self, resolution=32, img_channels=3, c_dim=0, z_dim=512, w_dim=512, channel_base=16384,
                  channel_max=512, mapping_layers=8, num_fp16_res=0, conv_clamp=None, architecture="skip",
-                 attention=(), progressive=False, stage=None):  # fmt: skip
+                 attention=(), progressive=False, stage=None, aspect=(1, 1)):  # fmt: skip
         super().__init__()
         self._config = dict(resolution=resolution, img_channels=img_channels, c_dim=c_dim, z_dim=z_dim, w_dim=w_dim,
                             channel_base=channel_base, channel_max=channel_max, mapping_layers=mapping_layers,
                             num_fp16_res=num_fp16_res, conv_clamp=conv_clamp, architecture=architecture)  # fmt: skip
         self._config |= {"attention": list(attention)} if attention else {}  # recorded where there is any
         self._config |= {"progressive": True} if progressive else {}
-        check_arch(**self._config, stage=stage)
+        check_arch(**self._config, stage=stage, aspect=aspect)
+        self._config |= aspect_config(aspect)  # recorded where not square
         self.z_dim, self.c_dim, self.w_dim = z_dim, c_dim, w_dim
-        self.img_channels, self.resolution = img_channels, resolution
+        self.img_channels, self.resolution, self.aspect = img_channels, resolution, tuple(aspect)
         self.synthesis = SynthesisNetwork(w_dim, resolution, img_channels, channel_base, channel_max, num_fp16_res,
-                                          conv_clamp, architecture, attention, progressive)  # fmt: skip
+                                          conv_clamp, architecture, attention, progressive, self.aspect)  # fmt: skip
+        self.image_size = self.synthesis.image_size  # (H, W)
         self.num_ws = self.synthesis.num_ws
         self.mapping = MappingNetwork(z_dim, c_dim, w_dim, mapping_layers, num_ws=self.num_ws, w_avg_beta=W_AVG_BETA,
                                       lr_multiplier=MAPPING_LR_MULTIPLIER)  # fmt: skip
@@ -250,10 +267,10 @@ class Generator(nn.Module):
         training, or generate and metrics on CPU)."""
         for module in self.synthesis.modules():
             if isinstance(module, SynthesisLayer):
-                module.winograd = enabled and not module.up and worth_it(module.weight, module.resolution**2)
+                module.winograd = enabled and not module.up and worth_it(module.weight, math.prod(module.size))
 
     def forward(self, z, c, psi=1.0, cutoff=None, noise_mode="random", force_fp32=False):
-        """z [N, z_dim], c [N, c_dim] -> image [N, img_channels, resolution, resolution], float32, about [-1, 1]
-        (while growing: the stage's image, upsampled)."""
+        """z [N, z_dim], c [N, c_dim] -> image [N, img_channels, *image_size] (resolution x rows by resolution x
+        cols; square unless `aspect`), float32, about [-1, 1] (while growing: the stage's image, upsampled)."""
         ws = self.mapping(z, c, psi=psi, cutoff=cutoff)
         return self.synthesis(ws, noise_mode=noise_mode, force_fp32=force_fp32)

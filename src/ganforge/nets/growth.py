@@ -30,10 +30,11 @@ def staged(config: dict, resolution: int, stage) -> tuple[dict, tuple[int, float
 
 
 def resized(img: torch.Tensor, resolution: int, f: torch.Tensor) -> torch.Tensor:
-    """`img` taken to `resolution` by 2x FIR steps (the networks' own up- and downsampling filter)."""
-    while img.shape[-1] > resolution:
+    """`img` taken by 2x FIR steps (the networks' own up- and downsampling filter) to `resolution` on its short side:
+    a network's resolution, which is the short side of a non-square one (its `aspect`)."""
+    while min(img.shape[-2:]) > resolution:
         img = downsample2d(img, f)
-    while img.shape[-1] < resolution:
+    while min(img.shape[-2:]) < resolution:
         img = upsample2d(img, f)
     return img
 

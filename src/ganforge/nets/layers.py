@@ -18,6 +18,7 @@ from ganforge.limits import (
     ARCHITECTURES,
     BLOCK_RESOLUTIONS,
     RESOLUTIONS,
+    aspect_problem,
     block_resolutions_ok,
     resolution_ok,
     stage_problem,
@@ -48,12 +49,20 @@ def block_dtype(use_fp16: bool, force_fp32: bool, device: torch.device) -> torch
     return torch.float16 if use_fp16 and not force_fp32 and device.type == "cuda" else torch.float32
 
 
+def aspect_config(aspect) -> dict:
+    """The recorded argument of a valid `aspect`: {"aspect": [rows, cols]} (JSON has no tuples) for a non-square
+    network, {} for a square one, whose recorded arguments (and so its snapshots) stay as before aspect existed."""
+    return {} if tuple(aspect) == (1, 1) else {"aspect": [int(f) for f in aspect]}
+
+
 def check_arch(**kwargs) -> None:
     """Raise one UserError listing every invalid architecture argument (positive ints, power-of-two resolution)."""
     problems = []
     res = kwargs.pop("resolution")
     if not resolution_ok(res):
         problems.append(f"resolution: {res!r} is not {RESOLUTIONS}; resize the dataset")
+    aspect = aspect_problem(kwargs.pop("aspect", (1, 1)), res)
+    problems += [aspect] if aspect else []
     progressive = kwargs.pop("progressive", False)
     if type(progressive) is not bool:
         problems.append(f"progressive: {progressive!r} must be true or false")
