@@ -74,6 +74,8 @@ def blit_matrices(ops, n, height, width, p, generator=None) -> torch.Tensor:
         inverse = inverse @ _scale2d(sx, torch.ones_like(sx))
     if "rotate90" in ops:
         turns = torch.randint(4, (n,), device=p.device, generator=generator)
+        if height != width:  # a quarter turn would not fit a non-square frame: half turns only, as often
+            turns = turns // 2 * 2
         turns = torch.where(_gate(n, p, generator), turns, torch.zeros_like(turns))
         # Exact integer cos/sin of -turns * 90 degrees (the inverse rotation).
         cos = torch.tensor([1.0, 0.0, -1.0, 0.0], device=p.device)[turns]

@@ -32,13 +32,15 @@ class Shape:
     def facts(self) -> DatasetFacts:
         """The dataset facts `resolve` builds the training Config from."""
         name = "synthetic" if self.dataset is None else self.dataset.name
-        return DatasetFacts(self.resolution, self.channels, self.label_dim, name)
+        # the data's width and height when its resolution is the one timed
+        aspect = self.dataset.aspect if self.sources["resolution"] == DATA else (1, 1)
+        return DatasetFacts(self.resolution, self.channels, self.label_dim, name, aspect=aspect)
 
 
 def read_dataset(path: str) -> DatasetFacts:
     """The facts of --data, read as training reads them (a UserError naming --data when it cannot be opened)."""
     dataset = open_dataset(path, what=DATA)
-    return DatasetFacts(dataset.resolution, dataset.channels, dataset.label_dim, dataset.name)
+    return DatasetFacts(dataset.resolution, dataset.channels, dataset.label_dim, dataset.name, aspect=dataset.aspect)
 
 
 def choose_shape(options: BenchOptions, dataset: DatasetFacts | None) -> Shape:

@@ -190,6 +190,7 @@ def is_maths(path: str) -> bool:
 # be continued at all, not even under --allow-config-change.
 SHAPE_FIELDS = {
     "data.resolution": "--data (its resolution)",
+    "data.aspect": "--data (its width and height)",
     "data.channels": "--data (its channels)",
     "data.label_dim": "--cond / --data (its labels)",
     "model.z_dim": "--cfg",

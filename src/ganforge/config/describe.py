@@ -40,7 +40,18 @@ def _describe_stylegan(cfg: Config) -> list[str]:
         + "".join(
             f"; {net} attends at {','.join(map(str, at))}" for net, at in (("G", m.g_attn), ("D", m.d_attn)) if at
         ),
-    ] + _describe_growth(cfg)
+    ] + _describe_aspect(cfg) + _describe_growth(cfg)
+
+
+def _describe_aspect(cfg: Config) -> list[str]:
+    rows, cols = cfg.data.aspect
+    if (rows, cols) == (1, 1):
+        return []
+    res = cfg.data.resolution
+    return [
+        f"non-square images {res * cols}x{res * rows}: blocks from 4 to {res} px on the short side, a "
+        f"{4 * cols}x{4 * rows} learned constant in G and a {4 * cols}x{4 * rows} last block in D"
+    ]
 
 
 def _describe_growth(cfg: Config) -> list[str]:

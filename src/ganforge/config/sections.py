@@ -48,7 +48,7 @@ PRESET = option(
 
 @dataclass(frozen=True, kw_only=True)
 class DataConfig:
-    """Where the images come from. `resolution`, `channels`, `label_dim` are read from the dataset."""
+    """Where the images come from. `resolution`, `channels`, `label_dim`, `aspect` are read from the dataset."""
 
     path: str = option(
         DATA,
@@ -59,9 +59,11 @@ class DataConfig:
         maths=False,
     )
     name: str
-    resolution: int
+    resolution: int  # the side, or of non-square images the shorter one
     channels: int
     label_dim: int
+    # (rows, cols) of non-square images: height = resolution * rows, width = resolution * cols (StyleGAN2 only)
+    aspect: tuple[int, ...] = setting((1, 1))
     images: int | None = setting(None, maths=False)  # how many images --data holds (None: not known, as for bench)
     cond: bool = option(DATA, "Condition on the dataset's class labels.", default=False)
     mirror: bool = option(DATA, "Add x-flipped copies of the images.", default=False)

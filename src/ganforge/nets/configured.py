@@ -38,6 +38,9 @@ def network_arguments(fields: Mapping) -> tuple[dict, dict]:
     )
     generator = fields["model.generator"]
     growing = {"progressive": True} if fields.get("model.grow") is True else {}  # older configs have no such field
+    aspect = list(fields.get("data.aspect", [1, 1]))  # as `growing`; square networks are built without the argument
+    if generator == "stylegan2" and aspect != [1, 1]:  # the other families take square images only
+        common |= {"aspect": aspect}
     if generator != "stylegan2":
         mapping |= dict(config=generator.removeprefix("stylegan3-"), num_layers=fields["model.synthesis_layers"])
     else:

@@ -15,6 +15,15 @@ class DatasetFacts:
     label_dim: int
     name: str
     num_raw: int | None = None  # images, mirror copies not counted (None: not known)
+    aspect: tuple[int, int] = (1, 1)  # (rows, cols): the images are resolution*rows x resolution*cols
+
+    @property
+    def width(self) -> int:
+        return self.resolution * self.aspect[1]
+
+    @property
+    def height(self) -> int:
+        return self.resolution * self.aspect[0]
 
 
 @dataclass(frozen=True)

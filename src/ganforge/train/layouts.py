@@ -88,13 +88,16 @@ def _memory_problems(cfg: Config, facts) -> list[str]:
     passes = [("--d-attn", cfg.model.d_attn, "R1", batch)]
     if lo.pl_weight > 0:
         passes.append(("--g-attn", cfg.model.g_attn, "the path-length penalty", max(batch // lo.pl_batch_shrink, 1)))
+    rows, cols = cfg.data.aspect
     for flag, chosen, penalty, images in passes:
         for res in chosen:
+            positions = res * rows * res * cols  # a non-square block has rows x cols times a square one's positions
             needs.append(
                 memory.Need(
-                    f"{flag} {res}: {penalty} differentiates the attention at {res}x{res} twice, holding its map "
-                    f"({res * res} positions squared for {images} images, float32) and the map's gradients, which",
-                    attention_map_bytes(res, images),
+                    f"{flag} {res}: {penalty} differentiates the attention at {res * cols}x{res * rows} twice, holding "
+                    f"its map ({positions} positions squared for {images} images, float32) and the map's gradients, "
+                    "which",
+                    attention_map_bytes(res, images) * (rows * cols) ** 2,
                     facts.device_type == "cuda",
                     f"attend at a lower resolution than {res}, or pass a smaller --batch-gpu",
                 )

@@ -210,9 +210,10 @@ class SampleGrid:
     constant noise, so successive grids differ only because the generator changed)."""
 
     def __init__(self, cfg, dataset, device: torch.device):
-        res = cfg.data.resolution
-        self.columns = min(16, max(4, 512 // res))
-        count = self.columns * min(8, max(2, 256 // res))
+        rows, cols = cfg.data.aspect
+        height, width = cfg.data.resolution * rows, cfg.data.resolution * cols
+        self.columns = min(16, max(4, 512 // width))
+        count = self.columns * min(8, max(2, 256 // height))
         gen = torch.Generator().manual_seed(cfg.schedule.seed)
         order = torch.randperm(len(dataset), generator=gen).repeat(count // len(dataset) + 1)[:count]
         if dataset.format == "shards":  # read as a stream: its first images, a random sample (data/shards.py)
@@ -224,7 +225,7 @@ class SampleGrid:
         self.labels = torch.stack([label for _, label in items]).to(device)
         self.z = torch.randn([count, cfg.model.z_dim], generator=gen).to(device)
         # no gradients are kept, so small images go in larger chunks than a training micro-batch: fewer calls
-        self.batch = max(cfg.schedule.batch_gpu, GRID_CHUNK_PIXELS // res**2)
+        self.batch = max(cfg.schedule.batch_gpu, GRID_CHUNK_PIXELS // (height * width))
 
     def save_reals(self, path: Path) -> np.ndarray:
         return save_grid(self.reals, path, self.columns)

@@ -59,16 +59,23 @@ def pretrained_fields(facts: PretrainedFacts) -> dict:
     } | d
 
 
+def _size(resolution: int, aspect) -> str:
+    """WxH of images of the networks' `resolution` (the shorter side) and `aspect` (rows, cols)."""
+    return f"{resolution * aspect[1]}x{resolution * aspect[0]}"
+
+
 def pretrained_problems(cfg: Config, asked, facts: PretrainedFacts, path: str) -> list[str]:
     """What does not fit the pretrained networks: the dataset's size, channels and labels, an explicit --cfg of
     another generator, a D that ganforge cannot build beside its G. `asked`: the options as given."""
     g, problems = facts.g_arch, []
-    res, channels = g["resolution"], g["img_channels"]
-    if (cfg.data.resolution, cfg.data.channels) != (res, channels):
+    res, channels, aspect = g["resolution"], g["img_channels"], tuple(g.get("aspect", (1, 1)))
+    if (cfg.data.resolution, tuple(cfg.data.aspect), cfg.data.channels) != (res, aspect, channels):
+        theirs, ours = _size(res, aspect), _size(cfg.data.resolution, cfg.data.aspect)
+        asked_size = res if aspect == (1, 1) else theirs
         problems.append(
-            f"--data: {cfg.data.resolution}x{cfg.data.resolution} images with {cfg.data.channels} channel(s), but "
-            f"{path} was trained on {res}x{res} with {channels}; rebuild the dataset to fit it: ganforge dataset "
-            f"build SRC DEST --resolution {res} --channels {channels}"
+            f"--data: {ours} images with {cfg.data.channels} channel(s), but {path} was trained on {theirs} with "
+            f"{channels}; rebuild the dataset to fit it: ganforge dataset build SRC DEST --resolution {asked_size} "
+            f"--channels {channels}"
         )
     if g["c_dim"] != cfg.data.label_dim:
         problems.append(

@@ -8,7 +8,7 @@ from ganforge.checkpoint import Retention
 from ganforge.checkpoint.sizes import first_save_bytes
 from ganforge.config import DIFFAUG_OPS, Config, flatten
 from ganforge.errors import UserError
-from ganforge.limits import MAX_CHANNELS, RESOLUTIONS, resolution_ok
+from ganforge.limits import MAX_CHANNELS, RESOLUTIONS, image_size_ok
 from ganforge.metrics import check_names
 from ganforge.metrics.registry import file_problems
 from ganforge.nets.configured import make_networks, network_arguments
@@ -101,17 +101,36 @@ def _dataset_problems(preset: Preset, cfg: Config, dataset) -> list[str]:
     """What does not fit the dataset, one message each."""
     problems = []
     res = dataset.resolution
-    if not resolution_ok(res):
+    if not image_size_ok(dataset.width, dataset.height):
         problems.append(
-            f"--data: resolution {res} is not {RESOLUTIONS}; rebuild it with `ganforge dataset build --resolution R`"
+            f"--data: {dataset.width}x{dataset.height} images, a side not {RESOLUTIONS}; rebuild it with `ganforge "
+            "dataset build --resolution R` (or WxH)"
         )
+    rows, cols = dataset.aspect
+    size = f"{res * cols}x{res * rows}"
     if preset.resolution is not None and preset.resolution != res:
         problems.append(
             f"--cfg {cfg.preset}: made for {preset.resolution}x{preset.resolution}, but --data is "
-            f"{res}x{res}; pick --cfg auto or stylegan2, or rebuild the dataset at {preset.resolution}"
+            f"{size}; pick --cfg auto or stylegan2, or rebuild the dataset at {preset.resolution}"
         )
+    if (rows, cols) != (1, 1):
+        problems += _non_square_problems(cfg, size)
     if cfg.data.cond and dataset.label_dim == 0:
         problems.append("--cond: the dataset has no labels; build it with labels or drop --cond")
+    return problems
+
+
+def _non_square_problems(cfg: Config, size: str) -> list[str]:
+    """What cannot train on non-square images: only StyleGAN2's networks take an aspect (its constant input and D's
+    last block), and a growing network's stages are square."""
+    problems = []
+    if cfg.model.generator != "stylegan2":
+        problems.append(
+            f"--cfg {cfg.preset}: --data is {size}, and only StyleGAN2 (--cfg auto, stylegan2, paper256, ...) trains "
+            "non-square images; pick one of those, or rebuild the dataset square (`dataset build --resolution R`)"
+        )
+    if cfg.model.grow:
+        problems.append(f"--grow: --data is {size}; progressive growing takes square images only, drop --grow")
     return problems
 
 

@@ -136,6 +136,7 @@ def _build(
     derived = {
         "preset": name, "world_size": world_size, "run.outdir": absolute(o.outdir),
         "data.path": data_path(o), "data.name": dataset.name, "data.resolution": dataset.resolution,
+        "data.aspect": tuple(dataset.aspect),
         "data.channels": dataset.channels, "data.label_dim": dataset.label_dim if o.cond else 0,
         "data.images": dataset.num_raw,
         "model.z_dim": preset.z_dim, "model.w_dim": preset.z_dim, "model.mapping_layers": preset.mapping_layers,
