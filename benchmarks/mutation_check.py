@@ -946,6 +946,23 @@ MUTANTS = (
     M("aspect_left_to_the_constructor", "limits.py", 'problem = aspect_problem(value, arch.get("resolution"))',
       "problem = None",
       ("tests/nets/test_nets_aspect.py::test_a_bad_aspect_is_listed_with_the_other_problems_of_a_stored_architecture",)),
+    M("aspect_quarter_turns_on_non_square", "augment/ops.py", "            turns = turns // 2 * 2\n",
+      "            turns = turns\n",
+      ("tests/train/test_augment.py::test_rotate90_turns_non_square_images_by_half_turns_only",)),
+    M("non_square_families_unchecked", "train/problems.py", "    if (rows, cols) != (1, 1):\n        problems +=",
+      "    if False:\n        problems +=",
+      ("tests/train/test_train_nonsquare.py::test_square_only_families_refuse_non_square_data",)),
+    M("center_crop_square_box", "data/images.py",
+      "box_width, box_height = round(width * scale), round(height * scale)",
+      "box_width = box_height = round(min(width, height) * scale)",
+      ("tests/data/test_data_images.py::test_center_crop_to_a_non_square_size_keeps_the_centred_box_of_its_aspect",)),
+    M("fast_size_short_side_unchecked", "data/fastformat.py", ' or min(width, height) != header["resolution"]', "",
+      ("tests/data/test_data_nonsquare.py::test_a_hostile_size_in_a_header_or_index_is_refused",)),
+    M("square_hash_changed", "data/fastformat.py", "shape = height if height == width else [height, width]",
+      "shape = [height, width]",
+      ("tests/data/test_data_nonsquare.py::test_a_square_dataset_hashes_and_stores_as_before",)),
+    M("data_aspect_ignored", "train/resolver.py", '"data.aspect": tuple(dataset.aspect),', '"data.aspect": (1, 1),',
+      ("tests/train/test_train_nonsquare.py::test_stylegan2_trains_and_samples_non_square_images",)),
 )  # fmt: skip
 
 

@@ -115,6 +115,7 @@ def test_the_size_option_and_its_refusals(photos, tmp_path):
         ({"width": 16, "height": 4}, "width and height are not two different sides"),
         ({"width": 10**9, "height": 8}, "width and height are not two different sides"),
         ({"width": "16", "height": 8}, "width and height are not two different sides"),
+        ({"width": 32, "height": 16}, "width and height are not two different sides"),
     ],
 )
 def test_a_hostile_size_in_a_header_or_index_is_refused(photos, tmp_path, fields, message):

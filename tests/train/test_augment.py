@@ -54,6 +54,15 @@ def test_rotate90_matches_torch_rot90():
     assert {k[0] for k in turns} == {0, 1, 2, 3}
 
 
+def test_rotate90_turns_non_square_images_by_half_turns_only():
+    """A quarter turn of an 8x16 image would not fit its frame: the blit group turns it by 0 or 2 quarters."""
+    x = torch.randn(64, 3, 8, 16)
+    y = _run("rotate90", x)
+    half = [torch.equal(yi, torch.rot90(xi, 2, (-2, -1))) for xi, yi in zip(x, y, strict=True)]
+    same = [torch.equal(yi, xi) for xi, yi in zip(x, y, strict=True)]
+    assert all(h != s for h, s in zip(half, same, strict=True)) and 0 < sum(half) < 64
+
+
 def test_integer_translation_matches_mirrored_shift():
     size, x = 16, _images(n=64)
     y = _run("xint", x)

@@ -37,7 +37,7 @@ def datasets(tmp_path_factory):
 @pytest.mark.parametrize("orientation", ["wide", "tall"])
 def test_stylegan2_trains_and_samples_non_square_images(datasets, tmp_path, orientation):
     data, (height, width) = datasets[orientation]
-    result = CliRunner().invoke(main, tiny_args(data, tmp_path / "runs", kimg=0.016))
+    result = CliRunner().invoke(main, tiny_args(data, tmp_path / "runs", kimg=0.016, aug="fixed", aug_p=0.5))
     assert result.exit_code == 0, result.output
     (run,) = (tmp_path / "runs").iterdir()
     assert "non-square images" in (run / "log.txt").read_text()
@@ -51,7 +51,7 @@ def test_stylegan2_trains_and_samples_non_square_images(datasets, tmp_path, orie
             assert image.width % width == 0 and image.height % height == 0
             assert image.width // width >= 4  # whole images side by side
     # rerunning with a longer --kimg continues the run
-    result = CliRunner().invoke(main, tiny_args(data, tmp_path / "runs", kimg=0.024))
+    result = CliRunner().invoke(main, tiny_args(data, tmp_path / "runs", kimg=0.024, aug="fixed", aug_p=0.5))
     assert result.exit_code == 0 and "resuming at 0.016 kimg" in (run / "log.txt").read_text()
 
 

@@ -80,7 +80,6 @@ class AugmentPipe(nn.Module):
         n, c, h, w = images.shape
         p = self.p.to(images.device)
         if any(op in self.ops for op in BLIT):
-            assert h == w or "rotate90" not in self.ops, "rotate90 needs square images"
             images = ops.apply_blit(images, ops.blit_matrices(self.ops, n, h, w, p, generator))
         if any(op in self.ops for op in GEOM):
             images = self._geometric(images, ops.geometric_matrices(self.ops, n, h, w, p, generator))
