@@ -27,20 +27,24 @@ def describe_derived(cfg: Config) -> list[str]:
 
 def _describe_stylegan(cfg: Config) -> list[str]:
     s, lo, m = cfg.schedule, cfg.loss, cfg.model
-    return [
-        f"R1 gamma {lo.gamma:g} every {lo.r1_interval} steps; path length weight {lo.pl_weight:g} every "
-        f"{lo.pl_interval} steps",
-        f"lazy regularisation: G lr x {lazy_ratio(lo.pl_interval):.4f}, D lr x {lazy_ratio(lo.r1_interval):.4f} "
-        f"(betas raised to the same power)",
-        f"EMA half-life {s.ema_kimg:g} kimg, ramp-up {s.ema_rampup}",
-        f"networks: {m.generator}, channel base {m.channel_base}, max {m.channel_max}, mapping {m.mapping_layers} "
-        f"layers, minibatch-stddev group {m.mbstd_group}",
-        "layouts: "
-        + ", ".join(f"{net} {layout}" for net, layout in (("G", m.g_arch), ("D", m.d_arch)) if layout)
-        + "".join(
-            f"; {net} attends at {','.join(map(str, at))}" for net, at in (("G", m.g_attn), ("D", m.d_attn)) if at
-        ),
-    ] + _describe_aspect(cfg) + _describe_growth(cfg)
+    return (
+        [
+            f"R1 gamma {lo.gamma:g} every {lo.r1_interval} steps; path length weight {lo.pl_weight:g} every "
+            f"{lo.pl_interval} steps",
+            f"lazy regularisation: G lr x {lazy_ratio(lo.pl_interval):.4f}, D lr x {lazy_ratio(lo.r1_interval):.4f} "
+            f"(betas raised to the same power)",
+            f"EMA half-life {s.ema_kimg:g} kimg, ramp-up {s.ema_rampup}",
+            f"networks: {m.generator}, channel base {m.channel_base}, max {m.channel_max}, mapping {m.mapping_layers} "
+            f"layers, minibatch-stddev group {m.mbstd_group}",
+            "layouts: "
+            + ", ".join(f"{net} {layout}" for net, layout in (("G", m.g_arch), ("D", m.d_arch)) if layout)
+            + "".join(
+                f"; {net} attends at {','.join(map(str, at))}" for net, at in (("G", m.g_attn), ("D", m.d_attn)) if at
+            ),
+        ]
+        + _describe_aspect(cfg)
+        + _describe_growth(cfg)
+    )
 
 
 def _describe_aspect(cfg: Config) -> list[str]:
