@@ -88,7 +88,8 @@ def _phase_calls(cfg: Config, phases, G_ema, device: torch.device) -> dict[str, 
     """name -> (interval, call(trainer)) for every phase and the EMA update, on one synthetic batch in [-1, 1]."""
     s, d = cfg.schedule, cfg.data
     generator = torch.Generator().manual_seed(s.seed)
-    images = (torch.rand([s.batch_gpu, d.channels, d.resolution, d.resolution], generator=generator) * 2 - 1).to(device)
+    shape = [s.batch_gpu, d.channels, d.resolution * d.aspect[0], d.resolution * d.aspect[1]]  # H, W of the data's
+    images = (torch.rand(shape, generator=generator) * 2 - 1).to(device)
     labels = torch.zeros([s.batch_gpu, d.label_dim], device=device)
 
     def phase_call(index: int, phase) -> Callable:

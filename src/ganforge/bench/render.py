@@ -49,6 +49,8 @@ def _config(options: BenchOptions, shape: Shape, preset, final: Measurement) -> 
     return {
         "cfg": options.cfg,
         "resolution": shape.resolution,
+        "width": shape.facts().width,  # of non-square data, resolution is the shorter side
+        "height": shape.facts().height,
         "channels": shape.channels,
         "cond": options.cond,
         "label_dim": shape.label_dim,
@@ -184,7 +186,7 @@ def _images_line(r: dict) -> str:
     else:
         labels = "unconditional"
     of = "" if data is None else f" like {data['name']}"
-    return f"images   {c['resolution']}x{c['resolution']}x{c['channels']}{of}: {', '.join(parts)}; {labels}"
+    return f"images   {c['width']}x{c['height']}x{c['channels']}{of}: {', '.join(parts)}; {labels}"
 
 
 def _speed_line(r: dict) -> str:
@@ -204,7 +206,7 @@ def table(r: dict) -> str:
     """The human-readable report of a result dict."""
     c, m, p = r["config"], r["memory"], r["peak"]
     lines = [
-        f"ganforge bench: --cfg {c['cfg']} {c['resolution']}x{c['resolution']}x{c['channels']}, {c['precision']}, "
+        f"ganforge bench: --cfg {c['cfg']} {c['width']}x{c['height']}x{c['channels']}, {c['precision']}, "
         f"batch {c['batch_gpu']} per device x {r['device']['world_size']} on {r['device']['type']} "
         f"({r['device']['name']})",
         _images_line(r),
