@@ -604,7 +604,8 @@ MUTANTS = (
       '{"lanczos": PIL.Image.Resampling.LANCZOS, "nearest": PIL.Image.Resampling.NEAREST}',
       '{"lanczos": PIL.Image.Resampling.NEAREST, "nearest": PIL.Image.Resampling.LANCZOS}',
       ("tests/generate/test_generate_images.py::test_size_resamples_every_image_by_the_filter_asked_for",)),
-    M("generate_size_not_estimated", "generate/needs.py", "    side = o.size or res\n", "    side = res\n",
+    M("generate_size_not_estimated", "generate/needs.py", "    shown_hw = shown_size(made, o.size)\n",
+      "    shown_hw = made\n",
       ("tests/generate/test_generate_limits.py::test_a_bigger_size_means_bigger_images_frames_and_files",)),
     M("generate_odd_mp4_frames_accepted", "generate/writers.py",
       'if container == "mp4" and (width % 2 or height % 2):', "if False:",
@@ -963,6 +964,17 @@ MUTANTS = (
       ("tests/data/test_data_nonsquare.py::test_a_square_dataset_hashes_and_stores_as_before",)),
     M("data_aspect_ignored", "train/resolver.py", '"data.aspect": tuple(dataset.aspect),', '"data.aspect": (1, 1),',
       ("tests/train/test_train_nonsquare.py::test_stylegan2_trains_and_samples_non_square_images",)),
+    M("metrics_aspect_unchecked", "metrics/evaluator.py",
+      "elif not same_size and real[1] * fake[2] != real[2] * fake[1]:", "elif False:",
+      ("tests/metrics/test_metrics_nonsquare.py::"
+       "test_a_generator_against_data_of_another_aspect_is_refused_naming_both_shapes",)),
+    M("swd_patches_by_the_short_span", "metrics/swd.py", "(DESCRIPTORS_PER_IMAGE, 2), generator=generator) % spans",
+      "(DESCRIPTORS_PER_IMAGE, 2), generator=generator) % spans.min()",
+      ("tests/metrics/test_metrics_nonsquare.py::test_patch_corners_cover_each_dimension_and_keep_the_square_draws",)),
+    M("projected_noise_maps_square_only", "projected.py",
+      "    return height == width or all(side >= 1 and side & (side - 1) == 0 for side in (height, width))",
+      "    return height == width",
+      ("tests/generate/test_generate_nonsquare.py::test_projected_latents_with_non_square_noise_maps_render",)),
 )  # fmt: skip
 
 

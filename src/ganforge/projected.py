@@ -14,8 +14,9 @@ array is made: the zip's end record (one member, nothing after it, no zip64 reco
 list millions of members), each member (`w.npy` once, `noise.<buffer>.npy` at most MAX_NOISE_MAPS times; stored, of
 the size its .npy header declares, inside the file, together no more than the file), each header (version 1.0 of at
 most MAX_HEADER_CHARS, which bounds the literal numpy parses; a floating-point dtype; three dimensions within the
-limits, or the network's; the noise maps square, of w's N rows). Only then does numpy read the arrays, without pickle;
-their values must be finite. Every problem is one UserError naming the file and what to do.
+limits, or the network's; the noise maps square or of a non-square network's aspect, of w's N rows). Only then does
+numpy read the arrays, without pickle; their values must be finite. Every problem is one UserError naming the file
+and what to do.
 """
 
 import dataclasses
@@ -213,12 +214,21 @@ def _members_problem(archive, entries: int, directory: int, num_ws: int | None, 
             return problem
     rows = shapes[MEMBER][0]
     for name, shape in shapes.items():
-        if name != MEMBER and (shape[0] != rows or shape[1] != shape[2] or shape[1] > limits.MAX_RESOLUTION):
+        if name != MEMBER and (shape[0] != rows or not _map_size_ok(*shape[1:])):
             return (
                 f"its {limits.shown_name(name.removesuffix('.npy'))} has shape {limits.shown(list(shape))}, not "
-                f"{rows} square maps of at most {limits.MAX_RESOLUTION} px (one per row of {KEY}); {_WRITTEN_BY}"
+                f"{rows} maps of at most {limits.MAX_RESOLUTION} px, square or of a non-square StyleGAN2's aspect "
+                f"(one per row of {KEY}); {_WRITTEN_BY}"
             )
     return None
+
+
+def _map_size_ok(height: int, width: int) -> bool:
+    """A noise map's sides: square (StyleGAN3's maps are not powers of two), or two powers of two, as a non-square
+    StyleGAN2's layers are; at most MAX_RESOLUTION either way."""
+    if max(height, width) > limits.MAX_RESOLUTION:
+        return False
+    return height == width or all(side >= 1 and side & (side - 1) == 0 for side in (height, width))
 
 
 def _member_problem(archive, info, num_ws, w_dim) -> tuple[str | None, tuple]:

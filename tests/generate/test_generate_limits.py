@@ -102,7 +102,7 @@ def test_mixing_some_cells_gives_those_cells_of_the_table():
 
 def test_the_grid_of_the_issue_needs_183_gib():
     o = GenerateOptions.parse(**PATHS, seeds="0-999999", grid="1000x1000")
-    needs, disk = needs_of(o, 256, 3, 10**6, False, None)
+    needs, disk = needs_of(o, (256, 256), 3, 10**6, False, None)
     with pytest.raises(UserError) as err:
         memory.check(needs, host=32 * memory.GIB, device=None)
     assert err.value.problems == ["--grid 1000x1000 at 256 px: a 256000x256000 image needs 183 GiB; 32.0 GiB of memory "
@@ -114,7 +114,7 @@ def test_the_grid_of_the_issue_needs_183_gib():
 
 def test_on_a_gpu_the_batch_is_checked_against_gpu_memory():
     o = GenerateOptions.parse(**PATHS, seeds="0-99", batch=64)
-    needs, _ = needs_of(o, 1024, 3, 700 * 2**20, True, None)
+    needs, _ = needs_of(o, (1024, 1024), 3, 700 * 2**20, True, None)
     with pytest.raises(UserError) as err:
         memory.check(needs, host=64 * memory.GIB, device=24 * memory.GIB)
     assert err.value.problems == [
@@ -133,21 +133,20 @@ def test_the_measured_peak_of_one_image_predicts_a_batch():
 
 def test_a_bigger_size_means_bigger_images_frames_and_files():
     o = GenerateOptions.parse(**PATHS, seeds="0-7", grid="2x2", interp=4, size=512)
-    needs, disk = needs_of(o, 32, 3, 10**6, False, "webp")
+    needs, disk = needs_of(o, (32, 32), 3, 10**6, False, "webp")
     frame = 1024 * 1024 * 3
     assert needs[-1].what == "--interp 4: 8 frames of 1024x1024 in one webp file (held at once)"
     assert needs[-1].nbytes == budget.FRAME_COPIES * 8 * frame and disk == 8 * frame
     assert needs[1].what == "--batch 16: 16 images of 32 px shown at 512 px"  # 4 frames of 4 cells at once
     assert needs[1].nbytes == 16 * (32 * 32 * 3 * 5 + 2 * 512 * 512 * 3)
-    assert needs_of(o, 32, 3, 10**6, False, "mp4")[1] == 0  # mp4 streams its frames
+    assert needs_of(o, (32, 32), 3, 10**6, False, "mp4")[1] == 0  # mp4 streams its frames
     table = GenerateOptions.parse(**PATHS, style_mix=("0-1", "2-4"), mix_cells=True, size=100)
-    needs, disk = needs_of(table, 32, 1, 10**6, False, None)
+    needs, disk = needs_of(table, (32, 32), 1, 10**6, False, None)
     assert needs[-1].what == "--style-mix of 2 x 3 seeds at 100 px: a 400x300 table"
     assert needs[-1].nbytes == 12 * 100 * 100 and disk == (12 + 6) * 100 * 100
     for seeds, grid in (("0-3", "2x2"), ("0-15", "4x4")):
-        assert needs_of(GenerateOptions.parse(**PATHS, seeds=seeds, grid=grid, size=64), 32, 3, 1, False, None)[1] == (
-            len(range(16 if grid == "4x4" else 4)) * 64 * 64 * 3
-        )
+        o = GenerateOptions.parse(**PATHS, seeds=seeds, grid=grid, size=64)
+        assert needs_of(o, (32, 32), 3, 1, False, None)[1] == len(range(16 if grid == "4x4" else 4)) * 64 * 64 * 3
 
 
 def test_what_does_not_fit_is_refused_before_anything_is_written(snapshot, tmp_path):

@@ -213,7 +213,7 @@ def hostile_files(folder: Path) -> dict[str, tuple[Path, str]]:
         "1,000 members": (npz({f"{k}.npy": b"" for k in range(1000)}), "holds 1,000 arrays; a projected_w.npz holds w"),
         "noise of other rows": (
             npz({"w.npy": npy(w), "noise.synthesis.b4.conv1.noise_const.npy": npy(np.zeros((2, 4, 4), np.float32))}),
-            "its noise.synthesis.b4.conv1.noise_const has shape [2, 4, 4], not 1 square maps",
+            "its noise.synthesis.b4.conv1.noise_const has shape [2, 4, 4], not 1 maps of at most",
         ),
         "noise not a map": (
             npz({"w.npy": npy(w), "noise.synthesis.b4.conv1.noise_const.npy": npy(np.zeros((1, 4, 4), np.int16))}),

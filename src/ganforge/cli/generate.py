@@ -129,7 +129,8 @@ from ganforge.generate.options import (
     "--size",
     type=click.IntRange(1, MAX_SIZE),
     metavar="PX",
-    help="Every image PX x PX in the files (each cell of a grid, table or video), resampled by --resize.  "
+    help="Every image PX x PX in the files (each cell of a grid, table or video), resampled by --resize; of a "
+    "non-square network, PX is the short side and the long side keeps the aspect.  "
     "[default: the network's resolution]",
 )
 @click.option(

@@ -5,7 +5,9 @@ Fields (format_version 4; version 3 had no `quantization.qat`, `activation_range
 `auto.ranking[].feature_distance`, version 2 had the FID between the paired image sets as `check.fid`, version 1
 also `quantization` as one line of text):
     format, precision, file, file_sha256, file_bytes
-    inputs, output     [{name, shape ("batch" where any size works), dtype, meaning}], in call order
+    inputs, output     [{name, shape ("batch" where any size works), dtype, meaning}], in call order; the output's
+                       shape is [batch, C, H, W] (NCHW float32) or [batch, H, W, C] (NHWC uint8), with H != W for a
+                       non-square network
     batch              "dynamic" or the fixed batch size
     truncation_psi, noise ("const": baked in; "input": noise inputs), output_layout
     opset              ONNX opset (onnx only)

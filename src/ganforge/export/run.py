@@ -16,7 +16,9 @@ from ganforge.export import check, onnx, pt2, qat, quantize, sensitivity
 from ganforge.export.card import card_path, make_card, write_card
 from ganforge.export.options import SUFFIXES, ExportOptions
 from ganforge.export.wrapper import DeployableGenerator
+from ganforge.generate.sizes import describe
 from ganforge.interop import load_network
+from ganforge.metrics.shapes import image_size
 from ganforge.progress import Stage
 
 HINTS = {
@@ -92,7 +94,7 @@ def _check_memory(module: DeployableGenerator, options: ExportOptions) -> None:
     G, device = module.G, torch.device(_device_type())
     per_image = budget.synthesis_peak_bytes(G, lambda ws: G.synthesis(ws, noise_mode="const"))
     need = memory.Need(
-        f"--batch {batch}: the check runs {batch} images of {G.resolution} px at once, in PyTorch and "
+        f"--batch {batch}: the check runs {batch} images of {describe(image_size(G))} at once, in PyTorch and "
         "in the exported model,",
         2 * batch * per_image,
         device.type == "cuda",
@@ -101,7 +103,7 @@ def _check_memory(module: DeployableGenerator, options: ExportOptions) -> None:
     memory.check([need], memory.available_host_bytes(), memory.available_device_bytes(device))
     if options.qat_kimg:  # before the check, on the CPU: its own peak
         qat_need = memory.Need(
-            f"--qat-kimg: the fine-tuning runs {qat.QAT_BATCH} images of {G.resolution} px at once with their "
+            f"--qat-kimg: the fine-tuning runs {qat.QAT_BATCH} images of {describe(image_size(G))} at once with their "
             "gradients,",
             qat.QAT_BATCH * qat.TRAINING_PEAK_PER_IMAGE * per_image,
             False,

@@ -13,6 +13,7 @@ from torch import nn
 
 from ganforge.data.loader import to_uint8
 from ganforge.errors import UserError
+from ganforge.metrics.shapes import image_size
 from ganforge.nets import Generator, R3GANGenerator, StyleGAN3Generator
 
 NOISE_BUFFER = "noise_const"
@@ -33,8 +34,8 @@ class DeployableGenerator(nn.Module):
     """G(z[, c][, noise...]) -> image, with psi, the noise source and the output layout fixed at construction.
 
     Noise maps given as inputs replace the network's constant noise buffers for the call, so the same layers that
-    add the fixed noise add the given one: [N, 1, r, r] maps of standard normal noise, as in training (StyleGAN
-    Sec. 3.2).
+    add the fixed noise add the given one: [N, 1, H, W] maps of standard normal noise of each layer's size (non-square
+    for a non-square network), as in training (StyleGAN Sec. 3.2).
     """
 
     def __init__(self, G: nn.Module, psi: float = 1.0, noise: str = "const", uint8: bool = False, batch=None):
@@ -82,10 +83,11 @@ class DeployableGenerator(nn.Module):
         return specs
 
     def output(self) -> TensorSpec:
-        G, n, r = self.G, self.batch, self.G.resolution
+        """The image: [N, C, H, W] float32, or [N, H, W, C] uint8; H != W for a non-square StyleGAN2."""
+        G, n, (height, width) = self.G, self.batch, image_size(self.G)
         if self.uint8:
-            return TensorSpec("img", (n, r, r, G.img_channels), "uint8", "image, 0-255, channels last")
-        return TensorSpec("img", (n, G.img_channels, r, r), "float32", "image, about -1 to 1")
+            return TensorSpec("img", (n, height, width, G.img_channels), "uint8", "image, 0-255, channels last")
+        return TensorSpec("img", (n, G.img_channels, height, width), "float32", "image, about -1 to 1")
 
     def dynamic_shapes(self, count: int):
         """torch.export's dynamic_shapes for `count` inputs: dimension 0 of all varies together, unless fixed."""

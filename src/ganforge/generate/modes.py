@@ -1,7 +1,8 @@
 """The four outputs of `ganforge generate`, each made batch by batch: one PNG per seed (or per seed and label
 vector), a grid, a looping interpolation (or a grid of them) and a style-mixing table; the first three from seeds or
 from the rows of projected latents (`Keys`). Every image goes through `pixels` (rounded to uint8, brought to --size)
-on its way into a file."""
+on its way into a file. Images keep the network's aspect: a non-square network's cells, frames and files are as
+wide and tall as its images (at --size, the short side is --size)."""
 
 import torch
 
@@ -10,6 +11,7 @@ from ganforge.generate.latents import LoopPath, mix_styles, z_from_seeds
 from ganforge.generate.options import GenerateOptions
 from ganforge.generate.render import Renderer, map_latents
 from ganforge.generate.writers import Pixels
+from ganforge.metrics.shapes import image_size
 
 
 def seed_name(seed: int) -> str:
@@ -88,7 +90,7 @@ def images(G, o: GenerateOptions, keys: Keys, render: Renderer, pixels: Pixels) 
 def grid(G, o: GenerateOptions, keys: Keys, render: Renderer, pixels: Pixels) -> None:
     """The images of the seeds or projected rows row-major, one per cell, made batch by batch into one canvas."""
     rows, cols = o.grid
-    canvas = writers.Canvas(rows, cols, pixels.size or G.resolution, G.img_channels)
+    canvas = writers.Canvas(rows, cols, pixels.shape_of(image_size(G)), G.img_channels)
     for start in range(0, len(keys), o.batch):
         stop = min(start + o.batch, len(keys))
         canvas.paste(start, pixels(render(keys.ws(start, stop), keys.seeds[start:stop])))
@@ -96,7 +98,7 @@ def grid(G, o: GenerateOptions, keys: Keys, render: Renderer, pixels: Pixels) ->
 
 
 def frame_batches(G, o: GenerateOptions, keys: Keys, render: Renderer, pixels: Pixels):
-    """Batches of frames [T, rows * side, columns * side, C] uint8 of a loop through the keys, or with --grid of
+    """Batches of frames [T, rows * height, columns * width, C] uint8 of a loop through the keys, or with --grid of
     one loop per cell, cell k (row-major) through the k-th run of len(keys) / cells consecutive keys, as NVlabs'
     gen_video.py lays out its grid. Spherical in z (each frame mapped and truncated), or linear in w (truncation is
     linear in w, so interpolating truncated keys equals truncating interpolated ones; projected rows are ws, always
@@ -120,7 +122,7 @@ def style_mix(G, o: GenerateOptions, c: torch.Tensor, render: Renderer, pixels: 
     Every seed is mapped with the label vector c [1, c_dim]."""
     rows, cols = o.style_mix
     width = len(cols) + 1
-    canvas = writers.Canvas(len(rows) + 1, width, pixels.size or G.resolution, G.img_channels)
+    canvas = writers.Canvas(len(rows) + 1, width, pixels.shape_of(image_size(G)), G.img_channels)
     row_ws, col_ws = _ws(G, o, z_from_seeds(rows, G.z_dim), c), _ws(G, o, z_from_seeds(cols, G.z_dim), c)
     for start in range(0, len(cols), o.batch):  # the top row: the column seeds' own images
         canvas.paste(1 + start, pixels(render(col_ws[start : start + o.batch], cols[start : start + o.batch])))

@@ -69,7 +69,9 @@ class GenerateOptions:
     mix_layers: tuple[int, ...] | None = None  # None: the coarse styles 0-6 the network has
     translate: tuple[float, float] = (0.0, 0.0)  # StyleGAN3: image motion in image widths (x right, y down)
     rotate: float = 0.0  # StyleGAN3: degrees counter-clockwise about the image centre
-    size: int | None = None  # side in pixels of every image in the files written; None: the network's resolution
+    # Pixels of the short side of every image in the files written, the aspect kept (a square network's images are
+    # size x size); None: as the network makes them
+    size: int | None = None
     resize: str = DEFAULT_RESIZE  # how images are brought to `size`: lanczos | nearest
     fps: float = DEFAULT_FPS  # frames per second of an interpolation
     mix_cells: bool = False  # with style_mix, also one PNG per mixed cell of the table

@@ -40,7 +40,7 @@ def seeded_noise(G: Generator, seeds):
     for name in noise_buffer_names(G):
         const = G.synthesis.get_buffer(name)
         noise = torch.stack([torch.randn(const.shape, generator=g) for g in generators]).unsqueeze(1)
-        maps[name] = noise.to(const.device)  # [N, 1, r, r]
+        maps[name] = noise.to(const.device)  # [N, 1, H, W] of the layer
     return per_image_noise(G, maps)
 
 

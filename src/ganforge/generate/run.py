@@ -25,7 +25,9 @@ from ganforge.generate import budget, labels, modes, writers
 from ganforge.generate.needs import needs_of
 from ganforge.generate.options import GenerateOptions
 from ganforge.generate.render import Renderer
+from ganforge.generate.sizes import shown_size
 from ganforge.interop import load_network
+from ganforge.metrics.shapes import image_size
 from ganforge.nets.noise import noise_buffer_names
 from ganforge.projected import read_projected
 
@@ -52,8 +54,8 @@ def generate(options: GenerateOptions) -> dict:
     names = _file_names(options, keys, animation)
     if animation:
         rows, cols = options.layout
-        side = options.size or G.resolution
-        writers.check_animation(animation, options.fps, cols * side, rows * side)
+        height, width = shown_size(image_size(G), options.size)
+        writers.check_animation(animation, options.fps, cols * width, rows * height)
     transform = _transform(options)
     renderer = Renderer(G, options.noise_mode, options.batch, options.image_count, transform, row_noise)
     try:
@@ -159,7 +161,7 @@ def _transform(o: GenerateOptions) -> torch.Tensor | None:
 def _check_budget(G, o: GenerateOptions, renderer: Renderer, device: torch.device, animation: str | None) -> None:
     """Refuse what does not fit in memory (UserError with the figure); warn when the files may not fit on disk."""
     per_image = budget.synthesis_peak_bytes(G, renderer.synthesize_ws)
-    needs, disk = needs_of(o, G.resolution, G.img_channels, per_image, device.type == "cuda", animation)
+    needs, disk = needs_of(o, image_size(G), G.img_channels, per_image, device.type == "cuda", animation)
     memory.check(needs, memory.available_host_bytes(), memory.available_device_bytes(device))
     free = outputs.free_bytes(o.outdir)
     if disk > free:

@@ -16,6 +16,7 @@ from ganforge.data.loader import to_uint8
 from ganforge.durable import replace_file, replacing
 from ganforge.errors import UserError
 from ganforge.generate.options import MAX_GIF_FPS
+from ganforge.generate.sizes import shown_size
 
 FILTERS = {"lanczos": PIL.Image.Resampling.LANCZOS, "nearest": PIL.Image.Resampling.NEAREST}
 
@@ -34,21 +35,27 @@ def hwc(images: torch.Tensor) -> np.ndarray:
 
 @dataclasses.dataclass(frozen=True)
 class Pixels:
-    """Generator output [N, C, H, W] in [-1, 1] -> the uint8 images [N, side, side, C] that files hold: rounded as
-    every saved image is, then resampled to `size` (None: as made) by Lanczos' filter or nearest neighbour."""
+    """Generator output [N, C, H, W] in [-1, 1] -> the uint8 images [N, h, w, C] that files hold: rounded as every
+    saved image is, then resampled by Lanczos' filter or nearest neighbour so that the short side is `size` and the
+    aspect is kept (sizes.shown_size; None: as made)."""
 
     size: int | None
     resize: str
 
+    def shape_of(self, made: tuple[int, int]) -> tuple[int, int]:
+        """(h, w) of the images in the files for images made (H, W)."""
+        return shown_size(made, self.size)
+
     def __call__(self, images: torch.Tensor) -> np.ndarray:
         arrays = hwc(images)
-        if self.size is None or self.size == arrays.shape[1] == arrays.shape[2]:
+        height, width = self.shape_of((arrays.shape[1], arrays.shape[2]))
+        if (height, width) == arrays.shape[1:3]:
             return arrays
-        return np.stack([self._resized(array) for array in arrays])
+        return np.stack([self._resized(array, height, width) for array in arrays])
 
-    def _resized(self, array: np.ndarray) -> np.ndarray:
-        image = _pil(array).resize((self.size, self.size), FILTERS[self.resize])
-        return np.asarray(image).reshape(self.size, self.size, array.shape[2])
+    def _resized(self, array: np.ndarray, height: int, width: int) -> np.ndarray:
+        image = _pil(array).resize((width, height), FILTERS[self.resize])
+        return np.asarray(image).reshape(height, width, array.shape[2])
 
 
 def _pil(array: np.ndarray) -> PIL.Image.Image:
@@ -71,18 +78,21 @@ def tile(arrays: np.ndarray, rows: int, columns: int) -> np.ndarray:
 
 
 class Canvas:
-    """A grid of equal square cells, row-major, black where nothing is pasted, held once (as Pillow's image: the PNG
-    encoder streams it to the file without another copy)."""
+    """A grid of equal cells of `cell` = (height, width) pixels, row-major, black where nothing is pasted, held once
+    (as Pillow's image: the PNG encoder streams it to the file without another copy)."""
 
-    def __init__(self, rows: int, columns: int, side: int, channels: int):
-        self.columns, self.side = columns, side
-        self.image = PIL.Image.new("L" if channels == 1 else "RGB", (columns * side, rows * side), 0)
+    def __init__(self, rows: int, columns: int, cell: tuple[int, int], channels: int):
+        self.columns, self.cell = columns, cell
+        height, width = cell
+        self.image = PIL.Image.new("L" if channels == 1 else "RGB", (columns * width, rows * height), 0)
 
     def paste(self, first: int, arrays: np.ndarray) -> None:
-        """uint8 images [N, side, side, C] into cells first, first + 1, ... (row-major)."""
+        """uint8 images [N, height, width, C] of the cell's size into cells first, first + 1, ... (row-major)."""
+        height, width = self.cell
         for i, array in enumerate(arrays, start=first):
+            assert array.shape[:2] == self.cell, (array.shape, self.cell)
             row, col = divmod(i, self.columns)
-            self.image.paste(_pil(array), (col * self.side, row * self.side))
+            self.image.paste(_pil(array), (col * width, row * height))
 
     def write(self, path: Path) -> None:
         with replacing(path) as tmp:

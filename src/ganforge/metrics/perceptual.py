@@ -119,7 +119,10 @@ def squared_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 def area_downsample(images: torch.Tensor, side: int = 256) -> torch.Tensor:
     """Images larger than `side` brought to it by area averaging, as the official projector does before VGG16 (which
-    was trained on 224 px images); smaller ones as they are."""
-    if images.shape[2] <= side:
+    was trained on 224 px images); smaller ones as they are. A non-square image's short side becomes `side` and the
+    long one keeps the aspect, rather than squeezing the image into a square."""
+    height, width = images.shape[2:]
+    short = min(height, width)
+    if short <= side:
         return images
-    return F.interpolate(images, size=(side, side), mode="area")
+    return F.interpolate(images, size=(height * side // short, width * side // short), mode="area")

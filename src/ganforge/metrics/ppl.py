@@ -17,6 +17,10 @@ each batch and shared by both ends of every step; a StyleGAN3 generator has none
 distances from the 1st percentile (rounded down to a sample) to the 99th (rounded up), inclusive: a few paths cross
 a discontinuity of the generator, where the finite difference is huge and would dominate a plain mean.
 
+A non-square generator's images (StyleGAN2 with an aspect) are no portraits to crop a face from: VGG16 sees the
+whole frame, averaged over f x f blocks with f from the short side (`resolution`), and the result records that
+protocol; such a PPL is comparable between runs on images of the same shape only.
+
 Every sample draws its latents and t from (seed, position) and every batch of `pairs` samples its noise from (seed,
 batch), and ranks take whole batches: the value depends on the seed and the batch size, not on the number of ranks.
 Images are generated and compared in IEEE fp32 (TF32's 10-bit mantissa would swamp an eps of 1e-4).
@@ -33,6 +37,7 @@ from ganforge.errors import UserError
 from ganforge.metrics import perceptual
 from ganforge.metrics.features import gather_rows, position_rng, progress
 from ganforge.metrics.perceptual import VGG16Features, squared_distance
+from ganforge.metrics.shapes import image_size
 from ganforge.numerics import fp32_math
 
 EPSILON = 1e-4
@@ -42,13 +47,15 @@ FEATURE_NETWORK = VGG16Features.name
 VGG16_FIX = "pass NVlabs' vgg16.pt, the VGG16 LPIPS TorchScript of the official projector and PPL"
 
 
-def protocol(space: str, sampling: str) -> str:
-    """The protocol a result records: its path, its t, and the distance and settings every variant shares."""
+def protocol(space: str, sampling: str, square: bool = True) -> str:
+    """The protocol a result records: its path, its t, and the distance and settings every variant shares; the face
+    crop of square images, or the whole frame of non-square ones (see lpips_pixels)."""
     path = "slerp of unit z" if space == "z" else "lerp of w"
     t = "t~U[0,1)" if sampling == "full" else "t=0"
+    frame = "face crop" if square else "whole non-square frame"
     return (
-        f"karras2019-ppl: {path}, {t}, eps 1e-4, vgg16-lpips squared / eps^2, face crop, box-downsampled to "
-        f"{LPIPS_SIDE} px, mean of p{LOW_PERCENTILE}-p{HIGH_PERCENTILE}"
+        f"karras2019-ppl: {path}, {t}, eps 1e-4, vgg16-lpips squared / eps^2, {frame}, box-downsampled to "
+        f"{LPIPS_SIDE} px{'' if square else ' on the short side'}, mean of p{LOW_PERCENTILE}-p{HIGH_PERCENTILE}"
     )
 
 
@@ -78,11 +85,13 @@ def step_ws(G, z: torch.Tensor, c: torch.Tensor, t: torch.Tensor, space: str) ->
 
 
 def lpips_pixels(images: torch.Tensor, resolution: int) -> torch.Tensor:
-    """Generated images in [-1, 1] -> the face crop, averaged over f x f blocks (f = resolution // 256), in [0, 255]."""
+    """Generated images in [-1, 1] -> the face crop of square images (the whole frame of non-square ones), averaged
+    over f x f blocks (f = resolution // 256, `resolution` the short side), in [0, 255]."""
     n, channels, height, width = images.shape
-    assert height == width, images.shape
-    eighth = height // 8
-    x = images[:, :, 3 * eighth : 7 * eighth, 2 * eighth : 6 * eighth]
+    x = images
+    if height == width:
+        eighth = height // 8
+        x = images[:, :, 3 * eighth : 7 * eighth, 2 * eighth : 6 * eighth]
     factor = resolution // LPIPS_SIDE
     if factor > 1:
         h, w = x.shape[2] // factor, x.shape[3] // factor
@@ -188,4 +197,8 @@ def ppl(ev, num_real, num_gen: int, space: str, sampling: str, name: str) -> dic
     distances = gather_rows(local, num_batches).flatten()[:count]  # [batch, pair] -> position order
     if not dist.is_main():
         return None
-    return {"value": trimmed_mean(distances), "num_real": 0, "num_fake": count}
+    out = {"value": trimmed_mean(distances), "num_real": 0, "num_fake": count}
+    height, width = image_size(G)
+    if height != width:  # not the registry's protocol (the face crop of square images): the whole frame
+        out["extra"] = {"protocol": protocol(space, sampling, square=False)}
+    return out

@@ -33,7 +33,8 @@ class MetricSpec:
     kwargs: types.MappingProxyType = dataclasses.field(default_factory=lambda: types.MappingProxyType({}))
     needs_real: bool = True  # False: measures the fakes alone (equivariance, PPL, IS)
     # A file the user must give, as the MetricOptions field that names it (NEEDED_FILES), and `prepare(ev)`: checks
-    # the sources and loads the file's network, for every metric of a run before the first one runs.
+    # the sources (that reals and fakes are comparable, for the metrics between them) and loads the file's network,
+    # for every metric of a run before the first one runs.
     needs_file: str | None = None
     prepare: Callable | None = None
 
@@ -41,8 +42,8 @@ class MetricSpec:
 def _inception_metric(name: str, fn: Callable, **kwargs) -> MetricSpec:
     protocol, network, needs_all = inception.PROTOCOL, inception.FEATURE_NETWORK, fn is not fid
     counts = METRIC_COUNTS[name]
-    kwargs = types.MappingProxyType(kwargs)
-    return MetricSpec(name, fn, counts.num_real, counts.num_gen, protocol, network, needs_all, kwargs)
+    kwargs, prepare = types.MappingProxyType(kwargs), partial(Evaluator.check_comparable, name=name, same_size=False)
+    return MetricSpec(name, fn, counts.num_real, counts.num_gen, protocol, network, needs_all, kwargs, prepare=prepare)
 
 
 def _generator_metric(name: str, fn: Callable) -> MetricSpec:
@@ -51,8 +52,8 @@ def _generator_metric(name: str, fn: Callable) -> MetricSpec:
 
 
 def _swd_metric(name: str) -> MetricSpec:
-    counts = METRIC_COUNTS[name]
-    return MetricSpec(name, swd.swd, counts.num_real, counts.num_gen, swd.PROTOCOL, None)
+    counts, prepare = METRIC_COUNTS[name], partial(Evaluator.check_comparable, name=name, same_size=True)
+    return MetricSpec(name, swd.swd, counts.num_real, counts.num_gen, swd.PROTOCOL, None, prepare=prepare)
 
 
 def _ppl_metric(name: str, space: str, sampling: str) -> MetricSpec:

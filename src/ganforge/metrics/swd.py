@@ -1,18 +1,21 @@
 """Sliced Wasserstein distance on Laplacian-pyramid patches (Karras et al. 2018, ProGAN, sec. 5 and appendix D).
 
-Per pyramid level (full resolution down to 16x16), 128 random 7x7 neighbourhoods per image are the descriptors; each
-set of descriptors is normalised per colour channel by its own mean and standard deviation; the distance between the
-real and fake sets is the sliced Wasserstein distance over 4 x 512 random directions (Rabin et al. 2011). Reported x 1e3
-per level and averaged. Needs no pretrained network. Descriptors are kept as float16 (about 1.2 GB per level per set
-at 16k images), and each level is compared on the metric device in float32.
+Per pyramid level (full resolution down to 16x16; for a non-square image, until its short side is 16), 128 random 7x7
+neighbourhoods per image, anywhere a patch fits in each dimension, are the descriptors; each set of descriptors is
+normalised per colour channel by its own mean and standard deviation; the distance between the real and fake sets is
+the sliced Wasserstein distance over 4 x 512 random directions (Rabin et al. 2011). Reported x 1e3 per level (keyed by
+its side, or by its width x height for non-square images) and averaged. Needs no pretrained network. Descriptors are
+kept as float16 (about 1.2 GB per level per set at 16k images), and each level is compared on the metric device in
+float32.
 """
+
+import math
 
 import torch
 import torch.nn.functional as F
 
 from ganforge import dist
 from ganforge.data.loader import to_float
-from ganforge.errors import UserError
 from ganforge.metrics.features import gather_rows, position_rng
 
 PROTOCOL = "laplacian-16px-7x7-128desc-4x512dirs"
@@ -43,15 +46,25 @@ def laplacian_pyramid(images: torch.Tensor, levels: int) -> list[torch.Tensor]:
 
 
 def num_levels(resolution: int) -> int:
-    """Levels from `resolution` down to 16x16 (one level for images of 16 px or less)."""
+    """Levels from `resolution` (the short side) down to 16 (one level for images of 16 px or less)."""
     levels = 1
     while resolution // 2 ** (levels - 1) > MIN_RESOLUTION:
         levels += 1
     return levels
 
 
+def patch_corners(generator: torch.Generator, height: int, width: int) -> torch.Tensor:
+    """[D, 2] top-left corners (y, x) of 7x7 patches, uniform over the places where one fits in a height x width band.
+
+    One draw of D pairs in [0, lcm(spans)) taken modulo each dimension's span: uniform on both, as the span divides
+    the range; for a square band (one span) the draw is the span's own, as it has always been."""
+    spans = torch.tensor([height - PATCH + 1, width - PATCH + 1])
+    assert spans.min() >= 1, f"a {width}x{height} band is too small for 7x7 patches"
+    return torch.randint(math.lcm(*spans.tolist()), (DESCRIPTORS_PER_IMAGE, 2), generator=generator) % spans
+
+
 def patch_descriptors(band: torch.Tensor, corners: torch.Tensor) -> torch.Tensor:
-    """[B, C, S, S] band, [B, D, 2] top-left corners (y, x) -> [B, D, C * 7 * 7] patches."""
+    """[B, C, H, W] band, [B, D, 2] top-left corners (y, x) -> [B, D, C * 7 * 7] patches."""
     offsets = torch.arange(PATCH, device=band.device)
     ys = (corners[:, :, 0, None, None] + offsets[:, None]).expand(-1, -1, PATCH, PATCH)  # [B, D, 7, 7]
     xs = (corners[:, :, 1, None, None] + offsets[None, :]).expand(-1, -1, PATCH, PATCH)
@@ -63,13 +76,11 @@ def patch_descriptors(band: torch.Tensor, corners: torch.Tensor) -> torch.Tensor
 def image_descriptors(images: torch.Tensor, positions: list[int], seed: int) -> list[torch.Tensor]:
     """Per level, float16 [B, 128, C * 49] descriptors; patch corners depend only on (seed, image position)."""
     x = to_float(images)
-    bands = laplacian_pyramid(x, num_levels(x.shape[-1]))
+    bands = laplacian_pyramid(x, num_levels(min(x.shape[-2:])))
     out = []
     for level, band in enumerate(bands):
-        span = band.shape[-1] - PATCH + 1
-        assert span >= 1, f"images of {x.shape[-1]} px are too small for 7x7 patches"
         rngs = [position_rng(seed, f"swd{level}", p) for p in positions]
-        corners = torch.stack([torch.randint(span, (DESCRIPTORS_PER_IMAGE, 2), generator=g) for g in rngs])
+        corners = torch.stack([patch_corners(g, *band.shape[-2:]) for g in rngs])
         out.append(patch_descriptors(band, corners.to(band.device)).to(torch.float16))
     return out
 
@@ -120,21 +131,25 @@ def collect_descriptors(batches, count: int, seed: int) -> list[torch.Tensor]:
     return [gather_rows(torch.cat(store), count).flatten(0, 1) for store in per_level]
 
 
+def level_name(height: int, width: int) -> str:
+    """A level's result key: its side ("32") for square images, else its width x height ("64x32")."""
+    return str(height) if height == width else f"{width}x{height}"
+
+
 def swd(ev, num_real: int | None, num_gen: int) -> dict | None:
     """SWD between equally many real and fake images (the smaller count); None on ranks other than 0."""
-    if ev.real_shape != ev.fake_shape:
-        raise UserError(f"swd: fakes {ev.fake_shape} and reals {ev.real_shape} must have the same channels and size")
-    # Every image source holds images of at least 8 px (limits.py): its 7x7 patches fit.
-    assert ev.real_shape[-1] >= PATCH, ev.real_shape
+    assert ev.real_shape == ev.fake_shape, "refused by Evaluator.check_comparable, the metric's prepare step"
+    # Every image source holds images of at least 8 px a side (limits.py): its 7x7 patches fit.
+    assert min(ev.real_shape[1:]) >= PATCH, ev.real_shape
     count = min(ev.real_count(num_real), ev.fake_count(num_gen))
     real = collect_descriptors(ev.real_images(count, DESCRIPTORS), count, ev.options.seed)
     # The same patch positions for both sets: identical image sets then give exactly 0.
     fake = collect_descriptors(ev.fake_images(count, DESCRIPTORS), count, ev.options.seed)
     if not dist.is_main():
         return None
-    channels, resolution = ev.real_shape[0], ev.real_shape[-1]
+    channels, height, width = ev.real_shape
     with ev.stage(f"metrics: SWD, {len(real)} pyramid level{'s' * (len(real) > 1)}"):
         levels = swd_levels(real, fake, channels, ev.options.seed, ev.device)
-    names = [str(resolution // 2**i) for i in range(len(levels))]
+    names = [level_name(height >> i, width >> i) for i in range(len(levels))]
     results = dict(zip(names, levels, strict=True)) | {"avg": sum(levels) / len(levels)}
     return {"results": results, "num_real": count, "num_fake": count}

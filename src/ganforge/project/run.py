@@ -19,6 +19,7 @@ from ganforge.generate import writers
 from ganforge.interop import load_network
 from ganforge.metrics.features import position_seed
 from ganforge.metrics.perceptual import load_perceptual
+from ganforge.metrics.shapes import aspect
 from ganforge.progress import Stage
 from ganforge.project import outputs, quality, search, tune
 from ganforge.project.options import ProjectOptions
@@ -34,7 +35,7 @@ def project(options: ProjectOptions) -> dict:
     G, _meta = load_network(options.network, device=device)
     G = G.eval().requires_grad_(False)
     c = _class_vector(G, options.class_index, device)
-    targets = load_targets(options.targets, G.resolution, G.img_channels)
+    targets = load_targets(options.targets, G.resolution, G.img_channels, aspect(G))
     video = writers.animation_format("auto") if options.video else None
     for target in options.targets:
         outputs.check_destinations(options.target_folder(target), options.tune_g > 0, video)

@@ -66,13 +66,14 @@ def schedule(step: int, steps: int) -> tuple[float, float]:
 
 def noise_penalty(maps: list[torch.Tensor]) -> torch.Tensor:
     """[B] autocorrelation penalty of each target's noise maps [B, 1, H, W] (StyleGAN2 App. D): over a pyramid down
-    to 8x8, the squared mean of each map times itself rolled by one pixel, along x and along y."""
+    to 8x8 (a non-square map: until its short side is 8), the squared mean of each map times itself rolled by one pixel,
+    along x and along y."""
     total = 0
     for level in maps:
         while True:
             total = total + (level * level.roll(1, dims=3)).mean((1, 2, 3)).square()
             total = total + (level * level.roll(1, dims=2)).mean((1, 2, 3)).square()
-            if level.shape[2] <= 8:
+            if min(level.shape[2:]) <= 8:
                 break
             level = F.avg_pool2d(level, kernel_size=2)
     return total

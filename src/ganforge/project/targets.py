@@ -1,6 +1,8 @@
 """The images to project, read as the dataset tool reads a photo (bounded, fully decoded, EXIF orientation, alpha on
 white, the network's channels), then centre-cropped to a square and resized to the network's resolution with
-Lanczos' filter, as the official projector does, smaller images included (a projection target may be any size)."""
+Lanczos' filter, as the official projector does, smaller images included (a projection target may be any size). For a
+non-square network (aspect (rows, cols)) the crop is the largest centred box of its aspect, resized to its images'
+width and height."""
 
 import os
 import stat
@@ -18,12 +20,13 @@ from ganforge.errors import UserError
 MAX_TARGET_BYTES = 1 << 30
 
 
-def load_targets(paths: tuple[Path, ...], resolution: int, channels: int) -> torch.Tensor:
-    """uint8 [N, channels, resolution, resolution] of every target; one UserError naming each bad file."""
+def load_targets(paths: tuple[Path, ...], resolution: int, channels: int, aspect=(1, 1)) -> torch.Tensor:
+    """uint8 [N, channels, resolution x rows, resolution x cols] of every target, aspect = (rows, cols); one UserError
+    naming each bad file."""
     images, problems = [], []
     for path in paths:
         try:
-            images.append(target_pixels(_read(Path(path)), resolution, channels))
+            images.append(target_pixels(_read(Path(path)), resolution, channels, aspect))
         except BadImage as problem:
             problems.append(f"--target {path}: {problem}; pass an image file (PNG, JPEG, WebP, ...)")
     if problems:
@@ -31,13 +34,19 @@ def load_targets(paths: tuple[Path, ...], resolution: int, channels: int) -> tor
     return torch.from_numpy(np.stack(images))
 
 
-def target_pixels(data: bytes, resolution: int, channels: int) -> np.ndarray:
-    """File bytes -> uint8 [channels, resolution, resolution]: the centred square of the image, resized."""
+def target_pixels(data: bytes, resolution: int, channels: int, aspect=(1, 1)) -> np.ndarray:
+    """File bytes -> uint8 [channels, height, width] = [channels, resolution x rows, resolution x cols] for aspect =
+    (rows, cols): the largest centred box of that aspect in the image (a square unless non-square), resized."""
     image = PIL.Image.fromarray(_squeezed(to_array(decode(data), channels)))
-    side = min(image.size)
-    left, top = (image.width - side) // 2, (image.height - side) // 2
-    square = image.crop((left, top, left + side, top + side)).resize((resolution, resolution), PIL.Image.LANCZOS)
-    pixels = np.asarray(square).reshape(resolution, resolution, channels)
+    rows, cols = aspect
+    if image.width * rows <= image.height * cols:  # narrower than the aspect: the box is as wide as the image
+        box_w, box_h = image.width, max(1, image.width * rows // cols)
+    else:
+        box_w, box_h = max(1, image.height * cols // rows), image.height
+    left, top = (image.width - box_w) // 2, (image.height - box_h) // 2
+    height, width = resolution * rows, resolution * cols
+    box = image.crop((left, top, left + box_w, top + box_h)).resize((width, height), PIL.Image.LANCZOS)
+    pixels = np.asarray(box).reshape(height, width, channels)
     return np.ascontiguousarray(pixels.transpose(2, 0, 1))
 
 
