@@ -4,7 +4,6 @@ dataset of different aspect ratios are refused, naming both (C, H, W); SWD's pyr
 (square images keep their draws); PPL and the projector's downsampling keep the whole frame and its aspect."""
 
 import math
-import warnings
 
 import numpy as np
 import PIL.Image
@@ -12,6 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from click.testing import CliRunner
+from lpips_helpers import save_stand_in
 from torch import nn
 
 from ganforge.cli import main
@@ -133,23 +133,8 @@ def test_patch_corners_cover_each_dimension_and_keep_the_square_draws():
     assert [b.shape[-2:] for b in swd.laplacian_pyramid(torch.rand(1, 3, 32, 64), 2)] == [(32, 64), (16, 32)]
 
 
-class StandInLPIPS(nn.Module):
-    """Called as NVlabs' vgg16.pt is: [N, 3, H, W] pixels in [0, 255] -> [N, F]; a fixed random 3x3 convolution."""
-
-    def __init__(self):
-        super().__init__()
-        self.register_buffer("weight", torch.randn([4, 3, 3, 3], generator=torch.Generator().manual_seed(1)) / 2)
-
-    def forward(self, x: torch.Tensor, resize_images: bool = True, return_lpips: bool = False) -> torch.Tensor:
-        y = torch.tanh(F.conv2d(x.to(self.weight.dtype) / 127.5 - 1, self.weight))
-        return y.flatten(1) / math.sqrt(y.shape[2] * y.shape[3])
-
-
 def test_ppl_of_a_non_square_generator_sees_the_whole_frame_and_says_so(tmp_path):
-    vgg16 = tmp_path / "vgg16.pt"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # TorchScript is the official file's format
-        torch.jit.script(StandInLPIPS()).save(str(vgg16))
+    vgg16 = save_stand_in(tmp_path / "vgg16.pt")
     record = compute_metric("ppl_wend", generator=_generator(TALL), device="cpu", num_gen=4, batch_size=4,
                             vgg16=vgg16, progress=False)  # fmt: skip
     assert math.isfinite(record["value"]) and record["value"] > 0

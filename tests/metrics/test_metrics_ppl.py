@@ -6,15 +6,13 @@ average; determinism and rank independence; StyleGAN3; conditional labels; the r
 import copy
 import json
 import math
-import warnings
 
 import numpy as np
 import PIL.Image
 import pytest
 import torch
-import torch.nn.functional as F
 from click.testing import CliRunner
-from torch import nn
+from lpips_helpers import StandInLPIPS, save_stand_in
 
 from ganforge import dist
 from ganforge.cli import main
@@ -29,26 +27,9 @@ from ganforge.train import loop
 EPS = 1e-4
 
 
-class StandInLPIPS(nn.Module):
-    """Called as NVlabs' vgg16.pt is: [N, 3, H, W] pixels in [0, 255] -> [N, F] features; a fixed random 3x3
-    convolution and tanh (any image size, so that the 64 px probe passes too)."""
-
-    def __init__(self):
-        super().__init__()
-        self.register_buffer("weight", torch.randn([4, 3, 3, 3], generator=torch.Generator().manual_seed(1)) / 2)
-
-    def forward(self, x: torch.Tensor, resize_images: bool = True, return_lpips: bool = False) -> torch.Tensor:
-        y = torch.tanh(F.conv2d(x.to(self.weight.dtype) / 127.5 - 1, self.weight))
-        return y.flatten(1) / math.sqrt(y.shape[2] * y.shape[3])
-
-
 @pytest.fixture(scope="module")
 def vgg16(tmp_path_factory):
-    path = tmp_path_factory.mktemp("vgg") / "vgg16.pt"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # TorchScript is the official file's format
-        torch.jit.script(StandInLPIPS()).save(str(path))
-    return str(path)
+    return save_stand_in(tmp_path_factory.mktemp("vgg") / "vgg16.pt")
 
 
 def _generator(c_dim=0, noise=0.5):
