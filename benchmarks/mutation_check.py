@@ -975,6 +975,9 @@ MUTANTS = (
       "    return height == width or all(side >= 1 and side & (side - 1) == 0 for side in (height, width))",
       "    return height == width",
       ("tests/generate/test_generate_nonsquare.py::test_projected_latents_with_non_square_noise_maps_render",)),
+    M("label_file_header_any_word", "generate/labels.py", "    return all(not _is_number(cell) for cell in cells)",
+      "    return any(not _is_number(cell) for cell in cells)",
+      ("tests/generate/test_generate_label_vectors.py::test_bad_label_files_list_every_bad_line",)),
 )  # fmt: skip
 
 

@@ -127,10 +127,11 @@ def test_bad_label_files_list_every_bad_line(snapshots, tmp_path):
         "vectors of 3",
         f"{where}: line 9: not UTF-8 text; save the file as UTF-8",
     ]
-    (tmp_path / "many.csv").write_text("x,0,0\n" * (MAX_LISTED_LINES + 5))  # only the first line is a header
+    # a first line with a typo among numbers is a bad vector, not a header
+    (tmp_path / "many.csv").write_text("x,0,0\n" * (MAX_LISTED_LINES + 5))
     found = refused(run(c3, out, "--seeds", "1", "--label-file", tmp_path / "many.csv"))
-    assert len(found) == MAX_LISTED_LINES + 1 and found[0].endswith(": line 2: 'x' is not a number")
-    assert found[-1] == f"error: --label-file {tmp_path / 'many.csv'}: 4 more bad line(s)"
+    assert len(found) == MAX_LISTED_LINES + 1 and found[0].endswith(": line 1: 'x' is not a number")
+    assert found[-1] == f"error: --label-file {tmp_path / 'many.csv'}: 5 more bad line(s)"
     for name, text in (("empty.csv", ""), ("header.csv", "a,b,c\n\n \n")):
         (tmp_path / name).write_text(text)
         assert refused(run(c3, out, "--seeds", "1", "--label-file", tmp_path / name)) == [

@@ -3,7 +3,7 @@
 `--label-file PATH` (one vector per line, every seed made with each).
 
 A label file is UTF-8 text: one vector per line, its numbers separated by commas (spaces allowed; blank lines are
-skipped), optionally after a first line of column names (a first line whose cells are not all numbers). Every number
+skipped), optionally after a first line of column names (a first line none of whose cells is a number). Every number
 must be finite and within float32, as the network reads it.
 
 Plain Python, no numpy or torch: options.py checks `--label` with it, and the CLI imports options.py for its choices.
@@ -156,10 +156,14 @@ def parse_label_file(data: bytes, where: str, c_dim: int) -> array.array:
 
 
 def _is_header(cells: list[str]) -> bool:
-    """A line of column names: some cell is not a number (NaN and infinities are numbers here, refused as such)."""
+    """A line of column names: no cell is a number (NaN and infinities are numbers here, refused as such). A line
+    of numbers with a typo among them (`1,0,x`) is a bad vector, said so, not a header skipped in silence."""
+    return all(not _is_number(cell) for cell in cells)
+
+
+def _is_number(cell: str) -> bool:
     try:
-        for cell in cells:
-            float(cell)
+        float(cell)
     except ValueError:
-        return True
-    return False
+        return False
+    return True
