@@ -19,7 +19,7 @@ LAYERS = (
     ("dist", "preempt"),
     ("nets", "augment", "data", "checkpoint", "monitor"),
     ("snapshot", "compare"),
-    ("interop", "metrics", "report"),
+    ("interop", "metrics", "report", "track"),
     ("train",),
     ("doctor", "generate", "export", "project"),
     ("bench",),

@@ -28,7 +28,8 @@ RAISED_BY = {
     "snapshot.py": NETWORK_READERS, "nets/": NETWORK_READERS, "export/": ("export",), "bench/": ("bench",),
     "report/": ("report",), "doctor/": ("doctor",), "devices.py": ("train", "generate", "metrics", "bench"),
     "demo.py": ("train",), "monitor/": ("train", "doctor"), "metrics/perceptual.py": ("project",),
-    "project/": ("project",), "projected.py": ("generate",),
+    "project/": ("project",), "projected.py": ("generate",), "cli/report.py": ("report",),
+    "track/": ("train", "report"),
 }  # fmt: skip
 # Flags of other programs that messages may tell the user to pass there.
 OTHER_PROGRAMS = {"--max-restarts"}  # torchrun's

@@ -32,7 +32,9 @@ GRADIENT_NORM = "a positive gradient norm; try 0.5 to 1"
 # The sections of `ganforge train --help`, in its order.
 DATA, CONFIGURATION, AUGMENTATION, CONTROLS = "Data", "Configuration", "Augmentation", "Training controls"
 PRECISION, OUTPUT, CHECKPOINTS, MONITORING = "Precision and speed", "Output", "Checkpoints", "Monitoring"
-HELP_SECTIONS = (DATA, CONFIGURATION, AUGMENTATION, CONTROLS, PRECISION, OUTPUT, CHECKPOINTS, MONITORING)
+TRACKING = "Experiment trackers"
+HELP_SECTIONS = (DATA, CONFIGURATION, AUGMENTATION, CONTROLS, PRECISION, OUTPUT, CHECKPOINTS, MONITORING, TRACKING)
+TRACKERS, TRACKER_ARTIFACTS = ("mlflow", "wandb"), ("none", "snapshots", "checkpoints")  # ganforge.track.base
 
 PRESET = option(
     CONFIGURATION,
@@ -482,4 +484,36 @@ class RunConfig:
         MONITORING,
         "With --profile: also record input shapes, memory events and Python stacks (a trace about 3x larger).",
         default=False,
+    )
+    tracker: tuple[str, ...] = option(
+        TRACKING,
+        "Also send the run to these trackers, comma-separated: mlflow, wandb (`pip install 'ganforge[mlflow]'` or "
+        "'[wandb]'); rank 0, from a background thread. Their environment variables apply (MLFLOW_TRACKING_URI, "
+        "WANDB_MODE=offline, WANDB_PROJECT, ...).",
+        default=(),
+        kind=str,
+        metavar="NAMES",
+    )
+    tracker_uri: str | None = option(
+        TRACKING,
+        "The trackers' server: MLflow's tracking URI, W&B's base URL. Default: their environment, else MLflow "
+        "files in RUN/mlruns and W&B's cloud.",
+        default=None,
+        metavar="URI",
+    )
+    tracker_project: str | None = option(
+        TRACKING,
+        "MLflow experiment or W&B project. Default: MLFLOW_EXPERIMENT_NAME or WANDB_PROJECT, else ganforge.",
+        default=None,
+        metavar="NAME",
+    )
+    tracker_run_name: str | None = option(
+        TRACKING, "The run's name in the trackers. Default: the run folder's name.", default=None, metavar="NAME"
+    )
+    tracker_artifacts: str = option(
+        TRACKING,
+        "Files the trackers also get: none, snapshots (each snapshot file), checkpoints (snapshots and each "
+        "checkpoint's files). report.html is sent at the end either way.",
+        default="none",
+        choices=TRACKER_ARTIFACTS,
     )

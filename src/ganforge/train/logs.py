@@ -7,6 +7,7 @@ Only rank 0 writes; every rank takes part in reducing the tick statistics (one a
 import json
 import math
 import resource
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -65,10 +66,13 @@ def save_grid(images: torch.Tensor, path: Path, columns: int) -> np.ndarray:
 
 
 class RunLog:
-    """log.txt + stats.jsonl + TensorBoard + progress display for rank 0; a silent stand-in on other ranks."""
+    """log.txt + stats.jsonl + TensorBoard + progress display + the experiment trackers (`tracked`, a
+    track.session.TrackedRun) for rank 0; a silent stand-in on other ranks. `outcome` is what the trackers are told
+    when the log closes: "failed" unless the loop says "finished" or "stopped"."""
 
     def __init__(self, run_dir: Path | None, total_nimg: int, start_nimg: int):
-        self.run_dir, self.total_nimg = run_dir, total_nimg
+        self.run_dir, self.total_nimg, self.tracked, self.outcome = run_dir, total_nimg, None, "failed"
+        self._print_lock = threading.Lock()  # the trackers' threads print their warnings too
         self._start_time, self._start_nimg = time.monotonic(), start_nimg
         self._tick_time, self._tick_nimg = self._start_time, start_nimg
         self._data_seconds = 0.0
@@ -88,12 +92,14 @@ class RunLog:
         """A line for the user: terminal (above the bar) and log.txt."""
         if self.run_dir is None:
             return
-        if self._bar is not None:
-            self._bar.write(text)
-        else:
-            print(text, flush=True)
-        self._text.write(text + "\n")
-        self._text.flush()
+        with self._print_lock:
+            if self._bar is not None:
+                self._bar.write(text)
+            else:
+                print(text, flush=True)
+            if not self._text.closed:
+                self._text.write(text + "\n")
+                self._text.flush()
 
     def record(self, text: str) -> None:
         """A line for log.txt only (detail the terminal already showed when the run started)."""
@@ -143,6 +149,8 @@ class RunLog:
             if key not in ("tick", "kimg") and math.isfinite(value):
                 self._tb.add_scalar(key, value, cur_nimg)
         self._tb.flush()
+        if self.tracked is not None:
+            self.tracked.tick(record, alerts, cur_nimg)
         if self._bar is not None:
             self._bar.update(cur_nimg / 1000 - self._bar.n)
             self._bar.set_postfix_str(f"{rate:.1f} img/s")
@@ -156,13 +164,25 @@ class RunLog:
             self.print(f"metric {key} = {value:.4g} ({record['seconds']:.0f} s)")
             if self._tb is not None:
                 self._tb.add_scalar(f"Metrics/{key}", value, cur_nimg)
+        if self.tracked is not None:
+            self.tracked.metric(record, cur_nimg)
 
-    def images(self, tag: str, grid: np.ndarray, cur_nimg: int) -> None:
+    def images(self, tag: str, grid: np.ndarray, path: Path, cur_nimg: int) -> None:
+        """A sample grid, saved at `path`."""
         if self._tb is not None:
             self._tb.add_image(tag, grid, cur_nimg, dataformats="HWC")
             self._tb.flush()
+        if self.tracked is not None:
+            self.tracked.image(tag, path, cur_nimg)
+
+    def saved(self, kind: str, path: Path) -> None:
+        """A snapshot file or a checkpoint folder (`kind`) was written: the trackers get it if asked to."""
+        if self.tracked is not None:
+            (self.tracked.snapshot if kind == "snapshot" else self.tracked.checkpoint)(path)
 
     def close(self) -> None:
+        if self.tracked is not None:  # first: its warnings go to log.txt
+            self.tracked.close(self.outcome)
         for handle in (self._bar, self._tb, self._text, self._jsonl):
             if handle is not None:
                 handle.close()

@@ -45,6 +45,7 @@ def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | N
     if resume is None:
         handled_nimg = saved_nimg = -1  # a fresh run reports, samples and checkpoints its starting point
     log = logs.RunLog(run_dir if dist.is_main() else None, total_nimg, cur_nimg)
+    log.tracked = _trackers(cfg, run_dir, log.print)
     retention = checkpoint.Retention(
         keep_last=cfg.run.keep_last, keep_every_kimg=cfg.run.keep_every, keep_max_age_days=cfg.run.keep_max_age
     )
@@ -85,12 +86,14 @@ def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | N
             # Done? Finished, or preempted (exit with the signal's conventional status).
             if preempted:
                 log.print(f"stopping on signal after {cur_nimg / 1000:g} kimg; rerun the same command to resume")
+                log.outcome = "stopped"
                 return guard.exit_code
             if cur_nimg >= total_nimg:
                 if cur_nimg == loop["cur_nimg"] and resume is not None:
                     log.print(f"already at {cur_nimg / 1000:g} kimg; nothing to do (raise --kimg to continue)")
                 else:
                     log.print(f"done: {cur_nimg / 1000:g} kimg; results in {run_dir}")
+                log.outcome = "finished"
                 return 0
 
             with monitor.step(cur_nimg):  # timed for telemetry, and profiled when its turn comes
@@ -148,6 +151,16 @@ def _augment_stats(trainer) -> dict:
     return {"Aug/p": stats["p"], "Aug/rt": stats["rt"]}
 
 
+def _trackers(cfg: Config, run_dir: Path, say):
+    """The experiment trackers of rank 0 (None elsewhere, or when none is asked for), opened in the background;
+    their failures are warnings in the log."""
+    if not dist.is_main() or not cfg.run.tracker:
+        return None
+    from ganforge.track.session import TrackedRun
+
+    return TrackedRun(cfg, run_dir, lambda text: say(f"warning: {text}"))
+
+
 def _checkpoint(
     run_dir: Path, log: logs.RunLog, trainer, G_ema, cur_nimg: int, tick_nimg: int, retention, stream: dict | None
 ) -> int:
@@ -156,6 +169,7 @@ def _checkpoint(
     state = checkpointing.capture(trainer, G_ema, loop_state, stream)
     path = checkpoint.save(run_dir / "checkpoints", state, tag=str(cur_nimg), retention=retention)
     log.print(f"checkpoint {path}")
+    log.saved("checkpoint", path)
     return cur_nimg
 
 
@@ -174,7 +188,7 @@ def _start_report(cfg: Config, log: logs.RunLog, trainer, samples, run_dir: Path
         for line in small_data_advice(cfg):
             detail(f"warning: {line}")
         log.print(f"{'resuming at' if cur_nimg else 'starting at'} {cur_nimg / 1000:g} kimg in {run_dir}")
-        log.images("reals", samples.save_reals(run_dir / "reals.png"), cur_nimg)
+        log.images("reals", samples.save_reals(run_dir / "reals.png"), run_dir / "reals.png", cur_nimg)
 
 
 def _snapshot(
@@ -189,11 +203,13 @@ def _snapshot(
     kimg = logs.kimg_name(cur_nimg, cfg.schedule)
     path = run_dir / "snapshots" / f"network-snapshot-{kimg}.safetensors"
     if dist.is_main():
-        log.images("fakes", samples.save_fakes(G_ema, run_dir / f"fakes{kimg}.png"), cur_nimg)
+        fakes = run_dir / f"fakes{kimg}.png"
+        log.images("fakes", samples.save_fakes(G_ema, fakes), fakes, cur_nimg)
         path.parent.mkdir(exist_ok=True)
         stage = stage_of(G_ema)  # taken while growing: the generator records its stage, and the log says it
         save_snapshot(path, G_ema, {"kimg": cur_nimg / 1000, "dataset": cfg.data.name, "cfg": cfg.preset})
         log.print(f"snapshot {path}" + (f" (grown to {describe_stage(stage)})" if stage else ""))
+        log.saved("snapshot", path)
     if cfg.run.metrics:
         options = {"device": runtime.device, "batch_size": cfg.schedule.batch_gpu, "seed": cfg.schedule.seed}
         options |= {"vgg16": cfg.run.vgg16, "inception_classifier": cfg.run.inception_classifier}

@@ -14,6 +14,7 @@ from ganforge.metrics.registry import file_problems
 from ganforge.nets.configured import make_networks, network_arguments
 from ganforge.nets.r3gan import stage_resolutions
 from ganforge.presets import Preset
+from ganforge.track.session import tracker_problems
 from ganforge.train.facts import Facts
 from ganforge.train.layouts import layout_problems
 from ganforge.train.options import TrainOptions
@@ -26,6 +27,7 @@ def combination_problems(cfg: Config, options, asked, preset: Preset, facts) -> 
     if widths:  # the checks below build the networks on the meta device, which these widths cannot make
         return widths
     problems = _space_problems(cfg, facts) + _metric_problems(cfg) + _retention_problems(cfg)
+    problems += tracker_problems(cfg.run.tracker)
     if facts.dataset is not None:
         problems += _dataset_problems(preset, cfg, facts.dataset)
     problems += _batch_problems(options, preset, cfg) + _problems(cfg, facts.device_type)

@@ -170,6 +170,7 @@ def _build(
         "schedule.ema_rampup": _ema_rampup(preset, pretrained),
         "augment.ada_kimg": _pick(o.ada_kimg, FINE_TUNING_ADA_KIMG if pretrained is not None else None),
         "run.metrics": None if o.metrics is None else tuple(parse_names(o.metrics)),
+        "run.tracker": None if o.tracker is None else tuple(parse_names(o.tracker)),  # comma-separated as --metrics
         "run.resume": absolute_resume(_pick(o.resume, _field_default("run.resume"))),
         "run.vgg16": None if o.vgg16 is None else absolute(o.vgg16),
         "run.inception_classifier": None if o.inception_classifier is None else absolute(o.inception_classifier),
