@@ -1,0 +1,178 @@
+"""The MLflow tracker against a real tracking server on loopback (started once for the module, ~11 s): what each
+method leaves in the run, read back with MLflow's own client; resume into the same run; the local default store."""
+
+import importlib.util
+import tempfile
+from pathlib import Path
+
+import PIL.Image
+import pytest
+
+pytest.importorskip("mlflow")
+
+from mlflow.tracking import MlflowClient  # noqa: E402
+from mlflow_server import mlflow_server  # noqa: E402
+
+from ganforge.track.mlflow_tracker import MlflowTracker  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    with mlflow_server(tmp_path_factory.mktemp("mlflow")) as started:
+        yield started
+
+
+@pytest.fixture
+def client(server):
+    return MlflowClient(tracking_uri=server.uri)
+
+
+def _started(server, run_dir: Path, resume_id: str | None = None, project: str | None = "tests") -> MlflowTracker:
+    tracker = MlflowTracker(server.uri, project, None)
+    tracker.start(run_dir, resume_id)
+    return tracker
+
+
+def _steps(client, run_id: str, key: str) -> list[tuple[int, float]]:
+    return sorted((m.step, m.value) for m in client.get_metric_history(run_id, key))
+
+
+def _png(path: Path) -> Path:
+    PIL.Image.new("RGB", (8, 8), (200, 10, 10)).save(path)
+    return path
+
+
+def test_params_and_tags_beyond_one_batch_and_a_retry(server, client, tmp_path):
+    tracker = _started(server, tmp_path / "run")
+    params = {f"group.option{i}": i * 0.5 for i in range(230)} | {"flag": True, "none": None, "long": "x" * 7000}
+    tags = {f"tag{i}": f"v{i}" for i in range(120)}
+    tracker.params(params, tags)
+    tracker.params(params, tags)  # what a retry after a lost answer does: same values, no error
+    data = client.get_run(tracker._run_id).data
+    assert len(data.params) == len(params)
+    assert data.params["group.option7"] == "3.5" and data.params["flag"] == "True" and data.params["none"] == "None"
+    assert data.params["long"] == "x" * 6000  # MLflow's limit
+    assert {key: data.tags[key] for key in tags} == tags
+    assert not [key for key in data.tags if key.startswith("param_changed.")]
+
+
+def test_scalars_are_histories_by_image_count_without_non_finite_values(server, client, tmp_path):
+    tracker = _started(server, tmp_path / "run")
+    for step in (0, 4000, 8000):
+        tracker.scalars({"Loss/G/main": step / 1000, "Loss/D/r1": float("nan") if step else 1.0}, step)
+    tracker.scalars({"Metrics/fid50k_full": 12.5, "Timing/img_per_s": float("inf")}, 8000)
+    run_id = tracker._run_id
+    assert _steps(client, run_id, "Loss/G/main") == [(0, 0.0), (4000, 4.0), (8000, 8.0)]
+    assert _steps(client, run_id, "Loss/D/r1") == [(0, 1.0)]
+    assert _steps(client, run_id, "Metrics/fid50k_full") == [(8000, 12.5)]
+    assert "Timing/img_per_s" not in client.get_run(run_id).data.metrics
+
+
+def test_images_by_step_and_artifacts_in_their_folders(server, client, tmp_path):
+    tracker = _started(server, tmp_path / "run")
+    tracker.image("fakes", _png(tmp_path / "fakes000400.png"), 400)
+    (tmp_path / "network-snapshot-000400.safetensors").write_bytes(b"weights")
+    tracker.artifact(tmp_path / "network-snapshot-000400.safetensors", "snapshots")
+    run_id = tracker._run_id
+    assert [f.path for f in client.list_artifacts(run_id, "samples")] == ["samples/fakes000400.png"]
+    by_step = [f.path for f in client.list_artifacts(run_id, "images")]  # names: key, step, time, uuid
+    assert any(name.startswith("images/fakes") and "step" in name and "400" in name for name in by_step), by_step
+    assert [f.path for f in client.list_artifacts(run_id, "snapshots")] == [
+        "snapshots/network-snapshot-000400.safetensors"
+    ]
+    downloaded = client.download_artifacts(run_id, "snapshots/network-snapshot-000400.safetensors", str(tmp_path))
+    assert Path(downloaded).read_bytes() == b"weights"
+
+
+def test_alerts_are_a_text_file_each_a_tag_and_a_count_by_step(server, client, tmp_path):
+    tracker = _started(server, tmp_path / "run")
+    tracker.alert("loss diverged", 1200)
+    tracker.alert("data loader stalled", 3600)
+    run_id = tracker._run_id
+    assert client.get_run(run_id).data.tags["last_alert"] == "data loader stalled"
+    assert _steps(client, run_id, "Alerts/count") == [(1200, 1.0), (3600, 2.0)]
+    files = [f.path for f in client.list_artifacts(run_id, "alerts")]
+    assert files == ["alerts/001_step1200.txt", "alerts/002_step3600.txt"]
+    assert Path(client.download_artifacts(run_id, files[0], str(tmp_path))).read_text() == "step 1200: loss diverged\n"
+
+
+@pytest.mark.parametrize("status, expected", [("finished", "FINISHED"), ("failed", "FAILED"), ("stopped", "KILLED")])
+def test_finish_sets_the_run_status(server, client, tmp_path, status, expected):
+    tracker = _started(server, tmp_path / "run")
+    assert client.get_run(tracker._run_id).info.status == "RUNNING"
+    tracker.finish(status)
+    assert client.get_run(tracker._run_id).info.status == expected
+
+
+def test_resume_continues_the_same_run_and_tags_a_changed_param(server, client, tmp_path):
+    first = _started(server, tmp_path / "run")
+    run_id = first._run_id
+    first.params({"loss.gamma": 10.0, "report.ticks": 4}, {"config_hash": "abc"})
+    first.scalars({"Loss/G/main": 1.0}, 0)
+    first.scalars({"Loss/G/main": 2.0}, 1000)
+    first.alert("slow", 1000)
+    first.finish("stopped")
+
+    second = _started(server, tmp_path / "run", resume_id=run_id)
+    assert second._run_id == run_id and client.get_run(run_id).info.status == "RUNNING"
+    second.params({"loss.gamma": 10.0, "report.ticks": 8}, {"config_hash": "abc"})  # a changed non-maths option
+    second.scalars({"Loss/G/main": 3.0}, 2000)
+    second.alert("slow again", 2000)
+    second.finish("finished")
+
+    run = client.get_run(run_id)
+    assert run.data.params == {"loss.gamma": "10.0", "report.ticks": "4"}
+    assert run.data.tags["param_changed.report.ticks"] == "8"
+    assert "param_changed.loss.gamma" not in run.data.tags
+    assert _steps(client, run_id, "Loss/G/main") == [(0, 1.0), (1000, 2.0), (2000, 3.0)]
+    assert _steps(client, run_id, "Alerts/count") == [(1000, 1.0), (2000, 2.0)]  # the count goes on
+    assert run.info.status == "FINISHED"
+
+
+@pytest.mark.parametrize("unknown", ["0123456789abcdef0123456789abcdef", "wandb-id"])
+def test_resume_with_an_id_this_server_does_not_have_starts_a_new_run(server, client, tmp_path, unknown):
+    tracker = MlflowTracker(server.uri, "tests", None)
+    run_id = tracker.start(tmp_path / "run", unknown)
+    assert run_id != unknown and client.get_run(run_id).info.status == "RUNNING"
+
+
+def test_names_come_from_the_arguments_else_the_environment_else_the_run_folder(server, client, tmp_path, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", server.uri)
+    monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", "from-env")
+    run = client.get_run(MlflowTracker(None, None, None).start(tmp_path / "00003-ffhq", None))
+    assert run.info.run_name == "00003-ffhq"
+    assert client.get_experiment(run.info.experiment_id).name == "from-env"
+    run = client.get_run(MlflowTracker(server.uri, "given", "named").start(tmp_path / "00004-ffhq", None))
+    assert run.info.run_name == "named" and client.get_experiment(run.info.experiment_id).name == "given"
+
+
+@pytest.mark.filterwarnings("ignore:The ``noload`` loader strategy is deprecated")  # inside mlflow's SQL store
+def test_without_a_uri_the_store_is_in_the_run_folder(tmp_path, monkeypatch):
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.delenv("MLFLOW_EXPERIMENT_NAME", raising=False)
+    cwd = Path(tempfile.mkdtemp(dir=tmp_path))
+    monkeypatch.chdir(cwd)
+    run_dir = tmp_path / "00000-run"
+    tracker = MlflowTracker(None, None, None)
+    run_id = tracker.start(run_dir, None)
+    tracker.scalars({"Loss/G/main": 1.0}, 0)
+    tracker.artifact(_png(tmp_path / "fakes000000.png"), "samples")
+    tracker.finish("finished")
+
+    assert list(cwd.iterdir()) == []  # nothing in the folder training was started from
+    local = MlflowClient(tracking_uri=f"sqlite:///{run_dir / 'mlruns' / 'mlflow.db'}")
+    run = local.get_run(run_id)
+    assert run.info.run_name == "00000-run" and local.get_experiment(run.info.experiment_id).name == "ganforge"
+    assert run.info.artifact_uri.startswith((run_dir / "mlruns" / "artifacts").resolve().as_uri())
+    assert list((run_dir / "mlruns" / "artifacts").rglob("fakes000000.png"))
+    assert MlflowTracker(None, None, None).start(run_dir, run_id) == run_id  # the same store on resume
+
+
+def test_without_a_uri_and_without_sqlalchemy_the_error_says_what_to_install(tmp_path, monkeypatch):
+    """mlflow-skinny (the `ganforge[mlflow]` extra) has no SQL store: MLflow's own error would name its model
+    registry, so the tracker names the fix instead."""
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "sqlalchemy" else real(name, *a))
+    with pytest.raises(RuntimeError, match="pip install mlflow"):
+        MlflowTracker(None, None, None).start(tmp_path / "run", None)
