@@ -978,6 +978,13 @@ MUTANTS = (
     M("label_file_header_any_word", "generate/labels.py", "    return all(not _is_number(cell) for cell in cells)",
       "    return any(not _is_number(cell) for cell in cells)",
       ("tests/generate/test_generate_label_vectors.py::test_bad_label_files_list_every_bad_line",)),
+    M("tracker_failure_drops_the_event", "track/background.py", "                if self._closing.wait(delay):\n"
+      "                    return False\n                continue\n",
+      "                return True\n",
+      ("tests/track/test_track_background.py::"
+       "test_events_arrive_in_order_and_failures_are_retried_with_one_warning",)),
+    M("tracker_ids_not_kept", "track/session.py", "        self._run.remember(self.name, run_id)\n", "",
+      ("tests/track/test_track_background.py::test_a_run_keeps_its_tracker_ids_and_a_resume_continues_them",)),
 )  # fmt: skip
 
 
