@@ -583,7 +583,7 @@ MUTANTS = (
     M("generate_trunc_not_range_checked", "generate/options.py", '("--trunc", fields.get("trunc", 1.0), TRUNC_RANGE',
       '("--trunc", 1.0, TRUNC_RANGE',
       ("tests/generate/test_generate_limits.py::test_trunc_must_be_a_finite_psi_in_range",)),
-    M("generate_seed_digits_converted", "generate/options.py",
+    M("generate_seed_digits_converted", "generate/typed.py",
       'return len(digits.lstrip("0")) > len(str(MAX_SEED)) or', "return",
       ("tests/generate/test_generate_limits.py::test_typed_values_are_repeated_short_and_each_problem_once",)),
     M("generate_grid_cells_left_black", "generate/options.py", "if not self.interp and keys != cells:",

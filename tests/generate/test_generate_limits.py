@@ -18,8 +18,8 @@ from ganforge.errors import UserError
 from ganforge.generate import GenerateOptions, budget, generate
 from ganforge.generate.latents import LoopPath, loop_path, mix_styles
 from ganforge.generate.needs import needs_of
-from ganforge.generate.options import MAX_COUNT
 from ganforge.generate.render import Renderer
+from ganforge.generate.typed import MAX_COUNT
 from ganforge.nets import Generator
 
 PATHS = dict(network=Path("net.pkl"), outdir=Path("out"))

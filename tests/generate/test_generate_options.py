@@ -8,7 +8,7 @@ import pytest
 
 from ganforge.errors import UserError
 from ganforge.generate import GenerateOptions
-from ganforge.generate.options import MAX_COUNT, MAX_SEED, parse_ranges
+from ganforge.generate.typed import MAX_COUNT, MAX_SEED, parse_ranges
 
 PATHS = dict(network=Path("net.pkl"), outdir=Path("out"))
 

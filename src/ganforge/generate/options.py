@@ -4,28 +4,21 @@ nothing heavy, so the CLI can take its choices from here."""
 
 import dataclasses
 import math
-import re
 from pathlib import Path
 
 from ganforge.errors import UserError
 from ganforge.generate import labels
+from ganforge.generate.typed import MAX_COUNT, echoed, parse_grid, parse_ranges, parse_translate
 
 NOISE_MODES = ("const", "random", "none")
 INTERP_SPACES = ("z", "w")
 ANIMATION_FORMATS = ("auto", "mp4", "webp", "gif")
 RESIZE_FILTERS = ("lanczos", "nearest")  # nearest keeps each generated pixel a sharp block
 DEFAULT_RESIZE = "lanczos"
-MAX_SEED = 2**32 - 1  # numpy.random.RandomState accepts seeds below 2**32
-MAX_COUNT = 1_000_000  # images named by one option: a typo such as 0-100000000 fails fast instead of running for days
 # Truncation psi: 1 is none, 0 the average image, negative values the other side of the average (StyleGAN Fig. 8
 # shows -1 to 1); the styles are extrapolated beyond 1, and the images break up long before |psi| = 2.
 TRUNC_RANGE = (-2.0, 2.0)
 ROTATE_RANGE = (-360.0, 360.0)  # degrees: one turn either way names every rotation
-# StyleGAN3 moves its image by shifting the phases of its Fourier input (float32): 100 image widths already shift the
-# finest frequencies by ~10^4 radians, where float32 keeps ~2^-7 rad of the phase; further, the input loses detail.
-TRANSLATE_RANGE = (-100.0, 100.0)
-MAX_PROBLEMS_PER_FLAG = 10  # a value with thousands of bad parts is reported by its first few
-MAX_SHOWN = 60  # characters of a typed value repeated in a message
 COARSE_STYLES = range(7)  # StyleGAN Fig. 3 mixes the coarse styles 0-6 by default
 MAX_SIZE = 8192  # --size: an 8K screen's width; a grid of such images is bounded by the memory estimate
 DEFAULT_FPS = 30.0
@@ -126,10 +119,10 @@ class GenerateOptions:
         options = cls(
             **fields,
             seeds=parse_ranges("--seeds", seeds, problems) if seeds else (),
-            grid=_parse_grid(grid, problems) if grid else None,
+            grid=parse_grid(grid, problems) if grid else None,
             style_mix=tuple(parse_ranges("--style-mix", s, problems) for s in style_mix) if style_mix else None,
             mix_layers=parse_ranges("--mix-layers", mix_layers, problems) if mix_layers else None,
-            translate=_parse_translate(translate, problems) if translate else (0.0, 0.0),
+            translate=parse_translate(translate, problems) if translate else (0.0, 0.0),
             rotate=rotate or 0.0,
             projected_w=tuple(projected_w),
             label=labels.parse_label(label, problems) if label is not None else None,
@@ -328,7 +321,7 @@ def _number_problems(fields: dict, rotate) -> list[str]:
     ):
         value = fields.get(name)
         if value is not None and not low <= value <= high:
-            problems.append(f"{flag} {_shown(str(value), 20)}: must be from {low} to {high:,}")
+            problems.append(f"{flag} {echoed(str(value), 20)}: must be from {low} to {high:,}")
     return problems
 
 
@@ -336,74 +329,3 @@ def grid_for(count: int) -> str:
     """The most nearly square RxC grid of exactly `count` cells (R <= C), as --grid takes it."""
     rows = max(r for r in range(1, math.isqrt(count) + 1) if count % r == 0)
     return f"{rows}x{count // rows}"
-
-
-def parse_ranges(flag: str, text: str, problems: list) -> tuple[int, ...]:
-    """ "0-7,12,100-199" -> (0, ..., 7, 12, 100, ..., 199) in the order given; each problem is appended (the first
-    MAX_PROBLEMS_PER_FLAG of them, then their count). At most MAX_COUNT values, each from 0 to MAX_SEED."""
-    values, found = [], []
-    shown = _shown(text)
-    for part in text.split(","):
-        match = re.fullmatch(r"\s*([0-9]+)\s*(?:-\s*([0-9]+)\s*)?", part)
-        if match is None:
-            found.append(f"{flag} {shown}: {_shown(part.strip(), 20)!r} is not N or N-M (e.g. 0-7,12,100-199)")
-            continue
-        too_big = [d for d in (match[1], match[2]) if d and _above_max_seed(d)]
-        if too_big:
-            found.append(f"{flag} {shown}: {_shown(too_big[0], 20)} is above {MAX_SEED}")
-            continue
-        first, last = _int(match[1]), _int(match[2] or match[1])
-        if last < first:
-            found.append(f"{flag} {shown}: range {first}-{last} runs backwards; write {last}-{first}")
-        elif len(values) + last - first + 1 > MAX_COUNT:
-            found.append(f"{flag} {shown}: more than {MAX_COUNT:,} values; split the work into several runs")
-            break
-        else:
-            values.extend(range(first, last + 1))
-    found = list(dict.fromkeys(found))  # "x,x,x": one line
-    problems += found[:MAX_PROBLEMS_PER_FLAG]
-    if len(found) > MAX_PROBLEMS_PER_FLAG:
-        problems.append(f"{flag}: {len(found) - MAX_PROBLEMS_PER_FLAG} more bad part(s)")
-    return tuple(values)
-
-
-def _above_max_seed(digits: str) -> bool:
-    """Is the number above MAX_SEED? Decided by length first, so that a 5,000-digit typo is not converted (Python
-    refuses to beyond 4,300 digits)."""
-    return len(digits.lstrip("0")) > len(str(MAX_SEED)) or _int(digits) > MAX_SEED
-
-
-def _int(digits: str) -> int:
-    """A decimal number of at most a few significant digits, whatever its leading zeros."""
-    return int(digits.lstrip("0") or "0")
-
-
-def _shown(text: str, limit: int = MAX_SHOWN) -> str:
-    """A typed value as a message repeats it: at most `limit` characters."""
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _parse_grid(text: str, problems: list) -> tuple[int, int] | None:
-    match = re.fullmatch(r"\s*([0-9]+)\s*[xX]\s*([0-9]+)\s*", text)
-    if match is None or "" in (match[1].strip("0"), match[2].strip("0")):
-        problems.append(f"--grid {_shown(text)}: write ROWSxCOLUMNS with both at least 1, e.g. 4x8")
-        return None
-    if max(len(match[1].lstrip("0")), len(match[2].lstrip("0"))) > len(str(MAX_COUNT)):
-        problems.append(f"--grid {_shown(text)}: more than {MAX_COUNT:,} images; split the work into several grids")
-        return None
-    return _int(match[1]), _int(match[2])
-
-
-def _parse_translate(text: str, problems: list) -> tuple[float, float]:
-    low, high = TRANSLATE_RANGE
-    parts = text.split(",")
-    try:
-        x, y = (float(part) for part in parts)
-        if all(math.isfinite(v) and low <= v <= high for v in (x, y)):
-            return x, y
-    except ValueError:
-        pass  # reported below, with the other malformed forms
-    problems.append(
-        f"--translate {_shown(text)}: write X,Y in image widths, each from {low:g} to {high:g}, e.g. 0.25,-0.1"
-    )
-    return (0.0, 0.0)

@@ -1,0 +1,84 @@
+"""The typed values of `ganforge generate` that are more than a number: seed lists (`0-7,12`), grids (`4x8`) and
+translations (`0.25,-0.1`), parsed with every problem appended to a list, and how a message repeats a typed value."""
+
+import math
+import re
+
+MAX_SEED = 2**32 - 1  # numpy.random.RandomState accepts seeds below 2**32
+MAX_COUNT = 1_000_000  # images named by one option: a typo such as 0-100000000 fails fast instead of running for days
+# StyleGAN3 moves its image by shifting the phases of its Fourier input (float32): 100 image widths already shift the
+# finest frequencies by ~10^4 radians, where float32 keeps ~2^-7 rad of the phase; further, the input loses detail.
+TRANSLATE_RANGE = (-100.0, 100.0)
+MAX_PROBLEMS_PER_FLAG = 10  # a value with thousands of bad parts is reported by its first few
+MAX_SHOWN = 60  # characters of a typed value repeated in a message
+
+
+def parse_ranges(flag: str, text: str, problems: list) -> tuple[int, ...]:
+    """ "0-7,12,100-199" -> (0, ..., 7, 12, 100, ..., 199) in the order given; each problem is appended (the first
+    MAX_PROBLEMS_PER_FLAG of them, then their count). At most MAX_COUNT values, each from 0 to MAX_SEED."""
+    values, found = [], []
+    shown = echoed(text)
+    for part in text.split(","):
+        match = re.fullmatch(r"\s*([0-9]+)\s*(?:-\s*([0-9]+)\s*)?", part)
+        if match is None:
+            found.append(f"{flag} {shown}: {echoed(part.strip(), 20)!r} is not N or N-M (e.g. 0-7,12,100-199)")
+            continue
+        too_big = [d for d in (match[1], match[2]) if d and _above_max_seed(d)]
+        if too_big:
+            found.append(f"{flag} {shown}: {echoed(too_big[0], 20)} is above {MAX_SEED}")
+            continue
+        first, last = _int(match[1]), _int(match[2] or match[1])
+        if last < first:
+            found.append(f"{flag} {shown}: range {first}-{last} runs backwards; write {last}-{first}")
+        elif len(values) + last - first + 1 > MAX_COUNT:
+            found.append(f"{flag} {shown}: more than {MAX_COUNT:,} values; split the work into several runs")
+            break
+        else:
+            values.extend(range(first, last + 1))
+    found = list(dict.fromkeys(found))  # "x,x,x": one line
+    problems += found[:MAX_PROBLEMS_PER_FLAG]
+    if len(found) > MAX_PROBLEMS_PER_FLAG:
+        problems.append(f"{flag}: {len(found) - MAX_PROBLEMS_PER_FLAG} more bad part(s)")
+    return tuple(values)
+
+
+def _above_max_seed(digits: str) -> bool:
+    """Is the number above MAX_SEED? Decided by length first, so that a 5,000-digit typo is not converted (Python
+    refuses to beyond 4,300 digits)."""
+    return len(digits.lstrip("0")) > len(str(MAX_SEED)) or _int(digits) > MAX_SEED
+
+
+def _int(digits: str) -> int:
+    """A decimal number of at most a few significant digits, whatever its leading zeros."""
+    return int(digits.lstrip("0") or "0")
+
+
+def echoed(text: str, limit: int = MAX_SHOWN) -> str:
+    """A typed value as a message repeats it: at most `limit` characters."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def parse_grid(text: str, problems: list) -> tuple[int, int] | None:
+    match = re.fullmatch(r"\s*([0-9]+)\s*[xX]\s*([0-9]+)\s*", text)
+    if match is None or "" in (match[1].strip("0"), match[2].strip("0")):
+        problems.append(f"--grid {echoed(text)}: write ROWSxCOLUMNS with both at least 1, e.g. 4x8")
+        return None
+    if max(len(match[1].lstrip("0")), len(match[2].lstrip("0"))) > len(str(MAX_COUNT)):
+        problems.append(f"--grid {echoed(text)}: more than {MAX_COUNT:,} images; split the work into several grids")
+        return None
+    return _int(match[1]), _int(match[2])
+
+
+def parse_translate(text: str, problems: list) -> tuple[float, float]:
+    low, high = TRANSLATE_RANGE
+    parts = text.split(",")
+    try:
+        x, y = (float(part) for part in parts)
+        if all(math.isfinite(v) and low <= v <= high for v in (x, y)):
+            return x, y
+    except ValueError:
+        pass  # reported below, with the other malformed forms
+    problems.append(
+        f"--translate {echoed(text)}: write X,Y in image widths, each from {low:g} to {high:g}, e.g. 0.25,-0.1"
+    )
+    return (0.0, 0.0)
