@@ -14,36 +14,20 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-import PIL.Image
 from click.testing import CliRunner
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "track"))
 from mlflow_server import mlflow_server  # noqa: E402
+from track_helpers import squares_zip, train_args  # noqa: E402
 
 from ganforge.cli import main  # noqa: E402
-from ganforge.data.build import BuildOptions, build  # noqa: E402
 from ganforge.track import session  # noqa: E402
-
-
-def dataset(root: Path) -> Path:
-    src = root / "src"
-    src.mkdir()
-    for i in range(32):
-        image = np.full((8, 8), 60, np.uint8)
-        image[i % 4 : i % 4 + 4, i // 8 : i // 8 + 4] = 200
-        image[-1, -1] = i
-        PIL.Image.fromarray(image).save(src / f"{i:02d}.png")
-    build(src, root / "squares.zip", BuildOptions(channels=1, transform="none", workers=0))
-    return root / "squares.zip"
 
 
 def timed_run(data: Path, outdir: Path, kimg: float, tracking: list[str]) -> tuple[float, int]:
     """(seconds of the whole command, ticks) of one fresh tiny run."""
-    args = ["train", "--data", str(data), "--outdir", str(outdir), "--cfg", "tiny", "--kimg", f"{kimg:g}",
-            "--batch", "8", "--tick", "0.008", "--snap", "4", "--workers", "0", "--device", "cpu", "--aug", "noaug",
-            "--no-report", "--resume", "new", *tracking]  # fmt: skip
+    args = train_args(data, outdir, kimg, "--resume", "new", *tracking, snap=4)
     start = time.perf_counter()
     result = CliRunner().invoke(main, args, catch_exceptions=False)
     seconds = time.perf_counter() - start
@@ -77,7 +61,7 @@ def main_() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
-        data = dataset(root)
+        data = squares_zip(root, count=32)
         (root / "server").mkdir()
         os.environ.update(WANDB_MODE="offline", WANDB_SILENT="true", HOME=str(root))
         with mlflow_server(root / "server") as server:

@@ -5,29 +5,19 @@ import json
 import threading
 import time
 
-import numpy as np
-import PIL.Image
 import pytest
 from click.testing import CliRunner
 from mlflow_server import mlflow_server
+from track_helpers import squares_zip, train_args
 
 from ganforge.cli import main
-from ganforge.data.build import BuildOptions, build
 
 pytest.importorskip("mlflow")
 
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
-    """16 grey 8x8 squares as a zip."""
-    root = tmp_path_factory.mktemp("data")
-    for i in range(16):
-        image = np.full((8, 8), 60, np.uint8)
-        image[i % 4 : i % 4 + 4, i // 4 : i // 4 + 4] = 200
-        image[-1, -1] = i
-        PIL.Image.fromarray(image).save(root / f"{i:02d}.png")
-    build(root, root / "squares.zip", BuildOptions(channels=1, transform="none", workers=0))
-    return root / "squares.zip"
+    return squares_zip(tmp_path_factory.mktemp("data"))
 
 
 @pytest.fixture
@@ -38,10 +28,7 @@ def quick_failures(monkeypatch):
 
 
 def _train(data, outdir, kimg: float, *extra: str):
-    args = ["train", "--data", str(data), "--outdir", str(outdir), "--cfg", "tiny", "--kimg", f"{kimg:g}",
-            "--batch", "8", "--tick", "0.008", "--snap", "1", "--workers", "0", "--device", "cpu", "--aug", "noaug",
-            "--no-report", *extra]  # fmt: skip
-    return CliRunner().invoke(main, args, catch_exceptions=False)
+    return CliRunner().invoke(main, train_args(data, outdir, kimg, *extra), catch_exceptions=False)
 
 
 def test_a_run_and_its_resume_fill_one_mlflow_run(data, tmp_path, quick_failures):

@@ -13,17 +13,15 @@ import threading
 import time
 from pathlib import Path
 
-import numpy as np
-import PIL.Image
 import pytest
 from click.testing import CliRunner
 
 wandb = pytest.importorskip("wandb")
 
+from track_helpers import squares_zip, train_args  # noqa: E402
 from wandb_offline import read_runs  # noqa: E402
 
 from ganforge.cli import main  # noqa: E402
-from ganforge.data.build import BuildOptions, build  # noqa: E402
 from ganforge.track.wandb_tracker import WandbTracker  # noqa: E402
 
 PARAMS = {"loss.gamma": 10.0, "data.path": "/data/ffhq", "ema.rampup": None, "augment.xflip": True, "batch": 32}
@@ -216,17 +214,8 @@ def test_wandb_dir_is_honoured(offline, tmp_path, monkeypatch):
 def test_a_training_run_and_its_upload_after_the_fact(offline, tmp_path):
     """`train --tracker wandb` sends every tick at its image count; `report --to wandb` sends the same ticks again
     from the folder, with the sample grids, in order."""
-    src = tmp_path / "src"
-    src.mkdir()
-    for i in range(16):
-        image = np.full((8, 8), 60, np.uint8)
-        image[i % 4 : i % 4 + 4, i // 4 : i // 4 + 4] = 200
-        image[-1, -1] = i
-        PIL.Image.fromarray(image).save(src / f"{i:02d}.png")
-    build(src, tmp_path / "squares.zip", BuildOptions(channels=1, transform="none", workers=0))
-    args = ["train", "--data", str(tmp_path / "squares.zip"), "--outdir", str(tmp_path / "runs"), "--cfg", "tiny",
-            "--kimg", "0.016", "--batch", "8", "--tick", "0.008", "--snap", "1", "--workers", "0", "--device", "cpu",
-            "--aug", "noaug", "--no-report", "--tracker", "wandb", "--tracker-project", "e2e"]  # fmt: skip
+    tracking = ("--tracker", "wandb", "--tracker-project", "e2e")
+    args = train_args(squares_zip(tmp_path), tmp_path / "runs", 0.016, *tracking)
     result = CliRunner().invoke(main, args, catch_exceptions=False)
     assert result.exit_code == 0, result.output
     (run,) = (tmp_path / "runs").iterdir()
