@@ -134,7 +134,9 @@ def test_workers_leave_group_signals_to_this_process(dataset, tmp_path, monkeypa
     set_up = preempt.leave_signals_to_parent
 
     def recording(worker_id):  # the mask the worker was born with: torch changes none before calling this
-        (tmp_path / f"born{worker_id}").write_text(repr(sorted(signal.pthread_sigmask(signal.SIG_BLOCK, []))))
+        partial = tmp_path / f"writing{worker_id}"  # renamed when whole: the test polls for the name, then reads
+        partial.write_text(repr(sorted(signal.pthread_sigmask(signal.SIG_BLOCK, []))))
+        partial.replace(tmp_path / f"born{worker_id}")
         set_up(worker_id)
 
     monkeypatch.setattr(preempt, "leave_signals_to_parent", recording)
