@@ -3,11 +3,14 @@ nothing written; and the defaults that depend on the precision."""
 
 import math
 import os
+import shlex
 import sys
 
 import pytest
+from click.testing import CliRunner
 from export_helpers import export, tiny_snapshot
 
+from ganforge.cli import main
 from ganforge.errors import UserError
 from ganforge.export.options import MAX_IMAGES, UINT8_LEVEL, ExportOptions
 from ganforge.nets import Discriminator
@@ -49,6 +52,18 @@ def test_options_are_checked_together_before_anything_is_loaded(tmp_path):
     result = export("--network", tmp_path / "none.safetensors", "--out", tmp_path, "--format", "pt2")
     assert f"error: --out {tmp_path}: is a folder; name the file to write, e.g. {tmp_path / 'G'}.pt2" in result.output
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_help_examples_are_commands_that_run(tmp_path, monkeypatch):
+    """Each example of `export --help` fails only for want of its network file: its options go together (one example
+    once asked for a pt2 file in fp16, which export refuses)."""
+    lines = CliRunner().invoke(main, ["export", "--help"]).output.split("Examples:", 1)[1].splitlines()
+    examples = [shlex.split(line)[2:] for line in lines if line.strip()]
+    assert examples
+    monkeypatch.chdir(tmp_path)
+    for words in examples:
+        result = export(*words)
+        assert result.exit_code == 2 and result.output.startswith("error: snapshot.safetensors: no such file"), words
 
 
 def test_a_file_that_is_not_a_generator_is_refused(tmp_path):

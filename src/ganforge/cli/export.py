@@ -20,7 +20,8 @@ from ganforge.export.options import PRECISIONS as EXPORT_PRECISIONS
 @click.command(
     epilog=examples(
         "ganforge export --network snapshot.safetensors --out G.onnx --format onnx",
-        "ganforge export --network snapshot.safetensors --out G.pt2 --format pt2 --precision fp16 --batch dynamic",
+        "ganforge export --network snapshot.safetensors --out G-int8.onnx --precision int8 --keep-float auto",
+        "ganforge export --network snapshot.safetensors --out G.pt2 --format pt2 --noise input --batch dynamic",
     )
 )
 @click.option(
