@@ -59,9 +59,10 @@ def test_each_image_is_the_file_of_the_generate_command_sent_with_it(server, cas
     assert status == 200, body
     files = _generated(headers["x-ganforge-command"], tmp_path / "out")
     assert files[headers["x-ganforge-file"]] == body
-    assert headers["content-type"] == {"png": "image/png", "webp": "image/webp", "gif": "image/gif"}[
-        headers["x-ganforge-file"].rsplit(".", 1)[1]
-    ]
+    assert (
+        headers["content-type"]
+        == {"png": "image/png", "webp": "image/webp", "gif": "image/gif"}[headers["x-ganforge-file"].rsplit(".", 1)[1]]
+    )
 
 
 def test_an_image_is_what_a_generate_command_written_by_hand_makes(server, nets, tmp_path):

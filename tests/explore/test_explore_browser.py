@@ -100,7 +100,9 @@ def test_the_truncation_slider_and_a_seed_picked_from_the_grid_show_what_the_api
     box = page.locator("#grid").bounding_box()
     page.mouse.click(box["x"] + box["width"] * 2.5 / 4, box["y"] + box["height"] * 1.5 / 4)  # row 1, column 2
     assert page.input_value("#seed") == "6"
-    assert _wait_shown(page, 0, "seed=6", "trunc=0.5") == _api(server, "image", net=0, seed=6, trunc=0.5, **{"class": 0})
+    assert _wait_shown(page, 0, "seed=6", "trunc=0.5") == _api(
+        server, "image", net=0, seed=6, trunc=0.5, **{"class": 0}
+    )
     command = page.locator('figure[data-net="0"] .command').inner_text()
     assert command.endswith("--seeds 6 --trunc 0.5 --class 0")
     assert page.locator('figure[data-net="0"] .download').get_attribute("download") == "seed0000006.png"

@@ -103,6 +103,17 @@ def main(ctx: click.Context):
 
 
 for _command in (
-    doctor, train, dataset, metrics, generate, explore, project, import_, export, bench, report, checkpoint_group
+    doctor,
+    train,
+    dataset,
+    metrics,
+    generate,
+    explore,
+    project,
+    import_,
+    export,
+    bench,
+    report,
+    checkpoint_group,
 ):
     main.add_command(_command)

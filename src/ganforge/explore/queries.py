@@ -112,7 +112,9 @@ def _page_seeds(values: dict[str, str]) -> str:
     """Page P of a grid of R x C cells: seeds P * R * C onwards."""
     match = re.fullmatch(r"([0-9]{1,3})x([0-9]{1,3})", values.get("grid", "4x4"))
     if match is None or not 1 <= int(match[1]) * int(match[2]) <= MAX_GRID_CELLS:
-        raise BadRequest(f"grid={echoed(values['grid'])}: write ROWSxCOLUMNS of at most {MAX_GRID_CELLS} cells, e.g. 4x4")
+        raise BadRequest(
+            f"grid={echoed(values['grid'])}: write ROWSxCOLUMNS of at most {MAX_GRID_CELLS} cells, e.g. 4x4"
+        )
     cells = int(match[1]) * int(match[2])
     page = _whole(values, "page", 0)
     if (page + 1) * cells - 1 > MAX_SEED:

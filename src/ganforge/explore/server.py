@@ -44,7 +44,9 @@ def bind(host: str, port: int) -> socket.socket:
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as error:
-        raise UserError(f"--host {host[:60]}: not an address of this machine ({error.strerror}); e.g. 127.0.0.1") from None
+        raise UserError(
+            f"--host {host[:60]}: not an address of this machine ({error.strerror}); e.g. 127.0.0.1"
+        ) from None
     family, kind, proto, _, address = infos[0]
     sock = socket.socket(family, kind, proto)
     try:
