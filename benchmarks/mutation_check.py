@@ -104,6 +104,7 @@ TF_REFERENCE = "tests/interop/test_interop_tf.py::test_imported_networks_compute
 PPL_TESTS = "tests/metrics/test_metrics_ppl.py::"
 PPL_REFERENCE = PPL_TESTS + "test_each_variant_equals_the_float64_reference"
 IS_HAND = "tests/metrics/test_metrics_is.py::test_is_equals_the_hand_computation_over_ten_uneven_splits"
+EXPLORE_API = "tests/explore/test_explore_api.py::"
 M = Mutant
 
 MUTANTS = (
@@ -985,6 +986,23 @@ MUTANTS = (
        "test_events_arrive_in_order_and_failures_are_retried_with_one_warning",)),
     M("tracker_ids_not_kept", "track/session.py", "        self._run.remember(self.name, run_id)\n", "",
       ("tests/track/test_track_background.py::test_a_run_keeps_its_tracker_ids_and_a_resume_continues_them",)),
+    # ganforge explore: what keeps a served model safe from its requests.
+    M("explore_token_not_checked", "explore/app.py",
+      'if self.token is not None and scope["type"] == "http" and not self._carries_token(scope):', "if False:",
+      (EXPLORE_API + "test_a_server_on_another_address_warns_and_wants_its_token",)),
+    M("explore_any_host_is_loopback", "explore/server.py", "return ipaddress.ip_address(host).is_loopback",
+      "return True", (EXPLORE_API + "test_a_server_on_another_address_warns_and_wants_its_token",)),
+    M("explore_unknown_parameter_accepted", "explore/queries.py", "        if name not in known:\n",
+      "        if False:\n", (EXPLORE_API + "test_bad_parameters_get_400_with_a_message_naming_them[a file path]",)),
+    M("explore_layer_name_not_checked", "explore/app.py", "if query.layer not in network.layers():", "if False:",
+      (EXPLORE_API + "test_bad_parameters_get_400_with_a_message_naming_them[a path as a layer]",)),
+    M("explore_channel_limit_dropped", "explore/queries.py", "if not 1 <= channels <= MAX_FEATURE_CHANNELS:",
+      "if not 1 <= channels:",
+      (EXPLORE_API + "test_bad_parameters_get_400_with_a_message_naming_them[too many channels]",)),
+    M("explore_frame_limit_dropped", "explore/queries.py", "if o.image_count > MAX_INTERP_FRAMES:", "if False:",
+      (EXPLORE_API + "test_bad_parameters_get_400_with_a_message_naming_them[too many frames]",)),
+    M("explore_generate_limits_skipped", "explore/queries.py", 'trunc=_number(values, "trunc"),', "trunc=None,",
+      (EXPLORE_API + "test_bad_parameters_get_400_with_a_message_naming_them[trunc far]",)),
 )  # fmt: skip
 
 

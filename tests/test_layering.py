@@ -22,14 +22,14 @@ LAYERS = (
     ("interop", "metrics", "report", "track"),
     ("train",),
     ("doctor", "generate", "export", "project"),
-    ("bench",),
+    ("bench", "explore"),
     ("cli", "demo", "__main__"),
 )  # fmt: skip
 LAYER_OF = {part: level for level, parts in enumerate(LAYERS) for part in parts}
 # Parts above `train` that still may not use it: `doctor`, `generate`, `export` and `project` stand on the layers
 # below it, and `bench` uses only what makes and runs the training step it times.
 TRAIN_MODULES_ALLOWED = {
-    "doctor": set(), "generate": set(), "export": set(), "project": set(),
+    "doctor": set(), "generate": set(), "export": set(), "project": set(), "explore": set(),
     "bench": {"ganforge.train.options", "ganforge.train.resolver", "ganforge.train.build", "ganforge.train.phases",
               "ganforge.train.schedules", "ganforge.train.precision"},
 }  # fmt: skip

@@ -18,18 +18,18 @@ QUOTED_COMMAND = re.compile(r"`ganforge ([^`]*)`")  # advice to run another comm
 
 # Modules (a path under src/ganforge, or a package folder) -> the commands that run their code.
 DATA_READERS = ("train", "metrics", "doctor", "dataset info", "dataset verify", "bench")
-NETWORK_READERS = ("train", "generate", "export", "metrics", "import", "project")
+NETWORK_READERS = ("train", "generate", "export", "metrics", "import", "project", "explore")
 RAISED_BY = {
     "train/": ("train",), "config/": ("train", "bench"), "option.py": ("train", "bench"),
     "augment/": ("train", "bench"), "preempt.py": ("train",), "dist.py": ("train", "metrics"),
     "checkpoint/inspect.py": ("checkpoint verify", "checkpoint diff"), "checkpoint/": ("train",),
     "data/build.py": ("dataset build",), "data/check.py": ("dataset info", "dataset verify"), "data/": DATA_READERS,
-    "metrics/": ("metrics", "train"), "generate/": ("generate",), "interop/": NETWORK_READERS,
+    "metrics/": ("metrics", "train"), "generate/": ("generate", "explore"), "interop/": NETWORK_READERS,
     "snapshot.py": NETWORK_READERS, "nets/": NETWORK_READERS, "export/": ("export",), "bench/": ("bench",),
     "report/": ("report",), "doctor/": ("doctor",), "devices.py": ("train", "generate", "metrics", "bench"),
     "demo.py": ("train",), "monitor/": ("train", "doctor"), "metrics/perceptual.py": ("project",),
     "project/": ("project",), "projected.py": ("generate",), "cli/report.py": ("report",),
-    "track/": ("train", "report"),
+    "track/": ("train", "report"), "explore/": ("explore",),
 }  # fmt: skip
 # Flags of other programs that messages may tell the user to pass there.
 OTHER_PROGRAMS = {"--max-restarts"}  # torchrun's

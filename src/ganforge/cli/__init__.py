@@ -16,6 +16,7 @@ from ganforge.cli.bench import bench
 from ganforge.cli.checkpoint import checkpoint_group
 from ganforge.cli.dataset import dataset
 from ganforge.cli.doctor import doctor
+from ganforge.cli.explore import explore
 from ganforge.cli.export import export
 from ganforge.cli.generate import generate
 from ganforge.cli.metrics import metrics
@@ -101,5 +102,18 @@ def main(ctx: click.Context):
         click.echo(ctx.get_help())
 
 
-for _command in (doctor, train, dataset, metrics, generate, project, import_, export, bench, report, checkpoint_group):
+for _command in (
+    doctor,
+    train,
+    dataset,
+    metrics,
+    generate,
+    explore,
+    project,
+    import_,
+    export,
+    bench,
+    report,
+    checkpoint_group,
+):
     main.add_command(_command)

@@ -1,4 +1,5 @@
-"""The four outputs of `ganforge generate`, each made batch by batch: one PNG per seed (or per seed and label
+"""The four outputs of `ganforge generate`, each made batch by batch (handed back for run.py to write, or for
+`files_in_memory` to encode): one PNG per seed (or per seed and label
 vector), a grid, a looping interpolation (or a grid of them) and a style-mixing table; the first three from seeds or
 from the rows of projected latents (`Keys`). Every image goes through `pixels` (rounded to uint8, brought to --size)
 on its way into a file. Images keep the network's aspect: a non-square network's cells, frames and files are as
@@ -79,22 +80,23 @@ class Keys:
         return [labelled_name(self.seeds[k], k % len(self.c), len(self.c)) for k in range(start, stop)]
 
 
-def images(G, o: GenerateOptions, keys: Keys, render: Renderer, pixels: Pixels) -> None:
-    """One PNG per seed or projected row, batch by batch (memory does not grow with their number)."""
+def image_batches(G, o: GenerateOptions, keys: Keys, render: Renderer, pixels: Pixels):
+    """One image per seed or projected row, batch by batch (memory does not grow with their number): yields
+    (file names, uint8 images [N, h, w, C])."""
     for start in range(0, len(keys), o.batch):
         stop = min(start + o.batch, len(keys))
         made = render(keys.ws(start, stop), keys.seeds[start:stop])
-        writers.write_images(o.outdir, pixels(made), keys.names(start, stop))
+        yield keys.names(start, stop), pixels(made)
 
 
-def grid(G, o: GenerateOptions, keys: Keys, render: Renderer, pixels: Pixels) -> None:
+def grid_canvas(G, o: GenerateOptions, keys: Keys, render: Renderer, pixels: Pixels) -> writers.Canvas:
     """The images of the seeds or projected rows row-major, one per cell, made batch by batch into one canvas."""
     rows, cols = o.grid
     canvas = writers.Canvas(rows, cols, pixels.shape_of(image_size(G)), G.img_channels)
     for start in range(0, len(keys), o.batch):
         stop = min(start + o.batch, len(keys))
         canvas.paste(start, pixels(render(keys.ws(start, stop), keys.seeds[start:stop])))
-    canvas.write(o.outdir / "grid.png")
+    return canvas
 
 
 def frame_batches(G, o: GenerateOptions, keys: Keys, render: Renderer, pixels: Pixels):
@@ -116,10 +118,11 @@ def frame_batches(G, o: GenerateOptions, keys: Keys, render: Renderer, pixels: P
         yield writers.tile(pixels(render(ws, [seed for seed in noise_seeds for _ in range(count)])), rows, cols)
 
 
-def style_mix(G, o: GenerateOptions, c: torch.Tensor, render: Renderer, pixels: Pixels) -> None:
-    """The table of StyleGAN Fig. 3: a blank corner, the column images on top, the row images on the left, and in
-    each cell the row's ws with the mixed layers taken from the column; with --mix-cells each cell also in a PNG.
-    Every seed is mapped with the label vector c [1, c_dim]."""
+def style_mix_table(G, o: GenerateOptions, c: torch.Tensor, render: Renderer, pixels: Pixels, keep_cells=None):
+    """The table of StyleGAN Fig. 3 as a canvas: a blank corner, the column images on top, the row images on the
+    left, and in each cell the row's ws with the mixed layers taken from the column. `keep_cells`, when given, is
+    called with each batch of mixed cells as (file names, uint8 images [N, h, w, C]) (--mix-cells). Every seed is
+    mapped with the label vector c [1, c_dim]."""
     rows, cols = o.style_mix
     width = len(cols) + 1
     canvas = writers.Canvas(len(rows) + 1, width, pixels.shape_of(image_size(G)), G.img_channels)
@@ -140,6 +143,6 @@ def style_mix(G, o: GenerateOptions, c: torch.Tensor, render: Renderer, pixels: 
         places = [divmod(k, len(cols)) for k in indices]
         for (r, c), image in zip(places, made, strict=True):
             canvas.paste((r + 1) * width + c + 1, image[None])
-        if o.mix_cells:
-            writers.write_images(o.outdir, made, [cell_name(rows[r], cols[c]) for r, c in places])
-    canvas.write(o.outdir / "stylemix.png")
+        if keep_cells is not None:
+            keep_cells([cell_name(rows[r], cols[c]) for r, c in places], made)
+    return canvas

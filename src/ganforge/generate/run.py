@@ -42,7 +42,7 @@ def generate(options: GenerateOptions) -> dict:
     outputs.check_writable_folder(options.outdir, "--outdir")
     G, _meta = load_network(options.network, device=device)
     options.check_network(G)
-    c = _label_vectors(options, G.c_dim)
+    c = label_vectors(options, G.c_dim)
     if options.label_file:
         options = dataclasses.replace(options, label_rows=len(c))
         _refuse(options.count_problems())
@@ -56,7 +56,7 @@ def generate(options: GenerateOptions) -> dict:
         rows, cols = options.layout
         height, width = shown_size(image_size(G), options.size)
         writers.check_animation(animation, options.fps, cols * width, rows * height)
-    transform = _transform(options)
+    transform = transform_of(options)
     renderer = Renderer(G, options.noise_mode, options.batch, options.image_count, transform, row_noise)
     try:
         _check_budget(G, options, renderer, device, animation)
@@ -79,7 +79,7 @@ def _refuse(problems: list[str]) -> None:
         raise UserError(*problems)
 
 
-def _label_vectors(o: GenerateOptions, c_dim: int) -> torch.Tensor:
+def label_vectors(o: GenerateOptions, c_dim: int) -> torch.Tensor:
     """The label vectors every seed is made with, [V, c_dim] float32: the lines of --label-file, else one (--label,
     the one-hot vector of --class, or none at all for an unconditional network: [1, 0])."""
     if o.label_file is None:
@@ -129,9 +129,13 @@ def _make(G, o: GenerateOptions, keys: modes.Keys, renderer: Renderer, first_nam
     if o.mode == "interp":
         writers.write_animation(o.outdir / first_name, modes.frame_batches(G, o, keys, renderer, pixels), o.fps)
     elif o.mode == "style_mix":
-        modes.style_mix(G, o, keys.c, renderer, pixels)
+        cells = (lambda names, made: writers.write_images(o.outdir, made, names)) if o.mix_cells else None
+        modes.style_mix_table(G, o, keys.c, renderer, pixels, cells).write(o.outdir / first_name)
+    elif o.mode == "grid":
+        modes.grid_canvas(G, o, keys, renderer, pixels).write(o.outdir / first_name)
     else:
-        {"images": modes.images, "grid": modes.grid}[o.mode](G, o, keys, renderer, pixels)
+        for names, made in modes.image_batches(G, o, keys, renderer, pixels):
+            writers.write_images(o.outdir, made, names)
 
 
 def _file_names(o: GenerateOptions, keys: modes.Keys, animation: str | None) -> list[str]:
@@ -149,7 +153,7 @@ def _make_outdir(outdir: Path) -> None:
         raise WriteError(write_problem(outdir, error)) from None
 
 
-def _transform(o: GenerateOptions) -> torch.Tensor | None:
+def transform_of(o: GenerateOptions) -> torch.Tensor | None:
     """The StyleGAN3 input transform that moves every image by --translate and --rotate, or None."""
     if not o.moves:
         return None
@@ -160,9 +164,7 @@ def _transform(o: GenerateOptions) -> torch.Tensor | None:
 
 def _check_budget(G, o: GenerateOptions, renderer: Renderer, device: torch.device, animation: str | None) -> None:
     """Refuse what does not fit in memory (UserError with the figure); warn when the files may not fit on disk."""
-    per_image = budget.synthesis_peak_bytes(G, renderer.synthesize_ws)
-    needs, disk = needs_of(o, image_size(G), G.img_channels, per_image, device.type == "cuda", animation)
-    memory.check(needs, memory.available_host_bytes(), memory.available_device_bytes(device))
+    disk = check_memory(G, o, renderer, device, animation)
     free = outputs.free_bytes(o.outdir)
     if disk > free:
         warnings.warn(
@@ -170,6 +172,14 @@ def _check_budget(G, o: GenerateOptions, renderer: Renderer, device: torch.devic
             f"size), {memory.size_text(free)} is free there",
             stacklevel=2,
         )
+
+
+def check_memory(G, o: GenerateOptions, renderer: Renderer, device: torch.device, animation: str | None) -> int:
+    """Refuse what does not fit in memory (UserError with the figure); returns the bytes the files may take."""
+    per_image = budget.synthesis_peak_bytes(G, renderer.synthesize_ws)
+    needs, disk = needs_of(o, image_size(G), G.img_channels, per_image, device.type == "cuda", animation)
+    memory.check(needs, memory.available_host_bytes(), memory.available_device_bytes(device))
+    return disk
 
 
 def closing_note(summary: dict, outdir: Path) -> str:

@@ -98,6 +98,12 @@ class Canvas:
         with replacing(path) as tmp:
             self.image.save(tmp, format="PNG")
 
+    def png_bytes(self) -> bytes:
+        """The bytes `write` puts in the file (the same encoder and settings)."""
+        buffer = io.BytesIO()
+        self.image.save(buffer, format="PNG")
+        return buffer.getvalue()
+
 
 def ffmpeg_available() -> bool:
     return importlib.util.find_spec("imageio_ffmpeg") is not None
@@ -136,7 +142,18 @@ def write_animation(path: Path, frame_batches, fps: float) -> None:
     """Batches of frames [T, H, W, C] uint8 -> a looping animation at `path`, its format taken from the suffix.
     mp4 frames stream to ffmpeg; Pillow needs them all at once."""
     with replacing(path) as tmp:
-        (_write_mp4 if path.suffix == ".mp4" else _write_pillow)(tmp, frame_batches, fps)
+        if path.suffix == ".mp4":
+            _write_mp4(tmp, frame_batches, fps)
+        else:
+            _write_pillow(tmp, path.suffix[1:], frame_batches, fps)
+
+
+def animation_bytes(container: str, frame_batches, fps: float) -> bytes:
+    """The bytes `write_animation` puts in a .webp or .gif file, made in memory (mp4 streams to ffmpeg's file)."""
+    assert container in ("webp", "gif"), container
+    buffer = io.BytesIO()
+    _write_pillow(buffer, container, frame_batches, fps)
+    return buffer.getvalue()
 
 
 def _write_mp4(path: Path, frame_batches, fps: float) -> None:
@@ -155,7 +172,16 @@ def _write_mp4(path: Path, frame_batches, fps: float) -> None:
     writer.close()
 
 
-def _write_pillow(path: Path, frame_batches, fps: float) -> None:
+def _write_pillow(file, container: str, frame_batches, fps: float) -> None:
+    """Every frame to `file` (a path or a binary file) as an animated `container` (webp or gif)."""
     images = [_pil(frame) for frames in frame_batches for frame in frames]
-    kwargs = {"lossless": True} if path.suffix == ".webp" else {}
-    images[0].save(path, save_all=True, append_images=images[1:], duration=round(1000 / fps), loop=0, **kwargs)
+    kwargs = {"lossless": True} if container == "webp" else {}
+    images[0].save(
+        file,
+        format=container.upper(),
+        save_all=True,
+        append_images=images[1:],
+        duration=round(1000 / fps),
+        loop=0,
+        **kwargs,
+    )

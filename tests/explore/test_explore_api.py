@@ -1,0 +1,146 @@
+"""`ganforge explore`'s endpoints, against the real server: each image is the file of the `ganforge generate` command
+sent with it (and of a command written by hand), bad parameters are refused with 400 and one message, the request
+limits hold, and a server on a non-loopback address wants its token."""
+
+import io
+import shlex
+import urllib.parse
+
+import numpy as np
+import PIL.Image
+import pytest
+from click.testing import CliRunner
+from explore_helpers import explore_server, fetch, tiny_networks
+
+from ganforge.cli import main
+
+
+@pytest.fixture(scope="module")
+def nets(tmp_path_factory):
+    return tiny_networks(tmp_path_factory.mktemp("explore-nets"))
+
+
+@pytest.fixture(scope="module")
+def server(nets):
+    with explore_server("--network", str(nets["sg2"]), "--network", str(nets["sg3"])) as (url, _):
+        yield url
+
+
+def _get(server: str, endpoint: str, **params) -> tuple[int, dict, bytes]:
+    query = urllib.parse.urlencode({name.replace("_", "-"): value for name, value in params.items()})
+    return fetch(f"{server}api/{endpoint}?{query}")
+
+
+def _generated(command: str, outdir) -> dict[str, bytes]:
+    """The files a `ganforge generate` command line writes, run with its --outdir replaced by `outdir`."""
+    words = shlex.split(command)
+    assert words[:2] == ["ganforge", "generate"], words
+    words[words.index("--outdir") + 1] = str(outdir)
+    result = CliRunner().invoke(main, words[1:])
+    assert result.exit_code == 0, result.output
+    return {path.name: path.read_bytes() for path in outdir.iterdir()}
+
+
+CASES = {
+    "seed": ("image", dict(seed=3, trunc=0.5, trunc_cutoff=2, noise_mode="random", **{"class": 0})),
+    "class": ("image", dict(seed=3, **{"class": 2})),
+    "label": ("image", dict(seed=4, label="0.5,0,1")),
+    "grid page": ("grid", dict(page=1, trunc=0.7, **{"class": 0})),
+    "style mix": ("mix", dict(seed=5, source=9, mix_layers="0-3", **{"class": 1})),
+    "interpolation": ("interp", dict(seeds="0,1,2", interp=3, **{"class": 0})),
+    "stylegan3 moved": ("image", dict(net=1, seed=2, translate="0.25,-0.1", rotate=30, trunc=0.8)),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_each_image_is_the_file_of_the_generate_command_sent_with_it(server, case, tmp_path):
+    endpoint, params = CASES[case]
+    status, headers, body = _get(server, endpoint, **params)
+    assert status == 200, body
+    files = _generated(headers["x-ganforge-command"], tmp_path / "out")
+    assert files[headers["x-ganforge-file"]] == body
+    assert (
+        headers["content-type"]
+        == {"png": "image/png", "webp": "image/webp", "gif": "image/gif"}[headers["x-ganforge-file"].rsplit(".", 1)[1]]
+    )
+
+
+def test_an_image_is_what_a_generate_command_written_by_hand_makes(server, nets, tmp_path):
+    """The command sent with an image could be wrong in the same way as the image: here the command is the test's."""
+    status, _, body = _get(server, "image", seed=3, trunc=0.5, **{"class": 2})
+    assert status == 200
+    command = f"ganforge generate --network {nets['sg2']} --outdir out --device cpu --seeds 3 --trunc 0.5 --class 2"
+    assert _generated(command, tmp_path / "a")["seed0000003.png"] == body
+    _, _, mixed = _get(server, "mix", seed=5, source=9, mix_layers="0-3", **{"class": 1})
+    command = (
+        f"ganforge generate --network {nets['sg2']} --outdir out --device cpu --style-mix 5 9 --mix-layers 0-3 "
+        "--mix-cells --class 1"
+    )
+    assert _generated(command, tmp_path / "b")["mix0000005-0000009.png"] == mixed
+    assert mixed != _get(server, "image", seed=5, **{"class": 1})[2]
+
+
+def test_feature_maps_show_the_first_channels_of_the_chosen_layer_side_by_side(server):
+    status, headers, body = _get(server, "layer", seed=1, layer="b8.conv0", channels=4, **{"class": 0})
+    assert status == 200 and headers["x-ganforge-file"] == "b8.conv0-seed0000001.png"
+    maps = np.asarray(PIL.Image.open(io.BytesIO(body)))
+    assert maps.shape == (8, 4 * 8 + 3)  # four 8x8 maps, a black pixel between two
+    assert maps.max() == 255 and maps.min() == 0  # each map stretched to the full grey range
+    other = _get(server, "layer", seed=1, layer="b16.conv1", channels=4, **{"class": 0})[2]
+    assert np.asarray(PIL.Image.open(io.BytesIO(other))).shape == (16, 4 * 16 + 3)
+    networks = fetch(f"{server}api/networks")[2].decode()
+    assert '"layers":["b4.conv1","b8.conv0"' in networks and '"stylegan3":true' in networks
+
+
+BAD = {
+    "trunc nan": ("image", dict(seed=0, trunc="nan"), "--trunc nan: truncation psi"),
+    "trunc far": ("image", dict(seed=0, trunc=5), "must be a number from -2 to 2"),
+    "seed negative": ("image", dict(seed=-1), "seed=-1: a seed is a whole number from 0 to 4294967295"),
+    "seed huge": ("image", dict(seed="9" * 5000), "seed: 5,000 characters, more than 4,096"),
+    "seed missing": ("image", {}, "seed: missing"),
+    "no such network": ("image", dict(seed=0, net=7), "net=7: there are 2 network(s)"),
+    "a file path": ("image", dict(seed=0, network="/etc/passwd"), "network: not a parameter of /api/image"),
+    "a path as a layer": ("layer", dict(seed=0, layer="../../etc/passwd", **{"class": 0}), "not a layer of network 0"),
+    "class too big": ("image", dict(seed=0, **{"class": 3}), "--class 3"),
+    "no class for a conditional network": ("image", dict(seed=0), "--class"),
+    "label of the wrong length": ("image", dict(seed=0, label="1,0"), "--label"),
+    "translate of stylegan2": ("image", dict(seed=0, translate="0.1,0", **{"class": 0}), "StyleGAN2"),
+    "rotate inf": ("image", dict(net=1, seed=0, rotate="inf"), "--rotate inf"),
+    "bad noise mode": ("image", dict(seed=0, noise_mode="bogus"), "noise-mode=bogus: one of const, random, none"),
+    "mix layers beyond": ("mix", dict(seed=0, source=1, mix_layers="0-99", **{"class": 0}), "--mix-layers"),
+    "grid too big": ("grid", dict(grid="100x100"), "at most 64 cells"),
+    "page beyond the seeds": ("grid", dict(page=10**9), "its seeds pass 4294967295"),
+    "too many frames": ("interp", dict(seeds="0,1", interp=1000, **{"class": 0}), "more than 480"),
+    "too many seeds": ("interp", dict(seeds="0-99", interp=1, **{"class": 0}), "at most 16"),
+    "too many channels": ("layer", dict(seed=0, layer="b8.conv0", channels=99), "channels=99"),
+    "not a number": ("image", dict(seed=0, rotate="left"), "rotate=left: must be a number"),
+}
+
+
+@pytest.mark.parametrize("case", BAD)
+def test_bad_parameters_get_400_with_a_message_naming_them(server, case):
+    endpoint, params, message = BAD[case]
+    status, _, body = _get(server, endpoint, **params)
+    assert status == 400, (case, body[:200])
+    assert message in body.decode(), body.decode()
+    assert len(body) < 600
+
+
+def test_a_parameter_given_twice_and_an_unknown_endpoint_are_refused(server):
+    status, _, body = fetch(f"{server}api/image?seed=1&seed=2")
+    assert status == 400 and b"seed: given twice" in body
+    assert fetch(f"{server}api/files?path=/etc/passwd")[0] == 404
+    assert fetch(f"{server}static/../../etc/passwd")[0] == 404
+
+
+def test_a_server_on_another_address_warns_and_wants_its_token(nets):
+    with explore_server("--network", str(nets["sg3"]), "--host", "0.0.0.0") as (url, proc):
+        parts = urllib.parse.urlsplit(url)
+        token = urllib.parse.parse_qs(parts.query)["token"][0]
+        assert len(token) >= 32
+        base = f"http://127.0.0.1:{parts.port}/"
+        for path in ("", "api/networks", "api/image?seed=0", f"api/image?seed=0&token={token[:-1]}x"):
+            assert fetch(base + path)[0] == 403, path
+        assert fetch(f"{base}api/image?seed=0&token={token}")[0] == 200
+        assert fetch(f"{base}?token={token}")[0] == 200
+    assert "warning: --host 0.0.0.0: reachable from other machines" in proc.stderr_text

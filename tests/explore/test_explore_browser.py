@@ -1,0 +1,145 @@
+"""`ganforge explore` in a real headless Chromium: the page shows what the API returns as the truncation slider moves,
+a seed is picked from the grid, a style mix, an interpolation and feature maps are asked for, and two networks are put
+side by side; its screenshot is not blank. Skipped, with the reason, without Chromium or Playwright (CI installs
+both: .ci/run and the dev extra).
+
+With GANFORGE_DOCS_SCREENSHOT=1 the screenshot is also written to docs/explore.png, the README's picture."""
+
+import io
+import os
+import shutil
+import urllib.parse
+from pathlib import Path
+
+import numpy as np
+import PIL.Image
+import pytest
+from explore_helpers import explore_server, fetch, tiny_networks
+
+CHROMIUM = Path("/usr/bin/chromium")
+# Chromium in a container, offline: no sandbox (no user namespaces), no GPU, nothing fetched in the background
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
+DOCS_SCREENSHOT = Path(__file__).parents[2] / "docs" / "explore.png"
+WAIT_MS = 30_000
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="needs Playwright: pip install playwright")
+if not CHROMIUM.exists():
+    pytest.skip(f"needs Chromium at {CHROMIUM}: apt-get install -y chromium", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    nets = tiny_networks(tmp_path_factory.mktemp("explore-browser"))
+    with explore_server("--network", str(nets["sg2"]), "--network", str(nets["sg2b"])) as (url, _):
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    with sync_api.sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(profile), executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True,
+            viewport={"width": 1100, "height": 820},
+        )  # fmt: skip
+        yield context
+        context.close()
+
+
+@pytest.fixture(scope="module")
+def page(browser, server):
+    page = browser.new_page()
+    page.goto(server)
+    _wait_shown(page, 0, "seed=0")
+    return page
+
+
+def _wait_shown(page, net: int, *parts: str) -> bytes:
+    """Waits until network `net`'s card shows an image whose request has every one of `parts`; its bytes."""
+    card = f'figure[data-net="{net}"]'
+    page.wait_for_function(
+        """([card, parts]) => {
+            const figure = document.querySelector(card);
+            const url = figure && figure.querySelector("img.shown").dataset.url;
+            return figure.dataset.state === "ready" && url && parts.every((part) => url.includes(part));
+        }""",
+        arg=[card, list(parts)],
+        timeout=WAIT_MS,
+    )
+    shown = page.evaluate(
+        """async (card) => {
+            const img = document.querySelector(card + " img.shown");
+            const bytes = new Uint8Array(await (await fetch(img.src)).arrayBuffer());
+            return Array.from(bytes);
+        }""",
+        card,
+    )
+    return bytes(shown)
+
+
+def _api(server: str, endpoint: str, **params) -> bytes:
+    status, _, body = fetch(f"{server}api/{endpoint}?{urllib.parse.urlencode(params)}")
+    assert status == 200, body
+    return body
+
+
+def _set(page, selector: str, value) -> None:
+    """Sets a control's value as a user would, with the input event the page listens to."""
+    page.eval_on_selector(
+        selector, "(e, v) => { e.value = v; e.dispatchEvent(new Event('input', {bubbles: true})); }", str(value)
+    )
+
+
+def test_the_truncation_slider_and_a_seed_picked_from_the_grid_show_what_the_api_returns(page, server):
+    first = _wait_shown(page, 0, "seed=0")
+    assert first == _api(server, "image", net=0, seed=0, **{"class": 0})
+    _set(page, "#trunc", 0.5)
+    moved = _wait_shown(page, 0, "trunc=0.5", "seed=0")
+    assert moved == _api(server, "image", net=0, seed=0, trunc=0.5, **{"class": 0}) and moved != first
+    box = page.locator("#grid").bounding_box()
+    page.mouse.click(box["x"] + box["width"] * 2.5 / 4, box["y"] + box["height"] * 1.5 / 4)  # row 1, column 2
+    assert page.input_value("#seed") == "6"
+    assert _wait_shown(page, 0, "seed=6", "trunc=0.5") == _api(
+        server, "image", net=0, seed=6, trunc=0.5, **{"class": 0}
+    )
+    command = page.locator('figure[data-net="0"] .command').inner_text()
+    assert command.endswith("--seeds 6 --trunc 0.5 --class 0")
+    assert page.locator('figure[data-net="0"] .download').get_attribute("download") == "seed0000006.png"
+
+
+def test_paging_the_grid_shows_the_next_seeds(page, server):
+    page.click("#next")
+    page.wait_for_function("document.querySelector('#grid').dataset.url.includes('page=1')", timeout=WAIT_MS)
+    assert page.inner_text("#page-label") == "page 1"
+    page.click("#prev")
+    page.wait_for_function("document.querySelector('#grid').dataset.url.includes('page=0')", timeout=WAIT_MS)
+
+
+def test_a_style_mix_an_interpolation_and_feature_maps_show_what_the_api_returns(page, server):
+    _set(page, "#source", 9)
+    page.check("input[name=view][value=mix]")
+    mixed = _wait_shown(page, 0, "api/mix", "source=9")
+    params = dict(net=0, seed=6, source=9, trunc=0.5, **{"class": 0})
+    assert mixed == _api(server, "mix", **params, **{"mix-layers": "0-3"})  # the coarse styles: ws 0-3
+    page.check("input[name=view][value=interp]")
+    loop = _wait_shown(page, 0, "api/interp")
+    assert loop == _api(server, "interp", net=0, seeds="0,1,2", interp=24, trunc=0.5, **{"class": 0})
+    page.check("input[name=view][value=layer]")
+    page.select_option("#layer", "b8.conv1")
+    maps = _wait_shown(page, 0, "api/layer", "layer=b8.conv1")
+    assert maps == _api(server, "layer", net=0, seed=6, layer="b8.conv1", channels=8, trunc=0.5, **{"class": 0})
+    page.check("input[name=view][value=image]")
+
+
+def test_two_networks_side_by_side_and_a_screenshot_that_is_not_blank(page, server, tmp_path):
+    page.check("#net-1")
+    second = _wait_shown(page, 1, "net=1", "seed=6")
+    assert second == _api(server, "image", net=1, seed=6, trunc=0.5, **{"class": 0})
+    assert second != _wait_shown(page, 0, "seed=6")
+    shot = tmp_path / "explore.png"
+    page.screenshot(path=str(shot))
+    pixels = np.asarray(PIL.Image.open(io.BytesIO(shot.read_bytes())).convert("L"), dtype=np.float64)
+    assert pixels.std() > 10 and len(np.unique(pixels)) > 50, "the screenshot is blank"
+    if os.environ.get("GANFORGE_DOCS_SCREENSHOT") == "1":
+        shutil.copyfile(shot, DOCS_SCREENSHOT)
