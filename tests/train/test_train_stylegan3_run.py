@@ -15,7 +15,7 @@ from ganforge.cli import main
 from ganforge.snapshot import load_snapshot
 
 TINY3 = ["--cfg", "tiny3", "--batch", "4", "--tick", "0.004", "--snap", "2", "--workers", "0", "--device", "cpu",
-         "--ada-kimg", "0.02", "--target", "0.1"]  # fmt: skip
+         "--ada-kimg", "0.02", "--target", "0.1", "--no-report"]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
