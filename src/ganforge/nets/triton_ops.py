@@ -80,6 +80,8 @@ def _launch_bias_act(x, b, dy, act, gain, clamp):
 
 
 class _BiasAct(torch.autograd.Function):
+    """bias_act; keeps x and b (as the reference's autograd does) and recomputes the masks in backward."""
+
     @staticmethod
     def forward(ctx, x, b, act, gain, clamp):
         ctx.save_for_backward(x, b)
