@@ -49,11 +49,14 @@ def test_bias_act_equals_the_reference(triton_ops, shape, act, gain, clamp):
     torch.testing.assert_close(triton_ops.bias_act(x32, None, act, gain, clamp), bias_act(x32, None, act, gain, clamp))
 
 
-def test_bias_act_rounds_half_precision_once(triton_ops):
-    """float16 is computed in float32 and rounded once: within one float16 rounding of the float64 result."""
-    x, b = torch.randn(2, 4, 3, 5).half(), torch.randn(4)
+@pytest.mark.parametrize(("dtype", "tolerance"), [(torch.float16, 1e-3), (torch.bfloat16, 8e-3)])
+def test_bias_act_rounds_half_precision_once(triton_ops, dtype, tolerance):
+    """float16 and bfloat16 are computed in float32 and rounded once: within one rounding of the float64 result."""
+    x, b = torch.randn(2, 4, 3, 5).to(dtype), torch.randn(4).to(dtype)
     exact = bias_act(x.double(), b.double(), "lrelu", 2**0.5, 1.0)
-    torch.testing.assert_close(triton_ops.bias_act(x, b, "lrelu", 2**0.5, 1.0).double(), exact, rtol=1e-3, atol=1e-3)
+    got = triton_ops.bias_act(x, b, "lrelu", 2**0.5, 1.0)
+    assert got.dtype == dtype
+    torch.testing.assert_close(got.double(), exact, rtol=tolerance, atol=tolerance)
 
 
 def test_bias_act_gradients_of_every_order(triton_ops):
