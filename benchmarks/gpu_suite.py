@@ -13,7 +13,9 @@ Steps, in order, each a subprocess with its own time limit:
    the share of the dense tensor peak (bench's datasheet table).
 4. A short `ganforge train` from a synthetic fast-format dataset (read ahead by a thread of the trainer): the share
    of the step spent waiting for data.
-5. The bench again, channels-last, then compiled.
+5. The fused-op implementations (`--kernels reference`, `--compile`, `--kernels triton`) on StyleGAN2 at 256²
+   (paper256) and StyleGAN3-T and -R at 256², bf16: img/s and peak memory side by side (the compiled ones last).
+6. The bench again, channels-last, then compiled.
 The whole suite stays inside --budget-s: a step that would start after it is recorded as skipped, so a slow compile
 cannot cost the table. The results go to suite.json (every step's command, exit status, seconds, parsed figures and,
 where it failed, its output's tail), suite.md (the tables) and cuda-tests.txt (pytest's whole report) in the output
@@ -39,6 +41,10 @@ REPO = BENCHMARKS.parent
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
 VARIANTS = ({"label": "eager"}, {"label": "channels-last", "flag": "--channels-last"},
             {"label": "compile", "flag": "--compile"})  # fmt: skip
+# Who runs the fused ops, as the bench is told: the reference ops eager, compiled by inductor, or the Triton kernels.
+KERNELS = {"reference": ["--kernels", "reference"], "compile": ["--compile"], "triton": ["--kernels", "triton"]}
+KERNEL_CONFIGS = {"paper256": ["--cfg", "paper256"], "stylegan3-t": ["--cfg", "stylegan3-t", "--resolution", "256"],
+                  "stylegan3-r": ["--cfg", "stylegan3-r", "--resolution", "256"]}  # fmt: skip
 TIME_LIMIT_S = {"doctor": 120, "cuda-tests": 240, "bench": 150, "loader": 120}
 # Exit statuses that mean the step did its job: doctor exits 1 for warnings and 2 for failed checks, which are
 # findings to read in its report, not a broken suite.
@@ -80,6 +86,24 @@ def bench_steps(dry_run: bool) -> list[Step]:
     return steps
 
 
+def kernel_steps(dry_run: bool) -> list[Step]:
+    """Each KERNELS choice on each KERNEL_CONFIGS network, bf16; in a dry run the tiny presets at 16² on the CPU,
+    where only the reference runs (Triton needs a GPU there, inductor minutes)."""
+    configs = {"paper256": ["--cfg", "tiny"], "stylegan3-t": ["--cfg", "tiny3"], "stylegan3-r": ["--cfg", "tiny3"]}
+    size = ["--resolution", "16", "--steps", "1", "--warmup", "0", "--device", "cpu"] if dry_run else [
+        "--steps", "4", "--warmup", "2", "--repeat", "2", "--device", "cuda"]  # fmt: skip
+    steps = []
+    for name, config in KERNEL_CONFIGS.items():
+        for choice, flags in KERNELS.items():
+            network = configs[name] if dry_run else config
+            command = ganforge("bench", *network, *size, "--precision", "bf16", "--json", *flags)
+            step = Step(f"kernels {name} {choice}", command, "bench")
+            if dry_run and choice != "reference":
+                step.run, step.why_not = False, "needs a GPU (Triton only interprets on CPU; inductor takes minutes)"
+            steps.append(step)
+    return steps
+
+
 def loader_step(dry_run: bool, data: Path, out: Path) -> Step:
     """A short training run from the fast format (`--workers` applies to zips only); its stats.jsonl holds the
     data-wait share."""
@@ -103,8 +127,11 @@ def plan(dry_run: bool, data: Path, out: Path, results: Path) -> list[Step]:
     benches = bench_steps(dry_run)
     eager = [step for step in benches if step.name.endswith(" eager")]
     later = [step for step in benches if step not in eager]
+    kernels = kernel_steps(dry_run)
+    uncompiled = [step for step in kernels if not step.name.endswith(" compile")]
+    compiled = [step for step in kernels if step not in uncompiled]
     # the loader before the channels-last and compiled entries: if the budget runs out, it runs out on the compiles
-    return [doctor, cuda_tests, *eager, loader_step(dry_run, data, out), *later]
+    return [doctor, cuda_tests, *eager, *uncompiled, loader_step(dry_run, data, out), *compiled, *later]
 
 
 def execute(step: Step, deadline: float, limited: bool) -> None:

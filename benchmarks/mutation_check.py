@@ -36,6 +36,7 @@ class Mutant:
 
 
 REFERENCE = "tests/train/test_train_reference.py::"
+KERNELS = "tests/nets/test_kernels_triton.py::"
 SCHEDULE = "tests/train/test_train_schedule.py::"
 RUN_CHOICE = "tests/train/test_train_run_choice.py::"
 PRETRAINED = "tests/train/test_train_pretrained.py::"
@@ -1003,6 +1004,23 @@ MUTANTS = (
       (EXPLORE_API + "test_bad_parameters_get_400_with_a_message_naming_them[too many frames]",)),
     M("explore_generate_limits_skipped", "explore/queries.py", 'trunc=_number(values, "trunc"),', "trunc=None,",
       (EXPLORE_API + "test_bad_parameters_get_400_with_a_message_naming_them[trunc far]",)),
+    M("triton_bias_act_grad_without_gain", "nets/triton_ops.py", "mask=valid).to(ACC) * factor * gain",
+      "mask=valid).to(ACC) * factor", (KERNELS + "test_bias_act_gradients_of_every_order",)),
+    M("triton_bias_act_grad_ignores_clamp", "nets/triton_ops.py",
+      "factor = tl.where(tl.abs(y) <= clamp, factor, 0.0)", "factor = factor",
+      (KERNELS + "test_bias_act_gradients_of_every_order",)),
+    M("triton_lrelu_slope_at_zero", "nets/triton_ops.py", "tl.where(z > 0, 1.0, slope)",
+      "tl.where(z >= 0, 1.0, slope)", (KERNELS + "test_bias_act_gradients_of_every_order",)),
+    M("triton_upfirdn2d_padding_off_by_one", "nets/triton_ops.py", "oy * down - pad_y, ox * down - pad_x",
+      "oy * down - pad_y + 1, ox * down - pad_x", (KERNELS + "test_upfirdn2d_equals_the_loops",)),
+    M("triton_upfirdn2d_filter_not_flipped", "nets/triton_ops.py",
+      "f_ptr + (taps_h - 1 - ky) * taps_w + (taps_w - 1 - kx)", "f_ptr + ky * taps_w + kx",
+      (KERNELS + "test_upfirdn2d_equals_the_loops",)),
+    M("triton_adjoint_padding_off_by_one", "nets/triton_ops.py", "lo_y, lo_x = taps[0] - 1 - py0,",
+      "lo_y, lo_x = taps[0] - py0,", (KERNELS + "test_upfirdn2d_gradients_of_every_order",)),
+    M("kernels_choice_not_applied", "nets/kernels.py", "                module.ops = ops",
+      "                module.ops = module.ops",
+      (KERNELS + "test_a_whole_step_with_the_kernels_equals_the_reference",)),
 )  # fmt: skip
 
 

@@ -21,7 +21,11 @@ def test_dry_run_plans_every_step_runs_the_cpu_ones_and_writes_json_and_markdown
     precisions = ("fp32", "tf32", "bf16", "fp16")
     expected = {"doctor", "cuda-tests", "loader"} | {f"bench {p} {v}" for p in precisions
                                                      for v in ("eager", "channels-last", "compile")}  # fmt: skip
-    assert set(steps) == expected
+    kernels = {f"kernels {net} {choice}" for net in ("paper256", "stylegan3-t", "stylegan3-r")
+               for choice in ("reference", "compile", "triton")}  # fmt: skip
+    assert set(steps) == expected | kernels
+    assert "--kernels" in steps["kernels stylegan3-r triton"]["command"]
+    assert steps["kernels paper256 triton"]["status"] == "skipped" and "GPU" in steps["kernels paper256 triton"]["why"]
     assert steps["cuda-tests"]["status"] == "skipped" and "GPU" in steps["cuda-tests"]["why"]
     assert steps["bench fp32 compile"]["status"] == "skipped" and steps["doctor"]["why"] == "not in --only"
     bench = steps["bench fp32 eager"]

@@ -117,6 +117,19 @@ def test_train_fp16_on_cpu_is_refused_clearly(data, tmp_path):
     )
 
 
+def test_train_kernels_choice_is_printed_and_triton_on_cpu_is_refused_clearly(data, tmp_path, monkeypatch):
+    """--dry-run says which fused ops would run and why; Triton's kernels need CUDA (or Triton's interpreter, which
+    only the tests switch on)."""
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    result = _invoke(tiny_args(data, tmp_path / "runs", dry_run=True))
+    assert "kernels: reference (auto: " in result.stderr
+    assert json.loads(result.stdout)["runtime"]["kernels"] == "auto"  # as typed: a resumed run may choose anew
+    result = CliRunner().invoke(main, [*tiny_args(data, tmp_path), "--kernels", "triton"])
+    assert result.exit_code == 2
+    assert result.output.strip().startswith("error: --kernels triton: ")
+    assert "use --kernels reference or auto" in result.output or "Triton is not installed" in result.output
+
+
 def test_train_missing_data_and_bad_preset_resolution_listed_together(data, tmp_path):
     result = CliRunner().invoke(main, tiny_args(tmp_path / "nope", tmp_path, precision="tf32"))
     assert result.exit_code == 2

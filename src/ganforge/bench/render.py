@@ -12,6 +12,7 @@ from ganforge.bench.peak import DevicePeak
 from ganforge.bench.search import SearchResult
 from ganforge.bench.shape import DEFAULT, Shape
 from ganforge.bench.spread import SPREAD_LIMIT, spread_of, spread_warning
+from ganforge.devices import pick_kernels
 
 SCHEMA = "ganforge.bench/2"
 
@@ -63,6 +64,7 @@ def _config(options: BenchOptions, shape: Shape, preset, final: Measurement) -> 
         "d_attn": list(model.d_attn),
         "precision": options.precision,
         "compile": options.compile,
+        "kernels": pick_kernels(preset.runtime.kernels, preset.runtime.device, preset.runtime.compile)[0],
         "channels_last": options.channels_last,
         "aug": preset.augment.mode,
         "aug_p": options.fixed_p,
@@ -207,6 +209,7 @@ def table(r: dict) -> str:
     c, m, p = r["config"], r["memory"], r["peak"]
     lines = [
         f"ganforge bench: --cfg {c['cfg']} {c['width']}x{c['height']}x{c['channels']}, {c['precision']}, "
+        f"{c['kernels']} kernels, "
         f"batch {c['batch_gpu']} per device x {r['device']['world_size']} on {r['device']['type']} "
         f"({r['device']['name']})",
         _images_line(r),

@@ -7,7 +7,7 @@ by `ganforge.train.resolver` from the preset, the dataset or a derivation, or ke
 
 from dataclasses import dataclass
 
-from ganforge.devices import DEVICE_CHOICES
+from ganforge.devices import DEVICE_CHOICES, KERNEL_CHOICES
 from ganforge.limits import ARCHITECTURES, MAX_CHANNEL_BASE, MAX_FP16_RES, MAX_R3GAN_WIDTH
 from ganforge.metric_names import METRIC_NAMES
 from ganforge.option import Range, option, setting
@@ -335,6 +335,15 @@ class RuntimeConfig:
 
     device: str = option(PRECISION, "Where to train.", default="auto", choices=DEVICE_CHOICES)
     compile: bool = option(PRECISION, "torch.compile the main-phase forwards.", default=False)
+    # Which implementation runs the fused ops (bias + activation, FIR resampling): the same maths either way, so a run
+    # may continue with another choice (ganforge.devices.pick_kernels says what `auto` picks and why).
+    kernels: str = option(
+        PRECISION,
+        "Fused ops: triton = Triton kernels compiled at run time (CUDA); reference = plain PyTorch; auto: triton on "
+        "CUDA where Triton is installed and --compile is off, else reference.",
+        default="auto",
+        choices=KERNEL_CHOICES,
+    )
     channels_last: bool = option(PRECISION, "channels_last memory format.", default=False)
     deterministic: bool = option(
         PRECISION, "Deterministic GPU kernels (bitwise-reproducible on GPU; CPU always is).", default=False

@@ -177,7 +177,12 @@ def _cuda_library_checks(cuda_build: bool) -> list[r.Check]:
         return [
             r.skipped("environment.cudnn", SECTION, "cuDNN", reason),
             r.skipped("environment.nccl", SECTION, "NCCL", reason),
-            r.skipped("environment.triton", SECTION, "triton", f"{reason}; triton is only needed by --compile on GPU"),
+            r.skipped(
+                "environment.triton",
+                SECTION,
+                "triton",
+                f"{reason}; triton is only needed by --compile and --kernels triton on GPU",
+            ),
         ]
     cudnn = torch.backends.cudnn.version()
     checks = [
@@ -198,7 +203,11 @@ def _cuda_library_checks(cuda_build: bool) -> list[r.Check]:
         r.ok("environment.triton", SECTION, "triton", triton)
         if triton
         else r.warning(
-            "environment.triton", SECTION, "triton", "not installed", "pip install triton (needed by --compile)"
+            "environment.triton",
+            SECTION,
+            "triton",
+            "not installed",
+            "pip install triton (needed by --compile and --kernels triton)",
         )
     )
     return checks

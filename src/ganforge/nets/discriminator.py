@@ -14,6 +14,7 @@ from torch import nn
 from ganforge.nets.attention import SelfAttention
 from ganforge.nets.growth import staged
 from ganforge.nets.layers import (
+    REFERENCE_OPS,
     RESIDUAL_GAIN,
     Conv2dLayer,
     FullyConnectedLayer,
@@ -21,7 +22,6 @@ from ganforge.nets.layers import (
     block_dtype,
     channels_at,
     check_arch,
-    downsample2d,
     fir_kernel,
     fp16_min_resolution,
 )
@@ -54,6 +54,7 @@ class DiscriminatorBlock(nn.Module):
         # Self-attention on the block's input features (after fromRGB), before its convolutions (SAGAN)
         self.attn = SelfAttention(tmp_channels) if attention else None
         self.register_buffer("resample_filter", fir_kernel(), persistent=False)
+        self.ops = REFERENCE_OPS  # the fused ops' implementation (set by nets.kernels.use_kernels)
 
     def forward(self, x, img, force_fp32: bool = False, rgb_gain: float = 1.0):
         """x: the previous block's features (None for the top block), img: the image at this block's resolution
@@ -64,7 +65,7 @@ class DiscriminatorBlock(nn.Module):
             y = self.fromrgb(img.to(dtype))
             y = y if rgb_gain == 1 else y * rgb_gain
             x = y if x is None else x.to(dtype) + y
-            img = downsample2d(img, self.resample_filter) if self.downsample_image else None
+            img = self.ops.downsample2d(img, self.resample_filter) if self.downsample_image else None
         else:
             x = x.to(dtype)
         if self.attn is not None:
@@ -244,7 +245,7 @@ class Discriminator(nn.Module):
             if res == top // 2 and fade < 1:  # the previous stage's entry fades out as the new block fades in (ProGAN
                 # Fig. 2b); a skip D reads the image at every block, the others only where it enters
                 x = x * fade
-                img = downsample2d(entry, block.resample_filter) if img is None else img
+                img = block.ops.downsample2d(entry, block.resample_filter) if img is None else img
                 rgb_gain = 1.0 if self.architecture == "skip" else 1.0 - fade
             x, img = run_block(block, x, img, force_fp32, rgb_gain, recompute=self.grad_checkpoint)
         cmap = self.mapping(None, c) if self.mapping is not None else None

@@ -14,18 +14,17 @@ from ganforge.nets.attention import SelfAttention
 from ganforge.nets.growth import resized, staged
 from ganforge.nets.layers import (
     LRELU_GAIN,
+    REFERENCE_OPS,
     RESIDUAL_GAIN,
     Conv2dLayer,
     FullyConnectedLayer,
     aspect_config,
-    bias_act,
     block_dtype,
     channels_at,
     check_arch,
     fir_kernel,
     fp16_min_resolution,
     modulated_conv2d,
-    upsample2d,
     use_fused_modconv,
 )
 from ganforge.nets.mapping import MappingNetwork
@@ -55,13 +54,21 @@ class SynthesisLayer(nn.Module):
         self.register_buffer("noise_const", torch.randn(self.size))  # the fixed noise of "const"
         self.register_buffer("resample_filter", fir_kernel(), persistent=False)
         self.winograd = False  # the same-size convolution by Winograd's algorithm (set for CPU by the Generator)
+        self.ops = REFERENCE_OPS  # the fused ops' implementation (set by nets.kernels.use_kernels)
 
     def forward(self, x: torch.Tensor, w: torch.Tensor, noise_mode: str = "random", gain: float = 1.0) -> torch.Tensor:
         """gain scales the output and the clamp (a "resnet" block's sqrt(1/2) on its second convolution)."""
         styles = self.affine(w)  # [N, in_channels]
         fused = use_fused_modconv(self.training, x)
         x = modulated_conv2d(
-            x, self.weight, styles, up=self.up, fused=fused, resample_filter=self.resample_filter, fast=self.winograd
+            x,
+            self.weight,
+            styles,
+            up=self.up,
+            fused=fused,
+            resample_filter=self.resample_filter,
+            fast=self.winograd,
+            fir=self.ops.fir_filter,
         )
         if noise_mode == "random":
             noise = torch.randn([x.shape[0], 1, *self.size], device=x.device)
@@ -69,7 +76,7 @@ class SynthesisLayer(nn.Module):
         elif noise_mode == "const":
             x = x + (self.noise_const * self.noise_strength).to(x.dtype)
         clamp = None if self.conv_clamp is None else self.conv_clamp * gain
-        return bias_act(x, self.bias, "lrelu", LRELU_GAIN * gain, clamp)
+        return self.ops.bias_act(x, self.bias, "lrelu", LRELU_GAIN * gain, clamp)
 
     def extra_repr(self) -> str:
         out_c, in_c = self.weight.shape[:2]
@@ -87,12 +94,13 @@ class ToRGBLayer(nn.Module):
         self.weight = nn.Parameter(torch.randn([img_channels, in_channels, 1, 1]))
         self.bias = nn.Parameter(torch.zeros([img_channels]))
         self.weight_gain = 1 / math.sqrt(in_channels)  # equalized lr; without demodulation it must be explicit
+        self.ops = REFERENCE_OPS  # the fused ops' implementation (set by nets.kernels.use_kernels)
 
     def forward(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
         styles = self.affine(w) * self.weight_gain
         fused = use_fused_modconv(self.training, x)
         x = modulated_conv2d(x, self.weight, styles, demodulate=False, fused=fused)
-        return bias_act(x, self.bias, "linear", 1.0, self.conv_clamp)
+        return self.ops.bias_act(x, self.bias, "linear", 1.0, self.conv_clamp)
 
 
 class SynthesisBlock(nn.Module):
@@ -123,6 +131,7 @@ class SynthesisBlock(nn.Module):
         self.attn = SelfAttention(out_channels) if attention else None
         self.num_conv = 1 if in_channels == 0 else 2
         self.register_buffer("resample_filter", fir_kernel(), persistent=False)
+        self.ops = REFERENCE_OPS  # the fused ops' implementation (set by nets.kernels.use_kernels)
 
     def forward(self, x, img, ws, noise_mode="random", force_fp32=False, image_gain=1.0, rgb_gain=1.0):
         """ws [N, num_conv + 1, w_dim]: one w per conv, then the toRGB's (shared with the next block's conv0).
@@ -142,7 +151,7 @@ class SynthesisBlock(nn.Module):
         if self.attn is not None:
             x = self.attn(x)
         if img is not None:
-            img = upsample2d(img, self.resample_filter)
+            img = self.ops.upsample2d(img, self.resample_filter)
             img = img if image_gain == 1 else img * image_gain
         if self.torgb is not None and rgb_gain is not None:
             y = self.torgb(x, ws[:, self.num_conv]).to(torch.float32)

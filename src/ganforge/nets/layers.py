@@ -24,6 +24,7 @@ from ganforge.limits import (
     stage_problem,
 )
 from ganforge.nets import winograd
+from ganforge.nets.ops import FusedOps
 
 FIR_TAPS = (1.0, 3.0, 3.0, 1.0)
 LRELU_SLOPE = 0.2
@@ -170,6 +171,9 @@ def downsample2d(x: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
     return _DepthwiseFIR.apply(x, f, False, 2, 1, None)
 
 
+REFERENCE_OPS = FusedOps("reference", bias_act, fir_filter, upsample2d, downsample2d)
+
+
 def conv2d_same(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, fast: bool = False) -> torch.Tensor:
     """Stride-1 convolution that keeps the size (odd kernel, zero padding k // 2); by Winograd's algorithm when the
     layer was built for it (`fast`, a CPU choice) and the call can run it."""
@@ -196,13 +200,14 @@ class FullyConnectedLayer(nn.Module):
         self.bias = nn.Parameter(torch.full([out_features], float(bias_init)))
         self.weight_gain = lr_multiplier / math.sqrt(in_features)
         self.bias_gain = lr_multiplier
+        self.ops = REFERENCE_OPS  # the fused ops' implementation (set by nets.kernels.use_kernels)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         w = (self.weight * self.weight_gain).to(x.dtype)
         b = self.bias * self.bias_gain
         if self.activation == "linear":
             return torch.addmm(b.to(x.dtype).unsqueeze(0), x, w.t())
-        return bias_act(x.matmul(w.t()), b, self.activation, LRELU_GAIN, None)
+        return self.ops.bias_act(x.matmul(w.t()), b, self.activation, LRELU_GAIN, None)
 
     def extra_repr(self) -> str:
         return f"in={self.in_features}, out={self.out_features}, act={self.activation}"
@@ -238,6 +243,7 @@ class Conv2dLayer(nn.Module):
         self.act_gain = LRELU_GAIN if activation == "lrelu" else 1.0
         self.register_buffer("resample_filter", fir_kernel(), persistent=False)
         self.winograd = False  # same-size 3x3 convolution by Winograd's algorithm (set for CPU by the network)
+        self.ops = REFERENCE_OPS  # the fused ops' implementation (set by nets.kernels.use_kernels)
 
     def forward(self, x: torch.Tensor, gain: float = 1.0) -> torch.Tensor:
         # lrelu(z) * g == lrelu(z * g) for g > 0, so the output gain folds into the weight and the bias, and the bias
@@ -247,13 +253,13 @@ class Conv2dLayer(nn.Module):
         b = None if self.bias is None else (self.bias * g).to(x.dtype)
         k = w.shape[-1]
         if self.up:
-            x = upsample2d(F.conv2d(x, w), self.resample_filter)
+            x = self.ops.upsample2d(F.conv2d(x, w), self.resample_filter)
             x = x if b is None else x + b.reshape(1, -1, 1, 1)  # after upsampling: a constant bias keeps its value
         elif self.down and k == 1:
-            x = F.conv2d(downsample2d(x, self.resample_filter), w, b)
+            x = F.conv2d(self.ops.downsample2d(x, self.resample_filter), w, b)
         elif self.down:
             # blur with the padding of a same-size conv (k // 2) plus the filter's (1), then a strided valid conv
-            x = F.conv2d(fir_filter(x, self.resample_filter, pad=k // 2 + 1), w, b, stride=2)
+            x = F.conv2d(self.ops.fir_filter(x, self.resample_filter, pad=k // 2 + 1), w, b, stride=2)
         else:
             x = conv2d_same(x, w, b, fast=self.winograd)
         if self.activation == "lrelu":
@@ -267,7 +273,9 @@ class Conv2dLayer(nn.Module):
         return f"in={in_c}, out={out_c}, k={k}, act={self.activation}, down={self.down}, up={self.up}"
 
 
-def modulated_conv2d(x, weight, styles, *, demodulate=True, up=False, fused=False, resample_filter=None, fast=False):
+def modulated_conv2d(
+    x, weight, styles, *, demodulate=True, up=False, fused=False, resample_filter=None, fast=False, fir=fir_filter
+):
     """Convolve each sample with its own style-scaled weight (StyleGAN2 Eq. 1), optionally demodulated (Eq. 3).
 
     x [N, I, H, W], weight [O, I, k, k] (unit-variance; demodulation makes a weight gain unnecessary), styles [N, I].
@@ -275,6 +283,7 @@ def modulated_conv2d(x, weight, styles, *, demodulate=True, up=False, fused=Fals
     fused=False scales the activations before and after one shared-weight convolution (fast for training);
     fused=True builds the per-sample weights and runs one grouped convolution (fast for inference). Both are the
     same linear map. fast: the shared-weight same-size convolution by Winograd's algorithm (`conv2d_same`).
+    fir: the implementation of `fir_filter` that filters the upsampled output (the network's FusedOps).
     """
     n, in_ch = x.shape[:2]
     out_ch, _, kh, kw = weight.shape
@@ -287,11 +296,11 @@ def modulated_conv2d(x, weight, styles, *, demodulate=True, up=False, fused=Fals
         if demodulate:
             w = w * (w.square().sum(dim=[2, 3, 4]) + 1e-8).rsqrt().reshape(n, out_ch, 1, 1, 1)
         y = _conv_resample(
-            x.reshape(1, n * in_ch, *x.shape[2:]), w.reshape(n * out_ch, in_ch, kh, kw), up, n, resample_filter
+            x.reshape(1, n * in_ch, *x.shape[2:]), w.reshape(n * out_ch, in_ch, kh, kw), up, n, resample_filter, fir=fir
         )
         return y.reshape(n, out_ch, *y.shape[2:])
     x = x * styles.to(x.dtype).reshape(n, in_ch, 1, 1)
-    x = _conv_resample(x, weight.to(x.dtype), up, 1, resample_filter, fast)
+    x = _conv_resample(x, weight.to(x.dtype), up, 1, resample_filter, fast, fir)
     if demodulate:
         # sum_{i,k} (w_oik s_i)^2 = sum_i s_i^2 sum_k w_oik^2: the Eq. 3 norm without materialising per-sample weights
         sigma_sq = styles.square() @ weight.square().sum(dim=[2, 3]).t()  # [N, O]
@@ -309,7 +318,7 @@ def use_fused_modconv(training: bool, x: torch.Tensor) -> bool:
     return not training and x.device.type == "cuda" and (x.dtype == torch.float32 or x.shape[0] == 1)
 
 
-def _conv_resample(x, w, up, groups, resample_filter, fast=False):
+def _conv_resample(x, w, up, groups, resample_filter, fast=False, fir=fir_filter):
     """Plain (padding k//2) or 2x-upsampling grouped convolution; w is [groups * O, I, k, k]."""
     w = w.to(x.dtype)
     if not up:
@@ -319,4 +328,4 @@ def _conv_resample(x, w, up, groups, resample_filter, fast=False):
     wt = w.reshape(groups, go // groups, i, kh, kw).transpose(1, 2).reshape(groups * i, go // groups, kh, kw)
     x = F.conv_transpose2d(x, wt, stride=2, groups=groups)  # [.., 2H + k - 2]
     # pad so the 4-tap filter returns exactly 2H samples: 2H + k - 2 + 2 * pad - 3 = 2H
-    return fir_filter(x, resample_filter, pad=(len(FIR_TAPS) + 1 - kh) // 2, gain=4.0)
+    return fir(x, resample_filter, pad=(len(FIR_TAPS) + 1 - kh) // 2, gain=4.0)

@@ -14,8 +14,10 @@ from ganforge.augment.diffaugment import DiffAugment
 from ganforge.augment.pipe import AdaptiveAugment, AugmentPipe
 from ganforge.config import Config
 from ganforge.data import ImageDataset, open_dataset
+from ganforge.devices import pick_kernels
 from ganforge.nets import Discriminator, Generator, StyleGAN3Generator
 from ganforge.nets.configured import make_networks
+from ganforge.nets.kernels import kernel_ops, use_kernels
 from ganforge.train import relativistic
 from ganforge.train.phases import Phase, Trainer, build_phases
 from ganforge.train.precision import Precision
@@ -45,13 +47,15 @@ def build_networks(
 ) -> tuple[Generator | StyleGAN3Generator, Discriminator]:
     """G (StyleGAN2 or the alias-free StyleGAN3) and D initialised from the seed alone, so every rank starts from the
     same weights; `precision` (the run's, else one made from `cfg`) gives their memory format and whether their blocks
-    recompute activations in backward."""
+    recompute activations in backward; --kernels, which implementation of the fused ops they call."""
     precision = Precision.from_config(cfg, device) if precision is None else precision
     checkpoint.seed_all(cfg.schedule.seed)
     G, D = make_networks(cfg)
     if precision.device.type == "cpu":  # the CPU's fast paths, chosen once here (the networks stay a reference)
         G.use_cpu_kernels()
         D.use_cpu_kernels()
+    kernels, _ = pick_kernels(cfg.runtime.kernels, precision.device.type, precision.compile)
+    use_kernels(kernel_ops(kernels), G, D)
     if precision.grad_checkpoint:
         assert not isinstance(G, StyleGAN3Generator), "resolve refuses --grad-checkpoint for the StyleGAN3 generators"
         G.synthesis.grad_checkpoint = D.grad_checkpoint = True

@@ -8,6 +8,7 @@ import torch
 from ganforge import dist
 from ganforge.config import Config
 from ganforge.config.describe import describe_derived, small_data_advice
+from ganforge.devices import describe_kernels
 from ganforge.nets.configured import make_networks
 from ganforge.train.build import build_runtime
 from ganforge.train.loop import training_loop
@@ -56,7 +57,8 @@ def main(options: TrainOptions) -> int:
 
     Every way out, a user error included, leaves the process group that `resolve` joined."""
     try:
-        config, source = resolve_run(options, observe(options))
+        facts = observe(options)
+        config, source = resolve_run(options, facts)
         if options.dry_run:
             dist.print0(config.to_json())
             dist.print0(parameter_counts(config), file=sys.stderr)
@@ -66,6 +68,8 @@ def main(options: TrainOptions) -> int:
                 dist.print0(f"warning: {line}", file=sys.stderr)
             for line in describe_start(config, source):
                 dist.print0(line, file=sys.stderr)
+            dist.print0(describe_kernels(config.runtime.kernels, facts.device_type, config.runtime.compile),
+                        file=sys.stderr)  # fmt: skip
             return 0
         return run(config, source)
     finally:

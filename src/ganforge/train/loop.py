@@ -16,6 +16,7 @@ from ganforge import checkpoint, dist
 from ganforge.config import Config
 from ganforge.config.describe import describe_derived, small_data_advice
 from ganforge.data import make_loader
+from ganforge.devices import describe_kernels
 from ganforge.errors import UserError
 from ganforge.metrics import append_result, compute_metrics
 from ganforge.monitor.telemetry import Monitor
@@ -187,6 +188,7 @@ def _start_report(cfg: Config, log: logs.RunLog, trainer, samples, run_dir: Path
             detail(f"derived: {line}")
         for line in small_data_advice(cfg):
             detail(f"warning: {line}")
+        log.print(describe_kernels(cfg.runtime.kernels, z.device.type, cfg.runtime.compile))
         log.print(f"{'resuming at' if cur_nimg else 'starting at'} {cur_nimg / 1000:g} kimg in {run_dir}")
         log.images("reals", samples.save_reals(run_dir / "reals.png"), run_dir / "reals.png", cur_nimg)
 

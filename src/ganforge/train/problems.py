@@ -7,6 +7,7 @@ import torch
 from ganforge.checkpoint import Retention
 from ganforge.checkpoint.sizes import first_save_bytes
 from ganforge.config import DIFFAUG_OPS, Config, flatten
+from ganforge.devices import kernels_problem
 from ganforge.errors import UserError
 from ganforge.limits import MAX_CHANNELS, RESOLUTIONS, image_size_ok
 from ganforge.metrics import check_names
@@ -207,6 +208,8 @@ def _problems(cfg: Config, device_type: str) -> list[str]:
             )
     elif p.fp16_res and p.mode != "fp16":
         problems.append("--fp16-res: the per-resolution fp16 recipe needs --precision fp16")
+    kernels = kernels_problem(r.kernels, device_type, r.compile)
+    problems += [kernels] if kernels else []
     if r.compile and p.mode == "fp16" and p.fp16_res:
         problems.append("--compile: not supported together with --fp16-res; drop one of them")
     problems += _freeze_problems(cfg)

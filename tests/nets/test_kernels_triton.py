@@ -1,0 +1,173 @@
+"""The Triton kernels (nets/triton_ops.py) against the reference ops, on CPU through Triton's interpreter: values
+and gradients (gradcheck and gradgradcheck in float64, tolerances in float32 and float16), odd shapes, every
+resampling factor and padding the networks use and more, and whole networks, step and regularisers, with the
+kernels against the same networks without them. The interpreter is slow: tensors stay small."""
+
+import copy
+import importlib
+import os
+from unittest import mock
+
+import pytest
+import torch
+import torch.nn.functional as F
+from test_nets_filtered_lrelu import convolve_valid
+
+from ganforge.devices import pick_kernels
+from ganforge.errors import UserError
+from ganforge.nets import Discriminator, Generator
+from ganforge.nets.kernels import kernel_ops, use_kernels
+from ganforge.nets.layers import bias_act, downsample2d, fir_filter, fir_kernel, upsample2d
+
+pytest.importorskip("triton", reason="Triton is not installed (the dev extra installs it)")
+
+
+@pytest.fixture(scope="module")
+def triton_ops():
+    """nets.triton_ops as Triton's CPU interpreter runs it: the switch must be on when its kernels are defined
+    (first import) and while they are chosen; it is off again for the other test modules."""
+    with mock.patch.dict(os.environ, {"TRITON_INTERPRET": "1"}):
+        module = importlib.import_module("ganforge.nets.triton_ops")
+        assert type(module._bias_act_kernel).__name__ == "InterpretedFunction", "imported before the interpreter"
+        yield module
+
+
+def upfirdn2d_loops(x, f, up, down, padding):
+    """Spelled out in float64: zero insertion, pad (negative: crop), valid true convolution, every down-th sample."""
+    n, c, h, w = x.shape
+    z = torch.zeros(n, c, h * up, w * up, dtype=torch.float64)
+    z[:, :, ::up, ::up] = x.double()
+    return convolve_valid(F.pad(z, list(padding)), f)[:, :, ::down, ::down]
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 1, 1), (2, 3, 5, 7), (1, 2, 33, 35)])
+@pytest.mark.parametrize(("act", "gain", "clamp"), [("lrelu", 2**0.5, None), ("lrelu", 0.7, 0.5), ("linear", 1, 0.3)])
+def test_bias_act_equals_the_reference(triton_ops, shape, act, gain, clamp):
+    x, b = torch.randn(shape, dtype=torch.float64), torch.randn(shape[1], dtype=torch.float64)
+    assert torch.equal(triton_ops.bias_act(x, b, act, gain, clamp), bias_act(x, b, act, gain, clamp))
+    x32 = torch.randn(shape)  # float32 computes in float32: the same roundings, but the order may differ
+    torch.testing.assert_close(triton_ops.bias_act(x32, None, act, gain, clamp), bias_act(x32, None, act, gain, clamp))
+
+
+@pytest.mark.parametrize(("dtype", "tolerance"), [(torch.float16, 1e-3), (torch.bfloat16, 8e-3)])
+def test_bias_act_rounds_half_precision_once(triton_ops, dtype, tolerance):
+    """float16 and bfloat16 are computed in float32 and rounded once: within one rounding of the float64 result."""
+    x, b = torch.randn(2, 4, 3, 5).to(dtype), torch.randn(4).to(dtype)
+    exact = bias_act(x.double(), b.double(), "lrelu", 2**0.5, 1.0)
+    got = triton_ops.bias_act(x, b, "lrelu", 2**0.5, 1.0)
+    assert got.dtype == dtype
+    torch.testing.assert_close(got.double(), exact, rtol=tolerance, atol=tolerance)
+
+
+def test_bias_act_gradients_of_every_order(triton_ops):
+    """gradcheck and gradgradcheck in float64, a channels-only input (the mapping network's [N, C]) included; the
+    clamp and the kink of leaky ReLU pass or stop gradients exactly where torch's clamp and leaky_relu do."""
+    x = torch.randn(2, 3, 2, 3, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(3, dtype=torch.float64, requires_grad=True)
+    op = lambda x, b: triton_ops.bias_act(x, b, "lrelu", 1.3, 0.8)  # noqa: E731
+    assert torch.autograd.gradcheck(op, (x, b), fast_mode=True)
+    assert torch.autograd.gradgradcheck(op, (x, b), fast_mode=True)
+    flat = torch.randn(3, 5, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda v: triton_ops.bias_act(v, None, "lrelu", 1.3, None), (flat,))
+    edges = torch.tensor([[-1.0, 0.0, 0.5, 1.0, 3.0]], dtype=torch.float64, requires_grad=True)  # 0 and the clamp
+    for implementation in (bias_act, triton_ops.bias_act):
+        (grad,) = torch.autograd.grad(implementation(edges, None, "lrelu", 1.0, 1.0).sum(), edges)
+        assert grad.tolist() == [[0.2, 0.2, 1.0, 1.0, 0.0]], implementation
+
+
+@pytest.mark.parametrize(
+    ("up", "down", "padding", "taps"),
+    [(1, 1, (0, 0, 0, 0), (4, 4)), (2, 1, (2, 1, 2, 1), (4, 4)), (1, 2, (1, 1, 1, 1), (4, 4)),
+     (4, 1, (3, -1, 0, 2), (5, 3)), (1, 4, (-1, 2, 3, 0), (3, 6)), (2, 2, (1, 0, 0, 1), (1, 1)),
+     (4, 2, (5, 4, 5, 4), (12, 12))],
+)  # fmt: skip
+def test_upfirdn2d_equals_the_loops(triton_ops, up, down, padding, taps):
+    """Every factor 1/2/4 either way, crops, asymmetric and 1x1 filters, sizes not a multiple of anything."""
+    x, f = torch.randn(2, 3, 7, 5, dtype=torch.float64), torch.randn(taps, dtype=torch.float64)
+    expected = upfirdn2d_loops(x, f, up, down, padding)
+    torch.testing.assert_close(triton_ops.upfirdn2d(x, f, up, down, padding), expected, rtol=1e-12, atol=1e-12)
+    one = torch.randn(1, 1, 1, 1, dtype=torch.float64)  # a 1x1 image: most taps fall outside it
+    if (one.shape[2] * up + padding[2] + padding[3] - taps[0]) >= 0 and padding[0] + padding[1] + up >= taps[1]:
+        expected = upfirdn2d_loops(one, f, up, down, padding)
+        torch.testing.assert_close(triton_ops.upfirdn2d(one, f, up, down, padding), expected)
+
+
+@pytest.mark.parametrize(("up", "down", "padding"), [(2, 1, (2, 1, 2, 1)), (1, 2, (1, 1, 0, 2)), (4, 2, (0, 3, 1, 1))])
+def test_upfirdn2d_gradients_of_every_order(triton_ops, up, down, padding):
+    """Its derivative is its adjoint (flipped filter, up and down swapped): gradcheck and gradgradcheck, float64."""
+    x = torch.randn(1, 2, 3, 4, dtype=torch.float64, requires_grad=True)
+    f = torch.randn(4, 3, dtype=torch.float64)
+    op = lambda x: triton_ops.upfirdn2d(x, f, up, down, padding)  # noqa: E731
+    assert torch.autograd.gradcheck(op, (x,), fast_mode=True)
+    assert torch.autograd.gradgradcheck(op, (x,), fast_mode=True)
+
+
+@pytest.mark.parametrize("size", [(2, 3), (4, 4), (5, 9)])  # the reference cannot downsample 1x1
+def test_the_resamplers_equal_the_reference(triton_ops, size):
+    """fir_filter, upsample2d and downsample2d of the networks, values and input gradients, float32."""
+    x = torch.randn(2, 3, *size, requires_grad=True)
+    f = fir_kernel()
+    pairs = [(upsample2d, triton_ops.upsample2d), (downsample2d, triton_ops.downsample2d),
+             (lambda x, f: fir_filter(x, f, 2, 4.0), lambda x, f: triton_ops.fir_filter(x, f, 2, 4.0))]  # fmt: skip
+    for reference, kernel in pairs:
+        expected, got = reference(x, f), kernel(x, f)
+        torch.testing.assert_close(got, expected)
+        g = torch.randn_like(expected)
+        torch.testing.assert_close(torch.autograd.grad(got, x, g)[0], torch.autograd.grad(expected, x, g)[0])
+
+
+def tiny_networks():
+    torch.manual_seed(1)
+    arch = dict(resolution=16, img_channels=3, c_dim=0, channel_base=256, channel_max=16)
+    return Generator(z_dim=8, w_dim=8, mapping_layers=2, conv_clamp=256, **arch), Discriminator(**arch)
+
+
+def step_gradients(G, D, z):
+    """The gradients of one G step, one D step with R1 (a gradient of a gradient through D) and one path-length
+    penalty (through G's synthesis), as `train/phases.py` takes them, by parameter name."""
+    img = G(z, None)
+    loss = F.softplus(-D(img, None)).mean()
+    reals = torch.randn(2, 3, 16, 16, requires_grad=True)
+    (r1,) = torch.autograd.grad(D(reals, None).sum(), reals, create_graph=True)
+    ws = G.mapping(z, None)
+    fakes = G.synthesis(ws)
+    (pl,) = torch.autograd.grad((fakes * torch.randn_like(fakes)).sum(), ws, create_graph=True)
+    total = loss + r1.square().sum() + pl.square().sum()
+    grads = torch.autograd.grad(total, [*G.parameters(), *D.parameters()], allow_unused=True)
+    names = [f"G.{n}" for n, _ in G.named_parameters()] + [f"D.{n}" for n, _ in D.named_parameters()]
+    return img, dict(zip(names, grads, strict=True))
+
+
+def test_a_whole_step_with_the_kernels_equals_the_reference(triton_ops):
+    G, D = tiny_networks()
+    G_triton, D_triton = copy.deepcopy(G), copy.deepcopy(D)
+    use_kernels(kernel_ops(pick_kernels("triton", "cpu", compiled=False)[0]), G_triton, D_triton)
+    assert {m.ops.name for m in G_triton.modules() if hasattr(m, "ops")} == {"triton"}
+    z = torch.randn(2, 8)
+    torch.manual_seed(2)  # the same noise in both
+    img, expected = step_gradients(G, D, z)
+    torch.manual_seed(2)
+    img_triton, got = step_gradients(G_triton, D_triton, z)
+    torch.testing.assert_close(img_triton, img, rtol=1e-4, atol=1e-5)
+    for name, grad in expected.items():
+        assert (grad is None) == (got[name] is None), name
+        if grad is not None:
+            torch.testing.assert_close(got[name], grad, rtol=1e-3, atol=1e-5, msg=name)
+
+
+def test_triton_where_it_cannot_run_is_a_user_error():
+    """Outside the interpreter a CPU cannot run the kernels: --kernels triton says so and names the fix; auto falls
+    back to the reference and says why; with --compile, auto keeps the reference ops for inductor to fuse."""
+    with mock.patch.dict(os.environ, {"TRITON_INTERPRET": "0"}):
+        with pytest.raises(UserError, match=r"--kernels triton: the kernels need a CUDA device .*use --kernels"):
+            pick_kernels("triton", "cpu", compiled=False)
+        assert pick_kernels("auto", "cpu", compiled=False) == (
+            "reference",
+            "auto: the kernels need a CUDA device (this run is on cpu)",
+        )
+    assert pick_kernels("auto", "cuda", compiled=True)[0] == "reference"
+    assert pick_kernels("auto", "cuda", compiled=False)[0] == "triton"
+    with mock.patch("importlib.util.find_spec", return_value=None):
+        with pytest.raises(UserError, match="Triton is not installed"):
+            pick_kernels("triton", "cuda", compiled=False)
+        assert pick_kernels("auto", "cuda", compiled=False)[0] == "reference"
