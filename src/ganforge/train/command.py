@@ -66,10 +66,10 @@ def main(options: TrainOptions) -> int:
                 dist.print0(f"derived: {line}", file=sys.stderr)
             for line in small_data_advice(config):
                 dist.print0(f"warning: {line}", file=sys.stderr)
-            for line in describe_start(config, source):
+            kernels = describe_kernels(config.runtime.kernels, facts.device_type, config.runtime.compile)
+            dist.print0(kernels, file=sys.stderr)
+            for line in describe_start(config, source):  # last: which run this command continues or starts
                 dist.print0(line, file=sys.stderr)
-            dist.print0(describe_kernels(config.runtime.kernels, facts.device_type, config.runtime.compile),
-                        file=sys.stderr)  # fmt: skip
             return 0
         return run(config, source)
     finally:
