@@ -1,0 +1,54 @@
+"""A whole training step of tiny networks with a choice of fused-op kernels against the same step with the
+reference ops: on CPU through Triton's interpreter (test_kernels_triton.py), and compiled on a CUDA GPU
+(kernels_on_cuda.py)."""
+
+import copy
+
+import torch
+import torch.nn.functional as F
+
+from ganforge.nets import Discriminator, Generator
+from ganforge.nets.kernels import use_kernels
+from ganforge.nets.ops import FusedOps
+
+
+def tiny_networks(device: torch.device):
+    torch.manual_seed(1)
+    arch = dict(resolution=16, img_channels=3, c_dim=0, channel_base=256, channel_max=16)
+    G = Generator(z_dim=8, w_dim=8, mapping_layers=2, conv_clamp=256, **arch)
+    return G.to(device), Discriminator(**arch).to(device)
+
+
+def step_gradients(G, D, z):
+    """The gradients of one G step, one D step with R1 (a gradient of a gradient through D) and one path-length
+    penalty (through G's synthesis), as `train/phases.py` takes them, by parameter name."""
+    img = G(z, None)
+    loss = F.softplus(-D(img, None)).mean()
+    reals = torch.randn(2, 3, 16, 16, device=z.device, requires_grad=True)
+    (r1,) = torch.autograd.grad(D(reals, None).sum(), reals, create_graph=True)
+    ws = G.mapping(z, None)
+    fakes = G.synthesis(ws)
+    (pl,) = torch.autograd.grad((fakes * torch.randn_like(fakes)).sum(), ws, create_graph=True)
+    total = loss + r1.square().sum() + pl.square().sum()
+    grads = torch.autograd.grad(total, [*G.parameters(), *D.parameters()], allow_unused=True)
+    names = [f"G.{n}" for n, _ in G.named_parameters()] + [f"D.{n}" for n, _ in D.named_parameters()]
+    return img, dict(zip(names, grads, strict=True))
+
+
+def assert_step_equal(ops: FusedOps, device: torch.device) -> None:
+    """Images and every parameter's gradient of a step with `ops` equal the reference step's within float32
+    rounding."""
+    G, D = tiny_networks(device)
+    G_kernels, D_kernels = copy.deepcopy(G), copy.deepcopy(D)
+    use_kernels(ops, G_kernels, D_kernels)
+    assert {m.ops.name for m in G_kernels.modules() if hasattr(m, "ops")} == {ops.name}
+    z = torch.randn(2, 8, device=device)
+    torch.manual_seed(2)  # the same noise in both
+    img, expected = step_gradients(G, D, z)
+    torch.manual_seed(2)
+    img_kernels, got = step_gradients(G_kernels, D_kernels, z)
+    torch.testing.assert_close(img_kernels, img, rtol=1e-4, atol=1e-5)
+    for name, grad in expected.items():
+        assert (grad is None) == (got[name] is None), name
+        if grad is not None:
+            torch.testing.assert_close(got[name], grad, rtol=1e-3, atol=1e-5, msg=name)
