@@ -9,6 +9,7 @@ import torch.nn.functional as F
 
 from ganforge.nets import Discriminator, Generator
 from ganforge.nets.kernels import use_kernels
+from ganforge.nets.layers import downsample2d, fir_filter, fir_kernel, upsample2d
 from ganforge.nets.ops import FusedOps
 
 
@@ -33,6 +34,18 @@ def step_gradients(G, D, z):
     grads = torch.autograd.grad(total, [*G.parameters(), *D.parameters()], allow_unused=True)
     names = [f"G.{n}" for n, _ in G.named_parameters()] + [f"D.{n}" for n, _ in D.named_parameters()]
     return img, dict(zip(names, grads, strict=True))
+
+
+def assert_resamplers_equal(ops: FusedOps, x: torch.Tensor) -> None:
+    """fir_filter, upsample2d and downsample2d of `ops` equal the reference's on `x`: values and input gradients."""
+    f = fir_kernel().to(x.device)
+    pairs = [(upsample2d, ops.upsample2d), (downsample2d, ops.downsample2d),
+             (lambda x, f: fir_filter(x, f, 2, 4.0), lambda x, f: ops.fir_filter(x, f, 2, 4.0))]  # fmt: skip
+    for reference, kernel in pairs:
+        expected, got = reference(x, f), kernel(x, f)
+        torch.testing.assert_close(got, expected)
+        g = torch.randn_like(expected)
+        torch.testing.assert_close(torch.autograd.grad(got, x, g)[0], torch.autograd.grad(expected, x, g)[0])
 
 
 def assert_step_equal(ops: FusedOps, device: torch.device) -> None:

@@ -5,10 +5,10 @@ process by test_kernels_triton_cuda.py, so that no interpreted copy of the kerne
 import os
 
 import torch
-from kernel_helpers import assert_step_equal
+from kernel_helpers import assert_resamplers_equal, assert_step_equal
 
 from ganforge.nets.kernels import kernel_ops
-from ganforge.nets.layers import bias_act, downsample2d, fir_filter, fir_kernel, upsample2d
+from ganforge.nets.layers import bias_act
 from ganforge.numerics import fp32_math
 
 CUDA = torch.device("cuda")
@@ -32,19 +32,6 @@ def check_bias_act(triton_ops) -> None:
                 torch.testing.assert_close(half.double(), exact, rtol=tolerance, atol=tolerance)
 
 
-def check_resamplers(triton_ops) -> None:
-    f = fir_kernel().to(CUDA)
-    for size in [(2, 3), (5, 9), (64, 64)]:
-        x = torch.randn(2, 3, *size, device=CUDA, requires_grad=True)
-        pairs = [(upsample2d, triton_ops.upsample2d), (downsample2d, triton_ops.downsample2d),
-                 (lambda x, f: fir_filter(x, f, 2, 4.0), lambda x, f: triton_ops.fir_filter(x, f, 2, 4.0))]  # fmt: skip
-        for reference, kernel in pairs:
-            expected, got = reference(x, f), kernel(x, f)
-            torch.testing.assert_close(got, expected)
-            g = torch.randn_like(expected)
-            torch.testing.assert_close(torch.autograd.grad(got, x, g)[0], torch.autograd.grad(expected, x, g)[0])
-
-
 def main() -> None:
     assert torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET", "0") in ("", "0")
     ops = kernel_ops("triton")
@@ -54,7 +41,8 @@ def main() -> None:
     torch.manual_seed(0)
     with fp32_math(tf32=False):  # cuDNN's convolutions would otherwise round to TF32 in the reference
         check_bias_act(triton_ops)
-        check_resamplers(triton_ops)
+        for size in [(2, 3), (5, 9), (64, 64)]:
+            assert_resamplers_equal(ops, torch.randn(2, 3, *size, device=CUDA, requires_grad=True))
         assert_step_equal(ops, CUDA)
     print("compiled Triton kernels equal the reference on", torch.cuda.get_device_name())
 

@@ -10,13 +10,13 @@ from unittest import mock
 import pytest
 import torch
 import torch.nn.functional as F
-from kernel_helpers import assert_step_equal
+from kernel_helpers import assert_resamplers_equal, assert_step_equal
 from test_nets_filtered_lrelu import convolve_valid
 
 from ganforge.devices import pick_kernels
 from ganforge.errors import UserError
 from ganforge.nets.kernels import kernel_ops
-from ganforge.nets.layers import bias_act, downsample2d, fir_filter, fir_kernel, upsample2d
+from ganforge.nets.layers import bias_act
 
 pytest.importorskip("triton", reason="Triton is not installed (the dev extra installs it)")
 
@@ -104,15 +104,7 @@ def test_upfirdn2d_gradients_of_every_order(triton_ops, up, down, padding):
 @pytest.mark.parametrize("size", [(2, 3), (4, 4), (5, 9)])  # the reference cannot downsample 1x1
 def test_the_resamplers_equal_the_reference(triton_ops, size):
     """fir_filter, upsample2d and downsample2d of the networks, values and input gradients, float32."""
-    x = torch.randn(2, 3, *size, requires_grad=True)
-    f = fir_kernel()
-    pairs = [(upsample2d, triton_ops.upsample2d), (downsample2d, triton_ops.downsample2d),
-             (lambda x, f: fir_filter(x, f, 2, 4.0), lambda x, f: triton_ops.fir_filter(x, f, 2, 4.0))]  # fmt: skip
-    for reference, kernel in pairs:
-        expected, got = reference(x, f), kernel(x, f)
-        torch.testing.assert_close(got, expected)
-        g = torch.randn_like(expected)
-        torch.testing.assert_close(torch.autograd.grad(got, x, g)[0], torch.autograd.grad(expected, x, g)[0])
+    assert_resamplers_equal(triton_ops.TRITON_OPS, torch.randn(2, 3, *size, requires_grad=True))
 
 
 def test_a_whole_step_with_the_kernels_equals_the_reference(triton_ops):
