@@ -110,6 +110,7 @@ BAD = {
     "mix layers beyond": ("mix", dict(seed=0, source=1, mix_layers="0-99", **{"class": 0}), "--mix-layers"),
     "grid too big": ("grid", dict(grid="100x100"), "at most 64 cells"),
     "page beyond the seeds": ("grid", dict(page=10**9), "its seeds pass 4294967295"),
+    "page of 11 digits": ("grid", dict(page=10**10), "page=10000000000: must be a whole number of at most 10 digits"),
     "too many frames": ("interp", dict(seeds="0,1", interp=1000, **{"class": 0}), "more than 480"),
     "too many seeds": ("interp", dict(seeds="0-99", interp=1, **{"class": 0}), "at most 16"),
     "too many channels": ("layer", dict(seed=0, layer="b8.conv0", channels=99), "channels=99"),

@@ -158,7 +158,9 @@ def _whole(values: dict[str, str], name: str, default: int | None = None) -> int
     if name not in values:
         return default
     if not WHOLE.fullmatch(values[name]):
-        raise BadRequest(f"{name}={echoed(values[name], 20)}: must be a whole number, e.g. {name}=1")
+        raise BadRequest(
+            f"{name}={echoed(values[name], 20)}: must be a whole number of at most 10 digits, e.g. {name}=1"
+        )
     return int(values[name])
 
 
