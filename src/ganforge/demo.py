@@ -72,7 +72,8 @@ def build_digits(dest: Path) -> None:
 
 
 def where(runs: Path) -> None:
-    """Print where the newest run in `runs` keeps its samples, logs and TensorBoard files, and write its report."""
+    """Print where the newest run in `runs` keeps its samples, logs and TensorBoard files, how to explore it in a
+    browser, and write its report (the last line)."""
     from ganforge.report import refresh_report
 
     run = max((p for p in runs.iterdir() if p.is_dir()), key=lambda p: p.name)
@@ -82,6 +83,7 @@ def where(runs: Path) -> None:
     print(f"snapshots:    {run / 'snapshots'}   checkpoints: {run / 'checkpoints'}")
     print(f"logs:         {run / 'log.txt'}, {run / 'stats.jsonl'}")
     print(f"TensorBoard:  .venv/bin/tensorboard --logdir {runs}   then open http://localhost:6006")
+    print(f"explore:      .venv/bin/ganforge explore --network {run}   (seeds, truncation, mixing in the browser)")
     print(f"report:       {refresh_report(run).removeprefix('report ')}   (one page: open it in any browser)")
 
 

@@ -132,8 +132,9 @@ def test_demo_summary_ends_with_the_report(tiny_run, capsys):
     from ganforge.demo import where
 
     where(tiny_run.parent)
-    last = capsys.readouterr().out.strip().splitlines()[-1]
+    *lines, last = capsys.readouterr().out.strip().splitlines()
     assert last.startswith(f"report:       {tiny_run / 'report.html'}") and (tiny_run / "report.html").is_file()
+    assert lines[-1].startswith(f"explore:      .venv/bin/ganforge explore --network {tiny_run} ")
 
 
 def test_train_rewrote_the_report_at_each_snapshot(tiny_run):
