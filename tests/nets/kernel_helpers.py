@@ -3,6 +3,7 @@ reference ops: on CPU through Triton's interpreter (test_kernels_triton.py), and
 (kernels_on_cuda.py)."""
 
 import copy
+import dataclasses
 
 import torch
 import torch.nn.functional as F
@@ -74,8 +75,9 @@ def assert_sg3_step_equal(ops: FusedOps, device: torch.device, config: str) -> N
     torch.manual_seed(1)
     G = StyleGAN3Generator(resolution=16, z_dim=8, w_dim=8, channel_base=64, channel_max=4, mapping_layers=1,
                            num_layers=3, conv_clamp=1.0, config=config).to(device)  # fmt: skip
-    G_kernels = copy.deepcopy(G)
-    use_kernels(ops, G_kernels)
+    G_kernels, calls = copy.deepcopy(G), []
+    counted = lambda *args, **kwargs: calls.append(1) or ops.filtered_lrelu(*args, **kwargs)  # noqa: E731
+    use_kernels(dataclasses.replace(ops, filtered_lrelu=counted), G_kernels)  # the layers must call it, not own
     assert {m.ops.name for m in G_kernels.modules() if hasattr(m, "ops")} == {ops.name}
     z, pl_noise, loss_weights = torch.randn(2, 8, device=device), *torch.randn(2, 2, 3, 16, 16, device=device)
     results = []
@@ -87,6 +89,7 @@ def assert_sg3_step_equal(ops: FusedOps, device: torch.device, config: str) -> N
         results.append((img, torch.autograd.grad(total, list(network.parameters()), allow_unused=True)))
     (img, expected), (img_kernels, got) = results
     torch.testing.assert_close(img_kernels, img, rtol=1e-4, atol=1e-5)
+    assert len(calls) == len(G.synthesis.layer_names)
     for (name, _), want, have in zip(G.named_parameters(), expected, got, strict=True):
         assert (want is None) == (have is None), name
         if want is not None:

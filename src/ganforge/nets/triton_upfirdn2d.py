@@ -64,8 +64,8 @@ def _upfirdn2d_kernel(x_ptr, f_ptr, y_ptr, numel, in_h, in_w, out_h, out_w, taps
             ix = first_x + tx
             ok = row_ok & (kx < taps_w) & (ix >= 0) & (ix < in_w)
             sample = tl.load(row + ix, mask=ok, other=0.0).to(ACC)
-            if BIAS:
-                sample += tl.where(ok, bias, 0.0)
+            if BIAS:  # where not ok the tap below is 0: no bias on the inserted zeros or the padding
+                sample += bias
             acc += sample * tl.load(taps_row - kx, mask=ok, other=0.0).to(ACC)
     if ACTIVATE:
         slope, clamp = tl.load(constants_ptr), tl.load(constants_ptr + 1)
@@ -87,9 +87,10 @@ INTERPRETED = isinstance(_upfirdn2d_kernel, InterpretedFunction)
 
 def grid_and_block(numel: int) -> tuple[tuple[int], int]:
     """A launch's grid and lanes per program. A GPU wants many programs of GPU_BLOCK lanes; Triton's interpreter
-    pays per operation, not per lane, so there a launch is (at most) two wide programs: a few times faster tests,
-    still more than one program."""
-    block = max(GPU_BLOCK, triton.next_power_of_2(-(-numel // 2))) if INTERPRETED else GPU_BLOCK
+    pays per operation, not per lane, so there a launch is two wide programs (up to 2^16 lanes each, well inside
+    Triton's 2^20): a few times faster tests, still more than one program."""
+    wide = min(max(GPU_BLOCK, triton.next_power_of_2(-(-numel // 2))), 2**16)
+    block = wide if INTERPRETED else GPU_BLOCK
     return (triton.cdiv(numel, block),), block
 
 
