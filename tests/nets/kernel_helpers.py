@@ -3,11 +3,12 @@ reference ops: on CPU through Triton's interpreter (test_kernels_triton.py), and
 (kernels_on_cuda.py)."""
 
 import copy
+import dataclasses
 
 import torch
 import torch.nn.functional as F
 
-from ganforge.nets import Discriminator, Generator
+from ganforge.nets import Discriminator, Generator, StyleGAN3Generator
 from ganforge.nets.kernels import use_kernels
 from ganforge.nets.layers import downsample2d, fir_filter, fir_kernel, upsample2d
 from ganforge.nets.ops import FusedOps
@@ -65,3 +66,31 @@ def assert_step_equal(ops: FusedOps, device: torch.device) -> None:
         assert (grad is None) == (got[name] is None), name
         if grad is not None:
             torch.testing.assert_close(got[name], grad, rtol=1e-3, atol=1e-5, msg=name)
+
+
+def assert_sg3_step_equal(ops: FusedOps, device: torch.device, config: str) -> None:
+    """A tiny StyleGAN3 generator (config "t" or "r", 16 px, four layers) with `ops` against the reference: the
+    images, and every parameter's gradient of a G loss plus the path-length penalty (a gradient of a gradient
+    through every filtered leaky ReLU). The discriminator is StyleGAN2's, which assert_step_equal covers."""
+    torch.manual_seed(1)
+    G = StyleGAN3Generator(resolution=16, z_dim=8, w_dim=8, channel_base=64, channel_max=4, mapping_layers=1,
+                           num_layers=3, conv_clamp=1.0, config=config).to(device)  # fmt: skip
+    G_kernels, calls = copy.deepcopy(G), []
+    counted = lambda *args, **kwargs: calls.append(1) or ops.filtered_lrelu(*args, **kwargs)  # noqa: E731
+    use_kernels(dataclasses.replace(ops, filtered_lrelu=counted), G_kernels)  # the layers must call it, not own
+    assert {m.ops.name for m in G_kernels.modules() if hasattr(m, "ops")} == {ops.name}
+    z, pl_noise, loss_weights = torch.randn(2, 8, device=device), *torch.randn(2, 2, 3, 16, 16, device=device)
+    results = []
+    for network in (G, G_kernels):
+        ws = network.mapping(z, None)
+        img = network.synthesis(ws)
+        (pl,) = torch.autograd.grad((img * pl_noise).sum(), ws, create_graph=True)
+        total = (img * loss_weights).sum() + pl.square().sum()
+        results.append((img, torch.autograd.grad(total, list(network.parameters()), allow_unused=True)))
+    (img, expected), (img_kernels, got) = results
+    torch.testing.assert_close(img_kernels, img, rtol=1e-4, atol=1e-5)
+    assert len(calls) == len(G.synthesis.layer_names)
+    for (name, _), want, have in zip(G.named_parameters(), expected, got, strict=True):
+        assert (want is None) == (have is None), name
+        if want is not None:
+            torch.testing.assert_close(have, want, rtol=1e-3, atol=1e-5, msg=name)

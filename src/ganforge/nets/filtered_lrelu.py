@@ -10,7 +10,7 @@ grouped `conv_transpose2d` / `conv2d` (one channel per group) so autograd, every
 import torch
 import torch.nn.functional as F
 
-from ganforge.nets.layers import LRELU_GAIN
+from ganforge.nets.ops import LRELU_GAIN
 
 
 def _depthwise(f: torch.Tensor, channels: int, axis: int | None, dtype: torch.dtype) -> torch.Tensor:

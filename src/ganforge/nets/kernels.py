@@ -4,9 +4,10 @@ reference unless `use_kernels` set another; the Triton module is imported only w
 Triton never loads it.
 
 Covered by the Triton kernels: bias + activation + gain + clamp (StyleGAN2 G's convolutions and toRGB, the mapping
-networks' layers), and FIR up/down-sampling (G's upsampling convolutions and image skips, D's downsampling blocks
-and image path). Everything else runs the reference ops under either choice: StyleGAN3's filtered leaky ReLU,
-R3GAN's resamplers, and D's activations, which its convolutions already fold the bias and gain into."""
+networks' layers), FIR up/down-sampling (G's upsampling convolutions and image skips, D's downsampling blocks and
+image path), and StyleGAN3's filtered leaky ReLU (every synthesis layer, toRGB included). Everything else runs the
+reference ops under either choice: R3GAN's resamplers, and D's activations, which its convolutions already fold
+the bias and gain into."""
 
 from torch import nn
 

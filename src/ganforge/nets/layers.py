@@ -24,11 +24,10 @@ from ganforge.limits import (
     stage_problem,
 )
 from ganforge.nets import winograd
-from ganforge.nets.ops import FusedOps
+from ganforge.nets.filtered_lrelu import filtered_lrelu
+from ganforge.nets.ops import LRELU_GAIN, LRELU_SLOPE, FusedOps
 
 FIR_TAPS = (1.0, 3.0, 3.0, 1.0)
-LRELU_SLOPE = 0.2
-LRELU_GAIN = math.sqrt(2.0)  # keeps the activations' second moment after leaky ReLU (He et al. 2015)
 RESIDUAL_GAIN = math.sqrt(0.5)  # (skip + residual) * sqrt(1/2) keeps the variance (StyleGAN2 App. B)
 
 
@@ -171,7 +170,7 @@ def downsample2d(x: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
     return _DepthwiseFIR.apply(x, f, False, 2, 1, None)
 
 
-REFERENCE_OPS = FusedOps("reference", bias_act, fir_filter, upsample2d, downsample2d)
+REFERENCE_OPS = FusedOps("reference", bias_act, fir_filter, upsample2d, downsample2d, filtered_lrelu)
 
 
 def conv2d_same(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None, fast: bool = False) -> torch.Tensor:

@@ -13,8 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ganforge.nets.filtered_lrelu import filtered_lrelu
-from ganforge.nets.layers import LRELU_GAIN, FullyConnectedLayer, block_dtype
+from ganforge.nets.layers import LRELU_GAIN, REFERENCE_OPS, FullyConnectedLayer, block_dtype
 from ganforge.nets.lowpass import lowpass_filter
 
 FILTER_SIZE = 6  # taps of the up/downsampling filters, per factor of resampling (App. F)
@@ -156,6 +155,7 @@ class SynthesisLayer(nn.Module):
             "down_filter", lowpass_filter(down_taps, out.cutoff, out.half_width * 2, tmp_rate, radial=self.down_radial)
         )
         self.padding = self._padding(up_taps, down_taps)
+        self.ops = REFERENCE_OPS  # the fused ops' implementation (set by nets.kernels.use_kernels)
 
     def _padding(self, up_taps: int, down_taps: int) -> tuple[int, int, int, int]:
         """Padding of the upsampled signal so that exactly out.size samples come out, centred (App. C.3)."""
@@ -189,7 +189,7 @@ class SynthesisLayer(nn.Module):
             input_gain=self.magnitude_ema.rsqrt(),
         )
         gain, slope = (1.0, 1.0) if self.is_torgb else (LRELU_GAIN, 0.2)
-        return filtered_lrelu(
+        return self.ops.filtered_lrelu(
             x,
             self.up_filter,
             self.down_filter,

@@ -1,37 +1,30 @@
 """Triton kernels for the fused ops (`TRITON_OPS`): compiled at run time for the GPU, no build step. Written from the
-maths of the reference functions in nets/layers.py, which the tests compare them with (on CPU, through Triton's
-interpreter, TRITON_INTERPRET=1, which must be set before this module is imported; the kernels use only Triton's
-builtins, not the library functions it defines with @triton.jit (tl.zeros, tl.cdiv), so that they run interpreted
-even where `triton` itself was imported before the switch was set).
+maths of the reference functions in nets/layers.py and nets/filtered_lrelu.py, which the tests compare them with (on
+CPU, through Triton's interpreter, TRITON_INTERPRET=1, which must be set before this module is imported; the
+kernels use only Triton's builtins, not the library functions it defines with @triton.jit (tl.zeros, tl.cdiv), so
+that they run interpreted even where `triton` itself was imported before the switch was set).
 
-- bias_act: y = clamp(act(x + b) * gain, -clamp, clamp) in one pass; its derivative dy * gain * act'(x + b) *
-  [|act(x + b) * gain| <= clamp] in one pass too, recomputed from x and b (the masks are not stored).
-- upfirdn2d: upsample by zero insertion, pad, convolve with a 2-D FIR filter, keep every down-th sample; one
-  output sample per lane, reading only the taps that meet a non-inserted sample (1/up^2 of them).
+- bias_act (here): y = clamp(act(x + b) * gain, -clamp, clamp) in one pass; its derivative dy * gain * act'(x + b)
+  * [|act(x + b) * gain| <= clamp] in one pass too, recomputed from x and b (the masks are not stored).
+- upfirdn2d (nets/triton_upfirdn2d.py): upsample by zero insertion, pad, convolve with a FIR filter, keep every
+  down-th sample; one output sample per lane, reading only the taps that meet a non-inserted sample (1/up^2 of
+  them). The StyleGAN2 resamplers below are calls of it.
+- filtered_lrelu (nets/triton_filtered_lrelu.py): StyleGAN3's nonlinearity as upfirdn2d calls, the bias, leaky
+  ReLU and clamp folded into the upsampling one, which keeps a one-byte mask per upsampled sample for backward.
 
 Each derivative is an autograd Function of the same kind whose own derivative is known, so gradients of gradients
-(R1, path length) run these kernels too: bias_act's derivative is linear in dy with a piecewise-constant factor, and
-upfirdn2d's adjoint is another upfirdn2d (down and up swapped, the filter flipped).
+(R1, path length) run these kernels too: bias_act's derivative is linear in dy with a piecewise-constant factor,
+upfirdn2d's adjoint is another upfirdn2d (down and up swapped, the filter flipped), and filtered_lrelu with its mask
+fixed is a linear map whose adjoint is upfirdn2d calls with the mask's factor between them.
 """
 
 import torch
 import triton
 import triton.language as tl
 
-from ganforge.nets.layers import LRELU_SLOPE
-from ganforge.nets.ops import FusedOps
-
-BLOCK = 1024  # elements per program: a multiple of the warp size that keeps the loads of a program coalesced
-
-
-def _accumulator(dtype: torch.dtype):
-    """float64 sums for float64 tensors (gradcheck), float32 for the rest (fp16 and bf16 round once, at the end)."""
-    return tl.float64 if dtype == torch.float64 else tl.float32
-
-
-def _grid(numel: int) -> tuple[int]:
-    return (triton.cdiv(numel, BLOCK),)
-
+from ganforge.nets.ops import LRELU_SLOPE, FusedOps
+from ganforge.nets.triton_filtered_lrelu import filtered_lrelu
+from ganforge.nets.triton_upfirdn2d import accumulator, exact_dtype, grid_and_block, upfirdn2d
 
 # --- bias + activation + gain + clamp ----------------------------------------------------------------------------
 
@@ -69,12 +62,12 @@ def _launch_bias_act(x, b, dy, act, gain, clamp):
     inner = x[0, 0].numel() if x.ndim > 1 and x.shape[0] and x.shape[1] else 1
     channels = x.shape[1] if x.ndim > 1 else 1
     bias = x if b is None else b.to(x.dtype).contiguous()
-    exact = torch.float64 if x.dtype == torch.float64 else torch.float32
-    constants = torch.tensor([gain, LRELU_SLOPE, clamp or 0], dtype=exact, device=x.device)
-    _bias_act_kernel[_grid(x.numel())](
+    constants = torch.tensor([gain, LRELU_SLOPE, clamp or 0], dtype=exact_dtype(x.dtype), device=x.device)
+    grid, block = grid_and_block(x.numel())
+    _bias_act_kernel[grid](
         x, bias, source, out, constants, x.numel(), channels, inner,
         HAS_BIAS=b is not None, LRELU=act == "lrelu", HAS_CLAMP=clamp is not None, GRAD=dy is not None,
-        ACC=_accumulator(x.dtype), BLOCK=BLOCK,
+        ACC=accumulator(x.dtype), BLOCK=block,
     )  # fmt: skip
     return out
 
@@ -118,91 +111,7 @@ def bias_act(x: torch.Tensor, b: torch.Tensor | None, act: str, gain: float, cla
     return _BiasAct.apply(x, b, act, gain, clamp)
 
 
-# --- upfirdn2d ---------------------------------------------------------------------------------------------------
-
-
-@triton.jit
-def _upfirdn2d_kernel(x_ptr, f_ptr, y_ptr, numel, in_h, in_w, out_h, out_w, taps_h, taps_w, up, down, pad_y, pad_x,
-                      rows, cols, ACC: tl.constexpr, BLOCK: tl.constexpr):  # fmt: skip
-    """y[p, oy, ox] = sum_{ky, kx} u[oy * down + ky - pad_y, ox * down + kx - pad_x] f[taps_h-1-ky, taps_w-1-kx],
-    where u is x with up-1 zeros inserted after each sample (u[i * up] = x[i]): a true convolution of the padded,
-    upsampled signal, sampled every `down`. Only taps ky = phase + t * up meet a sample of x: `rows` and `cols`
-    (ceil(taps / up)) per axis."""
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    valid = offsets < numel
-    ox = offsets % out_w
-    oy = (offsets // out_w) % out_h
-    plane = offsets // (out_w * out_h)
-    base_y, base_x = oy * down - pad_y, ox * down - pad_x  # position in u of tap 0
-    phase_y = ((-base_y) % up + up) % up  # the first tap with (base + tap) divisible by up
-    phase_x = ((-base_x) % up + up) % up
-    acc = tl.full([BLOCK], 0, ACC)
-    for ty in range(0, rows):
-        ky = phase_y + ty * up
-        iy = (base_y + ky) // up  # exact: base_y + ky is a multiple of up
-        row_ok = valid & (ky < taps_h) & (base_y + ky >= 0) & (iy < in_h)
-        for tx in range(0, cols):
-            kx = phase_x + tx * up
-            ix = (base_x + kx) // up
-            ok = row_ok & (kx < taps_w) & (base_x + kx >= 0) & (ix < in_w)
-            sample = tl.load(x_ptr + (plane * in_h + iy) * in_w + ix, mask=ok, other=0.0).to(ACC)
-            tap = tl.load(f_ptr + (taps_h - 1 - ky) * taps_w + (taps_w - 1 - kx), mask=ok, other=0.0).to(ACC)
-            acc += sample * tap
-    tl.store(y_ptr + offsets, acc.to(y_ptr.dtype.element_ty), mask=valid)
-
-
-def _output_size(size: int, up: int, down: int, pad_lo: int, pad_hi: int, taps: int) -> int:
-    """Samples left of `size` after upsampling, padding, a valid convolution with `taps` and keeping every down-th."""
-    return (size * up + pad_lo + pad_hi - taps + down) // down
-
-
-class _UpFirDn2d(torch.autograd.Function):
-    """upfirdn2d as a Function; its derivative is its adjoint, the same Function with up and down swapped and the
-    filter flipped, so every order of derivative is one kernel call."""
-
-    @staticmethod
-    def forward(ctx, x, f, up, down, padding):
-        px0, px1, py0, py1 = padding
-        n, c, h, w = x.shape
-        out_h = _output_size(h, up, down, py0, py1, f.shape[0])
-        out_w = _output_size(w, up, down, px0, px1, f.shape[1])
-        assert out_h > 0 and out_w > 0, (x.shape, f.shape, up, down, padding)
-        ctx.save_for_backward(f)
-        ctx.args = (up, down, padding, (h, w), (out_h, out_w))
-        x = x.contiguous()
-        y = torch.empty([n, c, out_h, out_w], dtype=x.dtype, device=x.device)
-        f = f.to(torch.float64 if x.dtype == torch.float64 else torch.float32).contiguous()
-        _upfirdn2d_kernel[_grid(y.numel())](
-            x, f, y, y.numel(), h, w, out_h, out_w, f.shape[0], f.shape[1], up, down, py0, px0,
-            -(-f.shape[0] // up), -(-f.shape[1] // up), ACC=_accumulator(x.dtype), BLOCK=BLOCK,
-        )  # fmt: skip
-        return y
-
-    @staticmethod
-    def backward(ctx, dy):
-        (f,) = ctx.saved_tensors
-        up, down, padding, (h, w), (out_h, out_w) = ctx.args
-        return _UpFirDn2d.apply(dy, f.flip([0, 1]), down, up, _adjoint_padding(padding, f.shape, up, down,
-                                (h, w), (out_h, out_w))), None, None, None, None  # fmt: skip
-
-
-def _adjoint_padding(padding, taps, up: int, down: int, in_size, out_size) -> tuple[int, int, int, int]:
-    """The padding of the adjoint upfirdn2d. Output sample o reads padded position o * down + k with tap
-    f[taps-1-k]; input i sits at i * up + pad_lo. So input i receives dy[o] f[k'] for o * down = i * up + pad_lo -
-    taps + 1 + k': an upfirdn2d of dy with the flipped filter, up = down, down = up and pad_lo' = taps - 1 - pad_lo;
-    pad_hi' makes exactly the input's size come out."""
-    px0, _, py0, _ = padding
-    lo_y, lo_x = taps[0] - 1 - py0, taps[1] - 1 - px0
-    hi_y = in_size[0] * up - out_size[0] * down - lo_y + taps[0] - 1
-    hi_x = in_size[1] * up - out_size[1] * down - lo_x + taps[1] - 1
-    return lo_x, hi_x, lo_y, hi_y
-
-
-def upfirdn2d(x: torch.Tensor, f: torch.Tensor, up: int = 1, down: int = 1, padding=(0, 0, 0, 0)) -> torch.Tensor:
-    """x [N, C, H, W] -> upsample by `up` (zero insertion), pad by padding = (left, right, top, bottom) (negative:
-    crop), convolve with the 2-D filter f [taps_h, taps_w], keep every `down`-th sample. f is a constant."""
-    assert not f.requires_grad and f.ndim == 2, "the filter is a fixed 2-D FIR kernel"
-    return _UpFirDn2d.apply(x, f, up, down, tuple(padding))
+# --- resampling ------------------------------------------------------------------------------------------------
 
 
 def fir_filter(x: torch.Tensor, f: torch.Tensor, pad: int, gain: float = 1.0) -> torch.Tensor:
@@ -220,4 +129,4 @@ def downsample2d(x: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
     return upfirdn2d(x, f, down=2, padding=(1, 1, 1, 1))
 
 
-TRITON_OPS = FusedOps("triton", bias_act, fir_filter, upsample2d, downsample2d)
+TRITON_OPS = FusedOps("triton", bias_act, fir_filter, upsample2d, downsample2d, filtered_lrelu)
