@@ -14,8 +14,11 @@ Steps, in order, each a subprocess with its own time limit:
 4. A short `ganforge train` from a synthetic fast-format dataset (read ahead by a thread of the trainer): the share
    of the step spent waiting for data.
 5. The fused-op implementations (`--kernels reference`, `--compile`, `--kernels triton`) on StyleGAN2 at 256²
-   (paper256) and StyleGAN3-T and -R at 256², bf16: img/s and peak memory side by side (the compiled ones last).
-6. The bench again, channels-last, then compiled.
+   (paper256) and StyleGAN3-T and -R at 256², bf16, and on paper256 torch.compile's other modes, `--compile
+   reduce-overhead` (CUDA graphs) and `--compile max-autotune` (tuned kernels and CUDA graphs): img/s and peak memory
+   side by side (the compiled ones last).
+6. The bench again, channels-last, then compiled; max-autotune last of all (its tuning compiles for minutes, so a
+   spent budget skips it first).
 The whole suite stays inside --budget-s: a step that would start after it is recorded as skipped, so a slow compile
 cannot cost the table. The results go to suite.json (every step's command, exit status, seconds, parsed figures and,
 where it failed, its output's tail), suite.md (the tables) and cuda-tests.txt (pytest's whole report) in the output
@@ -43,12 +46,15 @@ VARIANTS = ({"label": "eager"}, {"label": "channels-last", "flag": "--channels-l
             {"label": "compile", "flag": "--compile"})  # fmt: skip
 # Who runs the fused ops, as the bench is told: the reference ops eager, compiled by inductor, or the Triton kernels.
 KERNELS = {"reference": ["--kernels", "reference"], "compile": ["--compile"], "triton": ["--kernels", "triton"]}
+# torch.compile's other modes, on StyleGAN2 (paper256) only: both replay CUDA graphs, and max-autotune times candidate
+# kernels for every matrix multiply and convolution while it compiles (minutes).
+COMPILE_MODES = {"reduce-overhead": ["--compile", "reduce-overhead"], "max-autotune": ["--compile", "max-autotune"]}
 KERNEL_CONFIGS = {"paper256": ["--cfg", "paper256"], "stylegan3-t": ["--cfg", "stylegan3-t", "--resolution", "256"],
                   "stylegan3-r": ["--cfg", "stylegan3-r", "--resolution", "256"]}  # fmt: skip
-TIME_LIMIT_S = {"doctor": 120, "cuda-tests": 240, "bench": 150, "loader": 120}
+TIME_LIMIT_S = {"doctor": 120, "cuda-tests": 300, "bench": 150, "bench-autotune": 300, "loader": 120}
 # Exit statuses that mean the step did its job: doctor exits 1 for warnings and 2 for failed checks, which are
 # findings to read in its report, not a broken suite.
-GOOD_RC = {"doctor": (0, 1, 2), "cuda-tests": (0,), "bench": (0,), "loader": (0,)}
+GOOD_RC = {"doctor": (0, 1, 2), "cuda-tests": (0,), "bench": (0,), "bench-autotune": (0,), "loader": (0,)}
 
 
 @dataclass
@@ -87,20 +93,22 @@ def bench_steps(dry_run: bool) -> list[Step]:
 
 
 def kernel_steps(dry_run: bool) -> list[Step]:
-    """Each KERNELS choice on each KERNEL_CONFIGS network, bf16; in a dry run the tiny presets at 16² on the CPU,
-    where only the reference runs (Triton needs a GPU there, inductor minutes)."""
+    """Each KERNELS choice on each KERNEL_CONFIGS network, then each COMPILE_MODES mode on paper256, bf16; in a dry
+    run the tiny presets at 16² on the CPU, where only the reference runs (Triton needs a GPU there, inductor minutes,
+    CUDA graphs CUDA)."""
     configs = {"paper256": ["--cfg", "tiny"], "stylegan3-t": ["--cfg", "tiny3"], "stylegan3-r": ["--cfg", "tiny3"]}
     size = ["--resolution", "16", "--steps", "1", "--warmup", "0", "--device", "cpu"] if dry_run else [
         "--steps", "4", "--warmup", "2", "--repeat", "2", "--device", "cuda"]  # fmt: skip
     steps = []
-    for name, config in KERNEL_CONFIGS.items():
-        for choice, flags in KERNELS.items():
-            network = configs[name] if dry_run else config
-            command = ganforge("bench", *network, *size, "--precision", "bf16", "--json", *flags)
-            step = Step(f"kernels {name} {choice}", command, "bench")
-            if dry_run and choice != "reference":
-                step.run, step.why_not = False, "needs a GPU (Triton only interprets on CPU; inductor takes minutes)"
-            steps.append(step)
+    choices = [(name, choice, flags) for name in KERNEL_CONFIGS for choice, flags in KERNELS.items()]
+    choices += [("paper256", mode, flags) for mode, flags in COMPILE_MODES.items()]
+    for name, choice, flags in choices:
+        network = configs[name] if dry_run else KERNEL_CONFIGS[name]
+        command = ganforge("bench", *network, *size, "--precision", "bf16", "--json", *flags)
+        step = Step(f"kernels {name} {choice}", command, "bench-autotune" if choice == "max-autotune" else "bench")
+        if dry_run and choice != "reference":
+            step.run, step.why_not = False, "needs a GPU (Triton only interprets on CPU; inductor takes minutes)"
+        steps.append(step)
     return steps
 
 
@@ -128,10 +136,11 @@ def plan(dry_run: bool, data: Path, out: Path, results: Path) -> list[Step]:
     eager = [step for step in benches if step.name.endswith(" eager")]
     later = [step for step in benches if step not in eager]
     kernels = kernel_steps(dry_run)
-    uncompiled = [step for step in kernels if not step.name.endswith(" compile")]
-    compiled = [step for step in kernels if step not in uncompiled]
+    uncompiled = [step for step in kernels if step.name.endswith((" reference", " triton"))]
+    autotuned = [step for step in kernels if step.kind == "bench-autotune"]
+    compiled = [step for step in kernels if step not in uncompiled + autotuned]
     # the loader before the channels-last and compiled entries: if the budget runs out, it runs out on the compiles
-    return [doctor, cuda_tests, *eager, *uncompiled, loader_step(dry_run, data, out), *compiled, *later]
+    return [doctor, cuda_tests, *eager, *uncompiled, loader_step(dry_run, data, out), *compiled, *later, *autotuned]
 
 
 def execute(step: Step, deadline: float, limited: bool) -> None:
@@ -182,7 +191,8 @@ def parse_loader(_stdout: str, step: Step) -> dict:
     return {"data_wait_share": last["Timing/data_wait_share"], "img_per_s": last["Timing/img_per_s"]}
 
 
-PARSERS = {"doctor": parse_doctor, "cuda-tests": parse_pytest, "bench": parse_bench, "loader": parse_loader}
+PARSERS = {"doctor": parse_doctor, "cuda-tests": parse_pytest, "bench": parse_bench, "bench-autotune": parse_bench,
+           "loader": parse_loader}  # fmt: skip
 
 
 def make_dataset(folder: Path, dry_run: bool) -> Path:
@@ -209,7 +219,7 @@ def markdown(steps: list[Step], header: str) -> str:
     lines += ["", "| bench | img/s | s/kimg | memory GB | TFLOP/s | % of dense peak |", "|---|---|---|---|---|---|"]
     for s in steps:
         f = s.result.get("figures")
-        if s.kind == "bench" and f:
+        if s.kind.startswith("bench") and f:
             peak = None if f["peak_fraction"] is None else 100 * f["peak_fraction"]
             lines.append(f"| {s.name.removeprefix('bench ')} | {_cell(f['img_per_s'])} | {_cell(f['s_per_kimg'])} | "
                          f"{_cell(f['memory_gb'], 2)} | {_cell(f['tflops'], 2)} | {_cell(peak)} |")  # fmt: skip

@@ -48,6 +48,10 @@ PROJECTED_NOISE = PROJECTED_TESTS + "test_stored_noise_maps_are_used_and_a_file_
 FINE_TUNING_SCHEDULES = PRETRAINED + "test_fine_tuning_keeps_the_files_g_ema_and_lets_ada_react_within_the_run"
 METRICS_REFERENCE = "tests/metrics/test_metrics_reference.py::test_inception_inputs_are_fid_helper_pytorchs"
 SWD_REFERENCE = "tests/metrics/test_metrics_swd.py::test_laplacian_pyramid_matches_the_burt_adelson_reference"
+COMPILE_OPTIONS = "tests/train/test_train_compile_options.py::"
+COMPILED_PHASES = "tests/train/test_train_compiled_phases.py::"
+PRECISION_TESTS = "tests/train/test_train_precision.py::"
+COMPILE_MODE_TEST = PRECISION_TESTS + "test_the_compile_mode_reaches_torch_compile_and_only_cuda_replays_cuda_graphs"
 SWD_LEVEL = "tests/metrics/test_metrics_swd.py::test_swd_of_one_level_equals_the_progan_reference"
 PL = REFERENCE + "test_g_reg_path_length_matches_finite_differences_and_pl_mean_is_its_ema"
 LOOP_SCHEDULE = SCHEDULE + "test_loop_runs_r1_every_16_and_path_length_every_4_steps_and_ramps_the_ema_up"
@@ -1034,6 +1038,46 @@ MUTANTS = (
     M("kernels_choice_not_applied", "nets/kernels.py", "                module.ops = ops",
       "                module.ops = module.ops",
       (KERNELS + "test_a_whole_step_with_the_kernels_equals_the_reference",)),
+    M("compile_mode_not_passed", "train/precision.py", "torch.compile(forward, mode=self.compile)",
+      'torch.compile(forward, mode="default")', (COMPILE_MODE_TEST,)),
+    M("compile_flag_alone_not_default", "config/sections.py", 'bare="default",', 'bare="max-autotune",',
+      (COMPILE_OPTIONS + "test_the_flag_alone_is_the_default_mode_and_a_mode_may_follow_it",)),
+    M("compile_switch_read_inverted", "config/__init__.py", 'COMPILE_SWITCH = {True: "default", False: "off"}',
+      'COMPILE_SWITCH = {True: "off", False: "default"}',
+      (COMPILE_OPTIONS + "test_config_json_and_checkpoints_of_the_switch_read_as_its_modes",)),
+    M("compile_switch_not_read", "config/__init__.py",
+      'return {"runtime.compile": COMPILE_SWITCH[compile_]} if isinstance(compile_, bool) else {}', "return {}",
+      (COMPILE_OPTIONS + "test_config_json_and_checkpoints_of_the_switch_read_as_its_modes",
+       "tests/train/test_train_dry_run_recorded.py::test_dry_run_config_equals_the_recorded_one")),
+    M("compiling_means_the_default_mode_only", "config/sections.py", "return self.compile != COMPILE_OFF",
+      'return self.compile == "default"',
+      (COMPILE_OPTIONS + "test_the_flag_alone_is_the_default_mode_and_a_mode_may_follow_it",
+       COMPILE_OPTIONS + "test_what_compiling_refuses_is_refused_in_every_mode")),
+    M("reduce_overhead_accepted_on_cpu", "train/problems.py",
+      'if r.compile == "reduce-overhead" and device_type != "cuda":',
+      'if r.compile == "reduce-overhead" and device_type == "mps":',
+      (COMPILE_OPTIONS + "test_reduce_overhead_on_a_cpu_is_refused_in_train_and_bench_with_the_fix",
+       COMPILE_OPTIONS + "test_every_mode_resolves_on_cuda_and_only_reduce_overhead_is_refused_on_a_cpu")),
+    M("fp16_res_refused_in_the_default_mode_only", "train/problems.py",
+      'if r.compiling and p.mode == "fp16" and p.fp16_res:',
+      'if r.compile == "default" and p.mode == "fp16" and p.fp16_res:',
+      (COMPILE_OPTIONS + "test_what_compiling_refuses_is_refused_in_every_mode",)),
+    M("cuda_graph_modes_without_max_autotune", "train/precision.py",
+      'CUDA_GRAPH_MODES = ("max-autotune", "reduce-overhead")', 'CUDA_GRAPH_MODES = ("reduce-overhead",)',
+      (COMPILE_MODE_TEST,)),
+    M("cuda_graph_outputs_not_copied", "train/precision.py",
+      "return functools.partial(_copied_output, fast) if self.cuda_graphs else fast", "return fast",
+      (COMPILE_MODE_TEST,
+       COMPILED_PHASES + "test_cuda_graph_steps_with_accumulation_and_lazy_regularisation_equal_eager_steps")),
+    M("cuda_graph_gradients_left_none", "train/precision.py",
+      "p.grad = torch.zeros_like(p) if self.cuda_graphs else None", "p.grad = None",
+      (PRECISION_TESTS + "test_under_cuda_graphs_a_phase_accumulates_into_zeroed_gradients_of_its_own",)),
+    M("cuda_graph_rounds_not_marked", "train/precision.py", "            torch.compiler.cudagraph_mark_step_begin()",
+      "            pass", (COMPILE_MODE_TEST,
+       COMPILED_PHASES + "test_cuda_graph_steps_with_accumulation_and_lazy_regularisation_equal_eager_steps")),
+    M("r3gan_d_phase_through_the_compiled_d", "train/relativistic.py",
+      "trainer.discriminate_pair(fakes, reals, mb, main=False)", "trainer.discriminate_pair(fakes, reals, mb)",
+      (COMPILED_PHASES + "test_compiled_main_forwards_train_every_phase_as_eager_does",)),
 )  # fmt: skip
 
 

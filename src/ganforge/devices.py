@@ -4,7 +4,8 @@ torch is imported where a device is looked at, not with this module: the command
 anything heavy is loaded (`ganforge --help` must not import torch).
 
 `--kernels auto` picks the fused Triton kernels (ganforge.nets.triton_ops) where they can run and help: Triton
-installed, a CUDA device, and no torch.compile (which generates its own fused Triton kernels from the reference ops).
+installed, a CUDA device, and no torch.compile in any mode (which generates its own fused Triton kernels from the
+reference ops).
 
 `--precision auto` (the reasons in `ganforge.train.precision`): bf16 on NVIDIA GPUs from Ampere on (compute
 capability 8.0, bf16 tensor cores, no loss scaling needed), fp32 on older GPUs and on every CPU, even where bf16 is
@@ -17,6 +18,10 @@ from ganforge.errors import UserError
 
 DEVICE_CHOICES = ("auto", "cuda", "cpu")
 KERNEL_CHOICES = ("auto", "reference", "triton")
+# --compile: off, or the torch.compile mode of the main phases' forwards (max-autotune and reduce-overhead replay CUDA
+# graphs on CUDA); the flag alone is torch.compile's default mode, as when --compile was a switch.
+COMPILE_OFF = "off"
+COMPILE_MODES = (COMPILE_OFF, "default", "max-autotune", "reduce-overhead")
 AMPERE = (8, 0)
 CPU_BF16_FLAGS = ("amx_bf16", "avx512_bf16")  # /proc/cpuinfo names of the native bf16 instructions
 CPUINFO = Path("/proc/cpuinfo")
@@ -79,11 +84,13 @@ def cpu_flags() -> frozenset[str]:
 
 
 def pick_kernels(choice: str, device_type: str, compiled: bool) -> tuple[str, str]:
-    """`--kernels` on a device: ("reference" or "triton", why); `compiled`: --compile is on.
+    """`--kernels` on a device: ("reference" or "triton", why); `compiled`: --compile is on, in any mode
+    (`RuntimeConfig.compiling`).
 
     On a CPU, Triton runs only through its interpreter (TRITON_INTERPRET=1): numerically the kernels, slowly; the
     tests use it, and `--kernels triton` accepts it there so that a whole training step can be checked on a CPU;
     `auto` never picks it."""
+    assert isinstance(compiled, bool), compiled  # a mode's name ("off" too) would read as true
     if choice == "reference":
         return "reference", "asked for"
     problem = kernels_problem(choice, device_type, compiled)
@@ -106,6 +113,7 @@ def describe_kernels(choice: str, device_type: str, compiled: bool) -> str:
 
 def kernels_problem(choice: str, device_type: str, compiled: bool) -> str | None:
     """Why `--kernels choice` cannot run on this device, as a complete message naming the fix, or None."""
+    assert isinstance(compiled, bool), compiled
     problem = _triton_problem(device_type, compiled, _triton_interpreted()) if choice == "triton" else None
     return f"--kernels triton: {problem[0]}; {problem[1]}" if problem else None
 

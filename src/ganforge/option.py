@@ -65,7 +65,8 @@ class Option:
     `flag` defaults to the field's name with dashes, `name` (the keyword of the options type) to the flag's words
     joined by underscores. `kind` is int, float, str or bool (a switch that is off unless given); it defaults to the
     field's type. `preset`: the default comes from the `--cfg` row or is derived, not from the field. `shown_default`
-    replaces the help's `[default: ...]` where the default is neither the field's nor the preset's."""
+    replaces the help's `[default: ...]` where the default is neither the field's nor the preset's. `bare`: the value
+    of a choice given as the flag alone (`--compile` for `--compile default`), so that a switch can grow choices."""
 
     section: str
     help: str
@@ -80,6 +81,10 @@ class Option:
     required: bool = False
     negated: bool = False  # a switch that sets its field to False (--no-report)
     must: str = ""  # what a refused value must be, in the option's own terms (default: the range's description)
+    bare: str = ""  # the value of the flag given without one (one of `choices`); "": a value is needed
+
+    def __post_init__(self):
+        assert not self.bare or self.bare in self.choices, (self.bare, self.choices)
 
 
 def option(section: str, help: str, *, default=dataclasses.MISSING, maths: bool = True, **declaration):
@@ -134,9 +139,14 @@ class Declared:
             return ", ".join(map(str, default)) or "none"
         return f"{default:g}" if isinstance(default, float) else str(default)
 
+    def value_of(self, given):
+        """A given value as its field holds it: for an option with `bare`, True (from a Python caller of the time it
+        was a switch) is the flag alone."""
+        return self.option.bare if self.option.bare and given is True else given
+
     def problem(self, value) -> str | None:
         """Why a given value is not accepted, as a complete message naming the flag, or None."""
-        if value is None or self.kind is bool:
+        if value is None or self.kind is bool or self.option.bare and isinstance(value, bool):
             return None
         if self.option.choices and value not in self.option.choices:
             return f"{self.flag} {value}: unknown; use one of {', '.join(self.option.choices)}"

@@ -23,7 +23,10 @@ def test_dry_run_plans_every_step_runs_the_cpu_ones_and_writes_json_and_markdown
                                                      for v in ("eager", "channels-last", "compile")}  # fmt: skip
     kernels = {f"kernels {net} {choice}" for net in ("paper256", "stylegan3-t", "stylegan3-r")
                for choice in ("reference", "compile", "triton")}  # fmt: skip
+    kernels |= {"kernels paper256 reduce-overhead", "kernels paper256 max-autotune"}  # torch.compile's other modes
     assert set(steps) == expected | kernels
+    assert list(steps)[-1] == "kernels paper256 max-autotune"  # the slowest to compile: the first a budget cuts
+    assert steps["kernels paper256 reduce-overhead"]["command"][-2:] == ["--compile", "reduce-overhead"]
     assert "--kernels" in steps["kernels stylegan3-r triton"]["command"]
     assert steps["kernels paper256 triton"]["status"] == "skipped" and "GPU" in steps["kernels paper256 triton"]["why"]
     assert steps["cuda-tests"]["status"] == "skipped" and "GPU" in steps["cuda-tests"]["why"]

@@ -169,10 +169,41 @@ def test_compile_gives_the_eager_losses(data, tmp_path):
     """The first step's losses come from identical weights, so compiled and eager forwards must agree closely."""
     # fp32: the default `auto` is bf16 on Ampere+, and the bound below is float32's
     for mode in ("eager", "compiled"):
-        assert run(resolve(_options(data, tmp_path / mode, compile=mode == "compiled", precision="fp32"))) == 0
+        compile_mode = "default" if mode == "compiled" else None
+        assert run(resolve(_options(data, tmp_path / mode, compile=compile_mode, precision="fp32"))) == 0
     eager, compiled = _first_tick(tmp_path / "eager"), _first_tick(tmp_path / "compiled")
     for key in ("Loss/G/main", "Loss/D/main", "Scores/real", "Scores/fake"):
         assert compiled[key] == pytest.approx(eager[key], rel=1e-3, abs=1e-5), key
+
+
+def _ticks(outdir: Path) -> list[dict]:
+    (run_dir,) = [p for p in outdir.iterdir() if p.is_dir()]
+    return [json.loads(line) for line in (run_dir / "stats.jsonl").read_text().splitlines()]
+
+
+def test_reduce_overhead_cuda_graph_steps_give_the_eager_run(data, tmp_path, monkeypatch):
+    """Five steps, each a tick, of two micro-batches each (the replays of the second overwrite the outputs of the
+    first), with path length at steps 0 and 4 and R1 at step 0 (eager, between the graphs' replays): every tick's
+    losses and the final weights are the eager run's within float32 reordering (fp32: `auto` would be bf16). Inductor
+    draws the layers' noise with eager's generator here (`fallback_random`), so that both runs add the same noise."""
+    monkeypatch.setattr(torch._inductor.config, "fallback_random", True)
+    states = {}
+    for mode in (None, "reduce-overhead"):
+        outdir = tmp_path / str(mode)
+        options = _options(data, outdir, kimg=0.08, batch=16, batch_gpu=8, tick=0.016, compile=mode, precision="fp32")
+        assert run(resolve(options)) == 0
+        states[mode] = (_ticks(outdir), checkpoint.load_latest(next(outdir.iterdir()) / "checkpoints"))
+    (eager, expected), (graphs, actual) = states[None], states["reduce-overhead"]
+    losses = [[{k: v for k, v in tick.items() if k.startswith(("Loss/", "Scores/"))} for tick in ticks
+               if "Loss/G/main" in tick] for ticks in (eager, graphs)]  # fmt: skip
+    assert len(losses[0]) == 5 and "Loss/G/pl" in losses[0][4] and "Loss/D/r1" in losses[0][0]
+    for step, (reference, values) in enumerate(zip(*losses, strict=True)):
+        assert values.keys() == reference.keys(), step
+        for key, value in reference.items():
+            assert values[key] == pytest.approx(value, rel=1e-3, abs=1e-5), (step, key)
+    for name in ("G", "D", "G_ema"):
+        for key, value in expected[name].items():
+            torch.testing.assert_close(actual[name][key], value, rtol=1e-3, atol=1e-4, msg=f"{name} {key}")
 
 
 _NCCL_WORKER = """

@@ -4,6 +4,7 @@ import pytest
 import torch
 from train_helpers import make_dataset, tiny_options
 
+from ganforge.devices import COMPILE_MODES
 from ganforge.numerics import fp32_math
 from ganforge.train import command, resolve, run
 from ganforge.train import precision as precision_module
@@ -69,12 +70,48 @@ def test_one_precision_object_owns_the_runs_numeric_switches(monkeypatch):
         yield
 
     monkeypatch.setattr(precision_module, "kernel_policy", deterministic)
-    monkeypatch.setattr(torch, "compile", lambda forward: ("compiled", forward))
+    monkeypatch.setattr(torch, "compile", lambda forward, mode: ("compiled", forward))
     cpu, before = torch.device("cpu"), _flags()
-    plain, tuned = Precision("fp32", cpu), Precision("tf32", cpu, deterministic=True, channels_last=True, compile=True)
+    plain = Precision("fp32", cpu)
+    tuned = Precision("tf32", cpu, deterministic=True, channels_last=True, compile="default")
     with tuned.policy():
         assert _flags() == ("tf32", "tf32") and entered == [True]
     assert _flags() == before
     assert plain.memory_format == torch.contiguous_format and tuned.memory_format == torch.channels_last
     forward = torch.nn.Linear(2, 2)
     assert plain.compiled(forward) is forward and tuned.compiled(forward) == ("compiled", forward)
+
+
+def test_the_compile_mode_reaches_torch_compile_and_only_cuda_replays_cuda_graphs(monkeypatch):
+    """off leaves the forward as it is; every other mode is torch.compile's. max-autotune and reduce-overhead replay
+    CUDA graphs on CUDA only: there the compiled forward hands out a copy of its output, which the next replay leaves
+    alone, and each micro-batch starts a new round of replays (torch's own functions stood in for)."""
+    modes, marks = [], []
+    monkeypatch.setattr(torch, "compile", lambda forward, mode: modes.append(mode) or forward)
+    monkeypatch.setattr(torch.compiler, "cudagraph_mark_step_begin", lambda: marks.append("mark"))
+    cpu, cuda, x = torch.device("cpu"), torch.device("cuda"), torch.ones(3)
+    forward = torch.nn.Identity()
+    assert [Precision("fp32", cpu, compile=mode).compiled(forward) is forward for mode in COMPILE_MODES] == [True] * 4
+    assert modes == ["default", "max-autotune", "reduce-overhead"]
+    graphs = {mode: Precision("fp32", cuda, compile=mode).cuda_graphs for mode in COMPILE_MODES}
+    assert graphs == {"off": False, "default": False, "max-autotune": True, "reduce-overhead": True}
+    assert not any(Precision("fp32", cpu, compile=mode).cuda_graphs for mode in COMPILE_MODES)
+    replayed = Precision("fp32", cuda, compile="reduce-overhead")
+    out = replayed.compiled(forward)(x)
+    assert torch.equal(out, x) and out.data_ptr() != x.data_ptr()
+    Precision("fp32", cpu, compile="max-autotune").start_micro_batch()
+    replayed.start_micro_batch()
+    assert marks == ["mark"]
+
+
+def test_under_cuda_graphs_a_phase_accumulates_into_zeroed_gradients_of_its_own():
+    """The compiled backward's gradients live in the graphs' pool; a gradient that is None would take that memory
+    as it is, and the next micro-batch's replay would overwrite it before it is added to."""
+    params = [torch.nn.Parameter(torch.ones(2, 3)), torch.nn.Parameter(torch.ones(4))]
+    for device, expected in (("cpu", [None, None]), ("cuda", [torch.zeros(2, 3), torch.zeros(4)])):
+        for p in params:
+            p.grad = torch.full_like(p, 7.0)
+        Precision("fp32", torch.device(device), compile="reduce-overhead").clear_gradients(params)
+        assert [p.grad if p.grad is None else p.grad.tolist() for p in params] == [
+            e if e is None else e.tolist() for e in expected
+        ]

@@ -35,7 +35,7 @@ class BenchOptions:
     preset: str | None = None
     cond: bool = False
     precision: str | None = None
-    compile: bool = False
+    compile: str | None = None
     kernels: str | None = None
     channels_last: bool = False
     aug: str | None = None

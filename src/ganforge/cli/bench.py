@@ -13,6 +13,7 @@ from ganforge.cli.help import examples
     epilog=examples(
         "ganforge bench --cfg paper256 --precision bf16 --batch-gpu auto",
         "ganforge bench --data faces256.zip --repeat 5 --json",
+        "ganforge bench --cfg paper256 --batch-gpu 8 --compile reduce-overhead",
     ),
 )
 @declared_options(BENCH_OPTIONS)

@@ -18,6 +18,8 @@ def click_option(d: Declared):
     if d.kind is bool:
         return click.option(d.flag, d.name, is_flag=True, help=help_text)
     kind = click.Choice(d.option.choices) if d.option.choices else {int: click.INT, float: click.FLOAT}.get(d.kind, str)
+    if d.option.bare:  # the flag alone gives `bare`; a following word that is not an option is its value
+        return click.option(d.flag, d.name, type=kind, is_flag=False, flag_value=d.option.bare, help=help_text)
     return click.option(d.flag, d.name, type=kind, required=d.option.required, metavar=d.option.metavar, help=help_text)
 
 

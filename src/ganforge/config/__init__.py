@@ -123,11 +123,11 @@ RENAMED = {
 
 def upgrade(config_dict: dict) -> dict:
     """A config dict (nested as config.json holds it, or flattened as checkpoints store it) in today's layout, so
-    that run folders and checkpoints of older ganforge stay readable and comparable (RENAMED, and the layouts older
-    networks were built with)."""
+    that run folders and checkpoints of older ganforge stay readable and comparable (RENAMED, the layouts older
+    networks were built with, and values stored in an older form)."""
     flat = flatten(config_dict)
     renamed = {RENAMED.get(key, key): value for key, value in flat.items()}
-    renamed |= _older_layouts(renamed)
+    renamed |= _older_layouts(renamed) | _older_values(renamed)
     if renamed == flat:
         return config_dict
     nested = any(isinstance(value, dict) for value in config_dict.values())
@@ -145,6 +145,16 @@ def _older_layouts(flat: dict) -> dict:
         "model.d_arch": None if generator == "r3gan" else "resnet",
     }
     return {key: value for key, value in implied.items() if key not in flat and value is not None}
+
+
+# --compile was a switch before it took a mode: true compiled in torch.compile's default mode.
+COMPILE_SWITCH = {True: "default", False: "off"}
+
+
+def _older_values(flat: dict) -> dict:
+    """Values whose form has changed since: runtime.compile as a switch (true / false) becomes its mode."""
+    compile_ = flat.get("runtime.compile")
+    return {"runtime.compile": COMPILE_SWITCH[compile_]} if isinstance(compile_, bool) else {}
 
 
 def flatten(d: dict, prefix: str = "") -> dict:

@@ -7,7 +7,7 @@ by `ganforge.train.resolver` from the preset, the dataset or a derivation, or ke
 
 from dataclasses import dataclass
 
-from ganforge.devices import DEVICE_CHOICES, KERNEL_CHOICES
+from ganforge.devices import COMPILE_MODES, COMPILE_OFF, DEVICE_CHOICES, KERNEL_CHOICES
 from ganforge.limits import ARCHITECTURES, MAX_CHANNEL_BASE, MAX_FP16_RES, MAX_R3GAN_WIDTH
 from ganforge.metric_names import METRIC_NAMES
 from ganforge.option import Range, option, setting
@@ -334,7 +334,17 @@ class RuntimeConfig:
     """Where and how the step runs: speed, memory and reproducibility switches, none of which changes the maths."""
 
     device: str = option(PRECISION, "Where to train.", default="auto", choices=DEVICE_CHOICES)
-    compile: bool = option(PRECISION, "torch.compile the main-phase forwards.", default=False)
+    # The torch.compile mode of the main phases' forwards (G's synthesis, D); the regularisation phases stay eager, as
+    # they differentiate gradients, which compiled graphs do not. `--compile` alone is `default` (it was a switch).
+    compile: str = option(
+        PRECISION,
+        "torch.compile the main phases' forwards (R1 and path length stay eager) in this mode: default; max-autotune "
+        "(slower to compile, tunes its kernels; on CUDA it also replays CUDA graphs); reduce-overhead (CUDA graphs: "
+        "less launch overhead, for small batches; CUDA only). --compile alone is default.",
+        default=COMPILE_OFF,
+        choices=COMPILE_MODES,
+        bare="default",
+    )
     # Which implementation runs the fused ops (bias + activation, FIR resampling): the same maths either way, so a run
     # may continue with another choice (ganforge.devices.pick_kernels says what `auto` picks and why).
     kernels: str = option(
@@ -365,6 +375,11 @@ class RuntimeConfig:
         default=25.0,
         range=NON_NEGATIVE,
     )
+
+    @property
+    def compiling(self) -> bool:
+        """torch.compile is on, in any mode."""
+        return self.compile != COMPILE_OFF
 
 
 @dataclass(frozen=True, kw_only=True)

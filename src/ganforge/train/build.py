@@ -54,7 +54,7 @@ def build_networks(
     if precision.device.type == "cpu":  # the CPU's fast paths, chosen once here (the networks stay a reference)
         G.use_cpu_kernels()
         D.use_cpu_kernels()
-    kernels, _ = pick_kernels(cfg.runtime.kernels, precision.device.type, precision.compile)
+    kernels, _ = pick_kernels(cfg.runtime.kernels, precision.device.type, precision.compiling)
     use_kernels(kernel_ops(kernels), G, D)
     if precision.grad_checkpoint:
         assert not isinstance(G, StyleGAN3Generator), "resolve refuses --grad-checkpoint for the StyleGAN3 generators"

@@ -66,7 +66,7 @@ def main(options: TrainOptions) -> int:
                 dist.print0(f"derived: {line}", file=sys.stderr)
             for line in small_data_advice(config):
                 dist.print0(f"warning: {line}", file=sys.stderr)
-            kernels = describe_kernels(config.runtime.kernels, facts.device_type, config.runtime.compile)
+            kernels = describe_kernels(config.runtime.kernels, facts.device_type, config.runtime.compiling)
             dist.print0(kernels, file=sys.stderr)
             for line in describe_start(config, source):  # last: which run this command continues or starts
                 dist.print0(line, file=sys.stderr)

@@ -74,7 +74,7 @@ def _growth_problems(cfg: Config, options) -> list[str]:
         choices = ", ".join(map(str, starts)) or "none (the images are too small to grow)"
         problems.append(f"--grow-from {start}: growth starts at a resolution of the network's blocks below the data's "
                         f"{res}: {choices}")  # fmt: skip
-    if cfg.runtime.compile:
+    if cfg.runtime.compiling:
         problems.append("--compile: a growing network changes at every step of a fade, which would compile it again "
                         "each step; drop --compile with --grow")  # fmt: skip
     return problems

@@ -116,11 +116,12 @@ class Trainer:
         DiffAugment augment every image D sees, reals and fakes, the same way, and R1 differentiates through both."""
         return (self.D_main if main else self.D)(self._prepare(images, mb.blur_sigma), mb.c)
 
-    def discriminate_pair(self, fakes: torch.Tensor, reals: torch.Tensor, mb: MicroBatch):
-        """(fake logits, real logits) of the main D from one pass over both batches: the same values as two calls
-        (each batch is augmented on its own, fakes first, and grouped on its own by the minibatch stddev)."""
+    def discriminate_pair(self, fakes: torch.Tensor, reals: torch.Tensor, mb: MicroBatch, main: bool = True):
+        """(fake logits, real logits) of D from one pass over both batches: the same values as two calls (each batch
+        is augmented on its own, fakes first, and grouped on its own by the minibatch stddev). main: the compiled D
+        where compiling; False for logits whose gradients are differentiated again."""
         images = torch.cat([self._prepare(fakes, mb.blur_sigma), self._prepare(reals, mb.blur_sigma)])
-        return self.D_main(images, torch.cat([mb.c, mb.c]), batches=2).chunk(2)
+        return (self.D_main if main else self.D)(images, torch.cat([mb.c, mb.c]), batches=2).chunk(2)
 
     def _prepare(self, images: torch.Tensor, blur_sigma: float) -> torch.Tensor:
         images = blur_images(images, blur_sigma)
@@ -291,12 +292,13 @@ def run_phase(trainer: Trainer, phase: Phase, phase_index: int, cur_nimg: int, m
         group["lr"] = phase.lr * lr_factor(cfg.optim, cur_nimg)
         if beta2 is not None:  # annealed (R3GAN, which has no lazy regulariser whose ratio would correct it)
             group["betas"] = (cfg.optim.beta1, beta2)
-    network.opt.zero_grad(set_to_none=True)
+    trainer.precision.clear_gradients(network.params)
     total = sum(phase.samples_per_mb(len(mb.z)) for mb in mbs) * cfg.world_size
     gain = phase.interval / total  # mean over the global batch; lazy regularisers weigh `interval` times more
     stats, loss_sum = {}, torch.zeros([], device=mbs[0].real.device)
     for count, mb in enumerate(mbs, 1):
         torch.manual_seed(derive_seed(cfg.schedule.seed, cur_nimg, phase_index, mb.slot))
+        trainer.precision.start_micro_batch()
         with trainer.probe.section("fwd_bwd"):
             with trainer.precision.autocast():
                 per_sample, terms = phase.terms(trainer, mb)

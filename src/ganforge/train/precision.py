@@ -12,6 +12,14 @@ The same object also owns the run's other numeric switches: the kernel policy (c
 kernels), torch.compile of the main-phase forwards, the channels_last memory format and gradient checkpointing of
 the networks' blocks. A run builds it once (`Precision.from_config`).
 
+torch.compile's max-autotune and reduce-overhead modes replay CUDA graphs on CUDA: a compiled call's outputs live in
+the graphs' memory pool, which the next replay overwrites, and a parameter's gradient from the compiled backward may
+be that memory too. So, under CUDA graphs, the compiled forwards hand out copies of their outputs (a phase keeps
+logits for its statistics across micro-batches), each micro-batch starts a new round of replays, and a phase
+accumulates its gradients into zeroed buffers allocated outside the graphs. The gradient all-reduce runs in hooks
+after the compiled backward, outside the graphs. On a CPU there are no CUDA graphs: reduce-overhead is refused there
+(it would be default), and max-autotune tunes the CPU's kernels only.
+
 `auto`, the default, is not a mode the networks run in: `resolve_auto` turns it into one of the four when the options
 are resolved (the continued run's mode, else the hardware's choice, `ganforge.devices.choose_auto`), so the Config
 (and every checkpoint) records what was chosen and why. bf16 needs no loss scaling
@@ -25,6 +33,7 @@ for it.
 
 import contextlib
 import dataclasses
+import functools
 import os
 from pathlib import Path
 
@@ -32,10 +41,13 @@ import torch
 
 from ganforge import dist
 from ganforge.config import AUTO_PRECISION, PRECISIONS, Config
-from ganforge.devices import choose_auto
+from ganforge.devices import COMPILE_MODES, COMPILE_OFF, choose_auto
 from ganforge.numerics import fp32_math
 
 _AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
+# The torch.compile modes whose inductor options turn CUDA graphs on (torch._inductor.list_mode_options:
+# "triton.cudagraphs"); they apply on CUDA devices only.
+CUDA_GRAPH_MODES = ("max-autotune", "reduce-overhead")
 
 
 class Precision:
@@ -47,11 +59,12 @@ class Precision:
         device: torch.device,
         num_fp16_res: int = 0,
         deterministic: bool = False,
-        compile: bool = False,
+        compile: str = COMPILE_OFF,
         channels_last: bool = False,
         grad_checkpoint: bool = False,
     ):
         assert mode in PRECISIONS, f"{mode!r}: `auto` is made concrete by resolve_auto before a Precision is built"
+        assert compile in COMPILE_MODES, compile
         self.mode, self.device, self.num_fp16_res = mode, device, num_fp16_res
         self.deterministic, self.compile, self.channels_last = deterministic, compile, channels_last
         self.grad_checkpoint = grad_checkpoint
@@ -87,10 +100,41 @@ class Precision:
     def memory_format(self) -> torch.memory_format:
         return torch.channels_last if self.channels_last else torch.contiguous_format
 
+    @property
+    def compiling(self) -> bool:
+        return self.compile != COMPILE_OFF
+
+    @property
+    def cuda_graphs(self) -> bool:
+        """Do the compiled forwards replay CUDA graphs (whose outputs the next replay overwrites)?"""
+        return self.compile in CUDA_GRAPH_MODES and self.device.type == "cuda"
+
     def compiled(self, forward):
-        """`forward` through torch.compile when compiling, else as it is. Only the main phases' forwards go through
-        here: R1 and path length differentiate their gradients again, which compiled graphs do not support."""
-        return torch.compile(forward) if self.compile else forward
+        """`forward` through torch.compile in the --compile mode, else as it is. Only the main phases' forwards go
+        through here: R1 and path length differentiate their gradients again, which compiled graphs do not support.
+        Under CUDA graphs the output is a copy, which the next replay leaves alone."""
+        if not self.compiling:
+            return forward
+        fast = torch.compile(forward, mode=self.compile)
+        return functools.partial(_copied_output, fast) if self.cuda_graphs else fast
+
+    def start_micro_batch(self) -> None:
+        """Before a micro-batch's forwards: under CUDA graphs, a new round of replays (the previous round's outputs
+        may be overwritten; those kept were copied)."""
+        if self.cuda_graphs:
+            torch.compiler.cudagraph_mark_step_begin()
+
+    def clear_gradients(self, params: list[torch.nn.Parameter]) -> None:
+        """Before a phase's first backward: no gradients; under CUDA graphs zeroed buffers of their own, which the
+        backward passes add to in place. Otherwise a parameter's gradient could be the compiled backward's output in
+        the graphs' pool, overwritten by the next micro-batch's replay before it is added to. The same sums either
+        way: a gradient that is None counts as zeros (GradientSync.finish)."""
+        for p in params:
+            p.grad = torch.zeros_like(p) if self.cuda_graphs else None
+
+
+def _copied_output(forward, *args, **kwargs) -> torch.Tensor:
+    return forward(*args, **kwargs).clone()
 
 
 def all_finite(*tensors: torch.Tensor) -> bool:

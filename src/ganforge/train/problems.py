@@ -208,10 +208,15 @@ def _problems(cfg: Config, device_type: str) -> list[str]:
             )
     elif p.fp16_res and p.mode != "fp16":
         problems.append("--fp16-res: the per-resolution fp16 recipe needs --precision fp16")
-    kernels = kernels_problem(r.kernels, device_type, r.compile)
+    kernels = kernels_problem(r.kernels, device_type, r.compiling)
     problems += [kernels] if kernels else []
-    if r.compile and p.mode == "fp16" and p.fp16_res:
+    if r.compiling and p.mode == "fp16" and p.fp16_res:
         problems.append("--compile: not supported together with --fp16-res; drop one of them")
+    if r.compile == "reduce-overhead" and device_type != "cuda":
+        problems.append(
+            f"--compile reduce-overhead: its CUDA graphs exist only on CUDA GPUs; on {device_type} it would compile as "
+            "--compile default, so pass that (or max-autotune, which tunes the CPU's kernels)"
+        )
     problems += _freeze_problems(cfg)
     if r.grad_checkpoint and cfg.model.generator.startswith("stylegan3"):
         problems.append(

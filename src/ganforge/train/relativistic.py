@@ -29,7 +29,8 @@ def d_main(trainer: Trainer, mb: MicroBatch):
     with torch.no_grad():
         fakes, _ = trainer.generate(mb, update_emas=False)
     fakes, reals = fakes.detach().requires_grad_(True), mb.real.detach().requires_grad_(True)
-    fake_logits, real_logits = trainer.discriminate_pair(fakes, reals, mb)
+    # R1 and R2 differentiate D's gradients, which compiled graphs do not support: D runs eagerly in this phase
+    fake_logits, real_logits = trainer.discriminate_pair(fakes, reals, mb, main=False)
     if trainer.ada is not None:
         trainer.ada.accumulate(real_logits.detach())
     r1, r2 = L.zero_centred_penalties((real_logits, fake_logits), (reals, fakes), mb.gamma)

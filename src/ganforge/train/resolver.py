@@ -185,7 +185,7 @@ def _given(options: TrainOptions) -> dict:
     for d in TRAIN_OPTIONS:
         value = getattr(options, d.name)
         if d.field is not None and value is not None and value is not False:
-            values[d.path] = not value if d.option.negated else value
+            values[d.path] = not value if d.option.negated else d.value_of(value)
     return values
 
 
