@@ -1078,6 +1078,12 @@ MUTANTS = (
     M("r3gan_d_phase_through_the_compiled_d", "train/relativistic.py",
       "trainer.discriminate_pair(fakes, reals, mb, main=False)", "trainer.discriminate_pair(fakes, reals, mb)",
       (COMPILED_PHASES + "test_compiled_main_forwards_train_every_phase_as_eager_does",)),
+    M("fid_pivot_not_largest", "metrics/fid.py", "pivot = int(residual.argmax())", "pivot = rank",
+      ("tests/metrics/test_metrics_fid.py::test_the_pivoted_root_of_a_few_samples_covariance_has_their_rank_and_reproduces_it",)),
+    M("fid_pivoted_past_rounding", "metrics/fid.py", "residual[pivot] <= tolerance", "residual[pivot] <= 0",
+      ("tests/metrics/test_metrics_fid.py::test_the_pivoted_root_of_a_few_samples_covariance_has_their_rank_and_reproduces_it",)),
+    M("fid_singular_by_eigh", "metrics/fid.py", "        root = _pivoted_root(sigma1)\n", "        root = None\n",
+      ("tests/metrics/test_metrics_fid.py::test_a_few_samples_distance_equals_the_one_from_their_features_exactly_and_eighs_closely",)),
 )  # fmt: skip
 
 

@@ -3,6 +3,7 @@ import pytest
 import scipy.linalg
 import torch
 
+from ganforge.metrics import fid
 from ganforge.metrics.features import FeatureStats
 from ganforge.metrics.fid import frechet_distance
 
@@ -75,3 +76,32 @@ def test_float32_statistics_are_compared_in_float64():
     single = [x.astype(np.float32) for x in (*_random_stats(rng, 32, 128), *_random_stats(rng, 32, 128))]
     expected = frechet_distance(*(x.astype(np.float64) for x in single))
     assert frechet_distance(*single) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("samples", [1, 2, 10])
+def test_the_pivoted_root_of_a_few_samples_covariance_has_their_rank_and_reproduces_it(samples):
+    rng = np.random.default_rng(samples)
+    x = torch.from_numpy(rng.normal(size=(samples, 300)) @ rng.normal(size=(300, 300)))
+    x[:, 0] = 1.5  # a feature that never varies (a dead unit): its zero variance must not end the factorisation
+    sigma = torch.cov(x.T, correction=min(1, samples - 1))
+    root = fid._pivoted_root(sigma)
+    assert root.shape == (300, samples - 1)  # n samples span n - 1 directions around their mean
+    torch.testing.assert_close(root @ root.T, sigma, rtol=0, atol=1e-10 * sigma.diagonal().max().item())
+
+
+def test_a_few_samples_distance_equals_the_one_from_their_features_exactly_and_eighs_closely(monkeypatch):
+    """Cholesky fails on the covariance of fewer samples than dimensions. With the centred samples A / sqrt(n - 1),
+    S1 = A^T A and the nonzero eigenvalues of S1 S2 are those of the small matrix A S2 A^T: the reference. The pivoted
+    root gets it to rounding (the traces cancel to about 1e-10); the eigendecomposition (above MAX_PIVOTED_RANK) only
+    to about 2e-8, as the square roots of its rounding-level eigenvalues add up."""
+    rng = np.random.default_rng(6)
+    xa, xb = (rng.normal(size=(40, 300)) @ rng.normal(size=(300, 300)) for _ in range(2))  # rank 39 each
+    mu1, mu2 = (x.mean(0) for x in (xa, xb))
+    s1, s2 = (np.cov(x, rowvar=False) for x in (xa, xb))
+    centred = (xa - mu1) / np.sqrt(len(xa) - 1)
+    small = centred @ s2 @ centred.T
+    trace_sqrt = np.sqrt(np.clip(np.linalg.eigvalsh((small + small.T) / 2), 0, None)).sum()
+    expected = np.sum((mu1 - mu2) ** 2) + np.trace(s1) + np.trace(s2) - 2 * trace_sqrt
+    assert frechet_distance(mu1, s1, mu2, s2) == pytest.approx(expected, rel=1e-9)
+    monkeypatch.setattr(fid, "MAX_PIVOTED_RANK", 8)  # rank 39 is above it: the eigendecomposition
+    assert frechet_distance(mu1, s1, mu2, s2) == pytest.approx(expected, rel=1e-6)

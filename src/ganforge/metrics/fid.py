@@ -8,15 +8,45 @@ import torch
 
 from ganforge import dist
 
+# The pivoted Cholesky of a singular covariance stops at this rank; a covariance of higher rank (nearly as many
+# samples as dimensions, yet not positive definite) takes the eigendecomposition, whose cost no longer grows with it.
+MAX_PIVOTED_RANK = 256
+
+
+def _pivoted_root(sigma: torch.Tensor) -> torch.Tensor | None:
+    """R [d, r] with R R^T = sigma up to rounding, by Cholesky with diagonal pivoting (Higham 2002, Sec. 10.3):
+    each step takes the largest remaining diagonal as the pivot and stops once it is at rounding level, LAPACK's
+    xPSTRF tolerance d * eps * max(diag). O(d r^2) for rank r: milliseconds for the covariance of a few images in 2048
+    dimensions, where `eigh` takes seconds. None when the rank exceeds MAX_PIVOTED_RANK."""
+    d = sigma.shape[0]
+    residual = sigma.diagonal().clone()  # the diagonal of sigma - R R^T so far
+    tolerance = d * torch.finfo(sigma.dtype).eps * residual.max().clamp(min=0)
+    root = sigma.new_zeros([d, min(d, MAX_PIVOTED_RANK)])
+    for rank in range(d + 1):
+        pivot = int(residual.argmax())
+        if rank == d or residual[pivot] <= tolerance:
+            return root[:, :rank]
+        if rank == root.shape[1]:
+            return None
+        column = (sigma[:, pivot] - root[:, :rank] @ root[pivot, :rank]) / residual[pivot].sqrt()
+        root[:, rank] = column
+        residual = residual - column.square()
+        residual[pivot] = 0  # exactly: the pivot's row is done
+    raise AssertionError("unreachable: the loop returns by rank d")
+
 
 def _similar_symmetric(sigma1: torch.Tensor, sigma2: torch.Tensor) -> torch.Tensor:
-    """A symmetric PSD matrix with the eigenvalues of S1 S2: R^T S2 R for any R with R R^T = S1.
+    """A symmetric PSD matrix with the nonzero eigenvalues of S1 S2: R^T S2 R for any R with R R^T = S1.
 
-    R is the Cholesky factor when S1 is positive definite (the usual case: more samples than dimensions), else the
-    symmetric square root from `eigh`, which accepts singular S1 but costs several times more.
+    R is the Cholesky factor when S1 is positive definite (the usual case: more samples than dimensions); else the
+    pivoted Cholesky factor of S1's rank r (fewer samples than dimensions: an r x r matrix, whose eigenvalues are the
+    nonzero ones of S1 S2); else, for a rank above MAX_PIVOTED_RANK, the symmetric square root from `eigh`, which
+    accepts any singular S1 but costs several times a Cholesky.
     """
     root, info = torch.linalg.cholesky_ex(sigma1)
     if info.item() != 0:
+        root = _pivoted_root(sigma1)
+    if root is None:
         eigvals, eigvecs = torch.linalg.eigh(sigma1)
         root = (eigvecs * eigvals.clamp(min=0).sqrt()) @ eigvecs.T  # rounding-level negatives clipped
     middle = root.T @ sigma2 @ root
