@@ -37,7 +37,8 @@ def _bias_act_kernel(x_ptr, b_ptr, dy_ptr, out_ptr, constants_ptr, numel, channe
     inner] flattened; b [channels]; constants (gain, slope, clamp) in the accumulator's type (a float argument
     would be float32, which float64 tensors must not see)."""
     gain, slope, clamp = tl.load(constants_ptr), tl.load(constants_ptr + 1), tl.load(constants_ptr + 2)
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    # int64: G's 1024^2 activations pass 2^31 elements from a batch of 64 (32 channels), where int32 offsets wrap
+    offsets = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     valid = offsets < numel
     z = tl.load(x_ptr + offsets, mask=valid).to(ACC)
     if HAS_BIAS:
