@@ -1,18 +1,23 @@
 """The MLflow tracker against a real tracking server on loopback (started once for the module, ~11 s): what each
-method leaves in the run, read back with MLflow's own client; resume into the same run; the local default store."""
+method leaves in the run, read back with MLflow's own client; resume into the same run; a `train --tracker mlflow` run
+and its resume end to end; the local default store."""
 
 import importlib.util
+import json
 import tempfile
 from pathlib import Path
 
 import PIL.Image
 import pytest
+from click.testing import CliRunner
 
 pytest.importorskip("mlflow")
 
 from mlflow.tracking import MlflowClient  # noqa: E402
 from mlflow_server import mlflow_server  # noqa: E402
+from track_helpers import squares_zip, train_args  # noqa: E402
 
+from ganforge.cli import main  # noqa: E402
 from ganforge.track.mlflow_tracker import MlflowTracker  # noqa: E402
 
 
@@ -25,6 +30,15 @@ def server(tmp_path_factory):
 @pytest.fixture
 def client(server):
     return MlflowClient(tracking_uri=server.uri)
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    return squares_zip(tmp_path_factory.mktemp("data"))
+
+
+def _train(data, outdir, kimg: float, *extra: str):
+    return CliRunner().invoke(main, train_args(data, outdir, kimg, *extra), catch_exceptions=False)
 
 
 def _started(server, run_dir: Path, resume_id: str | None = None, project: str | None = "tests") -> MlflowTracker:
@@ -144,6 +158,40 @@ def test_names_come_from_the_arguments_else_the_environment_else_the_run_folder(
     assert client.get_experiment(run.info.experiment_id).name == "from-env"
     run = client.get_run(MlflowTracker(server.uri, "given", "named").start(tmp_path / "00004-ffhq", None))
     assert run.info.run_name == "named" and client.get_experiment(run.info.experiment_id).name == "given"
+
+
+def test_a_training_run_and_its_resume_fill_one_mlflow_run(server, client, data, tmp_path):
+    """`train --tracker mlflow` end to end: what the run folder gets reaches the tracker run, the same command with a
+    longer --kimg continues it, and `report --to mlflow` uploads the folder after the fact as a second run."""
+    tracking = ["--tracker", "mlflow", "--tracker-uri", server.uri, "--tracker-project", "e2e"]
+    result = _train(data, tmp_path / "runs", 0.016, *tracking, "--tracker-artifacts", "snapshots")
+    assert result.exit_code == 0, result.output
+    (run,) = (tmp_path / "runs").iterdir()
+    run_id = json.loads((run / "trackers.json").read_text())["mlflow"]
+    tracked = client.get_run(run_id)
+    assert tracked.info.status == "FINISHED" and tracked.info.run_name == run.name
+    assert tracked.data.params["loss.gamma"] == str(json.loads((run / "config.json").read_text())["loss"]["gamma"])
+    assert tracked.data.tags["ganforge.config_hash"]
+    ticks = [json.loads(line) for line in (run / "stats.jsonl").read_text().splitlines()]
+    history = client.get_metric_history(run_id, "Loss/G/main")
+    assert [(m.step, m.value) for m in history] == [(round(t["kimg"] * 1000), t["Loss/G/main"]) for t in ticks]
+    files = {a.path for folder in ("snapshots", "samples") for a in client.list_artifacts(run_id, folder)}
+    assert {f"snapshots/{p.name}" for p in (run / "snapshots").iterdir()} <= files
+    assert "samples/reals.png" in files and any(f.startswith("samples/fakes") for f in files)
+    # the same command with a longer --kimg continues the same tracker run; its curve goes on
+    result = _train(data, tmp_path / "runs", 0.032, *tracking)
+    assert result.exit_code == 0, result.output
+    assert json.loads((run / "trackers.json").read_text())["mlflow"] == run_id
+    steps = [m.step for m in client.get_metric_history(run_id, "Loss/G/main")]
+    assert steps == [8, 16, 24, 32] and client.get_run(run_id).info.status == "FINISHED"
+    # the folder uploaded after the fact: a second tracker run with the same curve and grids
+    uploaded = CliRunner().invoke(main, ["report", str(run), "--to", "mlflow", "--tracker-uri", server.uri])
+    assert uploaded.exit_code == 0, uploaded.output
+    copy = uploaded.output.strip().rsplit(" ", 1)[-1]
+    assert copy != run_id and client.get_run(copy).info.status == "FINISHED"
+    ours = [(m.step, m.value) for m in client.get_metric_history(copy, "Loss/G/main")]
+    assert ours == [(m.step, m.value) for m in client.get_metric_history(run_id, "Loss/G/main")]
+    assert {a.path for a in client.list_artifacts(copy)} >= {"report.html", "samples"}
 
 
 @pytest.mark.filterwarnings("ignore:The ``noload`` loader strategy is deprecated")  # inside mlflow's SQL store

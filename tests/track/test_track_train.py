@@ -1,7 +1,6 @@
-"""`train --tracker mlflow` end to end, against a real MLflow server on loopback: what the run folder gets reaches
-the tracker run, a resumed run continues it, and a server killed mid-run costs a warning, not the run."""
+"""`train --tracker mlflow` end to end, against a real MLflow server on loopback killed mid-run: it costs a warning,
+not the run. (A run and its resume filling one tracker run are tested in test_track_mlflow.py, on its shared server.)"""
 
-import json
 import threading
 import time
 
@@ -29,43 +28,6 @@ def quick_failures(monkeypatch):
 
 def _train(data, outdir, kimg: float, *extra: str):
     return CliRunner().invoke(main, train_args(data, outdir, kimg, *extra), catch_exceptions=False)
-
-
-def test_a_run_and_its_resume_fill_one_mlflow_run(data, tmp_path, quick_failures):
-    from mlflow.tracking import MlflowClient
-
-    (tmp_path / "server").mkdir()
-    with mlflow_server(tmp_path / "server") as server:
-        tracking = ["--tracker", "mlflow", "--tracker-uri", server.uri, "--tracker-project", "e2e"]
-        result = _train(data, tmp_path / "runs", 0.016, *tracking, "--tracker-artifacts", "snapshots")
-        assert result.exit_code == 0, result.output
-        (run,) = (tmp_path / "runs").iterdir()
-        run_id = json.loads((run / "trackers.json").read_text())["mlflow"]
-        client = MlflowClient(server.uri)
-        tracked = client.get_run(run_id)
-        assert tracked.info.status == "FINISHED" and tracked.info.run_name == run.name
-        assert tracked.data.params["loss.gamma"] == str(json.loads((run / "config.json").read_text())["loss"]["gamma"])
-        assert tracked.data.tags["ganforge.config_hash"]
-        ticks = [json.loads(line) for line in (run / "stats.jsonl").read_text().splitlines()]
-        history = client.get_metric_history(run_id, "Loss/G/main")
-        assert [(m.step, m.value) for m in history] == [(round(t["kimg"] * 1000), t["Loss/G/main"]) for t in ticks]
-        files = {a.path for folder in ("snapshots", "samples") for a in client.list_artifacts(run_id, folder)}
-        assert {f"snapshots/{p.name}" for p in (run / "snapshots").iterdir()} <= files
-        assert "samples/reals.png" in files and any(f.startswith("samples/fakes") for f in files)
-        # the same command with a longer --kimg continues the same tracker run; its curve goes on
-        result = _train(data, tmp_path / "runs", 0.032, *tracking)
-        assert result.exit_code == 0, result.output
-        assert json.loads((run / "trackers.json").read_text())["mlflow"] == run_id
-        steps = [m.step for m in client.get_metric_history(run_id, "Loss/G/main")]
-        assert steps == [8, 16, 24, 32] and client.get_run(run_id).info.status == "FINISHED"
-        # the folder uploaded after the fact: a second tracker run with the same curve and grids
-        uploaded = CliRunner().invoke(main, ["report", str(run), "--to", "mlflow", "--tracker-uri", server.uri])
-        assert uploaded.exit_code == 0, uploaded.output
-        copy = uploaded.output.strip().rsplit(" ", 1)[-1]
-        assert copy != run_id and client.get_run(copy).info.status == "FINISHED"
-        ours = [(m.step, m.value) for m in client.get_metric_history(copy, "Loss/G/main")]
-        assert ours == [(m.step, m.value) for m in client.get_metric_history(run_id, "Loss/G/main")]
-        assert {a.path for a in client.list_artifacts(copy)} >= {"report.html", "samples"}
 
 
 def test_a_server_killed_mid_run_costs_a_warning_not_the_run(data, tmp_path, quick_failures):
