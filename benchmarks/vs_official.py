@@ -74,7 +74,7 @@ def make_phases(G, D, res: int, batch: int):
     adam = dict(lr=0.0025, betas=(0.0, 0.99), eps=1e-8)
     opt_G, opt_D = torch.optim.Adam(G.parameters(), **adam), torch.optim.Adam(D.parameters(), **adam)
 
-    def train(network, optimiser, loss):
+    def train(optimiser, loss):
         optimiser.zero_grad(set_to_none=True)
         loss.backward()
         optimiser.step()
@@ -82,13 +82,13 @@ def make_phases(G, D, res: int, batch: int):
     def g_main():
         G.requires_grad_(True)
         D.requires_grad_(False)
-        train(G, opt_G, F.softplus(-D(G(z, None), None)).mean())
+        train(opt_G, F.softplus(-D(G(z, None), None)).mean())
 
     def d_main():
         G.requires_grad_(False)
         D.requires_grad_(True)
         fake = G(z, None)
-        train(D, opt_D, F.softplus(D(fake, None)).mean() + F.softplus(-D(real, None)).mean())
+        train(opt_D, F.softplus(D(fake, None)).mean() + F.softplus(-D(real, None)).mean())
 
     def d_r1():
         G.requires_grad_(False)
@@ -97,7 +97,7 @@ def make_phases(G, D, res: int, batch: int):
         logits = D(x, None)
         (grad,) = torch.autograd.grad(logits.sum(), x, create_graph=True)
         penalty = grad.square().sum([1, 2, 3]) * (R1_GAMMA / 2 * R1_INTERVAL)
-        train(D, opt_D, (logits * 0 + penalty).mean())
+        train(opt_D, (logits * 0 + penalty).mean())
 
     return dict(G_main=g_main, D_main=d_main, D_R1=d_r1)
 

@@ -22,9 +22,9 @@ def _pivoted_root(sigma: torch.Tensor) -> torch.Tensor | None:
     residual = sigma.diagonal().clone()  # the diagonal of sigma - R R^T so far
     tolerance = d * torch.finfo(sigma.dtype).eps * residual.max().clamp(min=0)
     root = sigma.new_zeros([d, min(d, MAX_PIVOTED_RANK)])
-    for rank in range(d + 1):
+    for rank in range(d):
         pivot = int(residual.argmax())
-        if rank == d or residual[pivot] <= tolerance:
+        if residual[pivot] <= tolerance:
             return root[:, :rank]
         if rank == root.shape[1]:
             return None
@@ -32,7 +32,7 @@ def _pivoted_root(sigma: torch.Tensor) -> torch.Tensor | None:
         root[:, rank] = column
         residual = residual - column.square()
         residual[pivot] = 0  # exactly: the pivot's row is done
-    raise AssertionError("unreachable: the loop returns by rank d")
+    return root  # full rank d, within MAX_PIVOTED_RANK
 
 
 def _similar_symmetric(sigma1: torch.Tensor, sigma2: torch.Tensor) -> torch.Tensor:
