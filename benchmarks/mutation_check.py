@@ -352,7 +352,21 @@ MUTANTS = (
     # config.json of the run to continue stops train instead of starting over.
     M("ckpt_numpy_rng_position_unchecked", "checkpoint/rng.py",
       'whole(state["pos"], "rng/numpy/pos", 0, _MT_WORDS)', 'int(state["pos"])',
-      ("tests/checkpoint/test_checkpoint_resumable.py::test_verify_and_resume_agree",)),
+      ("tests/checkpoint/test_checkpoint_resumable.py::test_a_format_2_checkpoints_python_and_numpy_states_are_checked",)),
+    M("ckpt_rng_records_pythons_generator", "checkpoint/rng.py",
+      '        "torch": torch.get_rng_state(),\n',
+      '        "python": list(random.getstate()[1]),\n        "torch": torch.get_rng_state(),\n',
+      ("tests/checkpoint/test_checkpoint_roundtrip.py::test_what_other_threads_draw_from_pythons_and_numpys_generators_is_not_captured",
+       "tests/train/test_train_growth.py::test_a_run_grows_through_a_fade_and_a_stop_in_the_middle_of_it_continues_bitwise")),
+    M("ckpt_format_2_rng_refused", "checkpoint/rng.py",
+      "if version <= _GLOBAL_STATES_UNTIL:", "if version < _GLOBAL_STATES_UNTIL:",
+      ("tests/checkpoint/test_checkpoint_resumable.py::test_a_format_2_checkpoints_python_and_numpy_states_are_checked",)),
+    M("ckpt_format_2_python_rng_restored", "checkpoint/rng.py",
+      '    torch.set_rng_state(state["torch"])\n',
+      '    if "python" in state:\n'
+      '        random.setstate((3, tuple(state["python"]["state"]), state["python"]["gauss_next"]))\n'
+      '    torch.set_rng_state(state["torch"])\n',
+      ("tests/checkpoint/test_checkpoint_resumable.py::test_a_version_1_checkpoint_with_its_whole_nested_config_verifies_and_resumes",)),
     M("ckpt_cuda_rng_size_unchecked", "checkpoint/rng.py",
       "tensor(state, where, torch.uint8, (_CUDA_STATE_BYTES,))", "pass",
       ("tests/checkpoint/test_checkpoint_resumable.py::test_verify_and_resume_agree",)),

@@ -7,6 +7,7 @@ from ganforge import checkpoint
 from ganforge.checkpoint import capture_rng, restore_rng
 from ganforge.checkpoint.rng import check_rng
 from ganforge.checkpoint.schema import Refused
+from ganforge.checkpoint.store import FORMAT_VERSION
 
 pytestmark = pytest.mark.cuda
 
@@ -41,7 +42,7 @@ def test_the_cuda_state_rule_is_what_torchs_cuda_generator_accepts():
         except RuntimeError:
             accepted = False
         try:
-            check_rng({**base, "cuda": [state]})
+            check_rng({**base, "cuda": [state]}, FORMAT_VERSION)
             judged = True
         except Refused:
             judged = False

@@ -8,8 +8,11 @@ naming the same entry, or both accept it (the resume trains its step).
 
 import json
 import math
+import random
+import re
 import shutil
 
+import numpy as np
 import pytest
 import torch
 from checkpoint_helpers import rehash_config, resave, train_args
@@ -17,6 +20,7 @@ from click.testing import CliRunner
 
 from ganforge import checkpoint
 from ganforge.checkpoint import resumable
+from ganforge.checkpoint.store import FORMAT_VERSION
 from ganforge.cli import main
 
 NIMG = 8  # the checkpoint edited: after the run's one step of 8 images
@@ -98,26 +102,17 @@ def _nan_in(tensor):
 CASES = [
     ("intact", lambda state: None, None),
     ("an lr the resume replaces", _set("opt_G", "param_groups", 0, "lr", 0.5), None),
-    ("a cached Gaussian", _set("rng", "python", "gauss_next", 0.25), None),
     ("steps in a row", _set("loop", "nonfinite_in_a_row", 3), None),
     ("a CUDA state", _set("rng", "cuda", [_cuda_state(5, 8)]), None),
     ("no rng", _delete("rng"), "state.json: the state: has no 'rng'"),
+    ("Python's generator in format 3", _set("rng", "python", {"version": 3}),
+     "state.json: rng: holds 'python', which this ganforge does not know"),
     ("an unknown entry", _set("extra", 1), "state.json: the state: holds 'extra', which this ganforge does not know"),
     ("torch state of the wrong size", _set("rng", "torch", torch.zeros(5000, dtype=torch.uint8)),
      "tensors.safetensors: rng/torch: must be a uint8 tensor of shape [5056], not a uint8 tensor of shape [5000]"),
     ("torch state invalid", _set("rng", "torch", torch.zeros(5056, dtype=torch.uint8)),
      "tensors.safetensors: rng/torch: is no state of torch's CPU generator (Invalid mt19937 state)"),
     ("torch state of floats", _set("rng", "torch", lambda t: t.float()), "rng/torch: must be a uint8 tensor"),
-    ("python position out of range", _set("rng", "python", "state", lambda s: [*s[:-1], 625]),
-     "rng/python/state (its position): must be a whole number from 0 to 624, not 625"),
-    ("python word too wide", _set("rng", "python", "state", lambda s: [2**32, *s[1:]]),
-     "rng/python/state: must hold unsigned 32-bit numbers only"),
-    ("python state short", _set("rng", "python", "state", lambda s: s[1:]),
-     "rng/python/state: must be a list of 625 numbers, not a list of 624 items"),
-    ("python Gaussian a string", _set("rng", "python", "gauss_next", "x"), "rng/python/gauss_next: must be a finite"),
-    ("numpy position out of range", _set("rng", "numpy", "pos", 625), "rng/numpy/pos: must be a whole number"),
-    ("numpy keys short", _set("rng", "numpy", "keys", lambda k: k[1:]), "rng/numpy/keys: must be a list of 624"),
-    ("numpy generator of another kind", _set("rng", "numpy", "kind", "PCG64"), "rng/numpy/kind: must be 'MT19937'"),
     ("CUDA state of 15 bytes", _set("rng", "cuda", [torch.zeros(15, dtype=torch.uint8)]),
      "rng/cuda/0: must be a uint8 tensor of shape [16]"),
     ("CUDA offset not a multiple of 4", _set("rng", "cuda", [_cuda_state(5, 6)]),
@@ -179,6 +174,46 @@ CASES = [
 ]  # fmt: skip
 
 
+# Formats 1 and 2 also held Python's and NumPy's global generators (checked, not restored): (name, edit, the error).
+FORMAT_2_CASES = [
+    ("intact", lambda state: None, None),
+    ("a cached Gaussian", _set("rng", "python", "gauss_next", 0.25), None),
+    ("no NumPy state", _delete("rng", "numpy"), "rng: has no 'numpy'"),
+    ("python position out of range", _set("rng", "python", "state", lambda s: [*s[:-1], 625]),
+     "rng/python/state (its position): must be a whole number from 0 to 624, not 625"),
+    ("python word too wide", _set("rng", "python", "state", lambda s: [2**32, *s[1:]]),
+     "rng/python/state: must hold unsigned 32-bit numbers only"),
+    ("python state short", _set("rng", "python", "state", lambda s: s[1:]),
+     "rng/python/state: must be a list of 625 numbers, not a list of 624 items"),
+    ("python Gaussian a string", _set("rng", "python", "gauss_next", "x"), "rng/python/gauss_next: must be a finite"),
+    ("numpy position out of range", _set("rng", "numpy", "pos", 625), "rng/numpy/pos: must be a whole number"),
+    ("numpy keys short", _set("rng", "numpy", "keys", lambda k: k[1:]), "rng/numpy/keys: must be a list of 624"),
+    ("numpy generator of another kind", _set("rng", "numpy", "kind", "PCG64"), "rng/numpy/kind: must be 'MT19937'"),
+]  # fmt: skip
+
+
+def _format_2_rng(state: dict) -> dict:
+    """`state` with the rng entry formats 1 and 2 wrote: seeded Python and NumPy generator states besides torch's."""
+    version, words, gauss_next = random.Random(1).getstate()
+    kind, keys, pos, has_gauss, cached = np.random.RandomState(2).get_state(legacy=True)
+    state["rng"] |= {
+        "python": {"version": version, "state": list(words), "gauss_next": gauss_next},
+        "numpy": {"kind": kind, "keys": keys.tolist(), "pos": pos, "has_gauss": has_gauss, "cached_gaussian": cached},
+    }
+    return state
+
+
+@pytest.mark.parametrize(("name", "edit", "expected"), FORMAT_2_CASES, ids=[case[0] for case in FORMAT_2_CASES])
+def test_a_format_2_checkpoints_python_and_numpy_states_are_checked(tiny_run, name, edit, expected):
+    state = _format_2_rng(checkpoint.load(tiny_run[1] / "checkpoints" / f"ckpt-{NIMG:09d}"))
+    edit(state)
+    if expected is None:
+        resumable.check(state, {"nimg": NIMG, "format_version": 2})
+    else:
+        with pytest.raises(checkpoint.InvalidCheckpoint, match=re.escape(expected)):
+            resumable.check(state, {"nimg": NIMG, "format_version": 2})
+
+
 @pytest.fixture(scope="module")
 def outcomes(tiny_run, tmp_path_factory):
     """For each case: (verify's exit code and stderr, resume's exit code and stderr)."""
@@ -228,10 +263,10 @@ def test_a_fp16_checkpoints_loss_scaler_state_is_what_gradscaler_writes(tiny_run
     rehash_config(state)
     scaler = torch.amp.GradScaler("cpu", init_scale=2.0**16)
     state["scaler_G"] = state["scaler_D"] = scaler.state_dict()
-    resumable.check(state, {"nimg": NIMG, "format_version": 2})
+    resumable.check(state, {"nimg": NIMG, "format_version": FORMAT_VERSION})
     state["scaler_D"] = {**scaler.state_dict(), "_growth_tracker": scaler.state_dict()["growth_interval"]}
     with pytest.raises(checkpoint.InvalidCheckpoint, match="scaler_D/_growth_tracker: must be a whole number"):
-        resumable.check(state, {"nimg": NIMG, "format_version": 2})
+        resumable.check(state, {"nimg": NIMG, "format_version": FORMAT_VERSION})
 
 
 def test_a_run_continued_by_the_same_command_skips_what_verify_refuses(tiny_run, tmp_path):
@@ -269,9 +304,10 @@ def _version_1(path):
 
 def test_a_version_1_checkpoint_with_its_whole_nested_config_verifies_and_resumes(tiny_run, tmp_path):
     """Format 1 stored the whole Config, nested (paths and run options too), and hashed its maths fields by the rules
-    of its day: verify and resume accept it, as they did."""
+    of its day, and Python's and NumPy's generators besides torch's: verify and resume accept it, as they did, and the
+    resume leaves those two generators as it found them."""
     data, run = tiny_run
-    state = checkpoint.load(run / "checkpoints" / f"ckpt-{NIMG:09d}")
+    state = _format_2_rng(checkpoint.load(run / "checkpoints" / f"ckpt-{NIMG:09d}"))
     config = _nested(state["config"])
     config["data"] |= {"path": str(data), "workers": 0}
     config["run"] = {"outdir": "somewhere", "resume": "auto", "keep_last": 3}
@@ -280,6 +316,8 @@ def test_a_version_1_checkpoint_with_its_whole_nested_config_verifies_and_resume
     assert CliRunner().invoke(main, ["checkpoint", "verify", str(path)]).exit_code == 0
     resumed = CliRunner().invoke(main, train_args(data, tmp_path / "out", 0.016, "--resume", str(path)))
     assert resumed.exit_code == 0 and "done: 0.016 kimg" in resumed.stdout, resumed.output
+    assert random.getstate() != random.Random(1).getstate()
+    assert not np.array_equal(np.random.get_state(legacy=True)[1], np.random.RandomState(2).get_state(legacy=True)[1])
     config["model"]["z_dim"] = "64"
     _version_1(resave(state, tmp_path / "checkpoints", NIMG))
     result = CliRunner().invoke(main, ["checkpoint", "verify", str(path)])

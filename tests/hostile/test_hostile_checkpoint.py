@@ -153,7 +153,7 @@ CHECKPOINT_EDITS = {
     "tensors.safetensors a link to /dev/zero": _tensors_from_a_device,
     "300 unexpected files": _many_files,
     "no rng": _state_edit(lambda s: s.pop("rng")),
-    "rng state of the wrong size": _state_edit(lambda s: s["rng"]["python"].update(state=[0] * 10)),
+    "rng state of the wrong size": _state_edit(lambda s: s["rng"].update(cuda=[[0] * 10])),
     "progress out of range": _state_edit(lambda s: s["loop"].update(cur_nimg=-8)),
     "cur_tick NaN": _state_edit(_nan_tick),
     "config a 100,000-key object": _state_edit(lambda s: s.update(config={f"k{i}": i for i in range(100_000)})),

@@ -1,5 +1,8 @@
 """Shared helpers for the training tests: a tiny generated dataset and fast CLI option sets."""
 
+import contextlib
+import random
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -70,11 +73,32 @@ sys.exit(run(resolve(TrainOptions(**json.loads(sys.argv[1])))))
 """
 
 
+@contextlib.contextmanager
+def others_drawing():
+    """A thread drawing from Python's `random` and NumPy's global generator every millisecond meanwhile, as other
+    code sharing a training process may (a client library's retry jitter, a server's request threads)."""
+    stop = threading.Event()
+
+    def draw():
+        while not stop.wait(0.001):
+            random.random(), np.random.random()
+
+    thread = threading.Thread(target=draw, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
 def continued_equals_straight(train, folder: Path, kimg: float, stop_kimg: float = 0.008) -> Path:
     """`train(outdir, kimg)` once for `kimg` into folder/straight, and into folder/stopped for `stop_kimg` then
     `kimg` (the same command, longer: it continues from the checkpoint at the stop); the two final checkpoints are
-    byte for byte the same. Returns the continued run's final checkpoint."""
-    train(folder / "straight", kimg)
+    byte for byte the same, though the straight run shared its process with `others_drawing` (where `train` runs in
+    this process). Returns the continued run's final checkpoint."""
+    with others_drawing():
+        train(folder / "straight", kimg)
     train(folder / "stopped", stop_kimg)
     train(folder / "stopped", kimg)
     straight, resumed = final_checkpoint(folder / "straight"), final_checkpoint(folder / "stopped")

@@ -18,7 +18,7 @@ from ganforge import dist
 from ganforge.checkpoint import resumable, store
 from ganforge.checkpoint import retention as _retention
 from ganforge.checkpoint.retention import Retention
-from ganforge.checkpoint.rng import capture_rng, restore_rng, seed_all
+from ganforge.checkpoint.rng import capture_rng, restore_rng
 from ganforge.checkpoint.store import CheckpointWarning, InvalidCheckpoint, list_checkpoints
 from ganforge.errors import UserError
 
@@ -38,7 +38,6 @@ __all__ = [
     "read",
     "restore_rng",
     "save",
-    "seed_all",
 ]
 
 

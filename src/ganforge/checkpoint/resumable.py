@@ -81,7 +81,7 @@ def _check(state, nimg: int, version: int) -> dict:
     for name in ("scaler_G", "scaler_D"):
         _check_scaler(state[name], name, fp16=fields["precision.mode"] == "fp16")
     _check_augment(state["augment"], fields)
-    check_rng(state["rng"])
+    check_rng(state["rng"], version)
     return fields
 
 

@@ -1,7 +1,13 @@
-"""Capture and restore every random number generator a training run touches, as checkpoint-friendly values.
+"""Capture and restore the random number generators a training run draws from, as checkpoint-friendly values.
 
-The captured dict holds only ints, floats, lists and tensors, so it goes through `checkpoint.save` unchanged.
-`check_rng` refuses a stored state that `restore_rng` could not put back, on this machine or on one with CUDA.
+Training draws from torch's generators alone (latents, noise, augmentation), so those are what a checkpoint holds:
+torch's CPU generator and each CUDA device's. Python's `random` and NumPy's global generator are not recorded (format
+3 on): any thread of the process may draw from them (a client library's retry jitter, a server's request threads),
+which made a checkpoint's bytes depend on what else ran beside the training. Checkpoints of formats 1 and 2 hold
+them too; they are checked, as before, and not restored.
+
+The captured dict holds only lists and tensors, so it goes through `checkpoint.save` unchanged. `check_rng` refuses a
+stored state that `restore_rng` could not put back, on this machine or on one with CUDA.
 """
 
 import random
@@ -15,29 +21,12 @@ from ganforge.checkpoint.store import TENSORS
 
 _MT_WORDS = 624  # Mersenne Twister state words (Python's random and NumPy's legacy generator)
 _CUDA_STATE_BYTES = 16  # torch's Philox state: the seed (uint64), then the offset (int64)
-
-
-def seed_all(seed: int) -> None:
-    """Seed Python's `random`, NumPy's global generator and torch's. Training draws nothing from the first two, but
-    checkpoints record their states: seeded, they make two runs of the same command write the same bytes."""
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
+_GLOBAL_STATES_UNTIL = 2  # the last checkpoint format that recorded Python's and NumPy's global generators
 
 
 def capture_rng() -> dict:
-    """State of Python's `random`, NumPy's global generator, torch's CPU generator and each CUDA device's."""
-    version, mt_state, gauss_next = random.getstate()
-    kind, keys, pos, has_gauss, cached_gaussian = np.random.get_state(legacy=True)
+    """State of torch's CPU generator and each CUDA device's."""
     return {
-        "python": {"version": version, "state": list(mt_state), "gauss_next": gauss_next},
-        "numpy": {
-            "kind": kind,
-            "keys": [int(k) for k in keys],
-            "pos": int(pos),
-            "has_gauss": int(has_gauss),
-            "cached_gaussian": float(cached_gaussian),
-        },
         "torch": torch.get_rng_state(),
         # One state per visible device; an empty list on machines without CUDA.
         "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
@@ -48,26 +37,26 @@ def restore_rng(state: dict) -> None:
     """Put back what `capture_rng` returned (possibly after a save/load round trip).
 
     CUDA states are restored for the devices present in both the checkpoint and this machine; a checkpoint made on
-    a CUDA machine therefore restores its CPU streams on a CPU-only one.
+    a CUDA machine therefore restores its CPU streams on a CPU-only one. An older checkpoint's Python and NumPy states
+    are left alone (training draws nothing from them).
     """
-    py = state["python"]
-    random.setstate((py["version"], tuple(py["state"]), py["gauss_next"]))
-    npy = state["numpy"]
-    keys = np.asarray(npy["keys"], dtype=np.uint32)
-    np.random.set_state((npy["kind"], keys, npy["pos"], npy["has_gauss"], npy["cached_gaussian"]))
     torch.set_rng_state(state["torch"])
     if torch.cuda.is_available():
         for device, cuda_state in enumerate(state["cuda"][: torch.cuda.device_count()]):
             torch.cuda.set_rng_state(cuda_state, device)
 
 
-def check_rng(rng) -> None:
-    """Refuse (schema.Refused) a stored `capture_rng` state that `restore_rng` could not put back. Python's, NumPy's
-    and torch's CPU states are applied to scratch generators, so exactly what they accept passes; CUDA states are
-    checked here by the rule of torch's CUDA generator, so a CPU-only machine judges them as a GPU one would."""
-    rng = entries(rng, "rng", ("python", "numpy", "torch", "cuda"))
-    _check_python(rng["python"])
-    _check_numpy(rng["numpy"])
+def check_rng(rng, version: int) -> None:
+    """Refuse (schema.Refused) a stored `capture_rng` state, of a checkpoint of format `version`, that `restore_rng`
+    could not put back. torch's CPU state (and an older format's Python and NumPy states) are applied to scratch
+    generators, so exactly what they accept passes; CUDA states are checked here by the rule of torch's CUDA
+    generator, so a CPU-only machine judges them as a GPU one would."""
+    if version <= _GLOBAL_STATES_UNTIL:
+        rng = entries(rng, "rng", ("python", "numpy", "torch", "cuda"))
+        _check_python(rng["python"])
+        _check_numpy(rng["numpy"])
+    else:
+        rng = entries(rng, "rng", ("torch", "cuda"))
     tensor(rng["torch"], "rng/torch", torch.uint8, tuple(torch.get_rng_state().shape))
     try:
         torch.Generator().set_state(rng["torch"])

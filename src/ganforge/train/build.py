@@ -9,7 +9,6 @@ from dataclasses import dataclass
 
 import torch
 
-from ganforge import checkpoint
 from ganforge.augment.diffaugment import DiffAugment
 from ganforge.augment.pipe import AdaptiveAugment, AugmentPipe
 from ganforge.config import Config
@@ -49,7 +48,7 @@ def build_networks(
     same weights; `precision` (the run's, else one made from `cfg`) gives their memory format and whether their blocks
     recompute activations in backward; --kernels, which implementation of the fused ops they call."""
     precision = Precision.from_config(cfg, device) if precision is None else precision
-    checkpoint.seed_all(cfg.schedule.seed)
+    torch.manual_seed(cfg.schedule.seed)
     G, D = make_networks(cfg)
     if precision.device.type == "cpu":  # the CPU's fast paths, chosen once here (the networks stay a reference)
         G.use_cpu_kernels()
