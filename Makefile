@@ -25,8 +25,11 @@ lint: $(STAMP)
 
 # Two pytest workers, whole test files each (module fixtures are built once), one thread each: on 2 cores the suite
 # takes about 0.6x the time of one process with two threads, since much of it waits on subprocesses and file I/O.
+# Bytecode is cached even where PYTHONDONTWRITEBYTECODE is set: otherwise each worker compiles every test module
+# (with pytest's assertion rewriting, 12 s instead of 6) and each of the ~150 `ganforge` processes the tests start
+# compiles ganforge again (0.2-0.3 s each).
 test: lint
-	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist loadfile tests
+	PYTHONDONTWRITEBYTECODE= OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist loadfile tests
 
 demo: $(STAMP)
 	$(PY) -m ganforge.demo digits $(DEMO_DIR)/digits.zip

@@ -11,6 +11,7 @@ the checkpoint left half-filled (after steps 3, 7, 11 and 15), and augmentation 
 adjustment moves p by 0.32, and --target 0.2 lies below what D reaches on these reals by step 11.
 """
 
+import errno
 import random
 import shutil
 import sys
@@ -19,8 +20,11 @@ from pathlib import Path
 
 import pytest
 import torch
+from click.testing import CliRunner
 
 from ganforge import checkpoint
+from ganforge.checkpoint import store
+from ganforge.cli import main
 from launch_helpers import (
     TIMEOUT,
     alive,
@@ -89,8 +93,16 @@ def reference(reference_run) -> dict:
     return reference_run[1]
 
 
+def _run_here(data: Path, outdir: Path, extra: tuple = (), expect: int = 0) -> str:
+    """The command of `_command(data, outdir)` in this process (where a process boundary adds nothing to the test);
+    its output, stdout then stderr."""
+    result = CliRunner().invoke(main, ["train", "--data", str(data), "--outdir", str(outdir), *TRAIN_ARGS, *extra])
+    assert result.exit_code == expect, f"exit {result.exit_code} != {expect}:\n{result.output[-4000:]}"
+    return result.stdout + result.stderr
+
+
 def test_two_identical_runs_give_identical_tensors(data, reference, tmp_path):
-    run_command(_command(data, tmp_path))
+    _run_here(data, tmp_path)
     assert_identical(reference, _final_state(tmp_path))
 
 
@@ -137,36 +149,26 @@ def test_sigkill_then_rerun_equals_uninterrupted_two_processes(data, tmp_path):
     assert_identical(_final_state(tmp_path / "uninterrupted"), killed)
 
 
-# `ganforge train` with a disk that fills up after two checkpoints (each is 4 writes: 3 files and the pointer), so the
-# final one fails.
-_FULL_DISK = """
-import errno
-from ganforge.checkpoint import store
-from ganforge.cli import main
+def test_full_disk_is_reported_and_rerun_continues_exactly(data, reference, tmp_path, monkeypatch):
+    """A disk fills up after two checkpoints (each is 4 writes: 3 files and the pointer), so the last one fails."""
+    real_write, writes = store.write_file, []
 
-real_write, writes = store.write_file, []
+    def write_file(path, data):
+        writes.append(path)
+        if len(writes) > 8:
+            real_write(path, data[: len(data) // 2])
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        real_write(path, data)
 
-def write_file(path, data):
-    writes.append(path)
-    if len(writes) > 8:
-        real_write(path, data[: len(data) // 2])
-        raise OSError(errno.ENOSPC, "No space left on device", str(path))
-    real_write(path, data)
-
-store.write_file = write_file
-main(prog_name="ganforge")
-"""
-
-
-def test_full_disk_is_reported_and_rerun_continues_exactly(data, reference, tmp_path):
-    command = _command(data, tmp_path)
-    output = run_command([sys.executable, "-c", _FULL_DISK, *command[3:]], expect=2)
+    with monkeypatch.context() as patch:
+        patch.setattr(store, "write_file", write_file)
+        output = _run_here(data, tmp_path, expect=2)
     assert "error: checkpoint" in output and "ckpt-000000136: writing failed" in output, output[-4000:]
     assert "No space left on device" in output and "Traceback" not in output
     run = run_dir(tmp_path)
     assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["ckpt-000000000", "ckpt-000000104", "latest"]
     assert checkpoint.load_latest(run / "checkpoints")["loop"]["cur_nimg"] == MIDDLE
-    run_command(command)
+    _run_here(data, tmp_path)
     assert_identical(reference, _final_state(tmp_path))
 
 
@@ -175,11 +177,11 @@ def test_changed_training_maths_starts_a_new_run_and_is_refused_in_place(data, r
     and how to continue it instead); continuing that run by name is refused, listing the fields."""
     outdir, changed = reference_run[0], ("--gamma", "0.5", "--glr", "0.001")
     run = run_dir(outdir)
-    output = run_command(_command(data, outdir, extra=(*changed, "--dry-run")))
+    output = _run_here(data, outdir, extra=(*changed, "--dry-run"))
     assert f"would start {outdir / '00001-tiny-tiny-gpus1-batch8'}; {run} trained the same data and --cfg" in output
     assert "--gamma 0.05 (now 0.5), --glr 0.0025 (now 0.001)" in output, output[-2000:]
     assert f"pass --resume {run} --allow-config-change" in output
-    output = run_command(_command(data, outdir, extra=(*changed, "--resume", str(run))), expect=2)
+    output = _run_here(data, outdir, extra=(*changed, "--resume", str(run)), expect=2)
     assert "Traceback" not in output
     assert "loss.gamma" in output and "optim.g_lr" in output, output
     assert "--allow-config-change" in output
