@@ -1,10 +1,13 @@
-"""The MLflow tracker against a real tracking server on loopback (started once for the module, ~11 s): what each
+"""The MLflow tracker against a real tracking server on loopback (started once for the module, ~9 s): what each
 method leaves in the run, read back with MLflow's own client; resume into the same run; a `train --tracker mlflow` run
-and its resume end to end; the local default store."""
+and its resume end to end; the local default store; and, last (it kills the module's server), a run whose server is
+killed mid-run."""
 
 import importlib.util
 import json
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 import PIL.Image
@@ -224,3 +227,33 @@ def test_without_a_uri_and_without_sqlalchemy_the_error_says_what_to_install(tmp
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "sqlalchemy" else real(name, *a))
     with pytest.raises(RuntimeError, match="pip install mlflow"):
         MlflowTracker(None, None, None).start(tmp_path / "run", None)
+
+
+@pytest.fixture
+def quick_failures(monkeypatch):
+    """A down server answers no request: fail each at once rather than after MLflow's minutes of retries."""
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "5")
+
+
+def test_a_server_killed_mid_run_costs_a_warning_not_the_run(server, data, tmp_path, quick_failures):
+    """`train --tracker mlflow` whose server dies after the first tick. The module's last test: it kills the server."""
+    stats = tmp_path / "runs"
+
+    def kill_after_the_first_tick():
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not any(stats.glob("*/stats.jsonl")):
+            time.sleep(0.05)
+        server.kill()
+
+    killer = threading.Thread(target=kill_after_the_first_tick)
+    killer.start()
+    result = _train(data, stats, 0.064, "--tracker", "mlflow", "--tracker-uri", server.uri)
+    killer.join()
+    assert result.exit_code == 0, result.output
+    (run,) = stats.iterdir()
+    log = (run / "log.txt").read_text()
+    assert "done: 0.064 kimg" in log
+    assert "warning: mlflow: " in log and "failed" in log
+    assert len((run / "stats.jsonl").read_text().splitlines()) == 8  # every tick kept in the run folder
+    assert "uploads the run" in log  # the end says how to send what was not sent
