@@ -52,7 +52,7 @@ def _run_ranks(script: str, *args: str, world_size: int = 2, timeout: float = 12
     return outputs
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def run_ranks():
     """`run_ranks(script, *args, world_size=2)`: the outputs of `script` run as the ranks of one gloo group."""
     return _run_ranks

@@ -65,14 +65,6 @@ def final_checkpoint(outdir: Path) -> Path:
     return sorted((run / "checkpoints").glob("ckpt-*"))[-1]
 
 
-# Run as each rank of a gloo group (conftest's run_ranks): trains the TrainOptions given as JSON in argv[1].
-RANK_SCRIPT = """
-import json, sys
-from ganforge.train import TrainOptions, resolve, run
-sys.exit(run(resolve(TrainOptions(**json.loads(sys.argv[1])))))
-"""
-
-
 @contextlib.contextmanager
 def others_drawing():
     """A thread drawing from Python's `random` and NumPy's global generator every millisecond meanwhile, as other
