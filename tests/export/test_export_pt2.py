@@ -38,8 +38,9 @@ def run_fresh(program, inputs: dict, expected: np.ndarray, tmp_path) -> str:
 
 
 def test_pt2_loads_and_runs_without_ganforge(tmp_path):
-    """A conditional network (z and c inputs); the unconditional StyleGAN3 export below has z alone."""
-    snapshot = tiny_snapshot(tmp_path / "G.safetensors", c_dim=3)
+    """A conditional network (z and c inputs); the unconditional StyleGAN3 export below has z alone. At 8 px: a
+    smaller program is quicker to trace, and to load in both processes."""
+    snapshot = tiny_snapshot(tmp_path / "G.safetensors", c_dim=3, resolution=8)
     out = tmp_path / "G.pt2"
     result = export("--network", snapshot, "--out", out, "--format", "pt2", "--trunc", "0.7", "--check", "5")
     assert result.exit_code == 0, result.output
