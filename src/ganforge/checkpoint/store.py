@@ -7,8 +7,8 @@ Layout of `<ckpt_dir>/ckpt-<nimg, 9+ digits>/`:
                           the two files above
 The bytes of all three depend only on the training state, so the same run repeated writes identical files (`md5sum`
 equal); when a checkpoint was written is the manifest's modification time, which retention's `--keep-max-age` reads.
-Version 1 manifests also held a `created` time, and the states of versions 1 and 2 Python's and NumPy's generator
-states (checkpoint/rng.py); they still load.
+Version 1 manifests also held a `created` time, and the states of versions 1 and 2 also held Python's and NumPy's
+generator states (checkpoint/rng.py); both still load.
 `<ckpt_dir>/latest` names the newest committed folder, for people and tools; loading never trusts it and
 scans the folders instead, so a crash between the rename and the pointer update loses nothing.
 """
