@@ -73,6 +73,7 @@ R3GAN = "tests/train/test_train_r3gan.py::"
 SHARDS = "tests/data/test_data_shards.py::"
 TARSTREAM_REFUSALS = "tests/data/test_data_tarstream.py::test_refuses_with_a_reason_and_bounded_reads"
 REMOTE = "tests/data/test_data_remote.py::"
+NUMPY_REFUSAL = "tests/interop/test_interop_numpy_refusal.py::"
 VECTORS = "tests/data/test_data_label_vectors.py::"
 RESUMABLE_CASES = "tests/checkpoint/test_checkpoint_resumable.py::test_verify_and_resume_agree"
 R3GAN_NETS = "tests/nets/test_nets_r3gan.py::"
@@ -467,8 +468,10 @@ MUTANTS = (
       ("tests/checkpoint/test_checkpoint_preempt.py::test_a_sigint_adopted_from_another_rank_is_not_this_process_"
        "first_ctrl_c",)),
     # Network files: the allow-list unpickler, the architecture limits, the snapshot checksum (hostile inputs).
-    M("pickle_build_on_tensors", "interop/official_pickle.py", "BUILD_TARGETS = (NumpyValue,)",
-      "BUILD_TARGETS = (NumpyValue, torch.Tensor)",
+    M("pickle_build_on_tensors", "interop/official_pickle.py",
+      "        if self.build_numpy(target, state):\n            return\n",
+      "        if self.build_numpy(target, state) or isinstance(target, torch.Tensor):\n"
+      "            return None if self.build_numpy(target, state) else target.__setstate__(state)\n",
       ("tests/interop/test_interop_bounded.py::test_build_on_a_tensor_is_refused_and_nothing_is_written",)),
     M("pickle_storage_check_skipped", "interop/official_pickle.py", "        _check_storages(unpickler.built)\n", "",
       ("tests/interop/test_interop_bounded.py::test_the_storage_check_catches_a_widened_tensor_whatever_widened_it",)),
@@ -480,19 +483,43 @@ MUTANTS = (
     M("pickle_marked_items_on_anything", "interop/restricted_pickle.py", "        if type(target) not in types:",
       '        if opcode in ("SETITEM", "APPEND") and type(target) not in types:',
       ("tests/interop/test_interop_bounded.py::test_items_after_a_mark_go_only_into_their_own_kind_of_container",)),
-    M("pickle_bytearray_allocated", "interop/restricted_pickle.py",
-      "pickle.BYTEARRAY8[0]: RestrictedUnpickler.load_bytearray8",
-      "pickle.BYTEARRAY8[0]: pickle._Unpickler.load_bytearray8",
-      ("tests/interop/test_interop_bounded.py::test_a_bytearray_is_refused_even_one_the_file_holds",)),
+    M("pickle_bytearray_allocated", "interop/numpy_pickle.py",
+      "        self.append(InBandBuffer(self.read(size)))",
+      "        self.append(InBandBuffer(bytes(bytearray(size))[:0] + self.read(size)))",
+      ("tests/interop/test_interop_bounded.py::test_a_bytearray_is_read_only_as_far_as_the_file_holds_and_kept_only"
+       "_in_an_array",)),
+    # numpy values in NVlabs' PyTorch pickles: StyleGAN3's arrays, exactly where and as numpy writes them.
+    M("official_arrays_anywhere", "interop/official_pickle.py", "        _check_numpy_places(data)\n", "",
+      (NUMPY_REFUSAL + "test_an_array_anywhere_else_is_refused",)),
+    M("official_array_place_by_name_only", "interop/official_pickle.py",
+      "(value.class_name, name) in ARRAY_PLACES", "name in {n for _, n in ARRAY_PLACES}",
+      (NUMPY_REFUSAL + "test_an_array_anywhere_else_is_refused",)),
+    M("official_array_any_shape", "interop/official_pickle.py",
+      "if array is None or array.shape != SIZE_PAIR or array.dtype.kind not in \"iu\":", "if array is None:",
+      (NUMPY_REFUSAL + "test_in_its_place_only_a_pair_of_integers",)),
+    M("official_array_never_built_accepted", "interop/official_pickle.py",
+      "if array is None or array.shape != SIZE_PAIR", "if array is not None and array.shape != SIZE_PAIR",
+      (NUMPY_REFUSAL + "test_in_its_place_only_a_pair_of_integers",)),
+    M("numpy_reconstruct_any_class", "interop/numpy_pickle.py", "if cls is not NDARRAY or shape != (0,)",
+      "if shape != (0,)", (NUMPY_REFUSAL + "test_what_numpy_never_writes_is_refused",)),
+    M("numpy_frombuffer_any_order", "interop/numpy_pickle.py", 'if order not in ("C", "F"):', "if False:",
+      (NUMPY_REFUSAL + "test_what_numpy_never_writes_is_refused",)),
+    M("numpy_frombuffer_bytes_uncounted", "interop/numpy_pickle.py",
+      "        self.count_array_bytes(len(data))\n        return ArrayRecord", "        return ArrayRecord",
+      (NUMPY_REFUSAL + "test_bytes_shared_through_the_memo_make_no_more_array_than_the_file_holds",)),
+    M("official_family_not_named", "interop/official_pickle.py", '("StyleGAN3", ("SynthesisInput",)),', "",
+      (NUMPY_REFUSAL + "test_a_refused_global_names_the_family_the_file_had_shown",)),
     # TensorFlow-era pickles: the allow-list unpickler's guards, the kind by content, the variable mapping.
-    M("tf_build_on_anything", "interop/tf_pickle.py", "        else:\n            self.refuse_build(target)",
-      "        else:\n            pass", (TF_REFUSAL + "test_build_acts_only_on_networks_arrays_and_dtypes_and_once",)),
-    M("tf_array_bytes_unbounded", "interop/tf_pickle.py", "if self.array_bytes > self.size:", "if False:",
+    M("tf_build_on_anything", "interop/tf_pickle.py",
+      "        elif not self.build_numpy(target, state):\n            self.refuse_build(target)",
+      "        elif not self.build_numpy(target, state):\n            pass",
+      (TF_REFUSAL + "test_build_acts_only_on_networks_arrays_and_dtypes_and_once",)),
+    M("tf_array_bytes_unbounded", "interop/numpy_pickle.py", "if self.array_bytes > self.size:", "if False:",
       (TF_REFUSAL + "test_bytes_shared_through_the_memo_make_no_more_array_than_the_file_holds",)),
-    M("tf_array_size_unchecked", "interop/tf_pickle.py",
+    M("tf_array_size_unchecked", "interop/numpy_pickle.py",
       "if count < 0 or count * dtype.dtype.itemsize != len(data):", "if count < 0:",
       (TF_REFUSAL + "test_an_array_holds_exactly_the_bytes_of_its_shape",)),
-    M("tf_dtype_any_code", "interop/tf_pickle.py", "if code not in NUMERIC_CODES or", "if not code or",
+    M("tf_dtype_any_code", "interop/numpy_pickle.py", "if code not in NUMERIC_CODES or", "if not code or",
       (TF_REFUSAL + "test_an_array_holds_exactly_the_bytes_of_its_shape",)),
     M("tf_variables_share_arrays", "interop/tf_pickle.py", "if name in variables or id(value) in arrays:",
       "if name in variables:", (TF_REFUSAL + "test_every_variable_holds_an_array_of_its_own",)),

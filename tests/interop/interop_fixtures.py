@@ -5,7 +5,9 @@ A network module pickles as the call `torch_utils.persistence._reconstruct_persi
 "class", version: 6, module_src: the defining module's source, class_name, state: the module's __dict__}; the file is
 `pickle.dump` of {G, D, G_ema, augment_pipe, training_set_kwargs}. Stand-ins below carry the official global names
 while a pickle is written (sys.modules holds stand-in modules only for that time), so the byte stream names exactly
-the globals of a real file; tensors are real torch tensors and parameters, pickled by torch itself.
+the globals of a real file; tensors are real torch tensors and parameters, pickled by torch itself, and the layers'
+numpy attributes real numpy values, pickled by numpy (under numpy 2's module names; fixtures/ holds pickles written
+by NVlabs' own StyleGAN3 code under numpy 1.x).
 """
 
 import collections
@@ -93,9 +95,37 @@ def persistent_tree(module: torch.nn.Module, init_kwargs: dict, source: str = ""
     state = {"training": False, "_parameters": params, "_buffers": buffers, "_non_persistent_buffers_set": set(),
              "_modules": children, "_init_args": (), "_init_kwargs": init_kwargs,
              **{hooks: collections.OrderedDict() for hooks in HOOK_DICTS}}  # fmt: skip
-    if class_name == "FullyConnectedLayer":  # the official layer keeps numpy gains (np.sqrt)
-        state.update(activation=module.activation, weight_gain=np.float64(module.weight_gain), bias_gain=1)
+    state.update(official_attributes(class_name, module))
     return Persistent(class_name, state, source)
+
+
+def _size_pair(size: int) -> np.ndarray:
+    """A StyleGAN3 layer's [width, height] as its official class keeps it after the training loop's deep copy (a
+    contiguous int64 array: numpy pickles it as _reconstruct + BUILD, or _frombuffer under protocol 5)."""
+    return np.array([size, size], dtype=np.int64)
+
+
+def official_attributes(class_name: str, module: torch.nn.Module) -> dict:
+    """The plain and numpy attributes an official layer keeps beside its tensors, by the official constructors:
+    numpy float gains, StyleGAN3's sampling rates and cutoffs as numpy floats, its sizes as numpy arrays."""
+    if class_name == "FullyConnectedLayer":  # np.sqrt gains
+        return dict(activation=module.activation, weight_gain=np.float64(module.weight_gain), bias_gain=1)
+    if class_name == "SynthesisInput":
+        band = module.band
+        return dict(w_dim=module.affine.weight.shape[1], channels=band.channels, size=_size_pair(band.size),
+                    sampling_rate=np.float64(band.sampling_rate), bandwidth=np.float64(band.cutoff))  # fmt: skip
+    if class_name == "SynthesisLayer" and hasattr(module, "inp"):  # StyleGAN3's (StyleGAN2's has no bands)
+        inp, out = module.inp, module.out
+        return dict(w_dim=module.affine.weight.shape[1], is_torgb=module.is_torgb,
+                    is_critically_sampled=module.critically_sampled, use_fp16=np.bool_(module.use_fp16),
+                    in_channels=inp.channels, out_channels=out.channels, in_size=_size_pair(inp.size),
+                    out_size=_size_pair(out.size), in_sampling_rate=inp.sampling_rate,
+                    out_sampling_rate=out.sampling_rate, in_cutoff=np.float64(inp.cutoff),
+                    out_cutoff=np.float64(out.cutoff), in_half_width=np.float64(inp.half_width),
+                    out_half_width=np.float64(out.half_width), conv_kernel=module.conv_kernel,
+                    conv_clamp=module.conv_clamp, up_factor=module.up, down_factor=module.down,
+                    down_radial=module.down_radial, padding=list(module.padding))  # fmt: skip
+    return {}
 
 
 def generator_kwargs(G, layout: str = "ada", **synthesis_extra) -> dict:

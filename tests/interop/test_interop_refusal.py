@@ -56,14 +56,14 @@ def refused(path, match: str):
 def test_a_reduce_payload_anywhere_is_refused_by_name(tmp_path, marker, qualname):
     G = Generator(resolution=8, z_dim=4, w_dim=4, channel_base=32, channel_max=4, mapping_layers=1)
     kwargs = {**generator_kwargs(G), "synthesis_kwargs": {"conv_clamp": PAYLOADS[qualname](marker)}}
-    for data in (
-        network_pickle({"G_ema": PAYLOADS[qualname](marker)}),
-        network_pickle({"G_ema": persistent_tree(G, kwargs)}),
+    for data, family in (
+        (network_pickle({"G_ema": PAYLOADS[qualname](marker)}), "StyleGAN2-ADA or StyleGAN3"),  # before any module
+        (network_pickle({"G_ema": persistent_tree(G, kwargs)}), "StyleGAN2"),  # after G's blocks
     ):
         path = tmp_path / "evil.pkl"
         path.write_bytes(data)
-        message = refused(path, f"refused: the pickle asks for {qualname}, which is not part of a StyleGAN2 network")
-        assert "nothing from this one was run" in message
+        message = refused(path, f"refused: the pickle asks for {qualname}, which is not part of an NVlabs {family} ")
+        assert "network pickle; ganforge never runs code from a file, and nothing from this one was run" in message
 
 
 def test_unknown_globals_are_refused_even_when_harmless(tmp_path, marker):
@@ -97,7 +97,7 @@ def test_a_tensorflow_network_inside_a_pytorch_pickle_is_refused_by_name(tmp_pat
     path.write_bytes(
         b"\x80\x02ctorch_utils.persistence\n_reconstruct_persistent_obj\n0cdnnlib.tflib.network\nNetwork\n)\x81."
     )
-    refused(path, "asks for dnnlib.tflib.network.Network, which is not part of a StyleGAN2 network pickle")
+    refused(path, "asks for dnnlib.tflib.network.Network, which is not part of an NVlabs StyleGAN2-ADA or StyleGAN3")
 
 
 class NestedStorage:

@@ -14,15 +14,17 @@ Here unpickling resolves only an allow-list of globals, each to a ganforge funct
     torch.storage._load_from_bytes                        -> the nested storage, read by torch.load(weights_only=True)
     collections.OrderedDict, builtins.set                 -> themselves (containers, constructed from data)
     dnnlib.util.EasyDict                                  -> EasyDict, a plain dict
-    numpy.dtype, numpy.core.multiarray.scalar             -> NumpyValue, the raw arguments (never interpreted)
+    numpy's dtype, scalar and array globals               -> `numpy_pickle`'s records (numeric types, exact sizes)
 
-Every other global is refused before anything is called; `read_pickle` raises a UserError naming it.
+Every other global is refused before anything is called; `read_pickle` raises a UserError naming it and the family
+of network the file had shown so far.
 
 The generic guards (bounded reads, container opcodes on containers only, plain keys) are `restricted_pickle`'s.
-BUILD (set the state) acts on numpy values alone: BUILD on a tensor would run `Tensor.__setstate__`, whose `set_`
-widens a storage to any size without initialising it (the process's memory would become weights); BUILD on a record
-would overwrite its fields. After loading, every tensor is checked to lie within the storage the file supplied for
-it, and every storage to hold exactly the bytes it was read with.
+BUILD (set the state) acts on numpy dtypes and arrays alone, with exactly the states numpy writes: BUILD on a tensor
+would run `Tensor.__setstate__`, whose `set_` widens a storage to any size without initialising it (the process's
+memory would become weights); BUILD on a record would overwrite its fields. After loading, every tensor is checked to
+lie within the storage the file supplied for it, every storage to hold exactly the bytes it was read with, and every
+numpy array to be a [width, height] pair where StyleGAN3's layers keep one (ARRAY_PLACES) and nowhere else.
 """
 
 import collections
@@ -35,6 +37,7 @@ from pathlib import Path
 import torch
 
 from ganforge.errors import UserError
+from ganforge.interop.numpy_pickle import NUMPY_KINDS, ArrayRecord, InBandBuffer, NumpyBuilds, numpy_globals
 from ganforge.interop.restricted_pickle import (
     DECODE_ERRORS,
     RefusedGlobal,
@@ -43,6 +46,7 @@ from ganforge.interop.restricted_pickle import (
     plain_keys,
     unpickle,
 )
+from ganforge.limits import shown_name
 
 
 @dataclasses.dataclass
@@ -64,17 +68,6 @@ class EasyDict(dict):
         super().__init__()
 
 
-class NumpyValue:
-    """A numpy dtype or scalar kept as its raw pickle arguments; layers store `weight_gain` this way, and ganforge
-    recomputes such values instead of reading them."""
-
-    def __init__(self, *args):
-        self.args, self.state = args, None
-
-    def __setstate__(self, state):
-        self.state = state
-
-
 @dataclasses.dataclass(frozen=True)
 class _Storage:
     """A storage as the file supplied it: its bytes, element type, and where they were at loading."""
@@ -85,14 +78,16 @@ class _Storage:
     data_ptr: int
 
 
-BUILD_TARGETS = (NumpyValue,)  # the only objects a network pickle gives a state (numpy dtypes)
 DICTS = (dict, collections.OrderedDict, EasyDict)
-
-
-def _reconstruct_persistent_obj(meta) -> PersistentRecord:
-    if not (isinstance(meta, dict) and isinstance(meta.get("class_name"), str) and isinstance(meta.get("state"), dict)):
-        raise pickle.UnpicklingError("a persistent object without a class name and a state dict")
-    return PersistentRecord(meta["class_name"], meta["state"])
+# Where NVlabs' networks keep numpy arrays: StyleGAN3's layers hold their sizes as [width, height] pairs (numpy
+# scalars, such as weight gains and sampling rates, may be any attribute: ganforge recomputes them).
+ARRAY_PLACES = (("SynthesisInput", "size"), ("SynthesisLayer", "in_size"), ("SynthesisLayer", "out_size"))
+SIZE_PAIR = (2,)
+# Module classes that show which family a pickle holds, for messages (StyleGAN3 files hold a StyleGAN2 D too).
+FAMILY_CLASSES = (
+    ("StyleGAN3", ("SynthesisInput",)),
+    ("StyleGAN2", ("SynthesisBlock", "ToRGBLayer", "DiscriminatorBlock", "DiscriminatorEpilogue")),
+)
 
 
 def _ordered_dict(*args) -> collections.OrderedDict:
@@ -141,35 +136,45 @@ def _rebuild_parameter(data, requires_grad=False, backward_hooks=None, state=Non
     return data
 
 
-# What each allowed global resolves to; None: a method of the unpickler (it records what it builds).
+# What each allowed global resolves to; a string: that method of the unpickler (it records what it builds).
 ALLOWED = {
-    ("torch_utils.persistence", "_reconstruct_persistent_obj"): _reconstruct_persistent_obj,
-    ("torch._utils", "_rebuild_tensor_v2"): None,
+    ("torch_utils.persistence", "_reconstruct_persistent_obj"): "_persistent_record",
+    ("torch._utils", "_rebuild_tensor_v2"): "_rebuild_tensor",
     ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
     ("torch._utils", "_rebuild_parameter_with_state"): _rebuild_parameter,
     ("torch.storage", "_load_from_bytes"): _load_storage,
     ("collections", "OrderedDict"): _ordered_dict,
     ("builtins", "set"): _set,
     ("dnnlib.util", "EasyDict"): EasyDict,
-    ("numpy", "dtype"): NumpyValue,
-    ("numpy.core.multiarray", "scalar"): NumpyValue,
-    ("numpy._core.multiarray", "scalar"): NumpyValue,
+    **numpy_globals(protocol_5=True),
 }
 
 
-class _RestrictedUnpickler(RestrictedUnpickler):
+class _RestrictedUnpickler(NumpyBuilds, RestrictedUnpickler):
     """The allow-list of a PyTorch network pickle (ALLOWED), BUILD on numpy values only; every tensor it rebuilds is
-    recorded with the storage it views, for the check after loading."""
+    recorded with the storage it views, for the check after loading, and every module record's class name, for
+    messages."""
 
     allowed = ALLOWED
     dicts = DICTS
+    dispatch = type(RestrictedUnpickler.dispatch)(RestrictedUnpickler.dispatch)
 
     def __init__(self, file, size: int):
-        super().__init__(file, size)
+        RestrictedUnpickler.__init__(self, file, size)
+        NumpyBuilds.__init__(self, size)
         self.built: list[tuple[torch.Tensor, _Storage]] = []
+        self.class_names: set[str] = set()
 
-    def find_class(self, module: str, name: str):
-        return super().find_class(module, name) or self._rebuild_tensor
+    def _persistent_record(self, meta) -> PersistentRecord:
+        if not (type(meta) is dict and type(meta.get("class_name")) is str and type(meta.get("state")) is dict):
+            raise pickle.UnpicklingError("a persistent object without a class name and a state dict")
+        self.class_names.add(meta["class_name"])
+        return PersistentRecord(meta["class_name"], meta["state"])
+
+    def family(self) -> str:
+        """The network family the records read so far belong to, for a message."""
+        found = [family for family, names in FAMILY_CLASSES if self.class_names.intersection(names)]
+        return found[0] if found else "StyleGAN2-ADA or StyleGAN3"
 
     def _rebuild_tensor(self, storage, offset, size, stride, requires_grad=False, backward_hooks=None, metadata=None):
         """The tensor view [offset, size, stride] of `storage`; the range is checked, since `Tensor.set_` does not."""
@@ -186,13 +191,18 @@ class _RestrictedUnpickler(RestrictedUnpickler):
         return tensor
 
     def build(self, target, state) -> None:
-        if type(target) in BUILD_TARGETS:
-            target.__setstate__(state)
-        elif not (type(target) in DICTS and (state is None or (type(state) is dict and not state))):  # a no-op
+        if self.build_numpy(target, state):
+            return
+        if not (type(target) in DICTS and (state is None or (type(state) is dict and not state))):  # a no-op
             self.refuse_build(target)
 
     def kind(self, value) -> str:
-        return "network module record" if isinstance(value, PersistentRecord) else super().kind(value)
+        if isinstance(value, PersistentRecord):
+            return "network module record"
+        return NUMPY_KINDS.get(type(value)) or super().kind(value)
+
+
+_RestrictedUnpickler.dispatch[pickle.BYTEARRAY8[0]] = NumpyBuilds.load_bytearray8
 
 
 def _check_view(storage: _Storage, offset: int, size: tuple, stride: tuple) -> None:
@@ -225,15 +235,65 @@ def _check_storages(built: list) -> None:
         _check_view(storage, tensor.storage_offset(), tuple(tensor.shape), tuple(tensor.stride()))
 
 
+def _check_numpy_places(data) -> None:
+    """UnpicklingError unless every numpy array in the object graph is a [width, height] pair of integers at one of
+    ARRAY_PLACES, and no in-band buffer is left outside an array. Each container is visited once; an array is checked
+    at every place it is reached from (the memo may put one array in several places)."""
+    seen, pending = set(), [(data, "the top level")]
+    while pending:
+        value, where = pending.pop()
+        if type(value) in (ArrayRecord, InBandBuffer):
+            _check_loose(value, where)
+        elif id(value) not in seen:
+            seen.add(id(value))
+            pending.extend(_placed_children(value, where))
+
+
+def _placed_children(value, where: str) -> list:
+    """(value, where) of what `value` holds and whose place is not yet checked, `where` naming the nearest module
+    attribute it is under; the arrays of a module record's ARRAY_PLACES are checked here and left out."""
+    if isinstance(value, PersistentRecord):
+        children = []
+        for name, item in value.state.items():
+            place = f"{shown_name(value.class_name)}.{shown_name(name)}"
+            if type(item) is ArrayRecord and (value.class_name, name) in ARRAY_PLACES:
+                _check_size_pair(place, item)
+            else:
+                children.append((item, place))
+        return children
+    if type(value) in DICTS:
+        return [(item, where) for item in value.values()]  # keys are plain values
+    return [(item, where) for item in value] if type(value) in (list, tuple, set, frozenset) else []
+
+
+def _check_size_pair(place: str, record: ArrayRecord) -> None:
+    array = record.array
+    if array is None or array.shape != SIZE_PAIR or array.dtype.kind not in "iu":
+        shape = "never given" if array is None else f"{array.dtype.kind}{array.dtype.itemsize} {array.shape}"
+        raise pickle.UnpicklingError(f"{place} is a numpy array ({shape}), not a [width, height] pair")
+
+
+def _check_loose(value, where: str) -> None:
+    """A numpy scalar may be anywhere; an array or an in-band buffer only where `_placed_children` checked it."""
+    if type(value) is ArrayRecord and value.array is not None and value.array.ndim == 0:
+        return
+    raise pickle.UnpicklingError(
+        f"{NUMPY_KINDS[type(value)]} in {where}, outside the layer attributes where NVlabs' networks keep arrays "
+        f"({', '.join(f'{c}.{n}' for c, n in ARRAY_PLACES)})"
+    )
+
+
 def read_pickle(path: Path):
     """The object graph of an NVlabs pickle, built from allowed data only; UserError for anything else."""
     try:
         data, unpickler = unpickle(path, _RestrictedUnpickler)
         _check_storages(unpickler.built)
+        _check_numpy_places(data)
     except RefusedGlobal as err:
         raise UserError(
-            f"{path}: refused: the pickle asks for {err.qualname}, which is not part of a StyleGAN2 network pickle; "
-            "ganforge never runs code from a file, and nothing from this one was run"
+            f"{path}: refused: the pickle asks for {err.qualname}, which is not part of an NVlabs "
+            f"{err.family} network pickle; ganforge never runs code from a file, and nothing from this one "
+            "was run"
         ) from None
     except DECODE_ERRORS as err:
         raise UserError(

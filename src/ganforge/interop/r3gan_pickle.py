@@ -31,7 +31,13 @@ import torch
 from ganforge.errors import UserError
 from ganforge.interop import official_pickle
 from ganforge.interop.official_pickle import PersistentRecord
-from ganforge.interop.restricted_pickle import DECODE_ERRORS, RefusedGlobal, decode_detail, unpickle
+from ganforge.interop.restricted_pickle import (
+    DECODE_ERRORS,
+    RefusedGlobal,
+    RestrictedUnpickler,
+    decode_detail,
+    unpickle,
+)
 
 # The classes of a released snapshot's networks (R3GAN/Networks.py with the CUDA operators its aliases pick, and
 # training/networks.py's wrappers), by module.
@@ -143,6 +149,7 @@ class _R3GANUnpickler(official_pickle._RestrictedUnpickler):
 _R3GANUnpickler.dispatch = type(_R3GANUnpickler.dispatch)(_R3GANUnpickler.dispatch)  # refuses unknown opcodes too
 _R3GANUnpickler.dispatch[pickle.NEWOBJ[0]] = _R3GANUnpickler.load_newobj
 _R3GANUnpickler.dispatch[pickle.NEWOBJ_EX[0]] = _R3GANUnpickler.load_newobj_ex
+_R3GANUnpickler.dispatch[pickle.BYTEARRAY8[0]] = RestrictedUnpickler.load_bytearray8  # no protocol-5 arrays here
 
 
 def read_r3gan_pickle(path: Path):

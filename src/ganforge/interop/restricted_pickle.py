@@ -44,8 +44,9 @@ PLAIN_KEYS = (str, int, float, bytes, bool, type(None))  # hashing costs their l
 class RefusedGlobal(pickle.UnpicklingError):
     """The pickle names a global outside the allow-list; nothing it names has been imported or called."""
 
-    def __init__(self, module: str, name: str):
+    def __init__(self, module: str, name: str, family: str):
         self.qualname = f"{shown_name(module)}.{shown_name(name)}"
+        self.family = family  # the network family the file had shown when it asked, for the message
         super().__init__(f"refused global {self.qualname}")
 
 
@@ -90,8 +91,9 @@ class _Dispatch(dict):
 
 
 class RestrictedUnpickler(pickle._Unpickler):
-    """An unpickler whose globals come from `allowed` ((module, name) -> what it resolves to) and whose BUILD
-    opcodes go to `build`; a reader subclasses it with its format's allow-list and BUILD targets."""
+    """An unpickler whose globals come from `allowed` ((module, name) -> what it resolves to, or the name of one of
+    its methods) and whose BUILD opcodes go to `build`; a reader subclasses it with its format's allow-list and BUILD
+    targets."""
 
     dispatch = _Dispatch(pickle._Unpickler.dispatch)
     allowed: dict = {}
@@ -102,9 +104,16 @@ class RestrictedUnpickler(pickle._Unpickler):
         super().__init__(BoundedFile(file, size))
 
     def find_class(self, module: str, name: str):
+        """What an allowed global resolves to: an entry of `allowed`, or the unpickler's method its string names
+        (for what the unpickler records as it builds)."""
         if (module, name) not in self.allowed:
-            raise RefusedGlobal(module, name)
-        return self.allowed[(module, name)]
+            raise RefusedGlobal(module, name, self.family())
+        found = self.allowed[(module, name)]
+        return getattr(self, found) if isinstance(found, str) else found
+
+    def family(self) -> str:
+        """The network family what was read so far belongs to ("" where a format holds one family)."""
+        return ""
 
     def build(self, target, state) -> None:
         """Set the state of `target` (BUILD); a reader allows it on the objects its format gives a state."""

@@ -14,9 +14,7 @@ each network is a `dnnlib.tflib.network.Network`, which pickles as NEWOBJ of tha
     variables         [(local name, value)]: its own TensorFlow variables, numpy arrays (numpy scalars when 0-d)
     input_shapes, output_shapes, input_names, output_names    (version 5 only)
 
-numpy writes an array as `numpy.core.multiarray._reconstruct(numpy.ndarray, (0,), b"b")` followed by BUILD with
-(1, shape, dtype, is_fortran, raw bytes), a dtype as `numpy.dtype(code, False, True)` followed by BUILD with
-(3, byte order, None, None, None, -1, -1, 0), a scalar as `numpy.core.multiarray.scalar(dtype, raw bytes)`.
+Variables are numpy arrays, read by `numpy_pickle` (its docstring shows how numpy pickles them).
 
 Unpickling resolves only these globals, each to a ganforge stand-in that holds plain data:
 
@@ -25,7 +23,8 @@ Unpickling resolves only these globals, each to a ganforge stand-in that holds p
     numpy.ndarray                          -> a marker, the one class _reconstruct accepts
     numpy.dtype                            -> DTypeRecord, a numeric type from a fixed list of codes
     numpy.core.multiarray.scalar           -> ArrayRecord of a 0-d array
-    (numpy._core.multiarray, numpy 2's name of the module, for the two functions)
+    (numpy._core.multiarray, numpy 2's name of the module, for the two functions; not protocol 5's _frombuffer,
+    which no TensorFlow-era Python wrote)
 
 BUILD is honoured on those three records alone, once each, with exactly the state dnnlib or numpy writes. An array's
 raw bytes are exactly what its shape and type need; the arrays together hold no more bytes than the file, and every
@@ -34,13 +33,11 @@ each variable once). The generic guards (bounded reads, containers, keys) are `r
 """
 
 import dataclasses
-import math
 import pickle
 from pathlib import Path
 
-import numpy as np
-
 from ganforge.errors import UserError
+from ganforge.interop.numpy_pickle import NUMPY_KINDS, ArrayRecord, NumpyBuilds, numpy_globals
 from ganforge.interop.restricted_pickle import (
     DECODE_ERRORS,
     RefusedGlobal,
@@ -50,9 +47,6 @@ from ganforge.interop.restricted_pickle import (
 )
 from ganforge.limits import shown, shown_name
 
-NUMERIC_CODES = ("f2", "f4", "f8", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "b1")  # no object arrays
-DTYPE_STATE_TAIL = (None, None, None, -1, -1, 0)  # no sub-array, no fields, default size, alignment and flags
-MAX_ARRAY_DIMS = 8  # TF StyleGAN2 variables have at most 4 ([kh, kw, in, out])
 NETWORKS = ("G", "D", "G_ema")  # the order of the pickled tuple (G, D, Gs)
 STATE_KEYS = ("version", "name", "static_kwargs", "components", "build_module_src", "build_func_name", "variables")
 VERSION_5_KEYS = ("input_shapes", "output_shapes", "input_names", "output_names")  # not used: shapes are checked
@@ -76,108 +70,27 @@ class TFNetwork:
         self.state = state
 
 
-class DTypeRecord:
-    """`numpy.dtype(code, False, True)` for a numeric `code`; `dtype` is set by its BUILD (the byte order)."""
-
-    def __new__(cls, code=None, align=False, copy=True):
-        if code not in NUMERIC_CODES or align is not False or copy is not True:
-            raise pickle.UnpicklingError("a numpy dtype that is not a plain numeric type (float, int, bool)")
-        record = super().__new__(cls)
-        record.code, record.dtype = code, None
-        return record
-
-    def set_order(self, state) -> None:
-        if self.dtype is not None or not (type(state) is tuple and len(state) == 8 and state[0] == 3):
-            raise pickle.UnpicklingError("a numpy dtype given a state twice, or not numpy's (version 3, 8 fields)")
-        order = "|" if np.dtype(self.code).itemsize == 1 else "<"  # what numpy writes on a little-endian machine
-        if state[1] != order or state[2:] != DTYPE_STATE_TAIL:
-            raise pickle.UnpicklingError(f"a numpy {self.code} dtype with another byte order or layout than numpy's")
-        self.dtype = np.dtype(order + self.code)
+ALLOWED = {("dnnlib.tflib.network", "Network"): TFNetwork, **numpy_globals(protocol_5=False)}
 
 
-class ArrayRecord:
-    """A numpy array as data: `array` (a read-only view of the bytes the file supplied) is set by its BUILD."""
-
-    def __init__(self, array: np.ndarray | None = None):
-        self.array = array
-
-
-class _Marker:
-    def __init__(self, name: str):
-        self.name = name
-
-
-NDARRAY = _Marker("numpy.ndarray")
-
-
-def _reconstruct(cls, shape, code) -> ArrayRecord:
-    if cls is not NDARRAY or shape != (0,) or code != b"b":
-        raise pickle.UnpicklingError("a numpy array reconstruction with other arguments than numpy's")
-    return ArrayRecord()
-
-
-def _array(dtype, shape: tuple, data) -> np.ndarray:
-    """The array of `shape` and `dtype` over `data`, which must hold exactly its elements."""
-    if not (isinstance(dtype, DTypeRecord) and dtype.dtype is not None):
-        raise pickle.UnpicklingError("a numpy array or scalar without a numeric dtype")
-    if type(data) is not bytes:
-        raise pickle.UnpicklingError("a numpy array whose data is not raw bytes (an object array)")
-    ints = len(shape) <= MAX_ARRAY_DIMS and all(type(n) is int and n >= 0 for n in shape)
-    count = math.prod(shape) if ints else -1
-    if count < 0 or count * dtype.dtype.itemsize != len(data):
-        raise pickle.UnpicklingError(f"a numpy array of shape {shown(shape)} over {len(data)} bytes")
-    return np.frombuffer(data, dtype.dtype, count)
-
-
-def _scalar(dtype, data) -> ArrayRecord:
-    return ArrayRecord(_array(dtype, (), data).reshape(()))
-
-
-ALLOWED = {
-    ("dnnlib.tflib.network", "Network"): TFNetwork,
-    ("numpy.core.multiarray", "_reconstruct"): _reconstruct,
-    ("numpy._core.multiarray", "_reconstruct"): _reconstruct,
-    ("numpy", "ndarray"): NDARRAY,
-    ("numpy", "dtype"): DTypeRecord,
-    ("numpy.core.multiarray", "scalar"): _scalar,
-    ("numpy._core.multiarray", "scalar"): _scalar,
-}
-
-
-class _TFUnpickler(RestrictedUnpickler):
+class _TFUnpickler(NumpyBuilds, RestrictedUnpickler):
     """The allow-list of a TensorFlow-era network pickle; BUILD on its networks, arrays and dtypes only."""
 
     allowed = ALLOWED
     format_name = "TensorFlow network pickle"
 
     def __init__(self, file, size: int):
-        super().__init__(file, size)
-        self.size, self.array_bytes = size, 0
+        RestrictedUnpickler.__init__(self, file, size)
+        NumpyBuilds.__init__(self, size)
 
     def build(self, target, state) -> None:
         if type(target) is TFNetwork:
             target.set_state(state)
-        elif type(target) is DTypeRecord:
-            target.set_order(state)
-        elif type(target) is ArrayRecord:
-            self._set_array(target, state)
-        else:
+        elif not self.build_numpy(target, state):
             self.refuse_build(target)
 
-    def _set_array(self, record: ArrayRecord, state) -> None:
-        if record.array is not None or not (type(state) is tuple and len(state) == 5 and state[0] == 1):
-            raise pickle.UnpicklingError("a numpy array given a state twice, or not numpy's (version 1, 5 fields)")
-        _, shape, dtype, fortran, data = state
-        if type(shape) is not tuple or type(fortran) is not bool:
-            raise pickle.UnpicklingError("a numpy array whose shape is not a tuple or whose order is not a bool")
-        flat = _array(dtype, shape, data)
-        self.array_bytes += len(data)
-        if self.array_bytes > self.size:  # the same bytes, shared through the memo, made into several arrays
-            raise pickle.UnpicklingError(f"arrays of {self.array_bytes} bytes in all from a file of {self.size}")
-        record.array = flat.reshape(shape, order="F" if fortran else "C")
-
     def kind(self, value) -> str:
-        names = {TFNetwork: "TensorFlow network", ArrayRecord: "numpy array", DTypeRecord: "numpy dtype"}
+        names = {TFNetwork: "TensorFlow network", **NUMPY_KINDS}
         return names.get(type(value)) or super().kind(value)
 
 

@@ -18,9 +18,10 @@ import numpy as np
 import torch
 
 from ganforge.errors import UserError
+from ganforge.interop.numpy_pickle import ArrayRecord
 from ganforge.interop.official import ANY, FIR, IGNORE, settings
 from ganforge.interop.tensors import build_network, network_shapes
-from ganforge.interop.tf_pickle import ArrayRecord, TFNet
+from ganforge.interop.tf_pickle import TFNet
 from ganforge.limits import ARCHITECTURES, shown, shown_name
 from ganforge.nets import Discriminator, Generator
 from ganforge.snapshot import listed
