@@ -669,6 +669,42 @@ TARGETS["official_pickle"] = Target(
 )
 
 
+def make_official_stylegan3(folder: Path) -> Path:
+    """A StyleGAN3-T snapshot written by NVlabs' own code under numpy 1.x (tests/interop/fixtures: its numpy
+    arrays, scalars and dtypes as `_reconstruct` + BUILD, its D and AugmentPipe)."""
+    folder.mkdir(parents=True)
+    path = folder / "network-snapshot.pkl"
+    shutil.copyfile(Path(__file__).resolve().parents[1] / "tests" / "interop" / "fixtures" / "stylegan3-t.pkl", path)
+    return path
+
+
+def make_stylegan3_protocol_5(folder: Path) -> Path:
+    """A StyleGAN3-R generator pickled with protocol 5, as Python 3.14's pickle.dump writes by default: numpy's
+    arrays as `_frombuffer` over in-band buffers (BYTEARRAY8)."""
+    from ganforge.nets import StyleGAN3Generator
+
+    fx, _ = _interop_fixtures()
+    arch = dict(z_dim=4, w_dim=4, img_channels=3, num_layers=3)
+    G = StyleGAN3Generator(**arch, resolution=16, channel_base=64, channel_max=4, mapping_layers=1, config="r")
+    G = fx.random_weights(G, seed=5)
+    kwargs = dict(**arch, c_dim=0, img_resolution=16, channel_base=128, channel_max=8, conv_kernel=1,
+                  mapping_kwargs=fx.EasyDict(num_layers=1), use_radial_filters=True)  # fmt: skip
+    tree = fx.persistent_tree(G, kwargs, class_name="Generator", resample_filters=False)
+    folder.mkdir(parents=True)
+    path = folder / "network.pkl"
+    path.write_bytes(fx.network_pickle({"G_ema": tree}, protocol=5))
+    return path
+
+
+def _stylegan3_generate(pkl: Path, scratch: Path) -> list[str]:
+    return ["generate", "--network", str(pkl), "--seeds", "0", "--rotate", "10", "--outdir", str(scratch / "images"),
+            "--device", "cpu"]  # fmt: skip
+
+
+TARGETS["official_stylegan3"] = Target("official_stylegan3", make_official_stylegan3, _stylegan3_generate)
+TARGETS["stylegan3_protocol_5"] = Target("stylegan3_protocol_5", make_stylegan3_protocol_5, _stylegan3_generate)
+
+
 def make_tf_pickle(folder: Path, protocol: int = 4) -> Path:
     """A TensorFlow-era NVlabs pickle (G, D, Gs) of a conditional 8 px network, written to the published layout by
     the interop tests' builder: protocol 4 as the released files are, or 3, without frames, so that more edits reach

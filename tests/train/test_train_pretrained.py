@@ -253,13 +253,10 @@ def test_under_fp16_the_files_fp16_layers_and_clamp_are_taken_else_only_named(da
 
 
 def test_an_official_stylegan3_pickle_gives_its_generator_family_and_trains(tmp_path):
-    """A StyleGAN3-R pickle (G_ema only, the released kwargs with R's doubled widths) on a run without --cfg: the
-    family, widths and layer count come from the file, the blurred-D warm-up is off, and a step trains from it."""
-    sys.path.insert(0, str(Path(__file__).parents[1] / "interop"))
-    from test_interop_stylegan3 import _generator, _official_kwargs, _write
-
-    G = _generator("r")
-    pkl = _write(tmp_path, G, _official_kwargs(G))
+    """A StyleGAN3-R snapshot written by NVlabs' own code (G, D, G_ema, its AugmentPipe; the released kwargs with
+    R's doubled widths) on a run without --cfg: the family, widths and layer count come from the file, the
+    blurred-D warm-up is off, and a step trains from its networks and ADA's p."""
+    pkl = Path(__file__).parents[1] / "interop" / "fixtures" / "stylegan3-r.pkl"
     rgb = make_dataset(tmp_path / "rgb", res=16, channels=3)
     options = tiny_options(rgb, tmp_path / "runs", kimg=STEP, tick=STEP, resume=str(pkl), preset=None)
     cfg = resolve(options)
@@ -269,8 +266,10 @@ def test_an_official_stylegan3_pickle_gives_its_generator_family_and_trains(tmp_
     assert run(cfg) == 0
     (run_dir,) = (tmp_path / "runs").iterdir()
     start = checkpoint.load(run_dir / "checkpoints" / "ckpt-000000000")
-    for name in ("G", "G_ema"):  # the file's one generator stands for both
-        for key, value in G.state_dict().items():
+    pretrained = read_pretrained([pkl])
+    assert pretrained.augment_p == 0.25
+    for name in ("G", "G_ema", "D"):
+        for key, value in pretrained.networks[name].state_dict().items():
             assert torch.equal(start[name][key], value), f"{name}.{key}"
 
 
