@@ -488,6 +488,9 @@ MUTANTS = (
       "        self.append(InBandBuffer(bytes(bytearray(size))[:0] + self.read(size)))",
       ("tests/interop/test_interop_bounded.py::test_a_bytearray_is_read_only_as_far_as_the_file_holds_and_kept_only"
        "_in_an_array",)),
+    # --dry-run: the checks of the run it describes.
+    M("dry_run_skips_resume_checks", "train/command.py", "notes = check_start(config, source)[2]", "notes = []",
+      ("tests/train/test_train_resume_options.py::test_a_dry_run_makes_the_checks_of_the_run_it_describes",)),
     # numpy values in NVlabs' PyTorch pickles: StyleGAN3's arrays, exactly where and as numpy writes them.
     M("official_arrays_anywhere", "interop/official_pickle.py", "        _check_numpy_places(data)\n", "",
       (NUMPY_REFUSAL + "test_an_array_anywhere_else_is_refused",)),

@@ -12,7 +12,9 @@ import torch
 from train_helpers import make_dataset, tiny_options
 
 from ganforge import checkpoint
+from ganforge.errors import UserError
 from ganforge.train import resolve, run
+from ganforge.train.command import main
 from ganforge.train.options import TrainOptions
 
 STEP = 0.008  # one batch of 8 images
@@ -115,3 +117,23 @@ def test_resume_a_run_folder_continues_it_in_place(data, three_steps, tmp_path, 
            "names)" in capsys.readouterr().out  # fmt: skip
     assert checkpoint.load_latest(run_dir / "checkpoints")["loop"]["cur_nimg"] == 32
     assert not elsewhere.exists() or not list(elsewhere.iterdir())
+
+
+def test_a_dry_run_makes_the_checks_of_the_run_it_describes(data, three_steps, capsys):
+    """--dry-run refuses what the run would refuse (other maths; networks of another shape), says what
+    --allow-config-change lets through, and writes nothing."""
+    (run_dir,) = _runs(three_steps[0])
+    before = sorted((p, p.stat().st_mtime_ns) for p in run_dir.rglob("*"))
+    changed = _options(data, three_steps[0], 4, gamma=1.0, resume=str(run_dir), dry_run=True)
+    with pytest.raises(UserError) as refused:
+        main(changed)
+    assert "loss.gamma: 0.05 -> 1.0" in refused.value.problems
+    other_family = dataclasses.replace(changed, gamma=None, preset="tiny-r3gan")
+    with pytest.raises(UserError, match="holds networks of another shape than these options make"):
+        main(other_family)
+    capsys.readouterr()
+    assert main(dataclasses.replace(changed, allow_config_change=True)) == 0
+    err = capsys.readouterr().err
+    assert "config change allowed by --allow-config-change: loss.gamma: 0.05 -> 1.0" in err
+    assert f"would continue {run_dir} from ckpt-000000024 at 0.024 kimg (the run --resume names)" in err
+    assert sorted((p, p.stat().st_mtime_ns) for p in run_dir.rglob("*")) == before

@@ -107,9 +107,10 @@ def test_dry_run_says_which_run_and_why_or_which_new_folder(data, tmp_path):
 
     assert dry_run() == f"would start {outdir / '00000-squares-tiny-gpus1-batch8'}"
     assert not outdir.exists() or not list(outdir.iterdir())  # nothing made
-    run0 = _started(resolve(tiny_options(data, outdir)), nimg=320)
-    assert dry_run() == f"would continue {run0} from ckpt-000000320 at 0.32 kimg (same command)"
-    assert dry_run(kimg=0.64).endswith("at 0.32 kimg (same training maths and data; its last command differed in "
+    assert CliRunner().invoke(main, tiny_args(data, outdir)).exit_code == 0  # a real run: the dry run loads its last
+    run0 = outdir / "00000-squares-tiny-gpus1-batch8"  # checkpoint and checks it, as continuing it would
+    assert dry_run() == f"would continue {run0} from ckpt-000000032 at 0.032 kimg (same command)"
+    assert dry_run(kimg=0.64).endswith("at 0.032 kimg (same training maths and data; its last command differed in "
                                        "--kimg 0.032 (now 0.64))")  # fmt: skip
     assert dry_run(resume="new") == f"would start {outdir / '00001-squares-tiny-gpus1-batch8'}"
     assert dry_run(tmp_path / "other", resume=str(run0)).endswith("(the run --resume names)")

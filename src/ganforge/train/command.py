@@ -14,7 +14,15 @@ from ganforge.train.build import build_runtime
 from ganforge.train.loop import training_loop
 from ganforge.train.options import TrainOptions
 from ganforge.train.resolver import observe, resolve_run
-from ganforge.train.resume import Source, choose_source, describe_start, find_sources, select_run
+from ganforge.train.resume import (
+    Source,
+    allowed_changes,
+    check_start,
+    choose_source,
+    describe_start,
+    find_sources,
+    select_run,
+)
 from ganforge.train.rundir import RunKey, record_failure, write_labels
 
 
@@ -68,7 +76,8 @@ def main(options: TrainOptions) -> int:
                 dist.print0(f"warning: {line}", file=sys.stderr)
             kernels = describe_kernels(config.runtime.kernels, facts.device_type, config.runtime.compiling)
             dist.print0(kernels, file=sys.stderr)
-            for line in describe_start(config, source):  # last: which run this command continues or starts
+            notes = check_start(config, source)[2]  # what the run would refuse is refused here too
+            for line in [*allowed_changes(notes), *describe_start(config, source)]:  # last: which run, and why
                 dist.print0(line, file=sys.stderr)
             return 0
         return run(config, source)

@@ -127,8 +127,8 @@ def _checkpoint_folder(path: Path, data_name: str) -> Source | str:
 
 def describe_start(cfg: Config, source: Source | None) -> list[str]:
     """What a run of `cfg` would do, for --dry-run: "would continue RUN from CKPT at K kimg (why)" or "would start
-    RUN[ from ...]" (with the note on a run left alone, and what pretrained files give). Reads only manifests:
-    checkpoints are verified at the start."""
+    RUN[ from ...]" (with the note on a run left alone, and what pretrained files give). Reads only manifests: the
+    checkpoint a run continues is loaded and checked by `check_start`."""
     if source is not None and source.kind == "continue":
         newest = _newest_progress(Path(source.path) / "checkpoints")
         at = f" from {newest[0]} at {newest[1] / 1000:g} kimg" if newest else " (no readable checkpoint: it would stop)"
@@ -207,14 +207,19 @@ def _load(kind: str, path: str) -> tuple[Path | None, dict | None]:
     return None, None
 
 
+def check_start(cfg: Config, found: Source) -> tuple[Path | None, dict | None, list[str]]:
+    """Load the checkpoint a run continues from and check it against `cfg` as the run does (`--dry-run` too): ->
+    (checkpoint folder, its state, the differences --allow-config-change lets through); (None, None, []) when the
+    run starts from no checkpoint. A UserError when the run would be refused."""
+    source, state = _load(found.kind, found.path)
+    return source, state, [] if state is None else check_config(state, cfg, source)
+
+
 def select_run(cfg: Config, device: torch.device, found: Source) -> tuple[Path, dict | None, list[Path]]:
     """-> (run directory, checkpoint state or None, weight files to start from: a snapshot and/or a discriminator
     file), from what `find_source` found. Collective."""
     kind, path = found.kind, found.path
-    source, state = _load(kind, path)
-    notes = []
-    if state is not None:
-        notes = check_config(state, cfg, source)
+    source, state, notes = check_start(cfg, found)
     run_dir = None
     if dist.is_main():
         run_dir = Path(path) if kind == "continue" else rundir.create_run(cfg)
@@ -235,5 +240,9 @@ def _explain(cfg: Config, found: Source, path, state: dict | None, notes: list[s
     if kind == "weights":
         for line in pretrained_lines(cfg, found):
             dist.print0(line)
-    for note in notes:
-        dist.print0(f"config change allowed by --allow-config-change: {note}")
+    for line in allowed_changes(notes):
+        dist.print0(line)
+
+
+def allowed_changes(notes: list[str]) -> list[str]:
+    return [f"config change allowed by --allow-config-change: {note}" for note in notes]
