@@ -74,6 +74,8 @@ SHARDS = "tests/data/test_data_shards.py::"
 TARSTREAM_REFUSALS = "tests/data/test_data_tarstream.py::test_refuses_with_a_reason_and_bounded_reads"
 REMOTE = "tests/data/test_data_remote.py::"
 NUMPY_REFUSAL = "tests/interop/test_interop_numpy_refusal.py::"
+GENERATE_FOLDERS = ("tests/generate/test_generate_cli.py::test_a_run_folder_or_a_checkpoint_folder_names_its_newest_"
+                    "network")
 VECTORS = "tests/data/test_data_label_vectors.py::"
 RESUMABLE_CASES = "tests/checkpoint/test_checkpoint_resumable.py::test_verify_and_resume_agree"
 R3GAN_NETS = "tests/nets/test_nets_r3gan.py::"
@@ -491,6 +493,11 @@ MUTANTS = (
     # --dry-run: the checks of the run it describes.
     M("dry_run_skips_resume_checks", "train/command.py", "notes = check_start(config, source)[2]", "notes = []",
       ("tests/train/test_train_resume_options.py::test_a_dry_run_makes_the_checks_of_the_run_it_describes",)),
+    # --network RUNDIR / a checkpoint folder: the newest network, and G_ema.
+    M("network_folder_oldest_snapshot", "interop/sources.py", "        return snapshots[-1]",
+      "        return snapshots[0]", (GENERATE_FOLDERS,)),
+    M("network_checkpoint_g_not_g_ema", "interop/sources.py", "from_checkpoint(trained).networks[which]",
+      'from_checkpoint(trained).networks["G"]', (GENERATE_FOLDERS,)),
     # numpy values in NVlabs' PyTorch pickles: StyleGAN3's arrays, exactly where and as numpy writes them.
     M("official_arrays_anywhere", "interop/official_pickle.py", "        _check_numpy_places(data)\n", "",
       (NUMPY_REFUSAL + "test_an_array_anywhere_else_is_refused",)),

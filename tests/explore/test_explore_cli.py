@@ -20,7 +20,7 @@ def _explore(*args: str):
         (("--network", "missing.safetensors"), "missing.safetensors: no such file"),
         (("--network", "NET", "--port", "nan"), "'nan' is not a valid integer"),
         (("--network", "NET", "--port", "70000"), "70000 is not in the range 0<=x<=65535"),
-        (("--network", "RUN"), "a folder with no snapshots/network-snapshot-*.safetensors"),
+        (("--network", "RUN"), "a folder with neither snapshots/network-snapshot-*.safetensors nor checkpoints"),
         (("--network", "NET", "--host", "no-such-host.invalid"), "--host no-such-host.invalid: not an address"),
     ],
 )

@@ -78,3 +78,35 @@ def test_bad_input_exits_2_listing_every_problem(snapshot, tmp_path):
         result = run("--network", snapshot, "--outdir", tmp_path, "--seeds", "1", "--device", "cuda")
         assert result.exit_code == 2 and "error: --device cuda: " in result.output
         assert "pass --device cpu" in result.output
+
+
+def test_a_run_folder_or_a_checkpoint_folder_names_its_newest_network(tmp_path):
+    """--network RUN: its newest snapshot; a checkpoint folder (or a run without snapshots yet): its G_ema, which
+    at the end of a run is the last snapshot's network, so the images are the same bytes. The choice is said."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "train"))
+    from train_helpers import make_dataset, tiny_args
+
+    data = make_dataset(tmp_path / "squares")
+    assert CliRunner().invoke(main, tiny_args(data, tmp_path / "runs", kimg=0.016)).exit_code == 0
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    newest = sorted((run_dir / "snapshots").glob("network-snapshot-*.safetensors"))[-1]
+    (ckpt,) = [p for p in (run_dir / "checkpoints").glob("ckpt-*") if p.name.endswith("16")]
+    made = {}
+    for name, network in {"file": newest, "run": run_dir, "checkpoint": ckpt}.items():
+        result = run("--network", network, "--outdir", tmp_path / name, "--seeds", "0-1", "--device", "cpu")
+        assert result.exit_code == 0, result.output
+        made[name] = [p.read_bytes() for p in sorted((tmp_path / name).glob("*.png"))]
+        said = {"file": "", "run": f"its newest snapshot, {newest}", "checkpoint": f"G_ema of the checkpoint {ckpt}"}
+        assert said[name] in result.stderr
+    assert made["run"] == made["file"] == made["checkpoint"] and len(made["file"]) == 2
+    from ganforge import checkpoint
+    from ganforge.interop import load_network
+
+    state, (G, _) = checkpoint.load(ckpt), load_network(ckpt)
+    assert any(not torch.equal(state["G"][k], state["G_ema"][k]) for k in state["G"])  # G_ema, not G
+    assert all(torch.equal(value, state["G_ema"][key]) for key, value in G.state_dict().items())
+    result = run("--network", tmp_path / "squares", "--outdir", tmp_path / "none", "--seeds", "0")
+    assert result.exit_code == 2 and "a folder with neither snapshots/" in result.output

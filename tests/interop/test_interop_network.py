@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from ganforge.errors import UserError
-from ganforge.interop.network import NVLABS, ROSINALITY, SNAPSHOT, TENSORFLOW, file_kind, load_network
+from ganforge.interop import load_network
+from ganforge.interop.network import NVLABS, ROSINALITY, SNAPSHOT, TENSORFLOW, file_kind
 from ganforge.nets import Generator
 from ganforge.snapshot import save_snapshot
 

@@ -6,12 +6,11 @@ from pathlib import Path
 
 import torch
 
-from ganforge.errors import UserError
 from ganforge.generate.options import COARSE_STYLES
 from ganforge.interop import load_network
+from ganforge.interop.sources import network_file
 from ganforge.metrics.shapes import image_size
 
-SNAPSHOT_GLOB = "network-snapshot-*.safetensors"  # train/loop.py's names; the kimg is zero-padded, so names sort
 # StyleGAN Sec. 3.1: coarse styles (4^2-8^2), middle (16^2-32^2) and fine (64^2 and up), two ws per resolution
 STYLE_GROUPS = (("coarse", 0, 4), ("middle", 4, 8), ("fine", 8, None))
 LAYER_CLASS = "SynthesisLayer"  # the convolution layers of StyleGAN2's blocks and StyleGAN3's synthesis network
@@ -60,24 +59,11 @@ def style_groups(num_ws: int) -> dict[str, str]:
     return groups
 
 
-def resolve_source(source: Path) -> Path:
-    """The file a --network names: itself, or for a run folder its newest snapshot."""
-    if not source.is_dir():
-        return source
-    snapshots = sorted((source / "snapshots").glob(SNAPSHOT_GLOB))
-    if not snapshots:
-        raise UserError(
-            f"--network {source}: a folder with no snapshots/{SNAPSHOT_GLOB}; give a run folder of `ganforge train`, "
-            "or a snapshot, .pkl or .pt file"
-        )
-    return snapshots[-1]
-
-
 def load_networks(sources: list[Path], device: torch.device) -> list[Network]:
     """Every --network loaded on `device`, in order; UserError naming the source that cannot be."""
     networks = []
     for source in sources:
-        file = resolve_source(source)
+        file = network_file(source)
         G, _meta = load_network(file, device=device)
         networks.append(Network(file, G))
     return networks

@@ -144,7 +144,7 @@ def convert(path: Path, kind: str, parsed, which: str) -> tuple[torch.nn.Module,
     return rosinality.read_generator(path, parsed, which)
 
 
-def load_network(path, which: str = "G_ema", device="cpu") -> tuple[Generator, dict]:
+def load_network_file(path, which: str = "G_ema", device="cpu") -> tuple[Generator, dict]:
     """A generator from a ganforge snapshot, an NVlabs pickle (PyTorch or TensorFlow), an R3GAN pickle or a
     rosinality checkpoint: (generator in eval mode on `device`, meta). `which` picks G_ema (default) or G in the
     foreign formats; a snapshot holds only G_ema."""
