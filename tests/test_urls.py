@@ -2,6 +2,7 @@
 
 import pytest
 
+from ganforge.errors import UserError
 from ganforge.urls import REDACTED, path_name, public_text, public_url, public_value
 
 PLANTED = "PLANTED5ecret"
@@ -75,3 +76,11 @@ def test_a_recorded_structure_has_every_url_made_public_and_keeps_its_shape():
 )
 def test_a_name_from_a_url_is_its_last_path_segment(location, name):
     assert path_name(location) == name
+
+
+def test_a_user_error_never_quotes_a_secret():
+    error = UserError(f"--data http://u:{PLANTED}@h/x/: missing", f"token in http://h/?token={PLANTED}")
+    assert PLANTED not in str(error) and error.problems == [
+        "--data http://h/x/: missing",
+        f"token in http://h/?token={REDACTED}",
+    ]
