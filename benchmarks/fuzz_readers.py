@@ -12,13 +12,15 @@ counted: a traceback (any other exception), a hang (the alarm), a memory blow-up
 
 Targets live in TARGETS below: `make(folder) -> input path` writes a valid input (a file, or a folder whose files
 are mutated), `args(input, scratch) -> command line`, optional `after(input)` to run after each mutation (to re-sign
-a manifest so that the mutation reaches the parsers behind the integrity check).
+a manifest so that the mutation reaches the parsers behind the integrity check), and optional `mutate(input, rng)`
+for edits of the target's own kind (a CSV's cells, a folder's file names) instead of byte and JSON edits alone.
 """
 
 import argparse
 import collections
 import dataclasses
 import json
+import os
 import random
 import resource
 import shutil
@@ -36,7 +38,10 @@ ADDRESS_SPACE_BYTES = 3 * 2**30
 CASE_SECONDS = 10
 BATCH = 100  # mutants per worker process (a worker killed by the kernel loses only its batch's remainder)
 EXTREME_INTS = (0, 1, 2**31 - 1, 2**32 - 1, 2**62, 2**63 - 1, 2**64 - 1)
-EDGE_JSON = (-1, 0, 1.5, 1e308, -1e308, 10**30, "x", "", [], {}, None, True, "NaN", "../../etc/passwd", "a" * 5000)
+EDGE_JSON = (-1, 0, 1.5, 1e308, -1e308, 10**30, "x", "", [], {}, None, True, "NaN", "../../etc/passwd", "a" * 5000,
+             "7" * 5000)  # fmt: skip
+# CSV cells: a number past Python's limit on converting text to int, digits that are not ASCII, a NUL, ...
+EDGE_CELLS = ("7" * 5000, "-7", "\u00b2", "\u0663", "", "1e999", "NaN", "a" * 5000, "0" * 30 + "1", "9" * 19, "x\x00y")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,6 +50,7 @@ class Target:
     make: Callable[[Path], Path]
     args: Callable[[Path, Path], list[str]]
     after: Callable[[Path], None] | None = None
+    mutate: Callable[[Path, random.Random], None] | None = None  # None: mutate_input
 
 
 # ---- mutations -----------------------------------------------------------------------------------------------------
@@ -134,6 +140,28 @@ def mutate_input(path: Path, rng: random.Random) -> None:
     files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
     for _ in range(rng.choice((1, 1, 1, 2, 3))):
         mutate_file(rng.choice(files), rng)
+
+
+def mutate_cells(path: Path, rng: random.Random) -> None:
+    """A CSV file: a cell or two set to edge values, or the edits of any file."""
+    if rng.random() < 0.5:
+        mutate_input(path, rng)
+        return
+    rows = [line.split(",") for line in path.read_text().splitlines()]
+    for _ in range(rng.choice((1, 1, 2))):
+        row = rng.choice(rows)
+        row[rng.randrange(len(row))] = rng.choice(EDGE_CELLS)
+    path.write_text("".join(",".join(row) + "\n" for row in rows))
+
+
+def mutate_names(folder: Path, rng: random.Random) -> None:
+    """A folder: a file renamed to a name whose bytes are not UTF-8 (as a Latin-1 system names `é.png`), or the
+    edits of any folder."""
+    if rng.random() < 0.7:
+        mutate_input(folder, rng)
+        return
+    file = rng.choice(sorted(p for p in folder.rglob("*") if p.is_file()))
+    file.rename(file.with_name(os.fsdecode(rng.choice((b"\xe9", b"\xff\xfe", b"\x80")) + file.name.encode())))
 
 
 # ---- the worker: many cases in one interpreter ---------------------------------------------------------------------
@@ -243,7 +271,7 @@ def fuzz(target: Target, runs: int, seed: int, keep: Path | None) -> collections
                 case_dir.mkdir()
                 mutant = case_dir / valid.name
                 (shutil.copytree if valid.is_dir() else shutil.copy)(valid, mutant)
-                mutate_input(mutant, rng)
+                (target.mutate or mutate_input)(mutant, rng)
                 if target.after is not None:
                     target.after(mutant)
                 scratch = case_dir / "scratch"
@@ -482,6 +510,14 @@ def make_label_csv(folder: Path) -> Path:
     return folder / "labels.csv"
 
 
+def make_image_folder(folder: Path) -> Path:
+    """A folder of images, as `dataset info` and `train --data` read it (no dataset.json: its hash is of the files)."""
+    for name, data in _dataset_pngs().items():
+        (folder / "images" / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / "images" / name).write_bytes(data)
+    return folder / "images"
+
+
 def _build_args(src: Path, scratch: Path, *extra: str) -> list[str]:
     return ["dataset", "build", str(src), str(scratch / "out.zip"), "--transform", "none", "--workers", "0", *extra]
 
@@ -531,6 +567,10 @@ TARGETS["label_csv"] = Target(
     make_label_csv,
     lambda path, scratch: _build_args(path.parent, scratch, "--labels", str(path)),
     after=dataset_json_after,
+    mutate=mutate_cells,
+)
+TARGETS["image_folder"] = Target(
+    "image_folder", make_image_folder, lambda path, scratch: ["dataset", "info", str(path)], mutate=mutate_names
 )
 
 

@@ -1135,6 +1135,27 @@ MUTANTS = (
       ("tests/metrics/test_metrics_fid.py::test_the_pivoted_root_of_a_few_samples_covariance_has_their_rank_and_reproduces_it",)),
     M("fid_singular_by_eigh", "metrics/fid.py", "        root = _pivoted_root(sigma1)\n", "        root = None\n",
       ("tests/metrics/test_metrics_fid.py::test_a_few_samples_distance_equals_the_one_from_their_features_exactly_and_eighs_closely",)),
+    # secrets of URLs at the boundary, and the one-line refusals of names not UTF-8 and huge numeric class labels
+    M("config_recorded_with_secrets", "config/__init__.py", "return public_value(dataclasses.asdict(self))",
+      "return dataclasses.asdict(self)",
+      ("tests/train/test_train_rundir.py::test_a_url_is_recorded_public_and_the_url_signed_afresh_continues_the_run",)),
+    M("resigned_url_another_command", "train/rundir.py", '== public_url(key.data_path) and old["preset"]',
+      '== key.data_path and old["preset"]',
+      ("tests/train/test_train_rundir.py::test_a_url_is_recorded_public_and_the_url_signed_afresh_continues_the_run",)),
+    M("run_named_after_the_whole_url", "data/shardset.py", "self.name = path_name(location) or",
+      'self.name = location.rstrip("/").rsplit("/", 1)[-1] or',
+      ("tests/data/test_data_shards.py::test_a_url_with_credentials_is_read_with_them_and_shown_without",)),
+    M("user_error_quotes_secrets", "errors.py", "self.problems = [public_text(problem) for problem in problems]",
+      "self.problems = list(problems)",
+      ("tests/data/test_data_shards.py::test_a_url_with_credentials_is_read_with_them_and_shown_without",
+       "tests/test_urls.py::test_a_user_error_never_quotes_a_secret")),
+    M("log_line_quotes_secrets", "train/logs.py", "        text = public_text(text)\n", "",
+      ("tests/train/test_train_rundir.py::test_log_lines_and_a_failure_quote_urls_without_their_secrets",)),
+    M("names_not_utf8_accepted", "data/archive.py", "        _refuse_undecodable(path, names)\n", "",
+      ("tests/hostile/test_hostile_data.py::test_hostile_datasets_are_refused_in_one_line",)),
+    M("huge_class_number_converted", "data/labelling.py", 'if len(too_long.lstrip("-")) > _MAX_CLASS_DIGITS:',
+      'if len(too_long.lstrip("-")) > 10**6:',
+      ("tests/hostile/test_hostile_data.py::test_hostile_datasets_are_refused_in_one_line",)),
 )  # fmt: skip
 
 

@@ -58,6 +58,7 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         self.wfile.write(body)
 
     def _file(self) -> Path | None:
+        self.server.paths.append(self.path)
         path = Path(self.server.root) / self.path.lstrip("/").split("?")[0]
         if not path.is_file():
             self.send_error(404)
@@ -68,10 +69,11 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
 @contextlib.contextmanager
 def http_server(root: Path):
     """An HTTP server for the files of `root` on 127.0.0.1; yields it (`.url`, `.drops`, `.mid_drops`, `.requests`:
-    (file name, first byte) of each GET)."""
+    (file name, first byte) of each GET, `.paths`: the path and query of each request, as sent). A query and
+    credentials (which arrive as an Authorization header) are ignored."""
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     server.daemon_threads = True
-    server.root, server.drops, server.mid_drops, server.requests = root, {}, {}, []
+    server.root, server.drops, server.mid_drops, server.requests, server.paths = root, {}, {}, [], []
     server.url = f"http://127.0.0.1:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

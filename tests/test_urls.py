@@ -2,7 +2,8 @@
 
 import pytest
 
-from ganforge.urls import REDACTED, public_text, public_url
+from ganforge.errors import UserError
+from ganforge.urls import REDACTED, path_name, public_text, public_url, public_value
 
 PLANTED = "PLANTED5ecret"
 
@@ -42,3 +43,44 @@ def test_what_is_not_secret_stays_as_typed():
 def test_text_quoting_several_urls_has_each_made_public():
     text = f"GET 'http://a:{PLANTED}@h1/x' then \"https://h2/y?token={PLANTED}\" failed"
     assert public_text(text) == f"GET 'http://h1/x' then \"https://h2/y?token={REDACTED}\" failed"
+
+
+def test_a_sentence_keeps_its_punctuation_and_hosts_outside_the_url():
+    text = f"--data: http://127.0.0.1:8080: refused; see http://u:{PLANTED}@h/x?sig={PLANTED}, then (http://h/y)."
+    assert public_text(text) == (
+        f"--data: http://127.0.0.1:8080: refused; see http://h/x?sig={REDACTED}, then (http://h/y)."
+    )
+
+
+def test_a_recorded_structure_has_every_url_made_public_and_keeps_its_shape():
+    recorded = {"data": {"path": f"http://u:{PLANTED}@h/a b/?token={PLANTED}", "count": 3}, "list": ["x", None]}
+    recorded["tuple"] = (f"note: s3://{PLANTED}@bucket/x", 1.5)
+    assert public_value(recorded) == {
+        "data": {"path": f"http://h/a b/?token={REDACTED}", "count": 3},
+        "list": ["x", None],
+        "tuple": ("note: s3://bucket/x", 1.5),
+    }
+
+
+@pytest.mark.parametrize(
+    "location, name",
+    [
+        (f"http://u:{PLANTED}@host/data/shards/?X-Amz-Signature={PLANTED}", "shards"),
+        (f"https://u:{PLANTED}@host", ""),
+        (f"https://host/?sig={PLANTED}", ""),
+        (f"http://[::1/x#{PLANTED}", "x"),  # too damaged for urlsplit
+        ("s3://bucket/a/b/", "b"),
+        ("/local/folder/", "folder"),
+        ("relative", "relative"),
+    ],
+)
+def test_a_name_from_a_url_is_its_last_path_segment(location, name):
+    assert path_name(location) == name
+
+
+def test_a_user_error_never_quotes_a_secret():
+    error = UserError(f"--data http://u:{PLANTED}@h/x/: missing", f"token in http://h/?token={PLANTED}")
+    assert PLANTED not in str(error) and error.problems == [
+        "--data http://h/x/: missing",
+        f"token in http://h/?token={REDACTED}",
+    ]

@@ -6,11 +6,14 @@ import json
 import numpy as np
 import pytest
 import torch
+from click.testing import CliRunner
 from data_testfiles import png
 
+from ganforge.cli import main
 from ganforge.data import build, check, open_dataset, shards, stream
 from ganforge.data.loader import make_loader
 from ganforge.errors import UserError
+from server_helpers import http_server
 
 COUNT = 24
 
@@ -105,6 +108,27 @@ def test_info_and_verify_name_the_damaged_shard(built, tmp_path):
     with pytest.raises(UserError) as error:
         check.verify(damaged, workers=0)
     assert any(shards.shard_name(2) in problem for problem in error.value.problems), error.value.problems
+
+
+SECRET = "PLANTEDsecret"
+
+
+def test_a_url_with_credentials_is_read_with_them_and_shown_without(built):
+    """Credentials and a signed query in a shard URL: every file is requested with the query, the dataset in memory
+    keeps the whole URL, and what is shown (`dataset info`, an error, the dataset's name) holds none of it."""
+    with http_server(built) as server:
+        url = server.url.replace("http://", f"http://reader:{SECRET}@") + f"/png/?X-Amz-Signature={SECRET}"
+        dataset = open_dataset(url)
+        pixels, _ = next(dataset.first(1))
+        assert dataset.path == url and dataset.name == "png" and pixels.shape == (3, 16, 16)
+        assert open_dataset(url.replace("/png/?", "/png/index.json?")).num_raw == COUNT  # the index named
+        info = CliRunner().invoke(main, ["dataset", "info", url])
+        missing = CliRunner().invoke(main, ["dataset", "info", url.replace("/png/", "/gone/")])
+        requested = list(server.paths)
+    assert requested and all(path.endswith(f"?X-Amz-Signature={SECRET}") for path in requested)
+    assert info.exit_code == 0 and f"path: {server.url}/png/?X-Amz-Signature=REDACTED\n" in info.output
+    assert missing.exit_code == 2 and f"{server.url}/gone/index.json?X-Amz-Signature=REDACTED" in missing.output
+    assert SECRET not in info.output + missing.output
 
 
 @pytest.mark.parametrize(

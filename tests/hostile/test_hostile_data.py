@@ -9,6 +9,7 @@ the 3 GB address space of the harness, and leave no output behind.
 
 import io
 import json
+import os
 import struct
 import zipfile
 import zlib
@@ -223,6 +224,7 @@ def _build_cases(root: Path) -> list[Case]:
     csvs = {
         "csv label -1": b"file,label\n00000/img00000000.png,-1\n00000/img00000001.png,0\n00000/img00000002.png,1\n",
         "csv not utf-8": b"00000/img00000000.png,\xe9t\xe9\n",
+        "csv label of 5000 digits": b"00000/img00000000.png,%s\n00000/img00000001.png,0\n" % (b"7" * 5000),
     }
     cases = []
     for index, (name, data) in enumerate(csvs.items()):
@@ -235,6 +237,9 @@ def _build_cases(root: Path) -> list[Case]:
         "dataset.json label -1": meta_zip(root / "b-negative.zip", labelled([-1, 0, 1])),
         "dataset.json label 1e8": meta_zip(root / "b-big.zip", labelled([10**8, 0, 1])),
         "dataset.json too few label_names": meta_zip(root / "b-names.zip", labelled([0, 1, 2], label_names=["a"])),
+        "dataset.json class name of 5000 digits": meta_zip(
+            root / "b-digits.zip", labelled([0, 1, 0], label_names=["7" * 5000, "1"])
+        ),
         "dataset.json 100000 deep": meta_zip(root / "b-deep.zip", deep()),
         "declared 1.5 GiB member": declared_size_zip(root / "b-declared.zip", 3 * GIB // 2),
         "source png 60000x60000": write_zip(root / "b-pixels.zip", {member(0): png_header(60000, 60000)}),
@@ -250,13 +255,27 @@ def _build_cases(root: Path) -> list[Case]:
     return cases
 
 
+def not_utf8_folder(folder: Path) -> Path:
+    """Three images, one of them under a file name whose bytes are not UTF-8 (as a Latin-1 system names `é.png`)."""
+    folder.mkdir()
+    for index, data in enumerate(pngs().values()):
+        name = b"\xe9t\xe9.png" if index == 1 else f"{index}.png".encode()
+        (folder / os.fsdecode(name)).write_bytes(data)
+    return folder
+
+
 def _command_cases(root: Path) -> list[Case]:
     """The same readers behind `metrics` and `train` (their --dry-run opens the data)."""
     good = meta_zip(root / "c-good.zip", labelled([0, 1, 0]))
     bomb = declared_size_zip(root / "c-declared.zip", 3 * GIB // 2)
     big = meta_zip(root / "c-big.zip", labelled([10**8, 0, 1]))
+    latin1 = not_utf8_folder(root / "c-latin1")
     outdir = root / "runs"
     return [
+        Case("info: a file name not UTF-8", ("dataset", "info", str(latin1))),
+        Case("verify: a file name not UTF-8", ("dataset", "verify", str(latin1), "--workers", "0")),
+        Case("train --dry-run: a file name not UTF-8",
+             ("train", "--data", str(latin1), "--outdir", str(outdir), "--dry-run"), absent=(str(outdir),)),
         Case("metrics --fake: declared 1.5 GiB member",
              ("metrics", "--real", str(good), "--fake", str(bomb), "--metrics", "swd16k", "--workers", "0")),
         Case("metrics --real: label 1e8", ("metrics", "--real", str(big), "--fake", str(good), "--metrics", "swd16k")),

@@ -18,10 +18,11 @@ pytest.importorskip("mlflow")
 
 from mlflow.tracking import MlflowClient  # noqa: E402
 from mlflow_server import mlflow_server  # noqa: E402
-from track_helpers import squares_zip, train_args  # noqa: E402
+from track_helpers import squares_shards, squares_zip, train_args  # noqa: E402
 
 from ganforge.cli import main  # noqa: E402
 from ganforge.track.mlflow_tracker import MlflowTracker  # noqa: E402
+from server_helpers import http_server  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -195,6 +196,47 @@ def test_a_training_run_and_its_resume_fill_one_mlflow_run(server, client, data,
     ours = [(m.step, m.value) for m in client.get_metric_history(copy, "Loss/G/main")]
     assert ours == [(m.step, m.value) for m in client.get_metric_history(run_id, "Loss/G/main")]
     assert {a.path for a in client.list_artifacts(copy)} >= {"report.html", "samples"}
+
+
+# Secrets planted in the URLs of the next test; none may leave memory.
+DATA_PASSWORD, TRACKER_PASSWORD = "PLANTEDdataPassw0rd", "PLANTEDtrackerPassw0rd"
+SIGNATURES = ("PLANTEDsignature1", "PLANTEDsignature2")  # the URL signed once, then signed afresh
+SECRETS = (DATA_PASSWORD, TRACKER_PASSWORD, *SIGNATURES)
+
+
+def test_no_secret_of_a_url_reaches_the_run_its_tracker_or_the_output(server, client, tmp_path):
+    """--data with credentials and a signed query, --tracker-uri with credentials: the run reads its shards and
+    reaches its tracker with them, and the same command with the URL signed afresh continues it; yet no file of the
+    run (snapshots, checkpoints, TensorBoard's event files, report.html), nothing the tracker stored (a live run's
+    and an upload's), no line printed and not the run folder's name holds a planted secret."""
+    squares_shards(tmp_path)
+    tracker_uri = server.uri.replace("http://", f"http://ganforge:{TRACKER_PASSWORD}@")
+    tracking = ["--tracker", "mlflow", "--tracker-uri", tracker_uri, "--tracker-project", "secrets"]
+    outputs = []
+    with http_server(tmp_path) as shard_server:
+        host = shard_server.url.removeprefix("http://")
+        for signature, extra in ((SIGNATURES[0], ["--dry-run"]), (SIGNATURES[0], []), (SIGNATURES[1], [])):
+            url = (
+                f"http://reader:{DATA_PASSWORD}@{host}/shards/?X-Amz-Credential={signature}&X-Amz-Signature={signature}"
+            )
+            result = CliRunner().invoke(main, train_args(url, tmp_path / "runs", 0.016, *tracking, *extra))
+            assert result.exit_code == 0, result.output
+            outputs.append(result.output)
+        assert shard_server.requests  # the shards came over HTTP
+    (run,) = (tmp_path / "runs").iterdir()
+    assert run.name == "00000-shards-tiny-gpus1-batch8" and "(same command)" in outputs[2]
+    # report.html, from what the run recorded, uploaded with the rest of the folder
+    uploaded = CliRunner().invoke(main, ["report", str(run), "--to", "mlflow", "--tracker-uri", tracker_uri])
+    assert uploaded.exit_code == 0, uploaded.output
+    outputs.append(uploaded.output)
+    params = client.get_run(json.loads((run / "trackers.json").read_text())["mlflow"]).data.params
+    public = f"http://{host}/shards/?X-Amz-Credential=REDACTED&X-Amz-Signature=REDACTED"
+    assert params["data.path"] == public and params["run.tracker_uri"] == server.uri
+    files = [path for folder in (run, server.root) for path in folder.rglob("*") if path.is_file()]
+    assert (run / "report.html").is_file() and any(path.name.startswith("events.out.tfevents") for path in files)
+    leaks = [(str(path), secret) for path in files for secret in SECRETS if secret.encode() in path.read_bytes()]
+    leaks += [(output, secret) for output in outputs for secret in SECRETS if secret in output]
+    assert not leaks
 
 
 @pytest.mark.filterwarnings("ignore:The ``noload`` loader strategy is deprecated")  # inside mlflow's SQL store

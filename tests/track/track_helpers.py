@@ -21,8 +21,19 @@ def squares_zip(root: Path, count: int = 16) -> Path:
     return root / "squares.zip"
 
 
-def train_args(data: Path, outdir: Path, kimg: float, *extra: str, snap: int = 1) -> list[str]:
-    """`ganforge train` of a tiny run on CPU: ticks of one batch of 8, a snapshot every `snap` ticks, no report."""
+def squares_shards(root: Path) -> Path:
+    """The pictures of `squares_zip(root)` as a shard dataset too, root/shards (a few shards of ~2 KB)."""
+    squares_zip(root)
+    build(root / "src", root / "shards", BuildOptions(channels=1, transform="none", workers=0, format="shards",
+                                                      shard_size="2KB"))  # fmt: skip
+    return root / "shards"
+
+
+def train_args(
+    data: Path | str, outdir: Path, kimg: float, *extra: str, snap: int = 1, report: bool = False
+) -> list[str]:
+    """`ganforge train` of a tiny run on CPU: ticks of one batch of 8, a snapshot every `snap` ticks, report.html
+    only with `report`."""
     return ["train", "--data", str(data), "--outdir", str(outdir), "--cfg", "tiny", "--kimg", f"{kimg:g}",
             "--batch", "8", "--tick", "0.008", "--snap", str(snap), "--workers", "0", "--device", "cpu",
-            "--aug", "noaug", "--no-report", *extra]  # fmt: skip
+            "--aug", "noaug", *([] if report else ["--no-report"]), *extra]  # fmt: skip

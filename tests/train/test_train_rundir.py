@@ -1,6 +1,7 @@
 """Which run folder a command writes to: continue a checkpointed run, reuse one that never started, or a new one."""
 
 import dataclasses
+import json
 import os
 import shutil
 from pathlib import Path
@@ -9,7 +10,7 @@ import pytest
 from train_helpers import make_dataset, tiny_options
 
 from ganforge.errors import UserError
-from ganforge.train import resolve, rundir
+from ganforge.train import logs, resolve, rundir
 from ganforge.train.resume import choose_source, find_sources
 
 
@@ -115,3 +116,39 @@ def test_a_damaged_config_of_a_run_that_never_started_gets_a_new_folder(cfg):
         second.rmdir()
     finally:
         shutil.rmtree(first)
+
+
+SIGNED = "http://reader:PLANTEDpassword@data.example/faces/?X-Amz-Date=20250101&X-Amz-Signature={}"
+
+
+def test_a_url_is_recorded_public_and_the_url_signed_afresh_continues_the_run(cfg, tmp_path):
+    """config.json holds --data's URL without its credentials and signature while the Config keeps the whole URL
+    for the requests; the command rerun with the URL signed afresh (a presigned URL expires) is the same command, and
+    so is it for a run whose config.json an older ganforge wrote with the whole URL."""
+
+    def signed(signature: str):
+        run = dataclasses.replace(cfg.run, outdir=str(tmp_path))
+        return dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, path=SIGNED.format(signature)), run=run)
+
+    first = signed("PLANTEDsignature1")
+    run = _start(first, checkpointed=True)
+    recorded = (run / "config.json").read_text()
+    assert '"path": "http://data.example/faces/?X-Amz-Date=REDACTED&X-Amz-Signature=REDACTED"' in recorded
+    assert "PLANTED" not in recorded and first.data.path == SIGNED.format("PLANTEDsignature1")
+    assert _continued(signed("PLANTEDsignature2")) == run
+    (run / "config.json").write_text(json.dumps(dataclasses.asdict(first)))  # the whole URL, as recorded before
+    assert _continued(signed("PLANTEDsignature2")) == run
+
+
+def test_log_lines_and_a_failure_quote_urls_without_their_secrets(tmp_path, capsys):
+    """What reaches log.txt and the terminal (a tracker's warning, a line for the log only, the traceback of a
+    failure) names a URL as `public_url` shows it."""
+    log = logs.RunLog(tmp_path, total_nimg=16, start_nimg=0)
+    log.print("warning: mlflow: log_batch failed (ConnectionError: http://u:PLANTEDpassword@mlflow.example/api)")
+    log.record("fetched http://data.example/x/?sig=PLANTEDsignature")
+    log.close()
+    rundir.record_failure(tmp_path, RuntimeError("GET https://PLANTEDtoken@data.example/x/index.json failed"))
+    text = (tmp_path / "log.txt").read_text()
+    assert "PLANTED" not in text + capsys.readouterr().out
+    assert "(ConnectionError: http://mlflow.example/api)" in text and "?sig=REDACTED" in text
+    assert "GET https://data.example/x/index.json failed" in text

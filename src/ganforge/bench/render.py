@@ -13,6 +13,7 @@ from ganforge.bench.search import SearchResult
 from ganforge.bench.shape import DEFAULT, Shape
 from ganforge.bench.spread import SPREAD_LIMIT, spread_of, spread_warning
 from ganforge.devices import pick_kernels
+from ganforge.urls import public_url
 
 SCHEMA = "ganforge.bench/2"
 
@@ -80,7 +81,7 @@ def _data(options: BenchOptions, shape: Shape) -> dict | None:
     if d is None:
         return None
     return {
-        "path": options.data,
+        "path": public_url(options.data),
         "name": d.name,
         "resolution": d.resolution,
         "channels": d.channels,

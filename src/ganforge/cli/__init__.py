@@ -25,6 +25,7 @@ from ganforge.cli.project import project
 from ganforge.cli.report import report
 from ganforge.cli.train import train
 from ganforge.errors import UserError, carried_problems
+from ganforge.urls import public_text
 
 
 def _one_line_warnings():
@@ -33,9 +34,10 @@ def _one_line_warnings():
     shown = set()
 
     def show(message, category, filename, lineno, file=None, line=None) -> None:
-        if str(message) not in shown:
-            shown.add(str(message))
-            click.echo(f"warning: {message}", err=True)
+        text = public_text(str(message))  # a library's warning may quote a URL with its credentials
+        if text not in shown:
+            shown.add(text)
+            click.echo(f"warning: {text}", err=True)
 
     return show
 
@@ -54,7 +56,7 @@ class _Group(click.Group):
                     click.echo(f"error: {problem}", err=True)
                 sys.exit(2)
             except click.UsageError as error:  # a bad flag or value: one line, like every other user error
-                click.echo(f"error: {_usage_line(error)}", err=True)
+                click.echo(f"error: {public_text(_usage_line(error))}", err=True)
                 sys.exit(2)
             except KeyboardInterrupt:  # Ctrl-C outside a training loop (which checkpoints and exits 130 itself)
                 click.echo("interrupted", err=True)

@@ -10,7 +10,7 @@ from ganforge.config import AUTO_PRECISION, PRECISIONS
 
 @click.command(epilog=examples("ganforge doctor", "ganforge doctor --json --quick --data faces256.zip"))
 @click.option("--json", "as_json", is_flag=True, help="Print only the report, as JSON (schema: docs/doctor.md).")
-@click.option("--data", type=click.Path(path_type=Path), default=None, help="Dataset to open and time reading.")
+@click.option("--data", type=click.Path(path_type=str), default=None, help="Dataset to open and time reading.")
 @click.option("--outdir", type=click.Path(path_type=Path), default=Path("."), help="Where runs go: disk checked here.")
 @click.option("--quick", is_flag=True, help="Shorter benchmarks (seconds instead of tens of seconds).")
 @click.option(
@@ -20,7 +20,7 @@ from ganforge.config import AUTO_PRECISION, PRECISIONS
     help="Precision of the tiny StyleGAN2 check: the one you will train with (auto: what train's auto picks here).",
 )
 @click.pass_context
-def doctor(ctx: click.Context, as_json: bool, data: Path | None, outdir: Path, quick: bool, precision: str):
+def doctor(ctx: click.Context, as_json: bool, data: str | None, outdir: Path, quick: bool, precision: str):
     """Check versions, driver, GPUs, distributed backends, disk and data; exit 0 ok, 1 warnings, 2 failures."""
     from ganforge import doctor as doctor_
 

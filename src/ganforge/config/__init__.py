@@ -3,8 +3,11 @@
 split between the fields that define the training maths and the rest.
 
 A `Config` is what `ganforge.train.resolver.resolve` makes of the command-line options; it is written as
-`config.json` into the run directory, and `Config.to_json()` / `Config.from_json()` round-trip it. This package
-imports neither torch nor click so that it stays cheap to import (`ganforge --help` reads it).
+`config.json` into the run directory, and `Config.to_json()` / `Config.from_json()` round-trip it, but for the
+secrets of its URLs: its fields hold the URLs as typed, for the requests, and every form it takes outside memory
+(`to_dict`: config.json, checkpoints, trackers, --dry-run, the comparisons with recorded runs) holds them as
+`urls.public_url` shows them. This package imports neither torch nor click so that it stays cheap to import
+(`ganforge --help` reads it).
 """
 
 import dataclasses
@@ -32,6 +35,7 @@ from ganforge.config.sections import (
     ScheduleConfig,
 )
 from ganforge.option import non_maths_paths, setting
+from ganforge.urls import public_value
 
 # The sections and the choices of their options, importable from here as from their module.
 __all__ = [
@@ -63,7 +67,8 @@ class Config:
         return self.schedule.batch // (self.schedule.batch_gpu * self.world_size)
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """The configuration as it is recorded and compared with recorded ones: every URL in it public."""
+        return public_value(dataclasses.asdict(self))
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True)

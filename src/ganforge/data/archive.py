@@ -87,6 +87,7 @@ class FolderSource(_FileSource):
         names = sorted(
             p.relative_to(path).as_posix() for p in path.rglob("*") if images.is_image_name(p.name) and p.is_file()
         )
+        _refuse_undecodable(path, names)
         super().__init__(path, names, "dataset.json" if (path / "dataset.json").is_file() else None)
 
     def read_named(self, name: str, cap: int) -> bytes:
@@ -102,6 +103,26 @@ class FolderSource(_FileSource):
             hasher.update(f"{name}\0{len(data)}\0".encode())
             hasher.update(data)
         return hasher.hexdigest()
+
+
+def _refuse_undecodable(folder: Path, names: list[str]) -> None:
+    """UserError naming the first file whose name is not UTF-8 (Python keeps its bytes as lone surrogates, which
+    neither the content hash, a label table nor a printed line can encode)."""
+    bad = [name for name in names if not _is_utf8(name)]
+    if bad:
+        shown = brief(os.fsencode(bad[0]).decode("utf-8", "backslashreplace"))  # the bytes that are not UTF-8: \xff
+        raise UserError(
+            f"{folder}/{shown}: its name is not UTF-8 ({len(bad)} such image file(s) in all); rename them, or make "
+            "an archive of the folder with `ganforge dataset build`, which takes any name"
+        )
+
+
+def _is_utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 class ZipSource(_FileSource):

@@ -12,13 +12,14 @@ from ganforge.data.pool import default_workers, ordered_map
 from ganforge.errors import UserError
 from ganforge.limits import IMAGE_SIZES, image_size_ok
 from ganforge.progress import progress_bar
+from ganforge.urls import public_url
 
 
 def info(path) -> dict:
     """Count, resolution, channels, label distribution, content hash and format of a dataset."""
     ds = open_dataset(path, what=None)
     return {
-        "path": str(path),
+        "path": public_url(str(path)),
         "format": ds.format,
         "count": ds.num_raw,
         "resolution": ds.resolution,

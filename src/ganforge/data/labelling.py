@@ -21,6 +21,9 @@ from ganforge.data.files import brief
 from ganforge.errors import UserError
 
 _NEGATIVE_INTEGER = re.compile(r"-\d+")
+_INTEGER = re.compile(r"-?[0-9]+")
+# Digits a class label that is a number may have: int64's, and far below Python's limit on converting text to int.
+_MAX_CLASS_DIGITS = 18
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 _LISTED_CELLS = 3  # bad cells named per row; the row's count says how many more
 
@@ -42,7 +45,14 @@ NONE = Labelling("none", [], {}, {})
 def from_classes(text: dict[str, str], problems: dict[str, str], where: str) -> Labelling:
     """Class names per file -> class indices, the names sorted (numerically when every name is an integer)."""
     unique = set(text.values())
-    names = sorted(unique, key=int) if all(v.lstrip("-").isdigit() for v in unique) else sorted(unique)
+    numbers = [value for value in unique if _INTEGER.fullmatch(value)]
+    too_long = max(numbers, key=len, default="")
+    if len(too_long.lstrip("-")) > _MAX_CLASS_DIGITS:
+        raise UserError(
+            f"{where}: class label {brief(too_long, 24)} is a number of {len(too_long.lstrip('-'))} digits; a class "
+            f"is a name or a number of at most {_MAX_CLASS_DIGITS} digits"
+        )
+    names = sorted(unique, key=int) if len(numbers) == len(unique) else sorted(unique)
     if len(names) > labels.MAX_LABEL_DIM:
         raise UserError(f"{where}: {len(names)} classes, more than the {labels.MAX_LABEL_DIM} ganforge takes")
     index = {name: i for i, name in enumerate(names)}

@@ -30,7 +30,10 @@ def is_url(location: str) -> bool:
 
 
 def join(location: str, name: str) -> str:
-    return location.rstrip("/") + "/" + name
+    """The file `name` of the folder `location`; of a URL with a query (a signed URL granting a whole folder, as an
+    Azure SAS token does), the name goes into the path and the query stays on the end."""
+    folder, mark, query = location.partition("?") if is_url(location) else (location, "", "")
+    return folder.rstrip("/") + "/" + name + mark + query
 
 
 def filesystem(location: str, what: str | None):

@@ -14,6 +14,7 @@ from ganforge.data import images, remote, shards, tarstream
 from ganforge.data.files import brief, parse_json
 from ganforge.errors import UserError
 from ganforge.limits import aspect_of
+from ganforge.urls import path_name
 
 
 def shard_location(path: str) -> str | None:
@@ -21,8 +22,9 @@ def shard_location(path: str) -> str | None:
     dataset: a URL, or a local folder holding an index.json (or that index.json itself)."""
     from pathlib import Path
 
-    if remote.is_url(path):
-        return path.removesuffix("/" + shards.INDEX)
+    if remote.is_url(path):  # a signed URL's query stays on the end, as remote.join keeps it
+        folder, mark, query = path.partition("?")
+        return folder.removesuffix("/" + shards.INDEX) + mark + query
     local = Path(path)
     if local.name == shards.INDEX and local.is_file():
         return str(local.parent)
@@ -61,7 +63,7 @@ class ShardDataset:
             )
             index = shards.read_index(data, where)
         self.index, self.shards, self.encoding = index, index["shards"], index["encoding"]
-        self.name = location.rstrip("/").rsplit("/", 1)[-1] or "shards"
+        self.name = path_name(location) or "shards"  # of a URL, never its host, credentials or query
         self.height, self.width, self.channels = index["height"], index["width"], index["channels"]
         self.resolution, self.aspect = aspect_of(self.width, self.height)
         self.label_names = list(index["label_names"])

@@ -15,6 +15,7 @@ from ganforge.doctor import benchmark, environment, functional, gpu, nvml, syste
 from ganforge.doctor import report as r
 from ganforge.doctor.report import Check, Report
 from ganforge.monitor import nvml as nvml_reader
+from ganforge.urls import public_url
 
 __all__ = ["Check", "Options", "Report", "run"]
 
@@ -25,7 +26,7 @@ class Options:
     the benchmarks, `precision` is the one the tiny StyleGAN2 step runs in (train's `--precision`; `auto`, the
     default there too, is resolved as train resolves it on this machine)."""
 
-    data: Path | None = None
+    data: str | Path | None = None  # a folder, an archive or a URL
     outdir: Path = Path(".")
     quick: bool = False
     precision: str = AUTO_PRECISION
@@ -61,6 +62,6 @@ def run(options: Options) -> Report:
         checks += r.guarded(
             "data.open", "data", "dataset", fix, lambda: system.data_checks(options.data, options.quick)
         )
-    settings = {**dataclasses.asdict(options), "data": options.data and str(options.data)}
+    settings = {**dataclasses.asdict(options), "data": options.data and public_url(str(options.data))}
     settings["outdir"] = str(options.outdir)
     return Report(checks, settings, __version__)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ganforge.errors import UserError
+from ganforge.urls import public_text
 
 SCHEMA = "ganforge-doctor"
 SCHEMA_VERSION = 1
@@ -73,7 +74,7 @@ def guarded(id: str, section: str, title: str, fix: str, measure: Callable[[], l
     except UserError as error:
         return [failure(id, section, title, "; ".join(error.problems), fix)]
     except Exception as error:  # noqa: BLE001 -- reported as a failure line, never swallowed
-        return [failure(id, section, title, f"{type(error).__name__}: {error}".strip(), fix)]
+        return [failure(id, section, title, public_text(f"{type(error).__name__}: {error}".strip()), fix)]
 
 
 def exit_code(checks: list[Check]) -> int:

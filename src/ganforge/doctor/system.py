@@ -8,6 +8,7 @@ from pathlib import Path
 from ganforge.doctor import report as r
 from ganforge.errors import UserError
 from ganforge.memory import parse_meminfo
+from ganforge.urls import public_url
 
 SECTION = "system"
 GIB = 1024**3
@@ -128,7 +129,7 @@ def read_rate(dataset, max_images: int, max_seconds: float) -> tuple[int, float]
     return count, time.perf_counter() - start
 
 
-def data_checks(path: Path, quick: bool) -> list[r.Check]:
+def data_checks(path: str | Path, quick: bool) -> list[r.Check]:
     """Open --data with the training reader, then time decoding."""
     from ganforge.data import open_dataset
 
@@ -137,12 +138,12 @@ def data_checks(path: Path, quick: bool) -> list[r.Check]:
         dataset = open_dataset(path)
     except UserError as error:
         fix = "pass a folder of images, an image zip, or an archive made by `ganforge dataset build`"
-        return [r.failure(cid, "data", title, "; ".join(error.problems), fix, path=str(path))]
+        return [r.failure(cid, "data", title, "; ".join(error.problems), fix, path=public_url(str(path)))]
     value = (
         f"{dataset.name}: {len(dataset)} images, {dataset.channels}x{dataset.resolution}x{dataset.resolution}, "
         f"{dataset.label_dim} labels, format {dataset.format}"
     )
-    info = {"path": str(path), "images": len(dataset), "resolution": dataset.resolution}
+    info = {"path": public_url(str(path)), "images": len(dataset), "resolution": dataset.resolution}
     info.update(channels=dataset.channels, label_dim=dataset.label_dim, format=dataset.format)
     if len(dataset) == 0:
         return [r.failure(cid, "data", title, value, "--data: add images to the dataset", **info)]

@@ -27,6 +27,7 @@ from ganforge.config import upgrade
 from ganforge.durable import shorten
 from ganforge.errors import UserError
 from ganforge.report.status import Status, run_status
+from ganforge.urls import public_text, public_value
 
 # What a legitimate file holds, with room: config.json and env.json are a few KB; a tick's stats record is 1-5 KB and a
 # month-long run has ~10^4 ticks; a metric result is ~1 KB; log.txt gains a line per tick (only its end matters).
@@ -329,7 +330,7 @@ def _snapshots(run: Path) -> list[StoredFile]:
 def _log(path: Path) -> list[str]:
     """The lines of log.txt (of its last MAX_LOG_BYTES), each cut to MAX_TEXT_CHARS."""
     data = read_regular(path, MAX_LOG_BYTES, tail=True)
-    text = "" if data is None else data.decode("utf-8", errors="replace")
+    text = "" if data is None else public_text(data.decode("utf-8", errors="replace"))  # a run of older ganforge
     return [shorten(line, MAX_TEXT_CHARS) for line in text.splitlines()]
 
 
@@ -367,7 +368,7 @@ def read_run(path: Path) -> Run:
     config = _json_object(path / "config.json")
     return Run(
         path=path,
-        config=None if config is None else upgrade(config),
+        config=None if config is None else public_value(upgrade(config)),  # older runs recorded URLs whole
         env=_json_object(path / "env.json"),
         stats=stats,
         unreadable_stats=bad,

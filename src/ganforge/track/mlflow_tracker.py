@@ -44,6 +44,9 @@ class MlflowTracker:
         # the variables win.
         os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
         os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")
+        # At the end of a run MLflow prints links to it made from the tracking URI as given, credentials and all
+        # (from --tracker-uri or MLFLOW_TRACKING_URI), into the middle of the run's own output: never.
+        os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
         uri, artifacts = self._uri, None
         if uri is None and not os.environ.get("MLFLOW_TRACKING_URI"):
             if importlib.util.find_spec("sqlalchemy") is None:  # mlflow-skinny has no database store

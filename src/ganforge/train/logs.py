@@ -22,6 +22,7 @@ from ganforge.data.loader import to_float
 from ganforge.durable import check_destination, replacing
 from ganforge.monitor.telemetry import status_text
 from ganforge.progress import progress_bar
+from ganforge.urls import public_text
 
 
 class TickStats:
@@ -89,9 +90,11 @@ class RunLog:
             self._bar = None if bar.disable else bar  # off a terminal, lines are printed plainly (and flushed)
 
     def print(self, text: str) -> None:
-        """A line for the user: terminal (above the bar) and log.txt."""
+        """A line for the user: terminal (above the bar) and log.txt; a URL in it public (a tracker's error may
+        quote its server's)."""
         if self.run_dir is None:
             return
+        text = public_text(text)
         with self._print_lock:
             if self._bar is not None:
                 self._bar.write(text)
@@ -104,7 +107,7 @@ class RunLog:
     def record(self, text: str) -> None:
         """A line for log.txt only (detail the terminal already showed when the run started)."""
         if self.run_dir is not None:
-            self._text.write(text + "\n")
+            self._text.write(public_text(text) + "\n")
             self._text.flush()
 
     def start_clock(self) -> None:

@@ -3,7 +3,8 @@
 Rule (so that rerunning a command continues that command's run): among the runs in OUTDIR that hold a checkpoint and
 were trained on the same --data with the same --cfg (under `--resume PATH`: and were started from PATH), continue the
 newest whose recorded configuration (config.json: every option as the command that last ran it resolved them) equals
-this command's; otherwise the newest with the same training maths (another --kimg, --tick, monitor or speed
+this command's (both as recorded: a URL without its credentials and signature, so the URL signed afresh is the
+same); otherwise the newest with the same training maths (another --kimg, --tick, monitor or speed
 option), saying what differed; otherwise start a new run (from PATH under `--resume PATH`), naming a run of the same
 data and --cfg that trained other maths and how to continue it (`--allow-config-change` continues the newest of them
 whose networks have the same shapes: not one of another --cbase, say).
@@ -36,6 +37,7 @@ from ganforge.data.check import label_summary
 from ganforge.durable import WriteError, append_text, replace_file
 from ganforge.errors import UserError
 from ganforge.train.options import TRAIN_OPTIONS
+from ganforge.urls import public_text, public_url, public_value
 
 _RUN_NAME = re.compile(r"^(\d{5})-")
 _CONFIG_MAX_BYTES = 2**20  # a run's config.json is a few KB
@@ -73,7 +75,7 @@ def read_config(run: Path) -> tuple[dict | None, str | None]:
         return None, f"is not JSON ({what})"
     if not (isinstance(config, dict) and _fields_ok(upgrade(config))):
         return None, "is not a run's configuration (it needs data.path, preset and run.resume, each a string)"
-    return upgrade(config), None
+    return public_value(upgrade(config)), None  # as this command's is compared: older runs recorded URLs whole
 
 
 def _fields_ok(config: dict) -> bool:
@@ -152,7 +154,7 @@ def matching_runs(key: RunKey) -> list[RunFolder]:
             else:
                 warnings.warn(f"skipping run folder {run}: config.json {problem}", RunFolderWarning, stacklevel=2)
             continue
-        same_data = old["data"]["path"] == key.data_path and old["preset"] == key.preset
+        same_data = old["data"]["path"] == public_url(key.data_path) and old["preset"] == key.preset
         if same_data and (key.resume == "auto" or absolute_resume(old["run"]["resume"]) == key.resume):
             found.append(RunFolder(str(run), old))
     return found
@@ -311,7 +313,7 @@ def record_failure(run: Path, error: BaseException) -> None:
     else:
         text = "".join(traceback.format_exception(error))
     with contextlib.suppress(WriteError):
-        append_text(run / "log.txt", text)
+        append_text(run / "log.txt", public_text(text))
 
 
 def write_config(run: Path, cfg: Config) -> None:
