@@ -74,8 +74,9 @@ SHARDS = "tests/data/test_data_shards.py::"
 TARSTREAM_REFUSALS = "tests/data/test_data_tarstream.py::test_refuses_with_a_reason_and_bounded_reads"
 REMOTE = "tests/data/test_data_remote.py::"
 NUMPY_REFUSAL = "tests/interop/test_interop_numpy_refusal.py::"
-GENERATE_FOLDERS = ("tests/generate/test_generate_cli.py::test_a_run_folder_or_a_checkpoint_folder_names_its_newest_"
-                    "network")
+GENERATE_FOLDERS = (
+    "tests/generate/test_generate_cli.py::test_a_run_folder_or_a_checkpoint_folder_names_its_newest_network"
+)
 VECTORS = "tests/data/test_data_label_vectors.py::"
 RESUMABLE_CASES = "tests/checkpoint/test_checkpoint_resumable.py::test_verify_and_resume_agree"
 R3GAN_NETS = "tests/nets/test_nets_r3gan.py::"
