@@ -499,6 +499,12 @@ MUTANTS = (
       "        return snapshots[0]", (GENERATE_FOLDERS,)),
     M("network_checkpoint_g_not_g_ema", "interop/sources.py", "from_checkpoint(trained).networks[which]",
       'from_checkpoint(trained).networks["G"]', (GENERATE_FOLDERS,)),
+    # The Python API: the commands' conventions.
+    M("api_projects_from_another_seed", "api.py", "seed: int = SEED", "seed: int = 0",
+      ("tests/test_api.py::test_project_finds_the_latent_the_command_finds",)),
+    M("api_rotation_in_radians", "api.py", "input_transform((tx, ty), math.radians(rotate))",
+      "input_transform((tx, ty), rotate)",
+      ("tests/test_api.py::test_an_official_stylegan3_pickle_moves_as_nvlabs_code_moves_it",)),
     # numpy values in NVlabs' PyTorch pickles: StyleGAN3's arrays, exactly where and as numpy writes them.
     M("official_arrays_anywhere", "interop/official_pickle.py", "        _check_numpy_places(data)\n", "",
       (NUMPY_REFUSAL + "test_an_array_anywhere_else_is_refused",)),
