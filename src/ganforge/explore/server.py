@@ -43,7 +43,7 @@ def bind(host: str, port: int) -> socket.socket:
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)
-        sock.listen()  # uvicorn listens again, with its backlog
+        sock.listen()  # asyncio listens again as it serves, and run_server once more (connections.py says why)
     except OSError as error:
         sock.close()
         raise UserError(
