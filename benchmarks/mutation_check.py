@@ -114,6 +114,8 @@ PPL_TESTS = "tests/metrics/test_metrics_ppl.py::"
 PPL_REFERENCE = PPL_TESTS + "test_each_variant_equals_the_float64_reference"
 IS_HAND = "tests/metrics/test_metrics_is.py::test_is_equals_the_hand_computation_over_ten_uneven_splits"
 EXPLORE_API = "tests/explore/test_explore_api.py::"
+EXPLORE_CLI = "tests/explore/test_explore_cli.py::"
+EXPLORE_CONNECTIONS = "tests/explore/test_explore_connections.py::"
 M = Mutant
 
 MUTANTS = (
@@ -1050,11 +1052,11 @@ MUTANTS = (
     M("tracker_ids_not_kept", "track/session.py", "        self._run.remember(self.name, run_id)\n", "",
       ("tests/track/test_track_background.py::test_a_run_keeps_its_tracker_ids_and_a_resume_continues_them",)),
     # ganforge explore: what keeps a served model safe from its requests.
-    M("explore_token_not_checked", "explore/app.py",
-      'if self.token is not None and scope["type"] == "http" and not self._carries_token(scope):', "if False:",
-      (EXPLORE_API + "test_a_server_on_another_address_warns_and_wants_its_token",)),
-    M("explore_any_host_is_loopback", "explore/server.py", "return ipaddress.ip_address(host).is_loopback",
-      "return True", (EXPLORE_API + "test_a_server_on_another_address_warns_and_wants_its_token",)),
+    M("explore_token_not_checked", "explore/guards.py",
+      'if self.token is None or scope["type"] != "http":', "if True:",
+      (EXPLORE_API + "test_a_server_on_another_address_wants_its_token_and_a_name_it_serves",)),
+    M("explore_any_host_is_loopback", "explore/hosts.py", "return address is not None and address.is_loopback",
+      "return True", (EXPLORE_API + "test_a_server_on_another_address_wants_its_token_and_a_name_it_serves",)),
     M("explore_unknown_parameter_accepted", "explore/queries.py", "        if name not in known:\n",
       "        if False:\n", (EXPLORE_API + "test_bad_parameters_get_400_with_a_message_naming_them[a file path]",)),
     M("explore_layer_name_not_checked", "explore/app.py", "if query.layer not in network.layers():", "if False:",
@@ -1163,6 +1165,40 @@ MUTANTS = (
     M("huge_class_number_converted", "data/labelling.py", 'if len(too_long.lstrip("-")) > _MAX_CLASS_DIGITS:',
       'if len(too_long.lstrip("-")) > 10**6:',
       ("tests/hostile/test_hostile_data.py::test_hostile_datasets_are_refused_in_one_line",)),
+    # explore as a web service (Host header, token, slow clients, bursts) and bounded messages of generate's values
+    M("explore_host_not_checked", "explore/guards.py", "if not self.served.admits(host):", "if False:",
+      (EXPLORE_API + "test_a_request_naming_another_host_is_refused",)),
+    M("explore_any_name_admitted", "explore/hosts.py", "return name in self.names", "return True",
+      (EXPLORE_CLI + "test_a_host_header_must_name_the_server",)),
+    M("explore_any_address_admitted", "explore/hosts.py",
+      "return self.any_address or address in self.addresses or (self.any_loopback and address.is_loopback)",
+      "return True", (EXPLORE_CLI + "test_a_host_header_must_name_the_server",)),
+    M("explore_token_cookie_not_compared", "explore/guards.py",
+      "return any(self._is_token(given) for given in (cookie, bearer) if given)", "return bool(cookie or bearer)",
+      (EXPLORE_API + "test_a_server_on_another_address_wants_its_token_and_a_name_it_serves",)),
+    M("explore_connection_cap_not_kept", "explore/connections.py", "if len(self.open) >= self.limits.cap:",
+      "if False:", (EXPLORE_CONNECTIONS + "test_slow_clients_are_shed_and_a_normal_request_is_answered",)),
+    M("explore_no_read_deadline", "explore/connections.py",
+      "protocol.loop.call_later(self.limits.read_deadline_s, self._expire, protocol)",
+      "protocol.loop.call_later(1e9, self._expire, protocol)",
+      (EXPLORE_CONNECTIONS + "test_a_connection_sending_part_of_its_next_request_is_closed_at_the_deadline",)),
+    M("explore_request_in_progress_closable", "explore/connections.py", "            self.book.busy(self)\n",
+      "            pass\n",
+      (EXPLORE_CONNECTIONS + "test_when_every_connection_has_a_request_in_progress_a_new_one_gets_503",)),
+    M("explore_a_line_per_refusal", "explore/rejections.py", "        self.counts[reason] += 1\n",
+      "        self.counts[reason] += 1\n        self.write(reason)\n",
+      (EXPLORE_CONNECTIONS + "test_slow_clients_are_shed_and_a_normal_request_is_answered",)),
+    M("explore_accept_failures_logged", "explore/connections.py", 'if context.get("message") == ACCEPT_FAILED:',
+      "if False:", (EXPLORE_CONNECTIONS + "test_accept_failing_for_want_of_descriptors_is_counted_not_logged",)),
+    M("explore_open_files_not_raised", "explore/connections.py",
+      "        resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))\n", "",
+      (EXPLORE_CONNECTIONS + "test_the_cap_stays_below_the_limit_on_open_files",)),
+    M("offending_values_all_named", "errors.py", "for value in values[:limit])", "for value in values)",
+      ("tests/generate/test_generate_options.py::test_network_checks_list_every_problem",
+       EXPLORE_API + "test_bad_parameters_get_400_with_a_message_naming_them[a million mix layers]")),
+    M("range_problems_all_kept", "generate/typed.py",
+      "if problem in self.shown or len(self.shown) < self.limit:", "if True:",
+      ("tests/generate/test_generate_limits.py::test_a_value_of_many_bad_parts_keeps_only_the_problems_it_shows",)),
 )  # fmt: skip
 
 

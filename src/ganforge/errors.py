@@ -25,3 +25,14 @@ def carried_problems(error: UserError) -> list[str]:
     if not text.startswith("Caught ") or marker not in text:
         return error.problems
     return text.rsplit(marker, 1)[1].rstrip("\n").split("\n")
+
+
+MAX_NAMED = 3  # offending values a message names; the rest are counted, so its length never grows with the input
+
+
+def first_few(values, limit: int = MAX_NAMED) -> str:
+    """The offending `values` as a message names them: "6, 7, 8 and 999,991 more" (at most `limit` named, then
+    their count), so a value typed as a range of a million numbers gets a one-line message."""
+    values = list(values)
+    named = ", ".join(str(value) for value in values[:limit])
+    return named + (f" and {len(values) - limit:,} more" if len(values) > limit else "")

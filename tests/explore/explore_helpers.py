@@ -70,10 +70,10 @@ def _printed_url(proc: subprocess.Popen) -> str:
     raise AssertionError("ganforge explore printed no URL in time")
 
 
-def fetch(url: str) -> tuple[int, dict, bytes]:
-    """(status, headers by lower-case name, body) of a GET, errors included."""
+def fetch(url: str, headers: dict | None = None) -> tuple[int, dict, bytes]:
+    """(status, headers by lower-case name, body) of a GET with these `headers` (Host too), errors included."""
     try:
-        with urllib.request.urlopen(url, timeout=60) as response:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}), timeout=60) as response:
             return response.status, {k.lower(): v for k, v in response.headers.items()}, response.read()
     except urllib.error.HTTPError as error:
         return error.code, {k.lower(): v for k, v in error.headers.items()}, error.read()

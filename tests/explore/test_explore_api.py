@@ -4,6 +4,7 @@ limits hold, and a server on a non-loopback address wants its token."""
 
 import io
 import shlex
+import socket
 import urllib.parse
 
 import numpy as np
@@ -108,6 +109,11 @@ BAD = {
     "rotate inf": ("image", dict(net=1, seed=0, rotate="inf"), "--rotate inf"),
     "bad noise mode": ("image", dict(seed=0, noise_mode="bogus"), "noise-mode=bogus: one of const, random, none"),
     "mix layers beyond": ("mix", dict(seed=0, source=1, mix_layers="0-99", **{"class": 0}), "--mix-layers"),
+    "a million mix layers": (
+        "mix",
+        dict(seed=0, source=1, mix_layers="0-999999", **{"class": 0}),
+        "not 6, 7, 8 and 999,991 more",
+    ),  # fmt: skip
     "grid too big": ("grid", dict(grid="100x100"), "at most 64 cells"),
     "page beyond the seeds": ("grid", dict(page=10**9), "its seeds pass 4294967295"),
     "page of 11 digits": ("grid", dict(page=10**10), "page=10000000000: must be a whole number of at most 10 digits"),
@@ -134,14 +140,45 @@ def test_a_parameter_given_twice_and_an_unknown_endpoint_are_refused(server):
     assert fetch(f"{server}static/../../etc/passwd")[0] == 404
 
 
-def test_a_server_on_another_address_warns_and_wants_its_token(nets):
-    with explore_server("--network", str(nets["sg3"]), "--host", "0.0.0.0") as (url, proc):
+def test_a_request_naming_another_host_is_refused(server):
+    """DNS rebinding: a page of evil.example, its name pointed at 127.0.0.1, sends `Host: evil.example`."""
+    port = urllib.parse.urlsplit(server).port
+    for path in ("", "explore.js", "api/networks", "api/image?seed=0&class=0"):
+        status, _, body = fetch(server + path, headers={"Host": f"evil.example:{port}"})
+        assert status == 403 and b"'evil.example:" in body and b"--allowed-host" in body, (path, body)
+    for host in (f"localhost:{port}", f"127.0.0.1:{port}", "localhost:8000", "[::1]:8000"):  # 8000: an SSH tunnel
+        assert fetch(server + "api/networks", headers={"Host": host})[0] == 200, host
+    for host in ("evil.example", "127.0.0.1.evil.example", "evil.example@127.0.0.1", "localhost:80:80"):
+        assert fetch(server + "api/networks", headers={"Host": host})[0] == 403, host
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as client:  # HTTP/1.0 sends no Host
+        client.sendall(b"GET /api/networks HTTP/1.0\r\n\r\n")
+        assert client.recv(4096).startswith(b"HTTP/1.1 403 ")
+
+
+def test_a_server_on_another_address_wants_its_token_and_a_name_it_serves(nets):
+    args = ("--network", str(nets["sg3"]), "--host", "0.0.0.0", "--allowed-host", "Explore.Example")
+    with explore_server(*args) as (url, proc):
         parts = urllib.parse.urlsplit(url)
         token = urllib.parse.parse_qs(parts.query)["token"][0]
         assert len(token) >= 32
         base = f"http://127.0.0.1:{parts.port}/"
-        for path in ("", "api/networks", "api/image?seed=0", f"api/image?seed=0&token={token[:-1]}x"):
+        for path in ("", "api/networks", "api/image?seed=0", f"api/image?seed=0&token={token[:-1]}x", "explore.js"):
             assert fetch(base + path)[0] == 403, path
+        status, headers, _ = fetch(f"{base}?token={token}")
+        assert status == 200
+        cookie = headers["set-cookie"].split(";")[0]
+        assert cookie == f"ganforge-explore-token-{parts.port}={token}" and "HttpOnly" in headers["set-cookie"]
+        assert "SameSite=Strict" in headers["set-cookie"]
+        # the page's own files and requests carry the cookie; a script may send the token as a bearer header
+        assert fetch(base + "explore.js", headers={"Cookie": cookie})[0] == 200
+        assert fetch(base + "api/image?seed=0", headers={"Cookie": cookie + "x"})[0] == 403
+        assert fetch(base + "api/networks", headers={"Authorization": f"Bearer {token}"})[0] == 200
         assert fetch(f"{base}api/image?seed=0&token={token}")[0] == 200
-        assert fetch(f"{base}?token={token}")[0] == 200
+        # any address of this machine names it, and --allowed-host names; no other name does, token or not
+        for host, status in (("explore.example:443", 200), ("192.0.2.7", 200), ("evil.example", 403)):
+            assert fetch(f"{base}?token={token}", headers={"Host": host})[0] == status, host
     assert "warning: --host 0.0.0.0: reachable from other machines" in proc.stderr_text
+    summary = [line for line in proc.stderr_text.splitlines() if line.startswith("ganforge explore, the last")]
+    assert len(summary) == 1, proc.stderr_text
+    assert "6 requests refused without the token" in summary[0]
+    assert "1 requests refused for naming another host" in summary[0] and "'evil.example'" in summary[0]

@@ -6,7 +6,7 @@ from click.testing import CliRunner
 from explore_helpers import tiny_networks
 
 from ganforge.cli import main
-from ganforge.explore import server
+from ganforge.explore import hosts, server
 
 
 def _explore(*args: str):
@@ -42,5 +42,28 @@ def test_without_the_extra_it_says_what_to_install(monkeypatch, tmp_path):
 
 
 def test_a_loopback_host_needs_no_token_and_others_do():
-    assert server.is_loopback("127.0.0.1") and server.is_loopback("::1") and server.is_loopback("localhost")
-    assert not any(server.is_loopback(h) for h in ("0.0.0.0", "192.168.1.2", "example.com", "::"))
+    assert hosts.is_loopback("127.0.0.1") and hosts.is_loopback("::1") and hosts.is_loopback("localhost")
+    assert not any(hosts.is_loopback(h) for h in ("0.0.0.0", "192.168.1.2", "example.com", "::"))
+
+
+def test_a_host_header_must_name_the_server():
+    """What each bind admits: never a name a web page may own (evil.example), whatever the port or the spelling."""
+    loopback = hosts.ServedNames.of(("127.0.0.1", "127.0.0.1"))
+    admitted = ("127.0.0.1:8000", "localhost", "LOCALHOST:1", "[::1]:80", "[0:0:0:0:0:0:0:1]", "127.0.0.5")
+    refused = ("evil.example", "evil.example:8000", "192.168.1.1", "evil.example@127.0.0.1", "localhost.", "", None)
+    assert all(map(loopback.admits, admitted)) and not any(map(loopback.admits, refused))
+    assert not loopback.admits("127.0.0.1:80:80") and not loopback.admits("[::1")
+    everywhere = hosts.ServedNames.of(("0.0.0.0", "0.0.0.0"), ("Explore.Example",))
+    assert all(map(everywhere.admits, ("192.0.2.7:8000", "[2001:db8::1]", "0.0.0.0", "localhost", "explore.example")))
+    assert not any(map(everywhere.admits, ("evil.example", "explore.example.evil.example", "example")))
+    named = hosts.ServedNames.of(("gpu-box.lan", "192.168.1.5"))
+    assert named.admits("gpu-box.lan:9") and named.admits("192.168.1.5") and not named.admits("192.168.1.6")
+    assert not named.admits("localhost")
+
+
+@pytest.mark.parametrize("name", ["", "a b", "evil.example/x", "-x", "x" * 300])
+def test_an_allowed_host_that_is_no_host_name_is_one_error_line(name, tmp_path):
+    result = _explore("--network", str(tmp_path), "--allowed-host", name)
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(f"error: --allowed-host {name[:57]}") and "not a host name" in result.output
+    assert "Traceback" not in result.output and result.output.count("\n") == 1

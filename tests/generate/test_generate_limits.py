@@ -4,6 +4,7 @@ cells in batches gives the same latents as making them all at once."""
 
 import math
 import os
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -71,6 +72,19 @@ def test_typed_values_are_repeated_short_and_each_problem_once():
         f"--grid 1{'0' * 56}...: more than 1,000,000 images; split the work into several grids"
     ]
     assert problems(seeds="1", grid="0x0000") == ["--grid 0x0000: write ROWSxCOLUMNS with both at least 1, e.g. 4x8"]
+
+
+def test_a_value_of_many_bad_parts_keeps_only_the_problems_it_shows():
+    """100,000 different bad parts (a 0.7 MB value): the eleven lines, not a line kept for each (22 MiB then)."""
+    text = ",".join(f"a{i}" for i in range(100_000))
+    tracemalloc.start()
+    try:
+        found = problems(seeds=text)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(found) == 11 and found[-1] == "--seeds: 99,990 more bad part(s)"
+    assert peak < 12 * 2**20  # the parts themselves, split: ~6 MiB
 
 
 def test_counts_beyond_max_count_are_refused():

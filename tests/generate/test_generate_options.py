@@ -110,8 +110,11 @@ def test_network_checks_list_every_problem():
         "--class: net.pkl is conditional; pick a class from 0 to 2, or give a label vector of 3 numbers with --label "
         "or --label-file",
         "--trunc-cutoff 7: net.pkl has 6 ws; use 1 to 6",
-        "--mix-layers: net.pkl has layers 0 to 5, not [6]",
+        "--mix-layers: net.pkl has layers 0 to 5, not 6",
     ]
+    with pytest.raises(UserError) as err:  # a million layers too deep: the message names three and counts the rest
+        parse(style_mix=("1", "2"), mix_layers="0-999999").check_network(unconditional)
+    assert err.value.problems == ["--mix-layers: net.pkl has layers 0 to 5, not 6, 7, 8 and 999,991 more"]
     with pytest.raises(UserError, match="--class 3: net.pkl has classes 0 to 2"):
         parse(seeds="1", class_index=3).check_network(conditional)
     with pytest.raises(UserError, match="--class 0: net.pkl is unconditional; drop --class"):

@@ -8,11 +8,12 @@ ganforge works without them.
 """
 
 
-def serve(sources, host: str, port: int, device: str) -> None:
-    """Serve the page for the networks `sources` until interrupted (see ganforge.explore.server)."""
+def serve(sources, host: str, port: int, device: str, allowed_hosts: tuple[str, ...] = ()) -> None:
+    """Serve the page for the networks `sources` until interrupted; requests may name the server by the address it
+    serves or by the host names `allowed_hosts` (see ganforge.explore.server)."""
     from ganforge.explore.server import serve as run
 
-    run(sources, host, port, device)
+    run(sources, host, port, device, tuple(allowed_hosts))
 
 
 __all__ = ["serve"]

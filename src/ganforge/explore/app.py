@@ -1,5 +1,5 @@
 """The ASGI application of `ganforge explore`: the page and its three files, the networks' descriptions, and one
-endpoint per kind of image. All state (networks, device, cache, render lock, token) lives in one Explorer.
+endpoint per kind of image. All state (networks, device, cache, render lock) lives in one Explorer.
 
 Every image request is parsed into the options of the `ganforge generate` command that makes it (queries.py) and
 made by generate's own code in memory (generate/inmemory.py), so its bytes are that command's file; the command is
@@ -7,7 +7,6 @@ sent with it (X-Ganforge-Command, X-Ganforge-File) for the page to show beside i
 """
 
 import importlib.resources
-import secrets
 import threading
 import urllib.parse
 
@@ -31,12 +30,11 @@ MEDIA_TYPES = {".png": "image/png", ".webp": "image/webp", ".gif": "image/gif"}
 
 
 class Explorer:
-    """The server's state: the loaded networks, the device they run on, the cache, a lock that lets one request at a
-    time use the networks (torch modules are not shared between threads), and the token every request must carry
-    (None on loopback)."""
+    """The server's state: the loaded networks, the device they run on, the cache, and a lock that lets one request
+    at a time use the networks (torch modules are not shared between threads)."""
 
-    def __init__(self, networks: list[Network], device: torch.device, token: str | None):
-        self.networks, self.device, self.token = networks, device, token
+    def __init__(self, networks: list[Network], device: torch.device):
+        self.networks, self.device = networks, device
         self.cache = ResponseCache()
         self.render_lock = threading.Lock()
         static = importlib.resources.files("ganforge.explore") / "static"
@@ -55,7 +53,7 @@ class Explorer:
         headers = {
             "X-Ganforge-Command": generate_command(query.options),
             "X-Ganforge-File": query.file,
-            "Cache-Control": "no-store",  # the cache is here, where the token is checked
+            "Cache-Control": "no-store",  # the cache is here, behind the Host and token checks
         }
         if query.layer is not None:
             headers["X-Ganforge-File"] = f"{query.layer}-{query.file}"
@@ -74,27 +72,8 @@ class Explorer:
         return [network.describe(index) for index, network in enumerate(self.networks)]
 
 
-class TokenGuard:
-    """ASGI middleware: 403 for every request whose query lacks the token (when the server has one)."""
-
-    def __init__(self, app, token: str | None):
-        self.app, self.token = app, token
-
-    async def __call__(self, scope, receive, send):
-        if self.token is not None and scope["type"] == "http" and not self._carries_token(scope):
-            response = PlainTextResponse("forbidden: open the URL ganforge explore printed, token included", 403)
-            await response(scope, receive, send)
-            return
-        await self.app(scope, receive, send)
-
-    def _carries_token(self, scope) -> bool:
-        pairs = urllib.parse.parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
-        given = [value for name, value in pairs if name == "token"]
-        return len(given) == 1 and secrets.compare_digest(given[0].encode(), self.token.encode())
-
-
 def build_app(explorer: Explorer):
-    """The ASGI app serving `explorer`, its token checked before any route."""
+    """The ASGI app serving `explorer` (the server puts guards.py's checks before it)."""
 
     def page(request):
         path = request.url.path
@@ -120,4 +99,4 @@ def build_app(explorer: Explorer):
 
     routes = [Route(path, page) for path in PAGE_FILES]
     routes += [Route("/api/networks", networks), Route("/api/{endpoint}", image)]
-    return TokenGuard(Starlette(routes=routes), explorer.token)
+    return Starlette(routes=routes)

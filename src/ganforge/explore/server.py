@@ -2,11 +2,12 @@
 
 Safe by default: on a loopback address (the default) only this machine can connect. Any other --host is reachable
 from the network, so the server then prints a warning and requires a random token (secrets.token_urlsafe) in every
-request's query; the URL it prints carries it.
+request (guards.py); the URL it prints carries it. Whatever the address, a request must name the server in its Host
+header (hosts.py), and slow or idle clients cannot hold its connections (connections.py).
 """
 
+import asyncio
 import importlib.util
-import ipaddress
 import socket
 import sys
 import warnings
@@ -16,20 +17,10 @@ import click
 
 from ganforge.devices import pick_device
 from ganforge.errors import UserError
+from ganforge.explore.hosts import ServedNames, check_allowed, is_loopback
 
-LOOPBACK_NAMES = ("localhost",)
 TOKEN_BYTES = 24  # 192 bits: not guessable over the network
 EXTRA = "pip install 'ganforge[explore]'"
-
-
-def is_loopback(host: str) -> bool:
-    """Does `host` (an address, or the name localhost) reach only this machine?"""
-    if host in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def check_extra() -> None:
@@ -52,7 +43,7 @@ def bind(host: str, port: int) -> socket.socket:
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)
-        sock.listen(128)
+        sock.listen()  # asyncio listens again as it serves, and run_server once more (connections.py says why)
     except OSError as error:
         sock.close()
         raise UserError(
@@ -68,16 +59,18 @@ def url_of(sock: socket.socket, token: str | None) -> str:
     return f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
 
 
-def serve(sources: list[Path], host: str, port: int, device: str) -> None:
-    """Serve the networks `sources` (files or run folders) at host:port until interrupted."""
+def serve(sources: list[Path], host: str, port: int, device: str, allowed_hosts: tuple[str, ...] = ()) -> None:
+    """Serve the networks `sources` (files or run folders) at host:port until interrupted; requests may also name
+    the server by the host names `allowed_hosts`."""
     check_extra()
     import secrets
 
-    import uvicorn
-
-    from ganforge.explore.app import Explorer, build_app
+    from ganforge.explore.app import Explorer
+    from ganforge.explore.connections import ConnectionLimits, connection_cap
     from ganforge.explore.networks import load_networks
+    from ganforge.explore.rejections import Rejections
 
+    check_allowed(allowed_hosts)
     token = None if is_loopback(host) else secrets.token_urlsafe(TOKEN_BYTES)
     if token:
         warnings.warn(
@@ -85,10 +78,47 @@ def serve(sources: list[Path], host: str, port: int, device: str) -> None:
             "An SSH tunnel to 127.0.0.1 is safer (ssh -L 8000:127.0.0.1:PORT host)",
             stacklevel=2,
         )
+    limits = ConnectionLimits(cap=connection_cap())
     chosen = pick_device(device)
-    explorer = Explorer(load_networks(sources, chosen), chosen, token)
+    explorer = Explorer(load_networks(sources, chosen), chosen)
     sock = bind(host, port)
     click.echo(f"ganforge explore: {url_of(sock, token)} ({len(sources)} network(s) on {chosen}; Ctrl-C stops)")
     sys.stdout.flush()
-    config = uvicorn.Config(build_app(explorer), log_level="warning", access_log=False, lifespan="off")
-    uvicorn.Server(config).run(sockets=[sock])
+    served = ServedNames.of((host, sock.getsockname()[0]), allowed_hosts)
+    rejections = Rejections()
+    try:
+        asyncio.run(run_server(web_server(explorer, sock, served, token, limits, rejections), sock, rejections))
+    finally:
+        rejections.flush()
+
+
+def web_server(explorer, sock: socket.socket, served: ServedNames, token: str | None, limits, rejections):
+    """The uvicorn server of `explorer` on the bound `sock`: every request's Host checked against `served`, then its
+    token (when there is one); its connections held to `limits`; what it refuses counted in `rejections`. uvicorn's
+    own warnings (a line per bad request) are left out: `rejections` sums them up."""
+    import uvicorn
+
+    from ganforge.explore.app import build_app
+    from ganforge.explore.connections import ACCEPT_BATCH, Connections, protocol_factory
+    from ganforge.explore.guards import HostGuard, TokenGuard
+
+    port = sock.getsockname()[1]
+    app = HostGuard(TokenGuard(build_app(explorer), token, port, rejections), served, rejections)
+    protocol = protocol_factory(Connections(limits, rejections))
+    config = uvicorn.Config(
+        app, http=protocol, backlog=ACCEPT_BATCH, log_level="error", access_log=False, lifespan="off"
+    )
+    return uvicorn.Server(config)
+
+
+async def run_server(server, sock: socket.socket, rejections) -> None:
+    """Run the uvicorn `server` on `sock` until it stops, accept() failures counted in `rejections`; once it
+    serves, the kernel's queue of connections is lengthened beyond the batch asyncio accepts at a time."""
+    from ganforge.explore.connections import KERNEL_QUEUE, loop_exception_handler
+
+    asyncio.get_running_loop().set_exception_handler(loop_exception_handler(rejections))
+    serving = asyncio.ensure_future(server.serve(sockets=[sock]))
+    while not (server.started or serving.done()):
+        await asyncio.sleep(0.01)
+    sock.listen(KERNEL_QUEUE)
+    await serving

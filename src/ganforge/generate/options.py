@@ -6,7 +6,7 @@ import dataclasses
 import math
 from pathlib import Path
 
-from ganforge.errors import UserError
+from ganforge.errors import UserError, first_few
 from ganforge.generate import labels
 from ganforge.generate.typed import MAX_COUNT, echoed, parse_grid, parse_ranges, parse_translate
 
@@ -242,7 +242,7 @@ class GenerateOptions:
             )
         too_deep = [layer for layer in self.mix_layers or () if layer >= G.num_ws]
         if too_deep:
-            problems.append(f"--mix-layers: {self.network} has layers 0 to {G.num_ws - 1}, not {too_deep}")
+            problems.append(f"--mix-layers: {self.network} has layers 0 to {G.num_ws - 1}, not {first_few(too_deep)}")
         if problems:
             raise UserError(*problems)
 

@@ -11,35 +11,51 @@ MAX_COUNT = 1_000_000  # images named by one option: a typo such as 0-100000000 
 TRANSLATE_RANGE = (-100.0, 100.0)
 MAX_PROBLEMS_PER_FLAG = 10  # a value with thousands of bad parts is reported by its first few
 MAX_SHOWN = 60  # characters of a typed value repeated in a message
+RANGE_PART = re.compile(r"\s*([0-9]+)\s*(?:-\s*([0-9]+)\s*)?")
 
 
 def parse_ranges(flag: str, text: str, problems: list) -> tuple[int, ...]:
     """ "0-7,12,100-199" -> (0, ..., 7, 12, 100, ..., 199) in the order given; each problem is appended (the first
-    MAX_PROBLEMS_PER_FLAG of them, then their count). At most MAX_COUNT values, each from 0 to MAX_SEED."""
-    values, found = [], []
+    MAX_PROBLEMS_PER_FLAG different ones, then how many more bad parts there are). At most MAX_COUNT values, each
+    from 0 to MAX_SEED."""
+    values, found = [], FirstProblems(MAX_PROBLEMS_PER_FLAG)
     shown = echoed(text)
     for part in text.split(","):
-        match = re.fullmatch(r"\s*([0-9]+)\s*(?:-\s*([0-9]+)\s*)?", part)
+        match = RANGE_PART.fullmatch(part)
         if match is None:
-            found.append(f"{flag} {shown}: {echoed(part.strip(), 20)!r} is not N or N-M (e.g. 0-7,12,100-199)")
+            found.add(f"{flag} {shown}: {echoed(part.strip(), 20)!r} is not N or N-M (e.g. 0-7,12,100-199)")
             continue
         too_big = [d for d in (match[1], match[2]) if d and _above_max_seed(d)]
         if too_big:
-            found.append(f"{flag} {shown}: {echoed(too_big[0], 20)} is above {MAX_SEED}")
+            found.add(f"{flag} {shown}: {echoed(too_big[0], 20)} is above {MAX_SEED}")
             continue
         first, last = _int(match[1]), _int(match[2] or match[1])
         if last < first:
-            found.append(f"{flag} {shown}: range {first}-{last} runs backwards; write {last}-{first}")
+            found.add(f"{flag} {shown}: range {first}-{last} runs backwards; write {last}-{first}")
         elif len(values) + last - first + 1 > MAX_COUNT:
-            found.append(f"{flag} {shown}: more than {MAX_COUNT:,} values; split the work into several runs")
+            found.add(f"{flag} {shown}: more than {MAX_COUNT:,} values; split the work into several runs")
             break
         else:
             values.extend(range(first, last + 1))
-    found = list(dict.fromkeys(found))  # "x,x,x": one line
-    problems += found[:MAX_PROBLEMS_PER_FLAG]
-    if len(found) > MAX_PROBLEMS_PER_FLAG:
-        problems.append(f"{flag}: {len(found) - MAX_PROBLEMS_PER_FLAG} more bad part(s)")
+    problems += found.lines(flag)
     return tuple(values)
+
+
+class FirstProblems:
+    """The first `limit` different problems with one flag's value, in order, and how many more bad parts it has.
+    Only those shown are kept, so that a value of a million bad parts costs no more memory than one of eleven."""
+
+    def __init__(self, limit: int):
+        self.shown, self.more, self.limit = {}, 0, limit  # shown: a dict as an ordered set ("x,x,x": one line)
+
+    def add(self, problem: str) -> None:
+        if problem in self.shown or len(self.shown) < self.limit:
+            self.shown[problem] = None
+        else:
+            self.more += 1
+
+    def lines(self, flag: str) -> list[str]:
+        return [*self.shown] + ([f"{flag}: {self.more:,} more bad part(s)"] if self.more else [])
 
 
 def _above_max_seed(digits: str) -> bool:
