@@ -14,8 +14,8 @@ PACKAGE = Path(ganforge.__file__).parent
 
 # Lowest first. A name is a top-level module or subpackage of ganforge; "" is the package root (its __version__).
 LAYERS = (
-    ("", "errors", "urls", "numerics", "durable", "tensorfile", "digest", "option", "config", "presets", "limits",
-     "outputs", "devices", "progress", "allocator", "metric_names", "projected", "memory"),
+    ("", "errors", "urls", "numerics", "durable", "tensorfile", "digest", "option", "config", "presets", "families",
+     "limits", "outputs", "devices", "progress", "allocator", "metric_names", "projected", "memory"),
     ("dist", "preempt"),
     ("nets", "augment", "data", "checkpoint", "monitor"),
     ("snapshot", "compare"),

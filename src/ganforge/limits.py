@@ -65,6 +65,17 @@ MAX_SHOWN_CHARS = 60  # what a message shows of a value read from a file
 MAX_SHOWN_ITEMS = 8
 
 
+def channels_at(res: int, channel_base: int, channel_max: int) -> int:
+    """Feature maps at resolution `res`: min(channel_base // res, channel_max), as in the official configs (R3GAN's
+    stage widths too)."""
+    return min(channel_base // res, channel_max)
+
+
+def stage_resolutions(resolution: int) -> list[int]:
+    """4, 8, ..., resolution: one R3GAN stage each."""
+    return [2**i for i in range(2, int(math.log2(resolution)) + 1)]
+
+
 def resolution_ok(resolution) -> bool:
     """A power of two from MIN_RESOLUTION to MAX_RESOLUTION."""
     return (

@@ -180,7 +180,7 @@ def test_cbase_and_cmax_set_the_widths_and_widths_that_cannot_be_built_are_refus
             "--cbase 4: leaves no channels at 8x8 (a layer at resolution r has min(cbase / r, cmax) channels); use at "
             "least 8"
         ),
-        ("--cfg", "tiny", "--cmax", "2000"): "--cmax 2000: StyleGAN layers have at most 1024 channels",
+        ("--cfg", "tiny", "--cmax", "2000"): "--cmax 2000: StyleGAN2's layers have at most 1024 channels",
     }
     for args, message in refused.items():
         result = CliRunner().invoke(main, [*base, *args])

@@ -29,8 +29,9 @@ from ganforge.checkpoint.rng import check_rng
 from ganforge.checkpoint.schema import Refused, entries, is_finite_number, number, refuse, scalar, tensor, whole
 from ganforge.checkpoint.serialize import describe
 from ganforge.checkpoint.store import MAX_NIMG, TENSORS, InvalidCheckpoint
-from ganforge.config import AUGMENTS, GENERATORS, PRECISIONS, Config, field_defaults, flatten, is_maths, upgrade
+from ganforge.config import AUGMENTS, PRECISIONS, Config, field_defaults, flatten, is_maths, upgrade
 from ganforge.errors import UserError
+from ganforge.families import GENERATORS
 from ganforge.limits import MAX_RESOLUTION, MIN_RESOLUTION, architecture_problems
 from ganforge.nets.configured import build_networks_from, frozen_parameters, network_arguments
 

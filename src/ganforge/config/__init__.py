@@ -20,7 +20,6 @@ from ganforge.config.sections import (
     AUGMENTS,
     AUTO_PRECISION,
     DIFFAUG_OPS,
-    GENERATORS,
     LR_SCHEDULES,
     PRECISIONS,
     PRESET,
@@ -34,12 +33,13 @@ from ganforge.config.sections import (
     RuntimeConfig,
     ScheduleConfig,
 )
+from ganforge.families import DEFAULT_GENERATOR, GENERATORS, family_of
 from ganforge.option import non_maths_paths, setting
 from ganforge.urls import public_value
 
 # The sections and the choices of their options, importable from here as from their module.
 __all__ = [
-    "AUGMENT_PIPES", "AUGMENTS", "AUTO_PRECISION", "DIFFAUG_OPS", "GENERATORS", "LR_SCHEDULES", "PRECISIONS",
+    "AUGMENT_PIPES", "AUGMENTS", "AUTO_PRECISION", "DIFFAUG_OPS", "LR_SCHEDULES", "PRECISIONS",
     "AugmentConfig", "Config", "DataConfig", "LossConfig", "ModelConfig", "OptimConfig", "PrecisionConfig", "RunConfig",
     "RuntimeConfig", "ScheduleConfig",
 ]  # fmt: skip
@@ -144,12 +144,10 @@ def _older_layouts(flat: dict) -> dict:
     was built with skips and its StyleGAN2 D (StyleGAN3's too) with residual blocks, config F's."""
     if not any(key.startswith("model.") for key in flat):
         return {}
-    generator = flat.get("model.generator", "stylegan2")
-    implied = {
-        "model.g_arch": "skip" if generator == "stylegan2" else None,
-        "model.d_arch": None if generator == "r3gan" else "resnet",
-    }
-    return {key: value for key, value in implied.items() if key not in flat and value is not None}
+    generator = flat.get("model.generator", DEFAULT_GENERATOR)
+    if generator not in GENERATORS:  # refused where the config is checked
+        return {}
+    return {key: value for key, value in family_of(generator).older_layouts().items() if key not in flat}
 
 
 # --compile was a switch before it took a mode: true compiled in torch.compile's default mode.

@@ -1,9 +1,8 @@
 """What the start of a run (and `--dry-run`) prints besides the Config: the values the preset and the flags
 implied, one line each. Few dials are exposed and the rest is derived, so the user sees what was derived."""
 
-import math
-
-from ganforge.config import AugmentConfig, Config, PrecisionConfig, lazy_ratio
+from ganforge.config import AugmentConfig, Config, PrecisionConfig
+from ganforge.families import family_of
 from ganforge.presets import auto_batch
 
 
@@ -14,7 +13,7 @@ def describe_derived(cfg: Config) -> list[str]:
     return [
         f"batch {s.batch} = {s.batch_gpu} per micro-batch x {cfg.world_size} process(es) x {cfg.accumulation} "
         f"accumulation step(s)",
-        *(_describe_r3gan(cfg) if cfg.model.generator == "r3gan" else _describe_stylegan(cfg)),
+        *family_of(cfg.model.generator).describe(cfg),
         f"{s.kimg:g} kimg in ticks of {s.tick_kimg:g} kimg; snapshot + checkpoint every {s.snap} ticks",
         *s.rounded,
         *_describe_controls(cfg),
@@ -23,67 +22,6 @@ def describe_derived(cfg: Config) -> list[str]:
         *_describe_auto(cfg.precision),
         *_describe_memory(cfg),
     ] + ([f"D blur sigma {lo.blur_sigma:g} fading to 0 over {lo.blur_fade_kimg:g} kimg"] if lo.blur_sigma else [])
-
-
-def _describe_stylegan(cfg: Config) -> list[str]:
-    s, lo, m = cfg.schedule, cfg.loss, cfg.model
-    return (
-        [
-            f"R1 gamma {lo.gamma:g} every {lo.r1_interval} steps; path length weight {lo.pl_weight:g} every "
-            f"{lo.pl_interval} steps",
-            f"lazy regularisation: G lr x {lazy_ratio(lo.pl_interval):.4f}, D lr x {lazy_ratio(lo.r1_interval):.4f} "
-            f"(betas raised to the same power)",
-            f"EMA half-life {s.ema_kimg:g} kimg, ramp-up {s.ema_rampup}",
-            f"networks: {m.generator}, channel base {m.channel_base}, max {m.channel_max}, mapping {m.mapping_layers} "
-            f"layers, minibatch-stddev group {m.mbstd_group}",
-            "layouts: "
-            + ", ".join(f"{net} {layout}" for net, layout in (("G", m.g_arch), ("D", m.d_arch)) if layout)
-            + "".join(
-                f"; {net} attends at {','.join(map(str, at))}" for net, at in (("G", m.g_attn), ("D", m.d_attn)) if at
-            ),
-        ]
-        + _describe_aspect(cfg)
-        + _describe_growth(cfg)
-    )
-
-
-def _describe_aspect(cfg: Config) -> list[str]:
-    rows, cols = cfg.data.aspect
-    if (rows, cols) == (1, 1):
-        return []
-    res = cfg.data.resolution
-    return [
-        f"non-square images {res * cols}x{res * rows}: blocks from 4 to {res} px on the short side, a "
-        f"{4 * cols}x{4 * rows} learned constant in G and a {4 * cols}x{4 * rows} last block in D"
-    ]
-
-
-def _describe_growth(cfg: Config) -> list[str]:
-    s, res = cfg.schedule, cfg.data.resolution
-    if not cfg.model.grow:
-        return []
-    doublings = round(math.log2(res // s.grow_from))
-    return [
-        f"growth: from {s.grow_from} px to {res} px, {s.grow_kimg:g} kimg at each resolution and {s.grow_kimg:g} kimg "
-        f"per fade; fully grown at {s.grow_kimg * 2 * doublings:g} kimg; batch {s.batch} at every stage"
-    ]
-
-
-def _describe_r3gan(cfg: Config) -> list[str]:
-    s, lo, o, m = cfg.schedule, cfg.loss, cfg.optim, cfg.model
-    over = f"annealed by a half cosine over {s.anneal_kimg:g} kimg" if s.anneal_kimg is not None else "constant"
-    final = (
-        (lambda start, end: f"{start:g} to {end:g}") if s.anneal_kimg is not None else (lambda start, _: f"{start:g}")
-    )
-    return [
-        "loss: relativistic pairing (RpGAN) with R1 on reals and R2 on fakes at every D step (no lazy "
-        "regularisation); D steps before G steps",
-        f"{over}: gamma {final(lo.gamma, lo.gamma_final)}, Adam beta2 {final(o.beta2, o.beta2_final)} (beta1 "
-        f"{o.beta1:g}), EMA half-life {final(0 if s.anneal_kimg is not None else s.ema_kimg, s.ema_kimg)} kimg",
-        f"networks: r3gan, widths min({m.channel_base} / res, {m.channel_max}), groups of {m.group_channels} channels, "
-        f"{m.blocks_per_stage} blocks per stage, z {m.z_dim}",
-    ] + ([f"bf16: the top {p.fp16_res} stage(s) of G and D compute in bfloat16 (as released), the others in float32; "
-          "no autocast"] if (p := cfg.precision).fp16_res else [])  # fmt: skip
 
 
 def _describe_controls(cfg: Config) -> list[str]:

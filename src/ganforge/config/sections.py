@@ -8,6 +8,7 @@ by `ganforge.train.resolver` from the preset, the dataset or a derivation, or ke
 from dataclasses import dataclass
 
 from ganforge.devices import COMPILE_MODES, COMPILE_OFF, DEVICE_CHOICES, KERNEL_CHOICES
+from ganforge.families import DEFAULT_GENERATOR
 from ganforge.limits import ARCHITECTURES, MAX_CHANNEL_BASE, MAX_FP16_RES, MAX_R3GAN_WIDTH
 from ganforge.metric_names import METRIC_NAMES
 from ganforge.option import Range, option, setting
@@ -19,7 +20,6 @@ AUGMENTS = ("ada", "diffaug", "fixed", "noaug")
 AUGMENT_PIPES = ("bgc", "bgcc", "bgcfnc")  # ADA's transform groups (ganforge.augment.pipe.PRESETS)
 DIFFAUG_OPS = ("color", "translation", "cutout")
 LR_SCHEDULES = ("constant", "cosine", "step")
-GENERATORS = ("stylegan2", "stylegan3-t", "stylegan3-r", "r3gan")  # ModelConfig.generator
 
 POSITIVE, NON_NEGATIVE, FRACTION = Range(0, low_open=True), Range(0), Range(0, 1)
 # Counts are bounded too, far beyond any use, so that no derivation meets a number it cannot hold.
@@ -144,9 +144,9 @@ class ModelConfig:
         "resolution, each doubling faded in over --grow-kimg.",
         default=False,
     )
-    # one of GENERATORS: "stylegan2", "stylegan3-t" or "stylegan3-r" (with StyleGAN2's discriminator and loss), or
-    # "r3gan" (R3GAN's generator, discriminator and loss, Huang et al. 2024)
-    generator: str = "stylegan2"
+    # one of the families' generators (ganforge.families.GENERATORS): "stylegan2", "stylegan3-t" or "stylegan3-r"
+    # (with StyleGAN2's discriminator and loss), or "r3gan" (R3GAN's generator, discriminator and loss)
+    generator: str = DEFAULT_GENERATOR
     synthesis_layers: int | None = None  # StyleGAN3's layers between the Fourier input and toRGB (14 in the paper)
     # R3GAN: each stage's grouped convolution has width / group_channels groups (its "cardinality"; the released
     # configurations use 8, or 16 for ImageNet), and each stage blocks_per_stage residual blocks (2 as released)

@@ -13,6 +13,7 @@ from torch import nn
 
 from ganforge.data.loader import to_uint8
 from ganforge.errors import UserError
+from ganforge.families import family_of
 from ganforge.metrics.shapes import image_size
 from ganforge.nets import Generator, R3GANGenerator, StyleGAN3Generator
 
@@ -41,9 +42,9 @@ class DeployableGenerator(nn.Module):
     def __init__(self, G: nn.Module, psi: float = 1.0, noise: str = "const", uint8: bool = False, batch=None):
         super().__init__()
         assert isinstance(G, (Generator, StyleGAN3Generator, R3GANGenerator)), type(G)
-        family = "StyleGAN3" if isinstance(G, StyleGAN3Generator) else "R3GAN"
         if noise == "input" and not isinstance(G, Generator):
-            raise UserError(f"--noise input: a {family} generator has no noise inputs; use --noise const")
+            title = family_of(G.generator).title
+            raise UserError(f"--noise input: a {title} generator has no noise inputs; use --noise const")
         if psi != 1 and not G.has_w_space:
             raise UserError(
                 f"--trunc {psi:g}: an R3GAN generator has no mapping network, so no average w to truncate towards; "

@@ -14,9 +14,8 @@ import torch
 from ganforge.errors import UserError
 from ganforge.interop.official_pickle import PersistentRecord
 from ganforge.interop.tensors import build_network, drop_resample_filters
-from ganforge.limits import ARCHITECTURES, shown, shown_name
+from ganforge.limits import ARCHITECTURES, channels_at, shown, shown_name
 from ganforge.nets import Discriminator, Generator
-from ganforge.nets.layers import channels_at
 from ganforge.snapshot import listed
 
 NETWORKS = ("G_ema", "G", "D")

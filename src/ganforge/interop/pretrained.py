@@ -25,7 +25,6 @@ from ganforge import checkpoint
 from ganforge.errors import UserError
 from ganforge.interop.network import NVLABS, ROSINALITY, SNAPSHOT, convert, file_kind, holds, parse, sha256_of
 from ganforge.interop.official_pickle import PersistentRecord
-from ganforge.nets import R3GANGenerator, StyleGAN3Generator
 from ganforge.nets.configured import build_networks_from, network_arguments
 from ganforge.nets.growth import describe_stage, scheduled_stage, stage_of
 from ganforge.snapshot import DISCRIMINATOR_FORMAT, file_format, load_discriminator, load_snapshot
@@ -103,11 +102,10 @@ def describe(pretrained: Pretrained) -> PretrainedFacts:
     """What `pretrained` holds, without the weights; the architecture is G_ema's (else G's)."""
     nets = pretrained.networks
     G, D = nets.get("G_ema", nets.get("G")), nets.get("D")
-    generator = _generator_name(G)
     held = tuple(name for name in NETWORK_NAMES if name in nets)
     d_arch = None if D is None else D.config
     return PretrainedFacts(
-        generator, G.config, d_arch, held, pretrained.augment_p, pretrained.formats, pretrained.sha256
+        G.generator, G.config, d_arch, held, pretrained.augment_p, pretrained.formats, pretrained.sha256
     )
 
 
@@ -130,13 +128,6 @@ def _read_one(path: Path) -> tuple[dict[str, torch.nn.Module], float | None, str
     if kind == ROSINALITY:
         return held, _probability(path, "ada_aug_p", parsed.get("ada_aug_p")), kind, digest
     return held, None, kind, digest  # a TensorFlow-era or R3GAN pickle keeps no augmentation state
-
-
-def _generator_name(G: torch.nn.Module) -> str:
-    """The generator family a run's config names (ModelConfig.generator)."""
-    if isinstance(G, StyleGAN3Generator):
-        return f"stylegan3-{G.config['config']}"
-    return "r3gan" if isinstance(G, R3GANGenerator) else "stylegan2"
 
 
 def from_checkpoint(trained: checkpoint.Trained) -> Pretrained:

@@ -11,6 +11,7 @@ import math
 import torch
 from torch import nn
 
+from ganforge.limits import channels_at
 from ganforge.nets.attention import SelfAttention
 from ganforge.nets.growth import staged
 from ganforge.nets.layers import (
@@ -20,7 +21,6 @@ from ganforge.nets.layers import (
     FullyConnectedLayer,
     aspect_config,
     block_dtype,
-    channels_at,
     check_arch,
     fir_kernel,
     fp16_min_resolution,

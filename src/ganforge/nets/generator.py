@@ -10,6 +10,7 @@ import math
 import torch
 from torch import nn
 
+from ganforge.limits import channels_at
 from ganforge.nets.attention import SelfAttention
 from ganforge.nets.growth import resized, staged
 from ganforge.nets.layers import (
@@ -20,7 +21,6 @@ from ganforge.nets.layers import (
     FullyConnectedLayer,
     aspect_config,
     block_dtype,
-    channels_at,
     check_arch,
     fir_kernel,
     fp16_min_resolution,
@@ -239,6 +239,7 @@ class Generator(nn.Module):
     """
 
     has_w_space = True  # a mapping network: truncation towards w_avg and per-layer styles have a meaning
+    generator = "stylegan2"  # the ModelConfig.generator a run of it names
 
     def __init__(self, resolution=32, img_channels=3, c_dim=0, z_dim=512, w_dim=512, channel_base=16384,
                  channel_max=512, mapping_layers=8, num_fp16_res=0, conv_clamp=None, architecture="skip",

@@ -34,11 +34,6 @@ RESIDUAL_GAIN = math.sqrt(0.5)  # (skip + residual) * sqrt(1/2) keeps the varian
 # --- architecture helpers -------------------------------------------------------------------------------------------
 
 
-def channels_at(res: int, channel_base: int, channel_max: int) -> int:
-    """Feature maps at resolution `res`: min(channel_base // res, channel_max), as in the official configs."""
-    return min(channel_base // res, channel_max)
-
-
 def fp16_min_resolution(resolution: int, num_fp16_res: int) -> int:
     """Lowest resolution that runs in fp16 when the top `num_fp16_res` resolutions do (never below 8x8)."""
     return max(2 ** (int(math.log2(resolution)) + 1 - num_fp16_res), 8)

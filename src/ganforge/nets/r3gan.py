@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from ganforge.errors import UserError
-from ganforge.limits import RESOLUTIONS, resolution_ok
+from ganforge.limits import RESOLUTIONS, resolution_ok, stage_resolutions
 from ganforge.nets.r3gan_layers import (
     Convolution,
     DiscriminativeBasis,
@@ -29,11 +29,6 @@ from ganforge.nets.r3gan_layers import (
     msr_weight,
 )
 from ganforge.nets.recompute import run_block
-
-
-def stage_resolutions(resolution: int) -> list[int]:
-    """4, 8, ..., resolution: one stage each."""
-    return [2**i for i in range(2, int(math.log2(resolution)) + 1)]
 
 
 def check_stages(resolution, widths, cardinalities, blocks, expansion, kernel) -> None:
@@ -129,6 +124,7 @@ class R3GANGenerator(nn.Module):
     classes."""
 
     has_w_space = False  # z goes straight to the image: no mapping network, no average w, no per-layer styles
+    generator = "r3gan"  # the ModelConfig.generator a run of it names
 
     def __init__(self, resolution=32, img_channels=3, c_dim=0, z_dim=64, widths=(), cardinalities=(), blocks=(),
                  expansion=2, kernel=3, embed_dim=0, num_fp16_res=0):  # fmt: skip

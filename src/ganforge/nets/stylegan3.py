@@ -130,6 +130,11 @@ class StyleGAN3Generator(nn.Module):
                                       lr_multiplier=MAPPING_LR_MULTIPLIER)  # fmt: skip
 
     @property
+    def generator(self) -> str:
+        """The ModelConfig.generator a run of it names: stylegan3-t or stylegan3-r."""
+        return f"stylegan3-{self._config['config']}"
+
+    @property
     def config(self) -> dict:
         """JSON-serialisable constructor kwargs: StyleGAN3Generator(**G.config) rebuilds the same architecture."""
         return dict(self._config)

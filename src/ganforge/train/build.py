@@ -14,6 +14,7 @@ from ganforge.augment.pipe import AdaptiveAugment, AugmentPipe
 from ganforge.config import Config
 from ganforge.data import ImageDataset, open_dataset
 from ganforge.devices import pick_kernels
+from ganforge.families import family_of
 from ganforge.nets import Discriminator, Generator, StyleGAN3Generator
 from ganforge.nets.configured import make_networks
 from ganforge.nets.kernels import kernel_ops, use_kernels
@@ -21,6 +22,9 @@ from ganforge.train import relativistic
 from ganforge.train.phases import Phase, Trainer, build_phases
 from ganforge.train.precision import Precision
 from ganforge.train.schedules import magnitude_ema_beta
+
+# Each family's phases, by the loss its record names.
+PHASES = {"stylegan2": build_phases, "relativistic": relativistic.build_phases}
 
 
 @dataclass(frozen=True)
@@ -56,7 +60,7 @@ def build_networks(
     kernels, _ = pick_kernels(cfg.runtime.kernels, precision.device.type, precision.compiling)
     use_kernels(kernel_ops(kernels), G, D)
     if precision.grad_checkpoint:
-        assert not isinstance(G, StyleGAN3Generator), "resolve refuses --grad-checkpoint for the StyleGAN3 generators"
+        assert family_of(cfg.model.generator).recomputes, "resolve refuses --grad-checkpoint where it cannot"
         G.synthesis.grad_checkpoint = D.grad_checkpoint = True
     memory_format = precision.memory_format
     return G.to(device, memory_format=memory_format).train(), D.to(device, memory_format=memory_format).train()
@@ -84,10 +88,9 @@ def build(
     G, D = build_networks(cfg, device, precision)
     G_ema = copy.deepcopy(G).eval().requires_grad_(False)
     augment, ada = build_augment(cfg, device)
-    stylegan3 = cfg.model.generator.startswith("stylegan3")
-    magnitude_beta = magnitude_ema_beta(cfg.schedule.batch, cfg.accumulation) if stylegan3 else None
-    phases_of = relativistic.build_phases if cfg.model.generator == "r3gan" else build_phases
-    networks, phases = phases_of(cfg, G, D, precision)
+    family = family_of(cfg.model.generator)
+    magnitude_beta = magnitude_ema_beta(cfg.schedule.batch, cfg.accumulation) if family.magnitude_ema else None
+    networks, phases = PHASES[family.loss](cfg, G, D, precision)
     trainer = Trainer(
         cfg=cfg,
         G=G,

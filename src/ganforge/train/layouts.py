@@ -6,6 +6,7 @@ twice, and --grow where the networks cannot grow. Each is one message naming the
 from ganforge import memory
 from ganforge.config import Config
 from ganforge.errors import UserError
+from ganforge.families import family_of, titles_where
 from ganforge.limits import MIN_RESOLUTION
 from ganforge.nets.attention import attention_map_bytes
 
@@ -29,14 +30,15 @@ def layout_problems(cfg: Config, options, asked, facts) -> list[str]:
 def _refused_choices(cfg: Config, asked) -> list[str]:
     """--g-arch/--g-attn choose for StyleGAN2's G, --d-arch/--d-attn for the D StyleGAN2 and StyleGAN3 train with."""
     generator, problems = cfg.model.generator, []
+    family = family_of(generator)
     for flag, given in (("--g-arch", asked.g_arch), ("--g-attn", asked.g_attn)):
-        if given is not None and generator != "stylegan2":
+        if given is not None and not family.g_layouts:
             problems.append(f"{flag} {given}: the {generator} generator has no such choice; drop {flag} or pass a "
-                            "StyleGAN2 --cfg")  # fmt: skip
+                            f"{titles_where(lambda f: f.g_layouts)} --cfg")  # fmt: skip
     for flag, given in (("--d-arch", asked.d_arch), ("--d-attn", asked.d_attn)):
-        if given is not None and generator == "r3gan":
-            problems.append(f"{flag} {given}: R3GAN's discriminator has no such choice; drop {flag} or pass a "
-                            "StyleGAN2 or StyleGAN3 --cfg")  # fmt: skip
+        if given is not None and not family.d_layouts:
+            problems.append(f"{flag} {given}: {family.title}'s discriminator has no such choice; drop {flag} or pass "
+                            f"a {titles_where(lambda f: f.d_layouts)} --cfg")  # fmt: skip
     return problems
 
 
@@ -66,9 +68,10 @@ def _growth_problems(cfg: Config, options) -> list[str]:
             else []
         )
     res, start, problems = cfg.data.resolution, cfg.schedule.grow_from, []
-    if cfg.model.generator != "stylegan2":
-        problems.append(f"--grow: grows StyleGAN2's G and D; the {cfg.model.generator} generator does not grow; drop "
-                        "--grow or pass a StyleGAN2 --cfg")  # fmt: skip
+    if not family_of(cfg.model.generator).grows:
+        growing = titles_where(lambda f: f.grows)
+        problems.append(f"--grow: grows {growing}'s G and D; the {cfg.model.generator} generator does not grow; drop "
+                        f"--grow or pass a {growing} --cfg")  # fmt: skip
     starts = [2**i for i in range(MIN_RESOLUTION.bit_length() - 1, res.bit_length() - 1)]
     if start not in starts:
         choices = ", ".join(map(str, starts)) or "none (the images are too small to grow)"

@@ -9,12 +9,11 @@ from ganforge.checkpoint.sizes import first_save_bytes
 from ganforge.config import DIFFAUG_OPS, Config, flatten
 from ganforge.devices import kernels_problem
 from ganforge.errors import UserError
-from ganforge.limits import MAX_CHANNELS, RESOLUTIONS, image_size_ok
+from ganforge.families import FAMILIES, Preset, family_of, titles_where
+from ganforge.limits import RESOLUTIONS, image_size_ok, stage_resolutions
 from ganforge.metrics import check_names
 from ganforge.metrics.registry import file_problems
 from ganforge.nets.configured import make_networks, network_arguments
-from ganforge.nets.r3gan import stage_resolutions
-from ganforge.presets import Preset
 from ganforge.track.session import tracker_problems
 from ganforge.train.facts import Facts
 from ganforge.train.layouts import layout_problems
@@ -37,17 +36,19 @@ def combination_problems(cfg: Config, options, asked, preset: Preset, facts) -> 
 
 
 def _width_problems(cfg: Config) -> list[str]:
-    """--cbase/--cmax (or a preset's) make networks: a channel at least at the image's resolution, StyleGAN's layers
-    within the limit its files are read with, and R3GAN's groups dividing the width of every stage."""
+    """--cbase/--cmax (or a preset's) make networks: a channel at least at the image's resolution, layers within the
+    limit the family's files are read with, and grouped stages' groups (R3GAN's) dividing the width of every stage."""
     m, res = cfg.model, cfg.data.resolution
     if m.channel_base < res:
         return [
             f"--cbase {m.channel_base}: leaves no channels at {res}x{res} (a layer at resolution r has min(cbase / r, "
             f"cmax) channels); use at least {res}"
         ]
-    if m.generator != "r3gan":
-        too_wide = m.channel_max > MAX_CHANNELS
-        return [f"--cmax {m.channel_max}: StyleGAN layers have at most {MAX_CHANNELS} channels"] if too_wide else []
+    family = family_of(m.generator)
+    if m.channel_max > family.max_channels:
+        return [f"--cmax {m.channel_max}: {family.title}'s layers have at most {family.max_channels} channels"]
+    if m.group_channels is None:  # no grouped convolutions
+        return []
     g, _ = network_arguments(flatten(cfg.to_dict()))
     uneven = [
         f"{width} at {r}x{r}"
@@ -127,10 +128,13 @@ def _non_square_problems(cfg: Config, size: str) -> list[str]:
     """What cannot train on non-square images: only StyleGAN2's networks take an aspect (its constant input and D's
     last block), and a growing network's stages are square."""
     problems = []
-    if cfg.model.generator != "stylegan2":
+    if not family_of(cfg.model.generator).non_square:
+        families = [family for family in FAMILIES.values() if family.non_square]
+        presets = ", ".join(name for family in families for name in family.presets)
         problems.append(
-            f"--cfg {cfg.preset}: --data is {size}, and only StyleGAN2 (--cfg auto, stylegan2, paper256, ...) trains "
-            "non-square images; pick one of those, or rebuild the dataset square (`dataset build --resolution R`)"
+            f"--cfg {cfg.preset}: --data is {size}, and only {titles_where(lambda f: f.non_square)} (--cfg {presets}) "
+            "trains non-square images; pick one of those, or rebuild the dataset square "
+            "(`dataset build --resolution R`)"
         )
     if cfg.model.grow:
         problems.append(f"--grow: --data is {size}; progressive growing takes square images only, drop --grow")
@@ -201,13 +205,14 @@ def _problems(cfg: Config, device_type: str) -> list[str]:
         problems.append("--precision fp16: needs a CUDA GPU (no fast fp16 on CPU); use bf16 or fp32 on CPU")
     if p.mode == "tf32" and device_type != "cuda":
         problems.append("--precision tf32: TF32 exists only on NVIDIA GPUs; use fp32 or bf16 on CPU")
-    if cfg.model.generator == "r3gan":
-        if p.fp16_res and p.mode != "bf16":
-            problems.append(
-                "--fp16-res: R3GAN's reduced-precision stages are bfloat16, as released; use it with --precision bf16"
-            )
-    elif p.fp16_res and p.mode != "fp16":
-        problems.append("--fp16-res: the per-resolution fp16 recipe needs --precision fp16")
+    family = family_of(cfg.model.generator)
+    if p.fp16_res and p.mode != family.reduced_mode:
+        problems.append(
+            f"--fp16-res: {family.title}'s reduced-precision stages are bfloat16, as released; use it with --precision "
+            "bf16"
+            if family.reduced_mode == "bf16"
+            else "--fp16-res: the per-resolution fp16 recipe needs --precision fp16"
+        )
     kernels = kernels_problem(r.kernels, device_type, r.compiling)
     problems += [kernels] if kernels else []
     if r.compiling and p.mode == "fp16" and p.fp16_res:
@@ -218,7 +223,7 @@ def _problems(cfg: Config, device_type: str) -> list[str]:
             "--compile default, so pass that (or max-autotune, which tunes the CPU's kernels)"
         )
     problems += _freeze_problems(cfg)
-    if r.grad_checkpoint and cfg.model.generator.startswith("stylegan3"):
+    if r.grad_checkpoint and not family.recomputes:
         problems.append(
             f"--grad-checkpoint: the {cfg.model.generator} generator updates running statistics in its "
             "layers' forward, which recomputation would repeat; use it with a StyleGAN2 or R3GAN --cfg or drop it"

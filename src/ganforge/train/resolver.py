@@ -11,15 +11,16 @@ import math
 from pathlib import Path
 
 from ganforge import dist, memory
-from ganforge.config import Config, ModelConfig, from_flat
+from ganforge.config import Config, from_flat
 from ganforge.data import open_dataset
 from ganforge.data.remote import is_url
 from ganforge.errors import UserError
+from ganforge.families import Family, Preset, family_of, family_of_preset
 from ganforge.interop.pretrained import PretrainedFacts
 from ganforge.metrics import parse_names
 from ganforge.option import value_problems
 from ganforge.outputs import check_writable_folder, free_bytes
-from ganforge.presets import DEFAULT_PRESET, PRESETS, Preset, auto_batch
+from ganforge.presets import DEFAULT_PRESET, PRESETS, auto_batch
 from ganforge.train.facts import DatasetFacts, Facts
 from ganforge.train.layouts import parse_resolution_list
 from ganforge.train.options import TRAIN_OPTIONS, TrainOptions
@@ -150,7 +151,7 @@ def _build(
         "augment.pipe": _pick(o.aug_pipe, preset.aug_pipe),
         "augment.p": _pick(o.aug_p, preset.aug_p if augment == "fixed" else None),
         "precision.fp16_res": fp16_res,
-        "precision.conv_clamp": None if preset.generator == "r3gan" else _conv_clamp(fp16_res, pretrained),
+        "precision.conv_clamp": _conv_clamp(family_of_preset(preset), fp16_res, pretrained),
         "loss.gamma": gamma, "loss.pl_weight": preset.pl_weight, "loss.gamma_final": _gamma_final(gamma, preset),
         "loss.style_mixing": preset.style_mixing, "loss.blur_sigma": blur,
         "loss.blur_fade_kimg": _blur_fade_kimg(preset, batch) if blur else None,
@@ -218,31 +219,25 @@ def derive(preset: Preset, resolution: int, world_size: int) -> Preset:
         mbstd=min(batch // world_size, 4),
         channel_base=32768 if resolution >= 512 else 16384,
         lr=0.002 if resolution >= 1024 else 0.0025,
-        gamma=r1_gamma(resolution, batch, _is_stylegan3(preset)),
+        gamma=r1_gamma(resolution, batch, family_of_preset(preset).gamma_per_pixel),
         ema_kimg=batch * 10 / 32,  # EMA half-life of 10 kimg at batch 32, proportional to batch.
     )
     return dataclasses.replace(preset, **{key: value for key, value in derived.items() if getattr(preset, key) is None})
 
 
-def r1_gamma(resolution: int, batch: int, stylegan3: bool) -> float:
-    """A heuristic R1 weight that grows with the pixel count and falls with the batch. ADA's (Karras et al. 2020,
-    App. D) is 0.0002 x res^2 / batch. StyleGAN3 (Karras et al. 2021, App. D) chooses gamma per dataset instead;
-    5x ADA's, 0.001 x res^2 / batch, gives at batch 32 the values its released setup recommends (2 at 256x256,
-    8.2 at 512x512, 32.8 at 1024x1024, the paper's FFHQ value). Either is a starting point: --gamma sets it."""
-    per_pixel = 0.001 if stylegan3 else 0.0002
+def r1_gamma(resolution: int, batch: int, per_pixel: float) -> float:
+    """A heuristic R1 weight that grows with the pixel count and falls with the batch: `per_pixel` x res^2 / batch,
+    the family's factor (ADA's 0.0002, Karras et al. 2020, App. D; see each family's record). A starting point:
+    --gamma sets it."""
     return per_pixel * resolution**2 / batch
-
-
-def _is_stylegan3(preset: Preset) -> bool:
-    return _pick(preset.generator, ModelConfig.generator).startswith("stylegan3")
 
 
 def _architectures(options: TrainOptions, preset: Preset, attention: dict[str, tuple[int, ...]]) -> dict:
     """G's and D's StyleGAN2 layouts, given or the row's, and where they attend (`attention`: the parsed --g-attn
     and --d-attn), for the networks that have these choices: StyleGAN2's G, and the StyleGAN2 D that StyleGAN3
     trains with too (R3GAN's networks have none)."""
-    generator = _pick(preset.generator, ModelConfig.generator)
-    g, d = generator == "stylegan2", generator != "r3gan"
+    family = family_of_preset(preset)
+    g, d = family.g_layouts, family.d_layouts
     return {
         "model.g_arch": _pick(options.g_arch, preset.g_arch) if g else None,
         "model.d_arch": _pick(options.d_arch, preset.d_arch) if d else None,
@@ -254,7 +249,7 @@ def _architectures(options: TrainOptions, preset: Preset, attention: dict[str, t
 def _ema_kimg(row: Preset, preset: Preset, batch: int) -> float:
     """EMA half-life. StyleGAN3's released setup derives it from the batch actually trained with (10 kimg at batch 32,
     --batch included); ADA's `auto` from the batch it derived, whatever --batch says."""
-    if row.ema_kimg is None and _is_stylegan3(preset):
+    if row.ema_kimg is None and family_of_preset(preset).ema_from_trained_batch:
         return batch * 10 / 32
     return preset.ema_kimg
 
@@ -264,18 +259,17 @@ def _fp16_res_default(preset: Preset, precision: str | None, pretrained: Pretrai
     released configurations run their top stages in bfloat16) the pretrained network's (as it was trained), else the
     row's recipe (StyleGAN3: the top 4 octaves, as released); otherwise the field's default (autocast)."""
     default = _field_default("precision.fp16_res")
-    if precision != _reduced_mode(preset):
+    if precision != family_of_preset(preset).reduced_mode:
         return default
     return pretrained.g_arch.get("num_fp16_res", 0) if pretrained is not None else _pick(preset.fp16_res, default)
 
 
-def _reduced_mode(preset: Preset) -> str:
-    return "bf16" if preset.generator == "r3gan" else "fp16"
-
-
 def _reduced_stages_when_auto(cfg: Config, options: TrainOptions, preset: Preset, pretrained) -> Config:
-    """R3GAN's bfloat16 stages also where `--precision auto` chose bf16 (after the options were resolved)."""
-    if cfg.model.generator != "r3gan" or options.fp16_res is not None or options.precision is not None:
+    """A family's bfloat16 stages (R3GAN's) also where `--precision auto` chose bf16 (after the options were
+    resolved); a family whose reduced precision is fp16 clamps where it runs in fp16, a choice made with its fp16
+    layers before auto is resolved."""
+    bf16_stages = family_of(cfg.model.generator).reduced_mode == "bf16"
+    if not bf16_stages or options.fp16_res is not None or options.precision is not None:
         return cfg
     fp16_res = _fp16_res_default(preset, cfg.precision.mode, pretrained)
     return dataclasses.replace(cfg, precision=dataclasses.replace(cfg.precision, fp16_res=fp16_res))
@@ -299,10 +293,10 @@ def _ema_rampup(preset: Preset, pretrained: PretrainedFacts | None) -> float | N
     return None if pretrained is not None else preset.ema_rampup
 
 
-def _conv_clamp(fp16_res: int, pretrained: PretrainedFacts | None) -> int | None:
-    """Activations are clamped where layers run in fp16: at +-256 (the official recipe), or the pretrained
-    network's own clamp."""
-    if not fp16_res:
+def _conv_clamp(family: Family, fp16_res: int, pretrained: PretrainedFacts | None) -> int | None:
+    """Activations are clamped where layers run in fp16 (in the families that clamp): at +-256 (the official
+    recipe), or the pretrained network's own clamp."""
+    if not fp16_res or not family.clamps:
         return None
     return _pick(pretrained.g_arch.get("conv_clamp"), 256) if pretrained is not None else 256
 
