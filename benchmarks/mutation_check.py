@@ -497,6 +497,9 @@ MUTANTS = (
     # --dry-run: the checks of the run it describes.
     M("dry_run_skips_resume_checks", "train/command.py", "notes = check_start(config, source)[2]", "notes = []",
       ("tests/train/test_train_resume_options.py::test_a_dry_run_makes_the_checks_of_the_run_it_describes",)),
+    M("tick_of_the_last_boundary", "train/loop.py", "    return -(-cur_nimg // tick_nimg)",
+      "    return cur_nimg // tick_nimg",
+      ("tests/train/test_train_resume_options.py::test_a_run_that_ends_off_a_tick_boundary_reports_the_next_tick",)),
     # --network RUNDIR / a checkpoint folder: the newest network, and G_ema.
     M("network_folder_oldest_snapshot", "interop/sources.py", "        return snapshots[-1]",
       "        return snapshots[0]", (GENERATE_FOLDERS,)),

@@ -137,3 +137,14 @@ def test_a_dry_run_makes_the_checks_of_the_run_it_describes(data, three_steps, c
     assert "config change allowed by --allow-config-change: loss.gamma: 0.05 -> 1.0" in err
     assert f"would continue {run_dir} from ckpt-000000024 at 0.024 kimg (the run --resume names)" in err
     assert sorted((p, p.stat().st_mtime_ns) for p in run_dir.rglob("*")) == before
+
+
+def test_a_run_that_ends_off_a_tick_boundary_reports_the_next_tick(data, three_steps, tmp_path):
+    """Ticks of 16 images: reports at 16 (tick 1), at the run's end, 24 (within tick 2, which it used to number 1
+    again), then, continued to 40 images, at 32 (tick 2 completed) and 40 (within tick 3)."""
+    outdir = _continue(three_steps, tmp_path)
+    _train(_options(data, outdir, 5))
+    (run_dir,) = _runs(outdir)
+    lines = [json.loads(line) for line in (run_dir / "stats.jsonl").read_text().splitlines()]
+    assert [(line["tick"], line["kimg"]) for line in lines] == [(1, 0.016), (2, 0.024), (2, 0.032), (3, 0.04)]
+    assert checkpoint.load_latest(run_dir / "checkpoints")["loop"]["cur_tick"] == 3

@@ -74,7 +74,7 @@ def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | N
             if at_tick:
                 extra = {"PL/mean": float(trainer.pl_mean)} | _augment_stats(trainer)
                 stats = monitor.tick(tick_stats.reduce(device) | extra)
-                log.tick(cur_nimg, cur_nimg // tick_nimg, stats, device, monitor.alerts.check)
+                log.tick(cur_nimg, tick_of(cur_nimg, tick_nimg), stats, device, monitor.alerts.check)
 
             # Snapshot: replica check, sample grid, EMA generator for sharing.
             if at_snap:
@@ -162,11 +162,19 @@ def _trackers(cfg: Config, run_dir: Path, say):
     return TrackedRun(cfg, run_dir, lambda text: say(f"warning: {text}"))
 
 
+def tick_of(cur_nimg: int, tick_nimg: int) -> int:
+    """The tick a report at `cur_nimg` closes: tick k covers images ((k - 1) x tick, k x tick]. A run that ends off a
+    tick boundary reports within the next tick (a shorter run resumed with a longer --kimg does not repeat the
+    number of its last full tick), and reports the same tick again when resumed to its end. A function of the images
+    alone, so that a resumed run writes what the run never stopped writes."""
+    return -(-cur_nimg // tick_nimg)
+
+
 def _checkpoint(
     run_dir: Path, log: logs.RunLog, trainer, G_ema, cur_nimg: int, tick_nimg: int, retention, stream: dict | None
 ) -> int:
     """Save the training state at `cur_nimg` (collective); returns `cur_nimg`, the newest saved position."""
-    loop_state = {"cur_nimg": cur_nimg, "cur_tick": cur_nimg // tick_nimg}
+    loop_state = {"cur_nimg": cur_nimg, "cur_tick": tick_of(cur_nimg, tick_nimg)}
     state = checkpointing.capture(trainer, G_ema, loop_state, stream)
     path = checkpoint.save(run_dir / "checkpoints", state, tag=str(cur_nimg), retention=retention)
     log.print(f"checkpoint {path}")
