@@ -500,6 +500,12 @@ MUTANTS = (
     M("tick_of_the_last_boundary", "train/loop.py", "    return -(-cur_nimg // tick_nimg)",
       "    return cur_nimg // tick_nimg",
       ("tests/train/test_train_resume_options.py::test_a_run_that_ends_off_a_tick_boundary_reports_the_next_tick",)),
+    M("ctrl_c_called_a_preemption", "train/loop.py", 'if signal_number == signal.SIGINT else "stopping on signal"',
+      'if signal_number == -1 else "stopping on signal"',
+      ("tests/report/test_report_page.py::test_a_run_stopped_by_ctrl_c_says_so_in_its_log_and_its_report",)),
+    M("report_left_running_at_the_end", "train/loop.py", '                _closing_report(cfg, run_dir, log.record)  #',
+      "                pass  #",
+      ("tests/report/test_report_page.py::test_train_rewrote_the_report_at_each_snapshot_and_once_it_ended",)),
     # --network RUNDIR / a checkpoint folder: the newest network, and G_ema.
     M("network_folder_oldest_snapshot", "interop/sources.py", "        return snapshots[-1]",
       "        return snapshots[0]", (GENERATE_FOLDERS,)),

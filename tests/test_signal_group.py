@@ -105,7 +105,7 @@ def _stopped_at(outdir: Path, beyond: int) -> int:
     """Check that the run's newest stop on a signal is past `beyond` and that its newest checkpoint holds exactly
     that position; -> the position."""
     log = (run_dir(outdir) / "log.txt").read_text()
-    stops = re.findall(r"^stopping on signal after ([0-9.]+) kimg", log, re.M)
+    stops = re.findall(r"^(?:stopping on signal|stopped by the user \(Ctrl-C\)) after ([0-9.]+) kimg", log, re.M)
     assert stops, log[-2000:]
     stopped = round(float(stops[-1]) * 1000)
     newest = checkpoint.load_latest(run_dir(outdir) / "checkpoints")

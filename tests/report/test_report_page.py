@@ -9,7 +9,7 @@ import sys
 
 import PIL.Image
 from click.testing import CliRunner
-from report_helpers import copy_run, rewrite_stats
+from report_helpers import copy_run, make_dataset, rewrite_stats
 from report_page import Page
 
 from ganforge.cli import main
@@ -137,9 +137,42 @@ def test_demo_summary_ends_with_the_report(tiny_run, capsys):
     assert lines[-1].startswith(f"explore:      .venv/bin/ganforge explore --network {tiny_run} ")
 
 
-def test_train_rewrote_the_report_at_each_snapshot(tiny_run):
-    """The fixture's run did not pass --no-report: the loop wrote report.html after each of its 3 snapshots."""
+def test_train_rewrote_the_report_at_each_snapshot_and_once_it_ended(tiny_run):
+    """The fixture's run did not pass --no-report: the loop wrote report.html after each of its 3 snapshots, and
+    once more after its last line, so that the page says it finished (it said "running" at its end before)."""
     lines = (tiny_run / "log.txt").read_text().splitlines()
     snapshots = [line for line in lines if line.startswith("snapshot ")]
-    assert len(snapshots) == lines.count(f"report {tiny_run / 'report.html'}") == 3
-    assert (tiny_run / "report.html").read_text().startswith("<!DOCTYPE html>")
+    assert len(snapshots) == lines.count(f"report {tiny_run / 'report.html'}") - 1 == 3
+    assert lines[-1] == f"report {tiny_run / 'report.html'}" and lines[-2].startswith("done: ")
+    page = (tiny_run / "report.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and '<span class="status finished"' in page
+
+
+def test_a_run_stopped_by_ctrl_c_says_so_in_its_log_and_its_report(tmp_path, monkeypatch):
+    """Ctrl-C (SIGINT) in the training loop: checkpointed, exit 130, "stopped by the user" (not "preempted", which
+    SIGTERM is), and report.html rewritten to say "stopped" (it said "running, 0/40" until `ganforge report`)."""
+    import signal
+
+    from ganforge.train import loop
+
+    data = make_dataset(tmp_path / "squares")
+    original, pressed = loop.run_phase, []
+
+    def phase_then_ctrl_c(*args, **kwargs):
+        stats = original(*args, **kwargs)
+        if not pressed:  # once: a second Ctrl-C a while later interrupts at once, as it should
+            pressed.append(True)
+            signal.raise_signal(signal.SIGINT)  # caught by the loop's guard: it stops at the next step boundary
+        return stats
+
+    monkeypatch.setattr(loop, "run_phase", phase_then_ctrl_c)
+    args = ["train", "--data", str(data), "--outdir", str(tmp_path / "runs"), "--cfg", "tiny", "--kimg", "0.04",
+            "--batch", "8", "--tick", "0.008", "--snap", "5", "--workers", "0", "--device", "cpu",
+            "--aug", "noaug"]  # fmt: skip
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 130, result.output
+    (run,) = (tmp_path / "runs").iterdir()
+    log = (run / "log.txt").read_text()
+    assert "stopped by the user (Ctrl-C) after 0.008 kimg; rerun the same command to resume" in log
+    assert "stopping on signal" not in log and (run / "checkpoints" / "ckpt-000000008").is_dir()
+    assert '<span class="status stopped"' in (run / "report.html").read_text()

@@ -3,7 +3,8 @@
 The last of these lines decides (a finished run that is continued with a longer --kimg runs again):
 - "starting at ..." / "resuming at ...": running;
 - "done: ..." / "already at ...; nothing to do": finished;
-- "stopping on signal ...": preempted (SIGTERM/SIGINT, checkpointed; rerun the command to resume);
+- "stopping on signal ...": preempted (SIGTERM, checkpointed; rerun the command to resume);
+- "stopped by the user ...": stopped by Ctrl-C (SIGINT) in the training loop, checkpointed likewise;
 - "error: training diverged ...": diverged (too many non-finite steps in a row);
 - "interrupted": stopped by Ctrl-C outside the training loop;
 - any other "error: ..." line or a traceback: failed.
@@ -32,6 +33,8 @@ def _event(line: str) -> str | None:
         return "finished"
     if line.startswith("stopping on signal"):
         return "preempted"
+    if line.startswith("stopped by the user"):
+        return "stopped"
     if line.startswith("error: training diverged"):
         return "diverged"
     if line == "interrupted":

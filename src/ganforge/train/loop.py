@@ -7,6 +7,7 @@ checkpoint continues exactly as if it had never stopped.
 """
 
 import contextlib
+import signal
 import time
 from pathlib import Path
 
@@ -86,8 +87,9 @@ def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | N
 
             # Done? Finished, or preempted (exit with the signal's conventional status).
             if preempted:
-                log.print(f"stopping on signal after {cur_nimg / 1000:g} kimg; rerun the same command to resume")
+                log.print(stop_line(guard.signal_number, cur_nimg))
                 log.outcome = "stopped"
+                _closing_report(cfg, run_dir, log.print)
                 return guard.exit_code
             if cur_nimg >= total_nimg:
                 if cur_nimg == loop["cur_nimg"] and resume is not None:
@@ -95,6 +97,7 @@ def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | N
                 else:
                     log.print(f"done: {cur_nimg / 1000:g} kimg; results in {run_dir}")
                 log.outcome = "finished"
+                _closing_report(cfg, run_dir, log.record)  # the terminal's last line stays the result
                 return 0
 
             with monitor.step(cur_nimg):  # timed for telemetry, and profiled when its turn comes
@@ -160,6 +163,18 @@ def _trackers(cfg: Config, run_dir: Path, say):
     from ganforge.track.session import TrackedRun
 
     return TrackedRun(cfg, run_dir, lambda text: say(f"warning: {text}"))
+
+
+def stop_line(signal_number: int, cur_nimg: int) -> str:
+    """Why the run stops: Ctrl-C (SIGINT) is the user's stop; SIGTERM is what schedulers send to preempt a job."""
+    why = "stopped by the user (Ctrl-C)" if signal_number == signal.SIGINT else "stopping on signal"
+    return f"{why} after {cur_nimg / 1000:g} kimg; rerun the same command to resume"
+
+
+def _closing_report(cfg: Config, run_dir: Path, say) -> None:
+    """The report rewritten once the log says how the run ended, so that the page does not say it is still running."""
+    if dist.is_main() and cfg.run.report:
+        say(refresh_report(run_dir))
 
 
 def tick_of(cur_nimg: int, tick_nimg: int) -> int:
