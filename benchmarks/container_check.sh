@@ -40,6 +40,13 @@ rng = random.Random(0)
 for i in range(32):
     Image.new("RGB", (32, 32), tuple(rng.randrange(256) for _ in range(3))).save(folder / f"{i:02d}.png")
 '
+# The report's lines that are neither ok nor skipped: "status id: value; ...".
+DOCTOR_NOTES='
+import json, sys
+checks = json.load(open(sys.argv[1]))["checks"]
+lines = [c["status"] + " " + c["id"] + ": " + c["value"] for c in checks if c["status"] in ("warning", "failure")]
+print("; ".join(lines) or "none")
+'
 CHECK_WEIGHTS='from ganforge.metrics.inception import resolve_weights; print(resolve_weights(url=None))'
 
 skip() {
@@ -139,13 +146,9 @@ expected="ganforge, version $(sed -n 's/^version = "\(.*\)"$/\1/p' pyproject.tom
 # Exit 1 is a warning (on this CPU stand-in, no GPU); a failure (exit 2) is one, e.g. a /data the user cannot write.
 doctor_rc=0
 in_image "${entrypoint[@]}" doctor --json --quick >"$work/doctor.json" 2>"$work/doctor.err" || doctor_rc=$?
-((doctor_rc <= 1)) || {
-    cat "$work/doctor.json" "$work/doctor.err" >&2
-    fail "ganforge doctor exited $doctor_rc"
-}
-doctor_warnings=$(python3 -c 'import json, sys
-checks = json.load(open(sys.argv[1]))["checks"]
-print(" ".join(c["id"] for c in checks if c["status"] == "warning") or "none")' "$work/doctor.json")
+doctor_notes=$(python3 -c "$DOCTOR_NOTES" "$work/doctor.json" 2>&1) ||
+    fail "ganforge doctor --json exited $doctor_rc without a report: $(tail -n 5 "$work/doctor.err")"
+((doctor_rc <= 1)) || fail "ganforge doctor exited $doctor_rc: $doctor_notes"
 step "the fid extra's Inception weights are not found in the image" in_image python -c "$CHECK_WEIGHTS"
 
 mkdir "$out"
@@ -161,5 +164,5 @@ owner=$(stat -c %u "$run_dir/checkpoints/latest")
 
 echo "container check passed: Debian image $debian_note; base $base_image ($(image_mb "$base_image") MB) $base_note;" \
     "project image $PROJECT_IMAGE ($(image_mb "$PROJECT_IMAGE") MB) built in $project_seconds s; inside it as" \
-    "uid $uid: '$version', doctor exit $doctor_rc (warnings: $doctor_warnings), Inception weights found, tiny" \
+    "uid $uid: '$version', doctor exit $doctor_rc ($doctor_notes), Inception weights found, tiny" \
     "training wrote runs/$(basename "$run_dir") to the mounted folder in $SECONDS s"
