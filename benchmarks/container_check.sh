@@ -15,9 +15,9 @@
 #
 # The Debian image and the base image are kept between runs (tagged by what they were made from: debootstrap takes
 # a minute or more, the base another few); the project image, localhost/ganforge-check, is rebuilt each run and the
-# previous one removed, so nothing grows from run to run. Exit 0 when the check passes, or when it cannot run here
-# (one line saying why: a missing tool, not root, no CPU wheel, no Debian mirror); 1 when the image does not build or
-# a command inside it fails.
+# previous one removed, so nothing grows from run to run (`podman rmi` all three to start cold). Exit 0 when the
+# check passes, or when it cannot run here (one line saying why: a missing tool, not root, no CPU wheel, no Debian
+# mirror); 1 when the image does not build or a command inside it fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
