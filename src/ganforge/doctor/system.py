@@ -76,7 +76,7 @@ def shm_check(shm: Path = Path("/dev/shm")) -> r.Check:
             SECTION,
             title,
             f"{value}: too small for DataLoader workers",
-            "in Docker add --shm-size=8g (or --ipc=host); otherwise run training with --workers 0",
+            "in Docker add --shm-size=16g (or --ipc=host); otherwise run training with --workers 0",
             **data,
         )
     return r.ok(cid, SECTION, title, value, **data)
