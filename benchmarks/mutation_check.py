@@ -506,6 +506,12 @@ MUTANTS = (
     M("report_left_running_at_the_end", "train/loop.py", '                _closing_report(cfg, run_dir, log.record)  #',
       "                pass  #",
       ("tests/report/test_report_page.py::test_train_rewrote_the_report_at_each_snapshot_and_once_it_ended",)),
+    M("tracker_location_unsaid", "track/session.py",
+      '        self._run.say(f"tracking: {self.name} run {run_id} in {self._tracker.location}")\n', "",
+      ("tests/track/test_track_mlflow.py::test_a_training_run_and_its_resume_fill_one_mlflow_run",)),
+    M("mlflow_info_lines_on_stderr", "track/mlflow_tracker.py",
+      "            logging.getLogger(logger).setLevel(logging.WARNING)",
+      "            pass", ("tests/track/test_track_mlflow.py::test_without_a_uri_the_store_is_in_the_run_folder",)),
     # --network RUNDIR / a checkpoint folder: the newest network, and G_ema.
     M("network_folder_oldest_snapshot", "interop/sources.py", "        return snapshots[-1]",
       "        return snapshots[0]", (GENERATE_FOLDERS,)),

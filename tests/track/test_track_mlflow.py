@@ -172,6 +172,8 @@ def test_a_training_run_and_its_resume_fill_one_mlflow_run(server, client, data,
     assert result.exit_code == 0, result.output
     (run,) = (tmp_path / "runs").iterdir()
     run_id = json.loads((run / "trackers.json").read_text())["mlflow"]
+    said = f"tracking: mlflow run {run_id} in {server.uri}"  # where the run went, on the terminal and in log.txt
+    assert said in result.output and said in (run / "log.txt").read_text()
     tracked = client.get_run(run_id)
     assert tracked.info.status == "FINISHED" and tracked.info.run_name == run.name
     assert tracked.data.params["loss.gamma"] == str(json.loads((run / "config.json").read_text())["loss"]["gamma"])
@@ -240,7 +242,7 @@ def test_no_secret_of_a_url_reaches_the_run_its_tracker_or_the_output(server, cl
 
 
 @pytest.mark.filterwarnings("ignore:The ``noload`` loader strategy is deprecated")  # inside mlflow's SQL store
-def test_without_a_uri_the_store_is_in_the_run_folder(tmp_path, monkeypatch):
+def test_without_a_uri_the_store_is_in_the_run_folder(tmp_path, monkeypatch, capfd):
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     monkeypatch.delenv("MLFLOW_EXPERIMENT_NAME", raising=False)
     cwd = Path(tempfile.mkdtemp(dir=tmp_path))
@@ -253,6 +255,9 @@ def test_without_a_uri_the_store_is_in_the_run_folder(tmp_path, monkeypatch):
     tracker.finish("finished")
 
     assert list(cwd.iterdir()) == []  # nothing in the folder training was started from
+    store = (run_dir / "mlruns" / "mlflow.db").resolve()
+    assert tracker.location == f"{store} (to browse it: mlflow ui --backend-store-uri sqlite:///{store})"
+    assert " INFO " not in capfd.readouterr().err  # MLflow's and its migrations' INFO lines are not the user's
     local = MlflowClient(tracking_uri=f"sqlite:///{run_dir / 'mlruns' / 'mlflow.db'}")
     run = local.get_run(run_id)
     assert run.info.run_name == "00000-run" and local.get_experiment(run.info.experiment_id).name == "ganforge"

@@ -84,7 +84,7 @@ def run(offline, tmp_path_factory):
     first = WandbTracker(None, None, None)
     run_id = _on_thread(first.start, run_dir, None)
     disturbed = watched != _process_state()
-    settings = first._run.settings  # what W&B made of the tracker's settings
+    settings, location = first._run.settings, first.location  # what W&B made of the tracker's settings; where
     _on_thread(first.params, PARAMS, TAGS)
     _on_thread(first.scalars, {"Loss/G/main": 1.5, "Loss/D/main": 0.5}, 1000)
     _on_thread(first.scalars, {"Loss/G/main": 1.25}, 2000)
@@ -107,7 +107,8 @@ def run(offline, tmp_path_factory):
     wandb.teardown()  # waits for W&B's service process, which may still be writing a log when `finish` returns
     parts = read_runs(run_dir / "wandb", run_id)
     capture = settings.console, settings.x_disable_stats
-    return {"id": run_id, "resumed_id": resumed_id, "capture": capture, "disturbed": disturbed, "parts": parts}
+    return {"id": run_id, "resumed_id": resumed_id, "capture": capture, "disturbed": disturbed, "parts": parts,
+            "location": location}  # fmt: skip
 
 
 def _process_state() -> tuple:
@@ -137,6 +138,8 @@ def test_start_names_the_run_in_the_default_project_and_leaves_the_process_alone
     assert (first.run_id, first.project, first.name) == (run["id"], "ganforge", "00003-ffhq-tiny")
     assert run["capture"] == ("off", True)  # neither console capture nor system-metrics sampling
     assert not run["disturbed"]  # streams, descriptors 1 and 2, signal handlers: as they were
+    folder, _ = run["location"].split(" (offline; to upload it: wandb sync ")  # the run's offline folder, said
+    assert Path(folder).parent.name == "wandb" and Path(folder).name.startswith("offline-run-")
 
 
 def test_params_and_tags_are_the_config(run):

@@ -13,6 +13,7 @@ from typing import Protocol
 
 class Tracker(Protocol):
     name: str  # one of TRACKERS
+    location: str  # where the started run is kept, for the user: a store's folder or a server (credentials never)
 
     def start(self, run_dir: Path, resume_id: str | None) -> str:
         """Open the tracker run, or continue the one with `resume_id` (what an earlier start returned, stored in the

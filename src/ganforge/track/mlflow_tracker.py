@@ -3,12 +3,15 @@ tracking URI, so that several trackers (and tests) in one process cannot write i
 optional dependency: it is imported by `start`, so that importing this module needs nothing beyond ganforge."""
 
 import importlib.util
+import logging
 import math
 import os
 import time
 from pathlib import Path
 
 import PIL.Image
+
+from ganforge.urls import public_url
 
 # MLflow's server refuses longer values and larger batches (mlflow.utils.validation); ganforge's full config is in
 # the run folder anyway, so an over-long value is cut rather than failing the whole batch on every retry.
@@ -35,6 +38,7 @@ class MlflowTracker:
         self._uri, self._project, self._run_name = uri, project, run_name
         self._client = self._run_id = None
         self._alerts = 0  # how many alerts the run has recorded, continued on resume
+        self.location = ""
 
     def start(self, run_dir: Path, resume_id: str | None) -> str:
         from mlflow.tracking import MlflowClient
@@ -47,13 +51,19 @@ class MlflowTracker:
         # At the end of a run MLflow prints links to it made from the tracking URI as given, credentials and all
         # (from --tracker-uri or MLFLOW_TRACKING_URI), into the middle of the run's own output: never.
         os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
+        # MLflow and the database migrations of its local store log INFO lines on stderr, which ganforge keeps for
+        # errors and warnings.
+        for logger in ("mlflow", "alembic"):
+            logging.getLogger(logger).setLevel(logging.WARNING)
         uri, artifacts = self._uri, None
+        self.location = public_url(uri or os.environ.get("MLFLOW_TRACKING_URI", ""))
         if uri is None and not os.environ.get("MLFLOW_TRACKING_URI"):
             if importlib.util.find_spec("sqlalchemy") is None:  # mlflow-skinny has no database store
                 raise RuntimeError(NO_LOCAL_STORE)
             store = (run_dir / "mlruns").resolve()
             store.mkdir(parents=True, exist_ok=True)
             uri, artifacts = f"sqlite:///{store / 'mlflow.db'}", (store / "artifacts").as_uri()
+            self.location = f"{store / 'mlflow.db'} (to browse it: mlflow ui --backend-store-uri {uri})"
         self._client = MlflowClient(tracking_uri=uri)
         run = self._existing_run(resume_id) if resume_id else None
         if run is None:

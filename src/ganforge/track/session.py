@@ -71,20 +71,24 @@ def metric_scalars(record: dict) -> dict[str, float]:
 
 
 class TrackedRun:
-    """The trackers `cfg.run.tracker` names, opened for `run_dir`; `warn(text)` reports their failures."""
+    """The trackers `cfg.run.tracker` names, opened for `run_dir`; `say(text)` tells the user where each keeps the
+    run and what failed (as warnings)."""
 
-    def __init__(self, cfg: Config, run_dir: Path, warn, make=make_tracker):
-        self.run_dir, self.artifacts = run_dir, cfg.run.tracker_artifacts
+    def __init__(self, cfg: Config, run_dir: Path, say, make=make_tracker):
+        self.run_dir, self.artifacts, self.say = run_dir, cfg.run.tracker_artifacts, say
         self._ids_lock = threading.Lock()
         ids = self._read_ids()
         names = (cfg.run.tracker_uri, cfg.run.tracker_project, cfg.run.tracker_run_name or run_dir.name)
         self.trackers = []
         for name in cfg.run.tracker:
             tracker = _Recorded(make(name, *names), self)
-            background = BackgroundTracker(tracker, warn)
+            background = BackgroundTracker(tracker, self.warn)
             background.send("start", run_dir, ids.get(name))
             background.send("params", *config_params(cfg))
             self.trackers.append(background)
+
+    def warn(self, text: str) -> None:
+        self.say(f"warning: {text}")
 
     def _read_ids(self) -> dict:
         """trackers.json of an earlier part of this run ({} when none, or unreadable: a new tracker run then)."""
@@ -147,6 +151,7 @@ class _Recorded:
     def start(self, run_dir: Path, resume_id: str | None) -> str:
         run_id = self._tracker.start(run_dir, resume_id)
         self._run.remember(self.name, run_id)
+        self._run.say(f"tracking: {self.name} run {run_id} in {self._tracker.location}")
         return run_id
 
     def __getattr__(self, method: str):

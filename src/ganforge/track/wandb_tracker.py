@@ -10,6 +10,8 @@ import secrets
 import shutil
 from pathlib import Path
 
+from ganforge.urls import public_url
+
 EXIT_CODES = {"finished": 0, "failed": 1, "stopped": 1}
 ALERT_TITLE_MAX = 63  # W&B rejects alert titles of 64 characters or more
 
@@ -31,6 +33,7 @@ class WandbTracker:
         self._run_id: str | None = None
         self._last_step = 0
         self._ending = False
+        self.location = ""
 
     def start(self, run_dir: Path, resume_id: str | None) -> str:
         """The id is chosen before `wandb.init`, so a retry after a failed init (which may already have created the
@@ -62,6 +65,9 @@ class WandbTracker:
         # Online, a resumed run's next step is past its last logged one: values from a checkpoint older than that
         # point would be refused, one warning each; they are dropped quietly instead.
         self._last_step = self._run.starting_step
+        folder = Path(self._run.dir).parent  # the run's folder under wandb/ (`files` is inside it)
+        url = None if self._run.offline else self._run.url
+        self.location = public_url(url) if url else f"{folder} (offline; to upload it: wandb sync {folder})"
         return self._run.id
 
     def params(self, params: dict, tags: dict[str, str]) -> None:

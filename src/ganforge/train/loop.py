@@ -162,7 +162,7 @@ def _trackers(cfg: Config, run_dir: Path, say):
         return None
     from ganforge.track.session import TrackedRun
 
-    return TrackedRun(cfg, run_dir, lambda text: say(f"warning: {text}"))
+    return TrackedRun(cfg, run_dir, say)
 
 
 def stop_line(signal_number: int, cur_nimg: int) -> str:
