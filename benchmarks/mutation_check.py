@@ -512,6 +512,9 @@ MUTANTS = (
     M("mlflow_info_lines_on_stderr", "track/mlflow_tracker.py",
       "            logging.getLogger(logger).setLevel(logging.WARNING)",
       "            pass", ("tests/track/test_track_mlflow.py::test_without_a_uri_the_store_is_in_the_run_folder",)),
+    M("project_summary_before_tuning", "project/run.py", '"folder": str(folder), **record["final"], **tuned_final}',
+      '"folder": str(folder), **record["final"]}',
+      ("tests/project/test_project_cli.py::test_a_short_run_writes_every_file_and_says_what_it_did",)),
     # --network RUNDIR / a checkpoint folder: the newest network, and G_ema.
     M("network_folder_oldest_snapshot", "interop/sources.py", "        return snapshots[-1]",
       "        return snapshots[0]", (GENERATE_FOLDERS,)),

@@ -1,6 +1,8 @@
 """`ganforge project` through the command line: a short run writes every file (the video included) and says what it
 did; every bad input is one `error:` line, exit 2, nothing written."""
 
+import json
+
 import pytest
 from click.testing import CliRunner
 from project_helpers import known_targets, saved_generator
@@ -31,7 +33,12 @@ def test_a_short_run_writes_every_file_and_says_what_it_did(made, tmp_path):
     expected = {"G_tuned.safetensors", "compare.png", "proj.png", "proj_tuned.png", "projected_w.npz",
                 "projection.json", "target.png"}  # fmt: skip
     assert expected <= set(files)
-    assert result.output.splitlines()[-1].startswith(f"projected 1 target(s) into {tmp_path / 'out'} (")
+    last = result.output.splitlines()[-1]
+    assert last.startswith(f"projected 1 target(s) into {tmp_path / 'out'} (")
+    record = json.loads((tmp_path / "out" / "target0" / "projection.json").read_text())
+    before, after = record["final"], record["tuning"]["final"]  # the result is the tuned one, the other beside it
+    assert f"PSNR {after['psnr_db']} dB, SSIM {after['ssim']} with G tuned (PSNR {before['psnr_db']} dB" in last
+    assert "project: target 1 of 1" in result.output and "1-1 of 1" not in result.output
 
 
 def test_bad_inputs_are_one_line_and_nothing_is_written(made, tmp_path):

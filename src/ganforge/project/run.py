@@ -71,7 +71,8 @@ def _generator(options: ProjectOptions, index: int) -> torch.Generator:
 
 
 def _search(G, targets, features, options: ProjectOptions, c, indices: list[int], total: int) -> search.Projection:
-    what = f"project: target{'s' * (len(indices) > 1)} {indices[0] + 1}-{indices[-1] + 1} of {total}"
+    which = f" {indices[0] + 1}" if len(indices) == 1 else f"s {indices[0] + 1}-{indices[-1] + 1}"
+    what = f"project: target{which} of {total}"
     with Stage(what, options.steps, unit="step") as stage:
         return search.project(
             G,
@@ -103,7 +104,8 @@ def _finish(G, target, result, j: int, index: int, features, options: ProjectOpt
     if video:
         outputs.write_video(folder, video, _frames(G, result, j, noise, target_hwc))
     outputs.write_record(folder, record)
-    return {"target": record["target"], "folder": str(folder), **record["final"]}
+    tuned_final = {"tuned": record["tuning"]["final"]} if tuned is not None else {}
+    return {"target": record["target"], "folder": str(folder), **record["final"], **tuned_final}
 
 
 def _tune(G, ws, noise, target, features, options: ProjectOptions, c, index: int) -> tune.Tuned:
@@ -153,9 +155,18 @@ def _frames(G, result: search.Projection, j: int, noise: dict, target: np.ndarra
 
 
 def closing_note(summary: dict, outdir: Path) -> str:
-    parts = [f"{s['target']}: PSNR {s['psnr_db']} dB, SSIM {s['ssim']}" for s in summary["targets"][:3]]
+    """One line: each target's quality, the final one after pivotal tuning where G was tuned."""
+    parts = [f"{s['target']}: {_shown_quality(s)}" for s in summary["targets"][:3]]
     more = f" and {len(summary['targets']) - 3} more" if len(summary["targets"]) > 3 else ""
     return (
         f"projected {len(summary['targets'])} target(s) into {outdir} ({'; '.join(parts)}{more}); "
         f"{summary['seconds_per_step']:.2f} s per step on {summary['device']}"
     )
+
+
+def _shown_quality(target: dict) -> str:
+    projected = f"PSNR {target['psnr_db']} dB, SSIM {target['ssim']}"
+    if "tuned" not in target:
+        return projected
+    tuned = target["tuned"]
+    return f"PSNR {tuned['psnr_db']} dB, SSIM {tuned['ssim']} with G tuned ({projected} before)"
