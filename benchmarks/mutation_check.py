@@ -515,6 +515,11 @@ MUTANTS = (
     M("project_summary_before_tuning", "project/run.py", '"folder": str(folder), **record["final"], **tuned_final}',
       '"folder": str(folder), **record["final"]}',
       ("tests/project/test_project_cli.py::test_a_short_run_writes_every_file_and_says_what_it_did",)),
+    M("estimate_from_the_first_step", "train/logs.py",
+      "            self._first_step = (now, cur_nimg)\n            return\n",
+      "            self._first_step = (self._start_time, 0)\n",
+      ("tests/train/test_train_estimate.py::test_the_estimate_comes_once_after_ten_seconds_of_steps_from_the_end_"
+       "of_the_first",)),
     # --network RUNDIR / a checkpoint folder: the newest network, and G_ema.
     M("network_folder_oldest_snapshot", "interop/sources.py", "        return snapshots[-1]",
       "        return snapshots[0]", (GENERATE_FOLDERS,)),

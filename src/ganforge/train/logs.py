@@ -66,6 +66,10 @@ def save_grid(images: torch.Tensor, path: Path, columns: int) -> np.ndarray:
     return grid
 
 
+ESTIMATE_AFTER_S = 10.0  # seconds of training steps, the first one excluded, before a run says its own speed
+ESTIMATE_FROM_S = 60.0  # runs whose rest takes less than this say nothing: the first status line comes soon enough
+
+
 class RunLog:
     """log.txt + stats.jsonl + TensorBoard + progress display + the experiment trackers (`tracked`, a
     track.session.TrackedRun) for rank 0; a silent stand-in on other ranks. `outcome` is what the trackers are told
@@ -77,6 +81,8 @@ class RunLog:
         self._start_time, self._start_nimg = time.monotonic(), start_nimg
         self._tick_time, self._tick_nimg = self._start_time, start_nimg
         self._data_seconds = 0.0
+        self._first_step: tuple[float, int] | None = None  # when and where the first step ended
+        self._estimated = False  # the run's speed said, by the estimate or a status line
         self._text = self._jsonl = self._tb = self._bar = None
         if run_dir is not None:
             for name in ("log.txt", "stats.jsonl"):  # a FIFO planted there would block every line
@@ -117,6 +123,29 @@ class RunLog:
     def data_wait(self, seconds: float) -> None:
         self._data_seconds += seconds
 
+    def step(self, cur_nimg: int) -> None:
+        """After each training step: once ESTIMATE_AFTER_S of steps have passed since the first one ended (it compiles
+        and allocates), say the speed measured on this machine and how long the rest of the run takes at it, before
+        the first tick's status line, which may be minutes away on a CPU."""
+        if self._estimated or self.run_dir is None:
+            return
+        now = time.monotonic()
+        if self._first_step is None:
+            self._first_step = (now, cur_nimg)
+            return
+        since, start_nimg = self._first_step
+        if now - since < ESTIMATE_AFTER_S:
+            return
+        self._estimated = True
+        rate = (cur_nimg - start_nimg) / (now - since)
+        remaining = (self.total_nimg - cur_nimg) / max(rate, 1e-9)
+        if remaining >= ESTIMATE_FROM_S:
+            self.print(
+                f"estimate: {rate:.1f} img/s on this machine over {cur_nimg - start_nimg} images; the remaining "
+                f"{(self.total_nimg - cur_nimg) / 1000:g} kimg take about {_hms(remaining)} at that speed (each "
+                "tick's status line updates it)"
+            )
+
     def tick(
         self,
         cur_nimg: int,
@@ -143,6 +172,7 @@ class RunLog:
         self._tick_time, self._tick_nimg, self._data_seconds = now, cur_nimg, 0.0
         if self.run_dir is None or images == 0:  # nothing trained since the last record (start or resume)
             return
+        self._estimated = True  # the status line says the speed from now on
         done_rate = (cur_nimg - self._start_nimg) / max(now - self._start_time, 1e-9)
         eta = (self.total_nimg - cur_nimg) / max(done_rate, 1e-9)
         alerts = watch(record) if watch is not None else []

@@ -135,6 +135,7 @@ def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | N
                 with monitor.probe.label("EMA"):
                     update_ema(G_ema, trainer.G, ema_beta(s.batch, cur_nimg, ema_kimg_at(s, cur_nimg), s.ema_rampup))
             cur_nimg += s.batch
+            log.step(cur_nimg)  # the run's own speed and time, said once before the first tick
 
 
 def _label(phase) -> str:
