@@ -101,3 +101,22 @@ def test_a_stage_of_stages_has_only_its_start_and_end_lines_and_a_disabled_one_n
 
 def test_durations_read_as_seconds_minutes_or_hours():
     assert [duration(s) for s in (4.24, 59.96, 187, 7500)] == ["4.2 s", "1 min 00 s", "3 min 07 s", "2 h 05 min"]
+
+
+@pytest.mark.parametrize("terminal", [False, True])
+def test_a_counted_stage_that_turns_out_long_says_how_long_once_with_the_faster_setting(monkeypatch, terminal):
+    (on_a_terminal if terminal else off_a_terminal)(monkeypatch)
+    clock = [0.0]
+    monkeypatch.setattr(progress.time, "monotonic", lambda: clock[0])
+    with Stage("project: target 1 of 1", total=1000, unit="step", faster="--perceptual none is faster") as stage:
+        for _ in range(3):  # 3 steps in 12 s: 1000 take 66 min 40 s
+            clock[0] += 4
+            stage.update()
+        clock[0] += 4
+        stage.update()
+    with Stage("export: check", total=100) as quick:  # 100 images in 11 s: no estimate
+        clock[0] += 11
+        quick.update(100)
+    shown = sys.stderr.getvalue() if terminal else sys.stdout.getvalue()
+    line = "project: target 1 of 1: about 1 h 06 min in all at 0.25 step/s here; --perceptual none is faster"
+    assert shown.count(line) == 1 and "export: check: about" not in shown
