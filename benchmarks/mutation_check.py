@@ -520,8 +520,8 @@ MUTANTS = (
       "            self._first_step = (self._start_time, 0)\n",
       ("tests/train/test_train_estimate.py::test_the_estimate_comes_once_after_ten_seconds_of_steps_from_the_end_"
        "of_the_first",)),
-    M("long_stage_not_estimated", "progress.py", "        if not self._estimated and self.elapsed() >= ESTIMATE_AFTER_S:",
-      "        if False:",
+    M("long_stage_not_estimated", "progress.py",
+      "        if not self._estimated and self.elapsed() >= ESTIMATE_AFTER_S:", "        if False:",
       ("tests/test_progress.py::test_a_counted_stage_that_turns_out_long_says_how_long_once_with_the_faster_setting",)),
     # --network RUNDIR / a checkpoint folder: the newest network, and G_ema.
     M("network_folder_oldest_snapshot", "interop/sources.py", "        return snapshots[-1]",
