@@ -1098,6 +1098,10 @@ MUTANTS = (
       ("tests/metrics/test_metrics_fid.py::test_the_pivoted_root_of_a_few_samples_covariance_has_their_rank_and_reproduces_it",)),
     M("fid_singular_by_eigh", "metrics/fid.py", "        root = _pivoted_root(sigma1)\n", "        root = None\n",
       ("tests/metrics/test_metrics_fid.py::test_a_few_samples_distance_equals_the_one_from_their_features_exactly_and_eighs_closely",)),
+    # Tests that tell the terms apart: each term on distinct samples, each schedule where the step consumes it.
+    M("r3gan_r2_is_a_second_r1", "train/relativistic.py",
+      "L.zero_centred_penalties((real_logits, fake_logits), (reals, fakes), mb.gamma)",
+      "L.zero_centred_penalties((real_logits,), (reals,), mb.gamma) * 2", (R3GAN_PHASES,)),
 )  # fmt: skip
 
 
