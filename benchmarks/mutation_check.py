@@ -110,6 +110,7 @@ PPL_TESTS = "tests/metrics/test_metrics_ppl.py::"
 PPL_REFERENCE = PPL_TESTS + "test_each_variant_equals_the_float64_reference"
 IS_HAND = "tests/metrics/test_metrics_is.py::test_is_equals_the_hand_computation_over_ten_uneven_splits"
 EXPLORE_API = "tests/explore/test_explore_api.py::"
+PROJECT_TERMS = "tests/project/test_project_terms.py::"
 M = Mutant
 
 MUTANTS = (
@@ -1102,6 +1103,17 @@ MUTANTS = (
     M("r3gan_r2_is_a_second_r1", "train/relativistic.py",
       "L.zero_centred_penalties((real_logits, fake_logits), (reals, fakes), mb.gamma)",
       "L.zero_centred_penalties((real_logits,), (reals,), mb.gamma) * 2", (R3GAN_PHASES,)),
+    M("project_w_noise_full_strength", "project/search.py", "w_noise * (w_std * settings.W_NOISE * noise_factor)",
+      "w_noise * (w_std * settings.W_NOISE)", (PROJECT_TERMS + "test_each_step_takes_the_scheduled_rate_and_w_noise",)),
+    M("project_lr_unscheduled", "project/search.py", 'group["lr"] = settings.LEARNING_RATE * rate',
+      'group["lr"] = settings.LEARNING_RATE', (PROJECT_TERMS + "test_each_step_takes_the_scheduled_rate_and_w_noise",)),
+    M("project_distance_to_the_next_target", "project/search.py",
+      "squared_distance(features(to_features_range(images)), target_features)",
+      "squared_distance(features(to_features_range(images)), target_features.roll(1, 0))",
+      (PROJECT_TERMS + "test_each_targets_distance_is_to_its_own_image",)),
+    M("pti_locality_against_the_tuned_network", "project/tune.py",
+      "reference = original.synthesis(w_r,", "reference = tuned.synthesis(w_r,",
+      (PROJECT_TERMS + "test_the_locality_term_compares_the_tuned_network_with_the_original_at_alpha_from_the_pivot",)),
 )  # fmt: skip
 
 
