@@ -20,8 +20,8 @@ from ganforge.config.describe import describe_derived
 from ganforge.errors import UserError
 from ganforge.nets.configured import make_networks
 from ganforge.presets import PRESETS
+from ganforge.train import loop, relativistic, run
 from ganforge.train import loss as L
-from ganforge.train import relativistic
 from ganforge.train.build import build
 from ganforge.train.options import TrainOptions
 from ganforge.train.phases import micro_batches
@@ -111,6 +111,24 @@ def test_d_phase_is_rpgan_with_r1_on_reals_and_r2_on_fakes_and_g_phase_pairs_eac
     torch.testing.assert_close(loss.detach(), expected, rtol=1e-5, atol=0)
     torch.testing.assert_close(stats["Scores/fake"].detach().flatten(), d_fake, rtol=1e-5, atol=1e-6)
     assert mb.gamma == cfg.loss.gamma  # at 0 images, the start of the annealing
+
+
+def test_d_then_g_train_at_every_step_with_adams_of_the_configured_rates_and_betas(data, tmp_path, monkeypatch):
+    """No lazy regularisation: D main (with both penalties), then G main, at every step; each network's Adam is built
+    at its --dlr / --glr and the configured betas, without the lazy-regularisation correction."""
+    cfg, (_, phases, _) = _trainer(data, tmp_path)
+    for phase, lr in zip(phases, (cfg.optim.d_lr, cfg.optim.g_lr), strict=True):
+        group = phase.network.opt.param_groups[0]
+        assert (phase.lr, group["lr"], group["betas"]) == (lr, lr, (cfg.optim.beta1, cfg.optim.beta2)), phase.name
+    ran, run_phase = [], loop.run_phase
+
+    def record(trainer, phase, index, cur_nimg, mbs):
+        ran.append((phase.name, cur_nimg))
+        return run_phase(trainer, phase, index, cur_nimg, mbs)
+
+    monkeypatch.setattr(loop, "run_phase", record)
+    assert run(resolve(tiny_options(data, tmp_path / "run", preset="tiny-r3gan", batch=4, kimg=0.012))) == 0
+    assert ran == [(name, n) for n in (0, 4, 8) for name in ("D_main", "G_main")]
 
 
 def test_schedules_anneal_along_a_half_cosine_and_stay_at_the_end():
