@@ -111,6 +111,9 @@ PPL_REFERENCE = PPL_TESTS + "test_each_variant_equals_the_float64_reference"
 IS_HAND = "tests/metrics/test_metrics_is.py::test_is_equals_the_hand_computation_over_ten_uneven_splits"
 EXPLORE_API = "tests/explore/test_explore_api.py::"
 PROJECT_TERMS = "tests/project/test_project_terms.py::"
+CONSUMED = "tests/train/test_train_schedules_consumed.py::"
+CONSUMED_R3GAN = CONSUMED + "test_r3gan_steps_take_the_annealed_gamma_beta2_lr_ema_and_p"
+CONSUMED_SG3 = CONSUMED + "test_stylegan3_d_sees_the_fading_blur_and_a_growing_d_the_stages"
 M = Mutant
 
 MUTANTS = (
@@ -1114,6 +1117,20 @@ MUTANTS = (
     M("pti_locality_against_the_tuned_network", "project/tune.py",
       "reference = original.synthesis(w_r,", "reference = tuned.synthesis(w_r,",
       (PROJECT_TERMS + "test_the_locality_term_compares_the_tuned_network_with_the_original_at_alpha_from_the_pivot",)),
+    M("gamma_not_annealed_in_the_step", "train/phases.py", "gamma = gamma_at(cfg.loss, s, cur_nimg)",
+      "gamma = cfg.loss.gamma", (CONSUMED_R3GAN,)),
+    M("ema_half_life_not_annealed_in_the_step", "train/loop.py",
+      "ema_beta(s.batch, cur_nimg, ema_kimg_at(s, cur_nimg),", "ema_beta(s.batch, cur_nimg, s.ema_kimg,",
+      (CONSUMED_R3GAN,)),
+    M("augment_p_not_annealed_in_the_step", "train/loop.py",
+      "_set_augment_p(trainer, augment_p_at(cfg.augment, s, cur_nimg))", "_set_augment_p(trainer, None)",
+      (CONSUMED_R3GAN,)),
+    M("blur_sigma_frozen_at_the_start", "train/phases.py", "blur = blur_sigma(cur_nimg, cfg.loss.blur_sigma",
+      "blur = blur_sigma(0, cfg.loss.blur_sigma", (CONSUMED_SG3,)),
+    M("growth_stage_one_step_late", "train/loop.py", "growing.reals_at(images, growing.grow(trainer, G_ema, cur_nimg))",
+      "growing.reals_at(images, growing.grow(trainer, G_ema, max(cur_nimg - s.batch, 0)))", (CONSUMED_SG3,)),
+    M("lazy_betas_uncorrected", "train/phases.py", "betas=(o.beta1**ratio, o.beta2**ratio)", "betas=(o.beta1, o.beta2)",
+      (CONSUMED + "test_stylegan2_steps_take_the_warmed_up_stepped_lr_lazy_betas_gamma_and_ramped_ema",)),
 )  # fmt: skip
 
 
