@@ -1129,6 +1129,9 @@ MUTANTS = (
       "blur = blur_sigma(0, cfg.loss.blur_sigma", (CONSUMED_SG3,)),
     M("growth_stage_one_step_late", "train/loop.py", "growing.reals_at(images, growing.grow(trainer, G_ema, cur_nimg))",
       "growing.reals_at(images, growing.grow(trainer, G_ema, max(cur_nimg - s.batch, 0)))", (CONSUMED_SG3,)),
+    M("qat_distils_another_inputs_image", "export/qat.py", "want = teacher(*inputs)",
+      "want = teacher(*inputs).roll(1, 0)",
+      (QAT + "test_the_fine_tuning_loss_is_each_images_squared_difference_from_the_teachers_image_of_its_input",)),
     M("lazy_betas_uncorrected", "train/phases.py", "betas=(o.beta1**ratio, o.beta2**ratio)", "betas=(o.beta1, o.beta2)",
       (CONSUMED + "test_stylegan2_steps_take_the_warmed_up_stepped_lr_lazy_betas_gamma_and_ramped_ema",)),
 )  # fmt: skip
