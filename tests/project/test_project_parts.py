@@ -10,6 +10,7 @@ import PIL.Image
 import pytest
 import torch
 
+from distinct_helpers import assert_distinct
 from ganforge.errors import UserError
 from ganforge.metrics.perceptual import load_perceptual, squared_distance
 from ganforge.project import options as settings
@@ -60,6 +61,7 @@ def _slow_penalty(level: np.ndarray) -> float:
 def test_the_noise_penalty_is_per_target_over_the_pyramid():
     maps = [torch.randn(3, 1, 32, 32, dtype=torch.float64), torch.randn(3, 1, 8, 8, dtype=torch.float64)]
     penalty = search.noise_penalty(maps)
+    assert_distinct(penalty, "each target's penalty")  # so that another target's maps cannot pass for its own
     for b in range(3):
         expected = sum(_slow_penalty(m[b, 0].numpy()) for m in maps)
         assert penalty[b].item() == pytest.approx(expected, rel=1e-12)
