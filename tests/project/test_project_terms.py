@@ -66,6 +66,19 @@ def test_each_step_takes_the_scheduled_rate_and_w_noise(monkeypatch):
         torch.testing.assert_close(added, expected, rtol=1e-4, atol=1e-6, msg=f"step {step}")
 
 
+def test_the_start_and_the_noise_scale_are_the_mean_and_spread_of_mapped_latents():
+    """w's mean and its root mean squared distance to the mean over all entries, of latents drawn from the official
+    seed, in chunks (2500: two whole chunks and a part) against one batch in float64."""
+    G = tiny_generator()
+    c = torch.zeros([1, 0])
+    mean, spread = search.w_statistics(G, c, samples=2500)
+    z = torch.randn([2500, G.z_dim], generator=torch.Generator().manual_seed(search.W_AVG_SEED))
+    with torch.no_grad():
+        w = G.mapping(z, c.expand(2500, -1))[:, 0].double()
+    torch.testing.assert_close(mean, w.mean(0).float(), rtol=1e-5, atol=1e-6)
+    assert spread == pytest.approx((w - w.mean(0)).square().sum(1).mean().sqrt().item(), rel=1e-6)
+
+
 def test_each_targets_distance_is_to_its_own_image():
     """distances[step] are the pixel distances of each target's own rendering to its own target: two targets and
     their images differ, so a distance taken to the other target would not pass."""

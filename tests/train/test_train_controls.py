@@ -31,6 +31,7 @@ def _optim(**fields) -> OptimConfig:
 def test_warmup_is_linear_from_zero_then_flat():
     o = _optim(lr_warmup_kimg=4)
     assert [lr_factor(o, n) for n in (0, 1000, 2000, 4000, 9000)] == [0.0, 0.25, 0.5, 1.0, 1.0]
+    assert [lr_factor(_optim(lr_warmup_kimg=0.001), n) for n in (0, 1)] == [0.0, 1.0]  # a warm-up of one image
 
 
 def test_cosine_end_points_and_midpoint_after_warmup():
