@@ -92,8 +92,7 @@ def test_each_targets_distance_is_to_its_own_image():
     assert_distinct(targets.float(), "the targets")
     for step in range(3):
         assert_distinct(received[step], f"the renderings at step {step}")
-        pixels = search.to_features_range(received[step]) / 127.5 - 1
-        expected = (pixels - (targets.float() / 127.5 - 1)).square().flatten(1).mean(1)
+        expected = (received[step] - (targets.float() / 127.5 - 1)).square().flatten(1).mean(1)  # in [-1, 1] units
         torch.testing.assert_close(result.distances[step], expected, rtol=1e-5, atol=1e-7)
 
 
@@ -111,7 +110,6 @@ def test_the_locality_term_compares_the_tuned_network_with_the_original_at_alpha
     w_r = pivot + settings.LOCALITY_ALPHA * (w_z - pivot) / (w_z - pivot).norm()
     ours, theirs = (g.synthesis(w_r, noise_mode="const", force_fp32=True) for g in (tuned, original))
     assert_distinct(torch.cat([ours, theirs]), "the tuned and original networks' images")
-    pixels = [search.to_features_range(x) / 127.5 - 1 for x in (ours, theirs)]
-    distance = (pixels[0] - pixels[1]).square().mean()
+    distance = (ours - theirs).square().mean()  # the pixel features' distance, in [-1, 1] units
     expected = distance + settings.LOCALITY_L2 * F.mse_loss(ours, theirs)
     torch.testing.assert_close(term.detach(), expected.detach().reshape(1), rtol=1e-5, atol=0)
