@@ -21,12 +21,14 @@ NOISE_AT = {0: 1.0, 6: 0.64, 15: 0.25, 29: (1 - 29 / 40 / 0.75) ** 2, 30: 0.0, 3
 
 
 class _RecordingAdam(torch.optim.Adam):
-    """Adam that records the learning rate of each step it takes."""
+    """Adam that records the learning rate and betas of each step it takes."""
 
     rates: list[float] = []
+    betas: set[tuple] = set()
 
     def step(self, closure=None):
         _RecordingAdam.rates.append(self.param_groups[0]["lr"])
+        _RecordingAdam.betas.add(self.param_groups[0]["betas"])
         return super().step(closure)
 
 
@@ -43,12 +45,14 @@ def test_each_step_takes_the_scheduled_rate_and_w_noise(monkeypatch):
     received = []
     G.synthesis.register_forward_pre_hook(lambda module, args: received.append(args[0].detach().clone()))
     monkeypatch.setattr(_RecordingAdam, "rates", [])
+    monkeypatch.setattr(_RecordingAdam, "betas", set())
     monkeypatch.setattr(torch.optim, "Adam", _RecordingAdam)
     generators = [torch.Generator().manual_seed(s) for s in seeds]
     result = search.project(G, targets, PixelFeatures(), space="w", steps=STEPS, c=c, generators=generators,
                             keep_history=True)  # fmt: skip
     assert len(received) == len(_RecordingAdam.rates) == STEPS
     assert {step: _RecordingAdam.rates[step] for step in LR_AT} == pytest.approx(LR_AT, abs=1e-12)
+    assert _RecordingAdam.betas == {(0.9, 0.999)}  # the official projector's Adam
 
     # the noise added to w at each step: what G received minus the w being optimised before the step
     w_avg, w_std = search.w_statistics(G, c)
