@@ -83,6 +83,18 @@ def test_the_start_and_the_noise_scale_are_the_mean_and_spread_of_mapped_latents
     assert spread == pytest.approx((w - w.mean(0)).square().sum(1).mean().sqrt().item(), rel=1e-6)
 
 
+def test_rendering_targets_together_is_rendering_each_with_its_own_noise_maps():
+    G = tiny_generator()
+    ws = G.mapping(torch.randn([2, G.z_dim], generator=torch.Generator().manual_seed(2)), None)
+    generator = torch.Generator().manual_seed(8)
+    noise = {name: torch.randn([2, *G.synthesis.get_buffer(name).shape], generator=generator)
+             for name in noise_buffer_names(G)}  # fmt: skip
+    together = search.render(G, ws, noise)
+    alone = [search.render(G, ws[i : i + 1], {name: value[i : i + 1] for name, value in noise.items()}) for i in (0, 1)]
+    assert_distinct(together, "the two renderings")
+    torch.testing.assert_close(together, torch.cat(alone), rtol=1e-5, atol=1e-6)
+
+
 def test_each_targets_distance_is_to_its_own_image():
     """distances[step] are the pixel distances of each target's own rendering to its own target: two targets and
     their images differ, so a distance taken to the other target would not pass."""
