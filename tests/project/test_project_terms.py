@@ -9,6 +9,7 @@ from project_helpers import tiny_generator
 
 from distinct_helpers import assert_distinct, perturb
 from ganforge.metrics.perceptual import PixelFeatures
+from ganforge.nets import Generator
 from ganforge.nets.noise import noise_buffer_names
 from ganforge.project import options as settings
 from ganforge.project import search, tune
@@ -70,11 +71,15 @@ def test_each_step_takes_the_scheduled_rate_and_w_noise(monkeypatch):
         torch.testing.assert_close(added, expected, rtol=1e-4, atol=1e-6, msg=f"step {step}")
 
 
-def test_the_start_and_the_noise_scale_are_the_mean_and_spread_of_mapped_latents():
+@pytest.mark.parametrize("classes", [0, 2])
+def test_the_start_and_the_noise_scale_are_the_mean_and_spread_of_mapped_latents(classes):
     """w's mean and its root mean squared distance to the mean over all entries, of latents drawn from the official
-    seed, in chunks (2500: two whole chunks and a part) against one batch in float64."""
-    G = tiny_generator()
-    c = torch.zeros([1, 0])
+    seed (with the class asked, for a conditional G), in chunks (2500: two whole chunks and a part) against one batch
+    in float64."""
+    torch.manual_seed(0)
+    G = Generator(resolution=8, img_channels=3, z_dim=16, w_dim=16, c_dim=classes, channel_base=256, channel_max=32,
+                  mapping_layers=2).eval()  # fmt: skip
+    c = torch.eye(classes)[-1:] if classes else torch.zeros([1, 0])
     mean, spread = search.w_statistics(G, c, samples=2500)
     z = torch.randn([2500, G.z_dim], generator=torch.Generator().manual_seed(search.W_AVG_SEED))
     with torch.no_grad():
