@@ -2,6 +2,8 @@
 added to w at each step (not only `search.schedule` as a function), each target's distance to its own image, and
 PTI's locality term between the tuned and the original network, on networks and targets whose values differ."""
 
+import copy
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -134,3 +136,57 @@ def test_the_locality_term_compares_the_tuned_network_with_the_original_at_alpha
     distance = (ours - theirs).square().mean()  # the pixel features' distance, in [-1, 1] units
     expected = distance + settings.LOCALITY_L2 * F.mse_loss(ours, theirs)
     torch.testing.assert_close(term.detach(), expected.detach().reshape(1), rtol=1e-5, atol=0)
+
+
+def test_a_tuning_step_adds_the_weighted_locality_term_to_the_pivots_distances(monkeypatch):
+    """The gradient of the first tuning step is that of distance + lambda_L2 MSE + lambda_R L_R (PTI eq. 6). At the
+    start the tuned network is the original, where the real L_R and its gradient are 0 whatever its sign: a stand-in
+    that depends on the tuned weights shows how the step weighs it."""
+    G = tiny_generator()
+    target, features = _targets(G, 1), PixelFeatures()
+    pivot = G.mapping(torch.randn([1, G.z_dim], generator=torch.Generator().manual_seed(1)), None)
+    noise = {name: G.synthesis.get_buffer(name)[None] for name in noise_buffer_names(G)}
+
+    def stand_in(tuned, original, pivot, features, c, generator):
+        return sum(w.square().sum() for w in tuned.synthesis.parameters()).reshape(1)
+
+    monkeypatch.setattr(tune, "_locality", stand_in)
+    received = []
+    step = torch.optim.Adam.step
+
+    def recording(opt, *args, **kwargs):
+        received.append([w.grad.clone() for w in opt.param_groups[0]["params"]])
+        return step(opt, *args, **kwargs)
+
+    monkeypatch.setattr(torch.optim.Adam, "step", recording)
+    tune.tune(G, pivot, noise, target, features, steps=1, c=torch.zeros([1, 0]), generator=torch.Generator())
+    reference = copy.deepcopy(G)
+    weights = [w.requires_grad_(True) for w in reference.synthesis.parameters()]
+    image = reference.synthesis(pivot, noise_mode="const", force_fp32=True)
+    wanted = target.float() / 127.5 - 1
+    loss = (image - wanted).square().mean() * (1 + settings.TUNE_L2)  # the pixel distance is the MSE itself
+    loss = loss + settings.LOCALITY_WEIGHT * sum(w.square().sum() for w in weights)
+    expected = torch.autograd.grad(loss, weights)
+    for got, value in zip(received[0], expected, strict=True):
+        torch.testing.assert_close(got, value, rtol=1e-4, atol=1e-8)
+
+
+class _Counter:
+    """A progress stage that counts its updates."""
+
+    def __init__(self):
+        self.updates = 0
+
+    def update(self, n: int = 1) -> None:
+        self.updates += n
+
+
+def test_each_projection_and_tuning_step_advances_the_progress_once():
+    G = tiny_generator()
+    target, features, c = _targets(G, 1), PixelFeatures(), torch.zeros([1, 0])
+    searched, tuned = _Counter(), _Counter()
+    result = search.project(G, target, features, space="w", steps=3, c=c, generators=[torch.Generator()],
+                            stage=searched)  # fmt: skip
+    noise = {name: value for name, value in result.noise.items()}
+    tune.tune(G, result.ws[:1], noise, target, features, steps=2, c=c, generator=torch.Generator(), stage=tuned)
+    assert (searched.updates, tuned.updates) == (3, 2)
