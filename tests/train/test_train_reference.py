@@ -11,6 +11,7 @@ not compared.
 
 import copy
 import dataclasses
+import hashlib
 
 import pytest
 import torch
@@ -21,7 +22,7 @@ from distinct_helpers import assert_distinct, perturb
 from ganforge.train import loss as L
 from ganforge.train import resolve
 from ganforge.train.build import build
-from ganforge.train.phases import micro_batches, run_phase
+from ganforge.train.phases import derive_seed, micro_batches, run_phase
 
 GAMMA = 0.5
 PL_WEIGHT, PL_DECAY = 2.0, 0.01  # StyleGAN2 App. B: path-length weight 2, running mean decay 0.01
@@ -210,3 +211,12 @@ def test_style_mixing_cutoffs_are_uniform_over_the_layers_with_probability_p():
     mixed = L.mixing_cutoffs(evenly_spread, torch.full([n], 0.5), num_ws, prob=0.9) < num_ws
     assert mixed.sum().item() == 900  # P(u < p) = p
     assert L.mixing_cutoffs(torch.zeros(3), evenly_spread[:3], num_ws, prob=0.0).tolist() == [num_ws] * 3  # u may be 0
+
+
+def test_seeds_are_the_first_63_bits_of_a_digest_of_their_parts():
+    """Every draw of a step is seeded from (seed, position, phase, slot): the first 8 bytes of the SHA-256 of the
+    parts joined by "/", little-endian, top bit cleared (so any generator takes it)."""
+    digest = hashlib.sha256(b"3/104/2/1").digest()
+    assert derive_seed(3, 104, 2, 1) == int.from_bytes(digest[:8], "little") % 2**63
+    seeds = [derive_seed(0, n) for n in range(64)]
+    assert max(seeds) < 2**63 and max(seeds) > 2**62 and len(set(seeds)) == 64
