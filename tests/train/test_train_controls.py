@@ -58,6 +58,9 @@ def test_d_warmup_and_d_steps_choose_the_phases_by_image_count():
     assert [k for k in steps if phase_due(s, "G", 2, 8 * k)] == [2, 6]
     assert [k for k in steps if phase_due(s, "D", 1, 8 * k)] == list(steps)
     assert [k for k in steps if phase_due(s, "D", 4, 8 * k)] == [0, 4, 8]
+    one = ScheduleConfig(batch=1, batch_gpu=1, kimg=1, tick_kimg=1, snap=1, ema_kimg=1, ema_rampup=None,
+                         d_warmup_kimg=0.002, d_steps=1)  # fmt: skip
+    assert [n for n in range(5) if phase_due(one, "G", 1, n)] == [2, 3, 4]  # not at 1 image, the warm-up's last
 
 
 def _controls_options(data, outdir, steps: int, **extra) -> dict:

@@ -2,6 +2,8 @@
 `auto` preset (ADA App. D), the EMA generator (ProGAN Sec. 4.1; ADA App. D) and --mirror, each against values
 written out by hand from the papers."""
 
+import dataclasses
+
 import pytest
 import torch
 from train_helpers import make_dataset, tiny_options
@@ -62,6 +64,15 @@ def test_lazy_regularisation_corrects_adam_lr_and_betas(data, tmp_path):
     _, phases, _ = build(resolve(tiny_options(data, tmp_path, gamma=0, dlr=0.002)), torch.device("cpu"))
     assert [p.name for p in phases] == ["G_main", "G_reg", "D_main"]
     assert _adam(phases, "D_main") == (0.002, (0.0, 0.99))
+    cfg = resolve(tiny_options(data, tmp_path, glr=0.003))
+    _, phases, _ = build(
+        dataclasses.replace(cfg, loss=dataclasses.replace(cfg.loss, pl_weight=0.0)), torch.device("cpu")
+    )
+    assert [p.name for p in phases] == ["G_main", "D_main", "D_reg"]
+    assert _adam(phases, "G_main") == (0.003, (0.0, 0.99))
+    weak = dataclasses.replace(cfg.loss, pl_weight=0.5, gamma=0.5)  # weights below 1 regularise too
+    _, phases, _ = build(dataclasses.replace(cfg, loss=weak), torch.device("cpu"))
+    assert [p.name for p in phases] == ["G_main", "G_reg", "D_main", "D_reg"]
 
 
 @pytest.mark.parametrize(
