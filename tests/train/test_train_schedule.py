@@ -71,8 +71,10 @@ def test_lazy_regularisation_corrects_adam_lr_and_betas(data, tmp_path):
     assert [p.name for p in phases] == ["G_main", "D_main", "D_reg"]
     assert _adam(phases, "G_main") == (0.003, (0.0, 0.99))
     weak = dataclasses.replace(cfg.loss, pl_weight=0.5, gamma=0.5)  # weights below 1 regularise too
-    _, phases, _ = build(dataclasses.replace(cfg, loss=weak), torch.device("cpu"))
+    momentum = dataclasses.replace(cfg.optim, beta1=0.5)  # StyleGAN's beta1 is 0; another is corrected alike
+    _, phases, _ = build(dataclasses.replace(cfg, loss=weak, optim=momentum), torch.device("cpu"))
     assert [p.name for p in phases] == ["G_main", "G_reg", "D_main", "D_reg"]
+    assert _adam(phases, "D_reg")[1][0] == pytest.approx(0.5 ** (16 / 17))
 
 
 @pytest.mark.parametrize(

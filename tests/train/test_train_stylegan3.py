@@ -89,6 +89,7 @@ def test_blur_sigma_fades_linearly_to_zero():
         [10.0, 7.5, 5.0, 0.1, 0.0, 0.0]
     )
     assert blur_sigma(0, 0.0, 100.0) == 0.0 and blur_sigma(0, 10.0, 0.0) == 0.0  # configs without the warm-up
+    assert blur_sigma(500, 0.5, 1.0) == 0.25  # a blur narrower than a pixel fades too
 
 
 def test_blur_kernel_taps_by_hand():
