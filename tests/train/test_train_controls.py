@@ -61,6 +61,9 @@ def test_d_warmup_and_d_steps_choose_the_phases_by_image_count():
     one = ScheduleConfig(batch=1, batch_gpu=1, kimg=1, tick_kimg=1, snap=1, ema_kimg=1, ema_rampup=None,
                          d_warmup_kimg=0.002, d_steps=1)  # fmt: skip
     assert [n for n in range(5) if phase_due(one, "G", 1, n)] == [2, 3, 4]  # not at 1 image, the warm-up's last
+    long = ScheduleConfig(batch=8, batch_gpu=8, kimg=2, tick_kimg=1, snap=1, ema_kimg=1, ema_rampup=None,
+                          d_warmup_kimg=1.0, d_steps=1)  # fmt: skip
+    assert [n for n in (992, 1000, 1008) if phase_due(long, "G", 1, n)] == [1000, 1008]  # 1 kimg: 1000 images
 
 
 def _controls_options(data, outdir, steps: int, **extra) -> dict:
