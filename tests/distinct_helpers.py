@@ -32,3 +32,16 @@ def assert_distinct(values: torch.Tensor, what: str, relative: float = 1e-5) -> 
     gaps = (rows[:, None] - rows[None]).abs().amax(-1)  # [N, N]
     gaps += torch.eye(len(rows)) * scale  # a sample is not compared with itself
     assert gaps.min().item() > relative * scale, f"{what}: two samples are the same (within {relative:g}): {rows}"
+
+
+def adam_gradients(monkeypatch) -> list[list[torch.Tensor]]:
+    """From now on in the test, each step of any Adam appends the gradients of its first group's parameters (what the
+    step received) to the returned list."""
+    received, step = [], torch.optim.Adam.step
+
+    def recording(opt, *args, **kwargs):
+        received.append([p.grad.clone() for p in opt.param_groups[0]["params"]])
+        return step(opt, *args, **kwargs)
+
+    monkeypatch.setattr(torch.optim.Adam, "step", recording)
+    return received

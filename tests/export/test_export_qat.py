@@ -9,7 +9,7 @@ import pytest
 import torch
 from export_helpers import export, tiny_snapshot
 
-from distinct_helpers import assert_distinct, perturb
+from distinct_helpers import adam_gradients, assert_distinct, perturb
 from ganforge.export import onnx, qat, quantize
 from ganforge.export.wrapper import DeployableGenerator
 from ganforge.snapshot import load_snapshot
@@ -110,14 +110,7 @@ def test_the_fine_tuning_loss_is_each_images_squared_difference_from_the_teacher
     teacher = module.around(module.G, uint8=False)
     student = module.around(perturb(copy.deepcopy(module.G), scale=0.05, keep=("noise_strength",)), uint8=False)
     before = copy.deepcopy(student)
-    received = []
-    step = torch.optim.Adam.step
-
-    def recording(opt, *args, **kwargs):
-        received.append([p.grad.clone() for p in opt.param_groups[0]["params"]])
-        return step(opt, *args, **kwargs)
-
-    monkeypatch.setattr(torch.optim.Adam, "step", recording)
+    received = adam_gradients(monkeypatch)
     qat.fine_tune(student, teacher, None, qat.QAT_BATCH, seed=5, show=False)
     generator = torch.Generator().manual_seed(5)
     student.example_inputs(qat.QAT_EVAL_LATENTS, generator)  # the held-out inputs come first

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from project_helpers import tiny_generator
 
-from distinct_helpers import assert_distinct, perturb
+from distinct_helpers import adam_gradients, assert_distinct, perturb
 from ganforge.metrics.perceptual import PixelFeatures
 from ganforge.nets import Generator
 from ganforge.nets.noise import noise_buffer_names
@@ -151,14 +151,7 @@ def test_a_tuning_step_adds_the_weighted_locality_term_to_the_pivots_distances(m
         return sum(w.square().sum() for w in tuned.synthesis.parameters()).reshape(1)
 
     monkeypatch.setattr(tune, "_locality", stand_in)
-    received = []
-    step = torch.optim.Adam.step
-
-    def recording(opt, *args, **kwargs):
-        received.append([w.grad.clone() for w in opt.param_groups[0]["params"]])
-        return step(opt, *args, **kwargs)
-
-    monkeypatch.setattr(torch.optim.Adam, "step", recording)
+    received = adam_gradients(monkeypatch)
     tune.tune(G, pivot, noise, target, features, steps=1, c=torch.zeros([1, 0]), generator=torch.Generator())
     reference = copy.deepcopy(G)
     weights = [w.requires_grad_(True) for w in reference.synthesis.parameters()]
