@@ -116,6 +116,10 @@ IS_HAND = "tests/metrics/test_metrics_is.py::test_is_equals_the_hand_computation
 EXPLORE_API = "tests/explore/test_explore_api.py::"
 EXPLORE_CLI = "tests/explore/test_explore_cli.py::"
 EXPLORE_CONNECTIONS = "tests/explore/test_explore_connections.py::"
+PROJECT_TERMS = "tests/project/test_project_terms.py::"
+CONSUMED = "tests/train/test_train_schedules_consumed.py::"
+CONSUMED_R3GAN = CONSUMED + "test_r3gan_steps_take_the_annealed_gamma_beta2_lr_ema_and_p"
+CONSUMED_SG3 = CONSUMED + "test_stylegan3_d_sees_the_fading_blur_and_a_growing_d_the_stages"
 M = Mutant
 
 MUTANTS = (
@@ -1233,6 +1237,38 @@ MUTANTS = (
     M("range_problems_all_kept", "generate/typed.py",
       "if problem in self.shown or len(self.shown) < self.limit:", "if True:",
       ("tests/generate/test_generate_limits.py::test_a_value_of_many_bad_parts_keeps_only_the_problems_it_shows",)),
+    # Tests that tell the terms apart: each term on distinct samples, each schedule where the step consumes it.
+    M("r3gan_r2_is_a_second_r1", "train/relativistic.py",
+      "L.zero_centred_penalties((real_logits, fake_logits), (reals, fakes), mb.gamma)",
+      "L.zero_centred_penalties((real_logits,), (reals,), mb.gamma) * 2", (R3GAN_PHASES,)),
+    M("project_w_noise_full_strength", "project/search.py", "w_noise * (w_std * settings.W_NOISE * noise_factor)",
+      "w_noise * (w_std * settings.W_NOISE)", (PROJECT_TERMS + "test_each_step_takes_the_scheduled_rate_and_w_noise",)),
+    M("project_lr_unscheduled", "project/search.py", 'group["lr"] = settings.LEARNING_RATE * rate',
+      'group["lr"] = settings.LEARNING_RATE', (PROJECT_TERMS + "test_each_step_takes_the_scheduled_rate_and_w_noise",)),
+    M("project_distance_to_the_next_target", "project/search.py",
+      "squared_distance(features(to_features_range(images)), target_features)",
+      "squared_distance(features(to_features_range(images)), target_features.roll(1, 0))",
+      (PROJECT_TERMS + "test_each_targets_distance_is_to_its_own_image",)),
+    M("pti_locality_against_the_tuned_network", "project/tune.py",
+      "reference = original.synthesis(w_r,", "reference = tuned.synthesis(w_r,",
+      (PROJECT_TERMS + "test_the_locality_term_compares_the_tuned_network_with_the_original_at_alpha_from_the_pivot",)),
+    M("gamma_not_annealed_in_the_step", "train/phases.py", "gamma = gamma_at(cfg.loss, s, cur_nimg)",
+      "gamma = cfg.loss.gamma", (CONSUMED_R3GAN,)),
+    M("ema_half_life_not_annealed_in_the_step", "train/loop.py",
+      "ema_beta(s.batch, cur_nimg, ema_kimg_at(s, cur_nimg),", "ema_beta(s.batch, cur_nimg, s.ema_kimg,",
+      (CONSUMED_R3GAN,)),
+    M("augment_p_not_annealed_in_the_step", "train/loop.py",
+      "_set_augment_p(trainer, augment_p_at(cfg.augment, s, cur_nimg))", "_set_augment_p(trainer, None)",
+      (CONSUMED_R3GAN,)),
+    M("blur_sigma_frozen_at_the_start", "train/phases.py", "blur = blur_sigma(cur_nimg, cfg.loss.blur_sigma",
+      "blur = blur_sigma(0, cfg.loss.blur_sigma", (CONSUMED_SG3,)),
+    M("growth_stage_one_step_late", "train/loop.py", "growing.reals_at(images, growing.grow(trainer, G_ema, cur_nimg))",
+      "growing.reals_at(images, growing.grow(trainer, G_ema, max(cur_nimg - s.batch, 0)))", (CONSUMED_SG3,)),
+    M("qat_distils_another_inputs_image", "export/qat.py", "want = teacher(*inputs)",
+      "want = teacher(*inputs).roll(1, 0)",
+      (QAT + "test_the_fine_tuning_loss_is_each_images_squared_difference_from_the_teachers_image_of_its_input",)),
+    M("lazy_betas_uncorrected", "train/phases.py", "betas=(o.beta1**ratio, o.beta2**ratio)", "betas=(o.beta1, o.beta2)",
+      (CONSUMED + "test_stylegan2_steps_take_the_warmed_up_stepped_lr_lazy_betas_gamma_and_ramped_ema",)),
 )  # fmt: skip
 
 

@@ -25,9 +25,25 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+CHILD_THREADS = 1  # torch's intra-op threads in the processes these helpers start: the test's budget is one core
+
+
 def env() -> dict:
-    # One thread per process: the test's budget is one core, and thread count must not matter for exactness anyway.
-    return dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    threads = str(CHILD_THREADS)
+    return dict(os.environ, OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads, PYTHONUNBUFFERED="1")
+
+
+@contextlib.contextmanager
+def intra_op_threads(count: int):
+    """torch's intra-op thread count set to `count` meanwhile. CPU kernels split their sums over the threads, so a
+    run compared bit for bit with one in another process must use as many threads as that process does (the
+    caller's own count is whatever its environment says)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def start(command: list[str]) -> subprocess.Popen:

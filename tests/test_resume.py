@@ -26,11 +26,13 @@ from ganforge import checkpoint
 from ganforge.checkpoint import store
 from ganforge.cli import main
 from launch_helpers import (
+    CHILD_THREADS,
     TIMEOUT,
     alive,
     assert_identical,
     checkpoints,
     descendants,
+    intra_op_threads,
     kill_all,
     run_command,
     run_dir,
@@ -93,10 +95,13 @@ def reference(reference_run) -> dict:
     return reference_run[1]
 
 
-def _run_here(data: Path, outdir: Path, extra: tuple = (), expect: int = 0) -> str:
-    """The command of `_command(data, outdir)` in this process (where a process boundary adds nothing to the test);
-    its output, stdout then stderr."""
-    result = CliRunner().invoke(main, ["train", "--data", str(data), "--outdir", str(outdir), *TRAIN_ARGS, *extra])
+def _run_here(data: Path, outdir: Path, extra: tuple = (), expect: int = 0, threads: int = CHILD_THREADS) -> str:
+    """The command of `_command(data, outdir)` in this process (where a process boundary adds nothing to the test),
+    with as many intra-op threads as the commands in processes of their own have unless told; its output, stdout then
+    stderr."""
+    args = ["train", "--data", str(data), "--outdir", str(outdir), *TRAIN_ARGS, *extra]
+    with intra_op_threads(threads):
+        result = CliRunner().invoke(main, args)
     assert result.exit_code == expect, f"exit {result.exit_code} != {expect}:\n{result.output[-4000:]}"
     return result.stdout + result.stderr
 
@@ -104,6 +109,22 @@ def _run_here(data: Path, outdir: Path, extra: tuple = (), expect: int = 0) -> s
 def test_two_identical_runs_give_identical_tensors(data, reference, tmp_path):
     _run_here(data, tmp_path)
     assert_identical(reference, _final_state(tmp_path))
+
+
+def test_a_resume_under_another_thread_count_says_so_and_under_the_same_one_says_nothing(data, tmp_path):
+    """CPU sums round by the thread count, so a checkpoint records its writer's and a resume with another one warns
+    that the run will not continue exactly."""
+    _run_here(data, tmp_path, ("--kimg", "0.008"), threads=1)
+    assert checkpoint.load(run_dir(tmp_path) / "checkpoints" / "ckpt-000000008")["loop"]["intra_op_threads"] == 1
+    changed = _run_here(data, tmp_path, ("--kimg", "0.016"), threads=2)
+    assert "resuming at 0.008 kimg" in changed
+    assert (
+        "warning: the checkpoint was written with 1 intra-op thread(s), this process has 2: CPU sums round "
+        "differently, so the run will not continue exactly as one that never stopped; set OMP_NUM_THREADS=1 to resume "
+        "it exactly"
+    ) in changed
+    same = _run_here(data, tmp_path, ("--kimg", "0.024"), threads=2)
+    assert "resuming at 0.016 kimg" in same and "intra-op" not in same
 
 
 def _kill_at(command: list[str], outdir: Path, delay: float) -> bool:

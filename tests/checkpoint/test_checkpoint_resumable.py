@@ -136,6 +136,8 @@ CASES = [
      "loop/pl_mean: must be a float32 tensor of shape []"),
     ("pl_mean negative", _set("loop", "pl_mean", torch.tensor(-1.0)), "loop/pl_mean: must be >= 0, not -1"),
     ("steps in a row negative", _set("loop", "nonfinite_in_a_row", -1), "loop/nonfinite_in_a_row: must be a whole"),
+    ("no thread count", _delete("loop", "intra_op_threads"), "state.json: loop: has no 'intra_op_threads'"),
+    ("no threads", _set("loop", "intra_op_threads", 0), "loop/intra_op_threads: must be a whole number from 1 to"),
     ("G tensor of another shape", _network("G", lambda t: torch.zeros(3)), "tensors.safetensors: G/"),
     ("G tensor missing", _network("G", lambda t: None), "state.json: G: has no "),
     ("G tensor extra", _set("G", "extra.weight", torch.zeros(1)), "state.json: G: holds 'extra.weight'"),
@@ -192,8 +194,10 @@ FORMAT_2_CASES = [
 ]  # fmt: skip
 
 
-def _format_2_rng(state: dict) -> dict:
-    """`state` with the rng entry formats 1 and 2 wrote: seeded Python and NumPy generator states besides torch's."""
+def _format_2_state(state: dict) -> dict:
+    """`state` as formats 1 and 2 wrote it: seeded Python and NumPy generator states besides torch's, and no thread
+    count in the loop's entries (format 4 added it)."""
+    del state["loop"]["intra_op_threads"]
     version, words, gauss_next = random.Random(1).getstate()
     kind, keys, pos, has_gauss, cached = np.random.RandomState(2).get_state(legacy=True)
     state["rng"] |= {
@@ -205,7 +209,7 @@ def _format_2_rng(state: dict) -> dict:
 
 @pytest.mark.parametrize(("name", "edit", "expected"), FORMAT_2_CASES, ids=[case[0] for case in FORMAT_2_CASES])
 def test_a_format_2_checkpoints_python_and_numpy_states_are_checked(tiny_run, name, edit, expected):
-    state = _format_2_rng(checkpoint.load(tiny_run[1] / "checkpoints" / f"ckpt-{NIMG:09d}"))
+    state = _format_2_state(checkpoint.load(tiny_run[1] / "checkpoints" / f"ckpt-{NIMG:09d}"))
     edit(state)
     if expected is None:
         resumable.check(state, {"nimg": NIMG, "format_version": 2})
@@ -307,7 +311,7 @@ def test_a_version_1_checkpoint_with_its_whole_nested_config_verifies_and_resume
     of its day, and Python's and NumPy's generators besides torch's: verify and resume accept it, as they did, and the
     resume leaves those two generators as it found them."""
     data, run = tiny_run
-    state = _format_2_rng(checkpoint.load(run / "checkpoints" / f"ckpt-{NIMG:09d}"))
+    state = _format_2_state(checkpoint.load(run / "checkpoints" / f"ckpt-{NIMG:09d}"))
     config = _nested(state["config"])
     config["data"] |= {"path": str(data), "workers": 0}
     config["run"] = {"outdir": "somewhere", "resume": "auto", "keep_last": 3}

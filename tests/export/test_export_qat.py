@@ -9,6 +9,7 @@ import pytest
 import torch
 from export_helpers import export, tiny_snapshot
 
+from distinct_helpers import adam_gradients, assert_distinct, perturb
 from ganforge.export import onnx, qat, quantize
 from ganforge.export.wrapper import DeployableGenerator
 from ganforge.snapshot import load_snapshot
@@ -96,6 +97,32 @@ def test_fine_tuning_with_the_rounding_off_is_plain_fine_tuning_and_with_it_on_i
     assert plain_record["mse_after"] < plain_record["mse_before"]  # it did fine-tune
     assert torch.equal(off, plain) and off_record["mse_after"] == plain_record["mse_after"]
     assert not torch.equal(rounding, plain)
+
+
+def test_the_fine_tuning_loss_is_each_images_squared_difference_from_the_teachers_image_of_its_input(
+    tmp_path, monkeypatch
+):
+    """One step on one batch: the gradient Adam receives is that of the mean squared difference between the student's
+    and the teacher's image of the same input. The student is moved off the teacher and the images are checked to
+    differ from each other and from the teacher's, so the teacher's image of another input, or the student's own,
+    cannot pass for it."""
+    module = _module(tmp_path)
+    teacher = module.around(module.G, uint8=False)
+    student = module.around(perturb(copy.deepcopy(module.G), scale=0.05, keep=("noise_strength",)), uint8=False)
+    before = copy.deepcopy(student)
+    received = adam_gradients(monkeypatch)
+    qat.fine_tune(student, teacher, None, qat.QAT_BATCH, seed=5, show=False)
+    generator = torch.Generator().manual_seed(5)
+    student.example_inputs(qat.QAT_EVAL_LATENTS, generator)  # the held-out inputs come first
+    inputs = student.example_inputs(qat.QAT_BATCH, generator)
+    with torch.no_grad():
+        want = teacher(*inputs)
+    got = before(*inputs)
+    assert_distinct(torch.cat([want, got.detach()]), "the teacher's and the student's images")
+    expected = torch.autograd.grad((got - want).square().mean(), list(before.G.parameters()), allow_unused=True)
+    (grads,) = received
+    for value, wanted in zip(grads, expected, strict=True):
+        torch.testing.assert_close(value, torch.zeros_like(value) if wanted is None else wanted, rtol=1e-4, atol=1e-9)
 
 
 def test_export_with_qat_shows_its_stages_and_records_the_fine_tuning_on_the_card(tmp_path):

@@ -10,6 +10,7 @@ import PIL.Image
 import pytest
 import torch
 
+from distinct_helpers import assert_distinct
 from ganforge.errors import UserError
 from ganforge.metrics.perceptual import load_perceptual, squared_distance
 from ganforge.project import options as settings
@@ -48,18 +49,21 @@ def test_ssim_and_psnr_equal_their_definitions():
 
 
 def _slow_penalty(level: np.ndarray) -> float:
-    """StyleGAN2 App. D for one [H, W] map: down to 8x8, (mean of n * n shifted by one pixel)^2 along each axis."""
+    """StyleGAN2 App. D for one [H, W] map: down to 8 on its short side, (mean of n * n shifted by one pixel)^2 along
+    each axis."""
     total = 0.0
     while True:
         total += np.mean(level * np.roll(level, 1, axis=1)) ** 2 + np.mean(level * np.roll(level, 1, axis=0)) ** 2
-        if level.shape[0] <= 8:
+        if min(level.shape) <= 8:
             return total
         level = level.reshape(level.shape[0] // 2, 2, level.shape[1] // 2, 2).mean((1, 3))
 
 
 def test_the_noise_penalty_is_per_target_over_the_pyramid():
-    maps = [torch.randn(3, 1, 32, 32, dtype=torch.float64), torch.randn(3, 1, 8, 8, dtype=torch.float64)]
+    shapes = ((32, 32), (8, 8), (8, 16))  # a wide map (a non-square generator's) stops at its short side
+    maps = [torch.randn(3, 1, *shape, dtype=torch.float64) for shape in shapes]
     penalty = search.noise_penalty(maps)
+    assert_distinct(penalty, "each target's penalty")  # so that another target's maps cannot pass for its own
     for b in range(3):
         expected = sum(_slow_penalty(m[b, 0].numpy()) for m in maps)
         assert penalty[b].item() == pytest.approx(expected, rel=1e-12)

@@ -31,6 +31,7 @@ def _optim(**fields) -> OptimConfig:
 def test_warmup_is_linear_from_zero_then_flat():
     o = _optim(lr_warmup_kimg=4)
     assert [lr_factor(o, n) for n in (0, 1000, 2000, 4000, 9000)] == [0.0, 0.25, 0.5, 1.0, 1.0]
+    assert [lr_factor(_optim(lr_warmup_kimg=0.001), n) for n in (0, 1)] == [0.0, 1.0]  # a warm-up of one image
 
 
 def test_cosine_end_points_and_midpoint_after_warmup():
@@ -57,6 +58,12 @@ def test_d_warmup_and_d_steps_choose_the_phases_by_image_count():
     assert [k for k in steps if phase_due(s, "G", 2, 8 * k)] == [2, 6]
     assert [k for k in steps if phase_due(s, "D", 1, 8 * k)] == list(steps)
     assert [k for k in steps if phase_due(s, "D", 4, 8 * k)] == [0, 4, 8]
+    one = ScheduleConfig(batch=1, batch_gpu=1, kimg=1, tick_kimg=1, snap=1, ema_kimg=1, ema_rampup=None,
+                         d_warmup_kimg=0.002, d_steps=1)  # fmt: skip
+    assert [n for n in range(5) if phase_due(one, "G", 1, n)] == [2, 3, 4]  # not at 1 image, the warm-up's last
+    long = ScheduleConfig(batch=8, batch_gpu=8, kimg=2, tick_kimg=1, snap=1, ema_kimg=1, ema_rampup=None,
+                          d_warmup_kimg=1.0, d_steps=1)  # fmt: skip
+    assert [n for n in (992, 1000, 1008) if phase_due(long, "G", 1, n)] == [1000, 1008]  # 1 kimg: 1000 images
 
 
 def _controls_options(data, outdir, steps: int, **extra) -> dict:

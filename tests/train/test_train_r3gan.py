@@ -13,14 +13,15 @@ import torch
 from click.testing import CliRunner
 from train_helpers import continued_equals_straight, make_dataset, tiny_options
 
+from distinct_helpers import assert_distinct, perturb
 from ganforge import checkpoint
 from ganforge.cli import main
 from ganforge.config.describe import describe_derived
 from ganforge.errors import UserError
 from ganforge.nets.configured import make_networks
 from ganforge.presets import PRESETS
+from ganforge.train import loop, relativistic, run
 from ganforge.train import loss as L
-from ganforge.train import relativistic
 from ganforge.train.build import build
 from ganforge.train.options import TrainOptions
 from ganforge.train.phases import micro_batches
@@ -50,17 +51,22 @@ def test_relativistic_losses_are_the_negative_log_sigmoid_of_each_pairs_differen
         assert g[i].item() == pytest.approx(_sigmoid_nll(f - r), rel=1e-6)  # G: the fake above its real
 
 
-def _tiny_d(c_dim: int = 0):
+def _tiny_d():
     from ganforge.nets import R3GANDiscriminator
 
     torch.manual_seed(0)
-    D = R3GANDiscriminator(resolution=8, img_channels=1, c_dim=c_dim, widths=[8, 4], cardinalities=[2, 1],
-                           blocks=[1, 1], embed_dim=4 if c_dim else 0)  # fmt: skip
-    with torch.no_grad():  # the last convolution of each block starts at 0; make the blocks matter
-        for name, p in D.named_parameters():
-            if name.endswith("conv3.weight"):
-                p.normal_(0, 0.3)
-    return D
+    D = R3GANDiscriminator(resolution=8, img_channels=1, c_dim=0, widths=[8, 4], cardinalities=[2, 1], blocks=[1, 1],
+                           embed_dim=0)  # fmt: skip
+    return perturb(D)  # off the fix-up start, where the last convolution of each block is 0
+
+
+def _input_gradients(D, images: torch.Tensor, c) -> torch.Tensor:
+    """grad_x D(x) of each image alone, [N, C, H, W]."""
+    grads = []
+    for i in range(len(images)):
+        image = images[i : i + 1].clone().requires_grad_(True)
+        grads.append(torch.autograd.grad(D(image, None if c is None else c[i : i + 1]).sum(), image)[0][0])
+    return torch.stack(grads)
 
 
 def test_one_backward_gives_each_image_its_own_zero_centred_penalty():
@@ -69,11 +75,9 @@ def test_one_backward_gives_each_image_its_own_zero_centred_penalty():
     reals, fakes = torch.randn(3, 1, 8, 8), torch.randn(3, 1, 8, 8)
     x, y = reals.clone().requires_grad_(True), fakes.clone().requires_grad_(True)
     r1, r2 = L.zero_centred_penalties((D(x, None), D(y, None)), (x, y), gamma)
-    for batch, got in ((reals, r1), (fakes, r2)):
-        for i in range(3):
-            image = batch[i : i + 1].clone().requires_grad_(True)
-            (grad,) = torch.autograd.grad(D(image, None).sum(), image)
-            assert got[i].item() == pytest.approx(gamma / 2 * grad.square().sum().item(), rel=1e-5)
+    expected = gamma / 2 * _input_gradients(D, torch.cat([reals, fakes]), None).square().flatten(1).sum(1)
+    assert_distinct(expected, "each image's penalty")  # so that a penalty of another image cannot pass for it
+    torch.testing.assert_close(torch.cat([r1, r2]).detach(), expected, rtol=1e-5, atol=0)
 
 
 def _trainer(data: Path, tmp_path: Path, **extra):
@@ -82,30 +86,49 @@ def _trainer(data: Path, tmp_path: Path, **extra):
 
 
 def test_d_phase_is_rpgan_with_r1_on_reals_and_r2_on_fakes_and_g_phase_pairs_each_fake_with_its_real(data, tmp_path):
+    """Each image's terms against D on that image alone. At R3GAN's fix-up start every image has the same input
+    gradient (so R2 on reals would pass for R2 on fakes): D is moved off it, and the values are checked to differ."""
     cfg, (trainer, phases, _) = _trainer(data, tmp_path)
     assert [p.name for p in phases] == ["D_main", "G_main"] and cfg.augment.mode == "noaug"
+    perturb(trainer.D)
     reals = torch.rand(4, 1, 8, 8) * 2 - 1
     (mb,) = micro_batches(cfg, 0, 0, reals, torch.zeros(4, 0), trainer.G.num_ws)
     with torch.no_grad():
         fakes = trainer.G(mb.z, mb.c)  # R3GAN draws no noise: the phase's fakes are these
+        d_real, d_fake = (trainer.D(x, mb.c).flatten() for x in (reals, fakes))
+    slopes = _input_gradients(trainer.D, torch.cat([reals, fakes]), torch.cat([mb.c, mb.c]))
+    assert_distinct(torch.cat([d_real, d_fake]), "D's logits of the reals and fakes")
+    assert_distinct(slopes, "D's input gradients of the reals and fakes")
+    r1, r2 = (mb.gamma / 2 * slopes.square().flatten(1).sum(1)).chunk(2)
+    main = torch.tensor([_sigmoid_nll(t) for t in (d_real - d_fake).tolist()])
     total, stats = relativistic.d_main(trainer, mb)
-    for i in range(4):
-        real, fake = reals[i : i + 1].clone().requires_grad_(True), fakes[i : i + 1].clone().requires_grad_(True)
-        d_real, d_fake = trainer.D(real, mb.c[:1]), trainer.D(fake, mb.c[:1])
-        (g_real,) = torch.autograd.grad(d_real.sum(), real)
-        (g_fake,) = torch.autograd.grad(d_fake.sum(), fake)
-        r1, r2 = mb.gamma / 2 * g_real.square().sum(), mb.gamma / 2 * g_fake.square().sum()
-        main = _sigmoid_nll((d_real - d_fake).item())
-        assert stats["Loss/D/main"][i].item() == pytest.approx(main, rel=1e-5)
-        assert stats["Loss/D/r1"][i].item() == pytest.approx(r1.item(), rel=1e-4)
-        assert stats["Loss/D/r2"][i].item() == pytest.approx(r2.item(), rel=1e-4)
-        assert total[i].item() == pytest.approx(main + r1.item() + r2.item(), rel=1e-5)
+    torch.testing.assert_close(stats["Loss/D/main"].detach(), main, rtol=1e-5, atol=0)
+    torch.testing.assert_close(stats["Loss/D/r1"].detach(), r1, rtol=1e-4, atol=0)
+    torch.testing.assert_close(stats["Loss/D/r2"].detach(), r2, rtol=1e-4, atol=0)
+    torch.testing.assert_close(total.detach(), main + r1 + r2, rtol=1e-5, atol=0)
     loss, stats = relativistic.g_main(trainer, mb)
-    with torch.no_grad():
-        expected = [_sigmoid_nll((trainer.D(fakes[i : i + 1], None) - trainer.D(reals[i : i + 1], None)).item())
-                    for i in range(4)]  # fmt: skip
-    assert loss.tolist() == pytest.approx(expected, rel=1e-5)
+    expected = torch.tensor([_sigmoid_nll(t) for t in (d_fake - d_real).tolist()])
+    torch.testing.assert_close(loss.detach(), expected, rtol=1e-5, atol=0)
+    torch.testing.assert_close(stats["Scores/fake"].detach().flatten(), d_fake, rtol=1e-5, atol=1e-6)
     assert mb.gamma == cfg.loss.gamma  # at 0 images, the start of the annealing
+
+
+def test_d_then_g_train_at_every_step_with_adams_of_the_configured_rates_and_betas(data, tmp_path, monkeypatch):
+    """No lazy regularisation: D main (with both penalties), then G main, at every step; each network's Adam is built
+    at its --dlr / --glr and the configured betas, without the lazy-regularisation correction."""
+    cfg, (_, phases, _) = _trainer(data, tmp_path)
+    for phase, lr in zip(phases, (cfg.optim.d_lr, cfg.optim.g_lr), strict=True):
+        group = phase.network.opt.param_groups[0]
+        assert (phase.lr, group["lr"], group["betas"]) == (lr, lr, (cfg.optim.beta1, cfg.optim.beta2)), phase.name
+    ran, run_phase = [], loop.run_phase
+
+    def record(trainer, phase, index, cur_nimg, mbs):
+        ran.append((phase.name, cur_nimg))
+        return run_phase(trainer, phase, index, cur_nimg, mbs)
+
+    monkeypatch.setattr(loop, "run_phase", record)
+    assert run(resolve(tiny_options(data, tmp_path / "run", preset="tiny-r3gan", batch=4, kimg=0.012))) == 0
+    assert ran == [(name, n) for n in (0, 4, 8) for name in ("D_main", "G_main")]
 
 
 def test_schedules_anneal_along_a_half_cosine_and_stay_at_the_end():

@@ -1,23 +1,28 @@
 """Each GAN phase against a hand-written reference of its loss (StyleGAN2 App. B and Eq. 4; Mescheder et al. 2018
 Eq. 9), built from the networks and the phase's random draws only, never from ganforge.train.loss or the phase code.
 
-One step of one phase on fresh tiny networks: with Adam's beta1 = 0, the first moment after that step is exactly the
-gradient the phase produced. Noise strengths start at 0, so the per-layer noise (random in the phases, left out of the
-references) reaches only the noise strengths' own gradients, which are not compared.
+One step of one phase on tiny networks: with Adam's beta1 = 0, the first moment after that step is exactly the
+gradient the phase produced. D is moved off its initialisation (zero biases) and every comparison first checks that
+the samples' values differ (each image's logit and input gradient, each latent's path length), so a term taken on the
+wrong images, the wrong half of D's pass or the wrong network cannot pass. Noise strengths stay at 0, so the per-layer
+noise (random in the phases, left out of the references) reaches only the noise strengths' own gradients, which are
+not compared.
 """
 
 import copy
 import dataclasses
+import hashlib
 
 import pytest
 import torch
 import torch.nn.functional as F
 from train_helpers import make_dataset, tiny_options
 
+from distinct_helpers import assert_distinct, perturb
 from ganforge.train import loss as L
 from ganforge.train import resolve
 from ganforge.train.build import build
-from ganforge.train.phases import micro_batches, run_phase
+from ganforge.train.phases import derive_seed, micro_batches, run_phase
 
 GAMMA = 0.5
 PL_WEIGHT, PL_DECAY = 2.0, 0.01  # StyleGAN2 App. B: path-length weight 2, running mean decay 0.01
@@ -39,6 +44,7 @@ def _setup(data, tmp_path, **extra):
                               data=dataclasses.replace(cfg.data, cond=True, label_dim=CLASSES))  # fmt: skip
     assert cfg.loss.pl_weight == PL_WEIGHT and cfg.loss.pl_decay == PL_DECAY
     t, phases, _ = build(cfg, torch.device("cpu"))
+    perturb(t.D, scale=0.2)  # off its zero biases (G's images differ by their latents; its noise strengths stay 0)
     images = torch.rand([BATCH, 1, 8, 8], generator=torch.Generator().manual_seed(5)) * 2 - 1
     return cfg, t, phases, images
 
@@ -82,7 +88,10 @@ def test_g_main_is_the_nonsaturating_loss_of_d_on_fakes(data, tmp_path):
     cfg, t, phases, images = _setup(data, tmp_path)
     _, grads, mb, (G, D) = _step(cfg, t, phases, images, "G_main")
     fakes = G.synthesis(_mixed_ws(G, mb, BATCH), noise_mode="none")
-    loss = F.softplus(-D(fakes, mb.c)).sum() / BATCH  # -log sigmoid(D(G(z))), mean over the batch
+    logits = D(fakes, mb.c)
+    assert_distinct(fakes, "the fakes")
+    assert_distinct(logits, "D's logits of the fakes")
+    loss = F.softplus(-logits).sum() / BATCH  # -log sigmoid(D(G(z))), mean over the batch
     _assert_same_gradients(grads, _gradients(G, loss))
 
 
@@ -91,8 +100,9 @@ def test_d_main_is_the_logistic_loss_on_reals_and_fakes(data, tmp_path):
     stats, grads, mb, (G, D) = _step(cfg, t, phases, images, "D_main")
     with torch.no_grad():
         fakes = G.synthesis(_mixed_ws(G, mb, BATCH), noise_mode="none")
-    real_logits = D(images, mb.c)
-    loss = (F.softplus(-real_logits).sum() + F.softplus(D(fakes, mb.c)).sum()) / BATCH
+    real_logits, fake_logits = D(images, mb.c), D(fakes, mb.c)
+    assert_distinct(torch.cat([real_logits, fake_logits]), "D's logits of the reals and the fakes")
+    loss = (F.softplus(-real_logits).sum() + F.softplus(fake_logits).sum()) / BATCH
     _assert_same_gradients(grads, _gradients(D, loss))
     torch.testing.assert_close(stats["Scores/real"], real_logits.detach().flatten())
 
@@ -102,7 +112,9 @@ def test_d_reg_is_r1_on_reals_weighted_by_its_interval(data, tmp_path):
     stats, grads, mb, (_, D) = _step(cfg, t, phases, images, "D_reg")
     real = images.clone().requires_grad_(True)
     (slope,) = torch.autograd.grad(D(real, mb.c).sum(), real, create_graph=True)
+    assert_distinct(slope, "D's input gradients of the reals")
     penalty = GAMMA / 2 * slope.square().sum(dim=[1, 2, 3])  # R1, Mescheder et al. 2018 Eq. 9
+    assert_distinct(penalty, "the reals' R1")
     torch.testing.assert_close(stats["Loss/D/r1"], penalty.detach())
     interval = 16  # lazy regularisation: R1 every 16 steps, weighted 16x (StyleGAN2 Sec. 3.1)
     _assert_same_gradients(grads, _gradients(D, penalty.sum() * interval / BATCH))
@@ -143,6 +155,8 @@ def test_g_reg_path_length_matches_finite_differences_and_pl_mean_is_its_ema(dat
     assert all(not torch.equal(probe[0], other) for other in probe[1:])  # one probe per image
     ws = _mixed_ws(G, mb, n).detach()
     expected = _finite_difference_lengths(G, ws, probe)
+    assert_distinct(ws, "the mixed ws")
+    assert_distinct(expected, "the path lengths")
     torch.testing.assert_close(stats["PL/length"], expected, rtol=2e-3, atol=0)
     torch.testing.assert_close(stats["Loss/G/pl"], PL_WEIGHT * (stats["PL/length"] - previous_mean).square())
     # pl_mean <- pl_mean + decay * (mean length - pl_mean), after the step
@@ -196,3 +210,17 @@ def test_style_mixing_cutoffs_are_uniform_over_the_layers_with_probability_p():
     assert L.mixing_cutoffs(torch.zeros(1), torch.ones(1), num_ws, prob=0.9).item() == num_ws - 1
     mixed = L.mixing_cutoffs(evenly_spread, torch.full([n], 0.5), num_ws, prob=0.9) < num_ws
     assert mixed.sum().item() == 900  # P(u < p) = p
+    assert L.mixing_cutoffs(torch.zeros(3), evenly_spread[:3], num_ws, prob=0.0).tolist() == [num_ws] * 3  # u may be 0
+
+
+def test_seeds_are_the_first_63_bits_of_a_digest_of_their_parts():
+    """Every draw of a step is seeded from (seed, position, phase, slot): the first 8 bytes of the SHA-256 of the
+    parts joined by "/", little-endian, top bit cleared (so any generator takes it)."""
+
+    def by_hand(*parts):
+        digest = hashlib.sha256("/".join(map(str, parts)).encode()).digest()
+        return int.from_bytes(digest[:8], "little") % 2**63
+
+    assert derive_seed(3, 104, 2, 1) == by_hand(3, 104, 2, 1)
+    seeds = [derive_seed(0, n) for n in range(64)]
+    assert seeds == [by_hand(0, n) for n in range(64)] and len(set(seeds)) == 64

@@ -2,6 +2,8 @@
 `auto` preset (ADA App. D), the EMA generator (ProGAN Sec. 4.1; ADA App. D) and --mirror, each against values
 written out by hand from the papers."""
 
+import dataclasses
+
 import pytest
 import torch
 from train_helpers import make_dataset, tiny_options
@@ -62,6 +64,17 @@ def test_lazy_regularisation_corrects_adam_lr_and_betas(data, tmp_path):
     _, phases, _ = build(resolve(tiny_options(data, tmp_path, gamma=0, dlr=0.002)), torch.device("cpu"))
     assert [p.name for p in phases] == ["G_main", "G_reg", "D_main"]
     assert _adam(phases, "D_main") == (0.002, (0.0, 0.99))
+    cfg = resolve(tiny_options(data, tmp_path, glr=0.003))
+    _, phases, _ = build(
+        dataclasses.replace(cfg, loss=dataclasses.replace(cfg.loss, pl_weight=0.0)), torch.device("cpu")
+    )
+    assert [p.name for p in phases] == ["G_main", "D_main", "D_reg"]
+    assert _adam(phases, "G_main") == (0.003, (0.0, 0.99))
+    weak = dataclasses.replace(cfg.loss, pl_weight=0.5, gamma=0.5)  # weights below 1 regularise too
+    momentum = dataclasses.replace(cfg.optim, beta1=0.5)  # StyleGAN's beta1 is 0; another is corrected alike
+    _, phases, _ = build(dataclasses.replace(cfg, loss=weak, optim=momentum), torch.device("cpu"))
+    assert [p.name for p in phases] == ["G_main", "G_reg", "D_main", "D_reg"]
+    assert _adam(phases, "D_reg")[1][0] == pytest.approx(0.5 ** (16 / 17))
 
 
 @pytest.mark.parametrize(
@@ -101,7 +114,7 @@ def test_update_ema_interpolates_parameters_and_copies_buffers():
     update_ema(ema, model, beta=0.75)
     expected = [0.75 * 1 + 0.25 * 5, 0.75 * 2 + 0.25 * 6, 0.75 * 3 + 0.25 * -1]  # beta * ema + (1 - beta) * model
     torch.testing.assert_close(ema.weight.data, torch.tensor(expected))
-    assert torch.equal(ema.running_mean, model.running_mean)
+    assert ema.running_mean.tolist() == model.running_mean.tolist() == [7.0, 8.0, 9.0]  # the model's, into the EMA
     assert torch.equal(model.weight.data, torch.tensor([5.0, 6.0, -1.0]))
 
 

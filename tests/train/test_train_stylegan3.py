@@ -10,6 +10,7 @@ import pytest
 import torch
 from train_helpers import make_dataset, tiny_options, weights_found
 
+from distinct_helpers import assert_distinct
 from ganforge.augment.blur import blur_images, blur_kernel
 from ganforge.config import maths_fields
 from ganforge.errors import UserError
@@ -88,6 +89,7 @@ def test_blur_sigma_fades_linearly_to_zero():
         [10.0, 7.5, 5.0, 0.1, 0.0, 0.0]
     )
     assert blur_sigma(0, 0.0, 100.0) == 0.0 and blur_sigma(0, 10.0, 0.0) == 0.0  # configs without the warm-up
+    assert blur_sigma(500, 0.5, 1.0) == 0.25  # a blur narrower than a pixel fades too
 
 
 def test_blur_kernel_taps_by_hand():
@@ -180,6 +182,7 @@ def test_r1_differentiates_through_the_blur(data, tmp_path):
     grads = {i: s["exp_avg"] for i, s in opt.state_dict()["state"].items()}
     real = images.clone().requires_grad_(True)
     (g,) = torch.autograd.grad(D(blur_images(real, 1.5), torch.zeros([4, 0])).sum(), real, create_graph=True)
+    assert_distinct(g, "D's input gradients of the reals")  # so that R1 of other images cannot pass for theirs
     penalty = g.square().flatten(1).sum(1).mean() * (2.0 / 2) * cfg.loss.r1_interval
     expected = torch.autograd.grad(penalty, list(D.parameters()), allow_unused=True)
     for i, value in enumerate(expected):

@@ -57,6 +57,8 @@ _MAX_ITEMS = 256  # a config list (the kimg of learning-rate steps)
 _MAX_COUNT = 2**31  # counters that are not image counts: steps in a row, scaler intervals
 _FLOAT32_MAX = float(torch.finfo(torch.float32).max)
 _SCALER_KEYS = ("scale", "growth_factor", "backoff_factor", "growth_interval", "_growth_tracker")
+_LOOP_KEYS = ("cur_nimg", "cur_tick", "pl_mean", "nonfinite_in_a_row")
+_THREADS_FROM = 4  # the first checkpoint format that records the writer's intra-op thread count
 
 
 def check(state, manifest: dict) -> dict:
@@ -74,7 +76,7 @@ def _check(state, nimg: int, version: int) -> dict:
     state = entries(state, "the state", STATE_KEYS)
     fields = _check_config(state["config"], state["config_hash"], version)
     G, D = _architecture(fields)
-    _check_loop(state["loop"], state["sampler"], nimg)
+    _check_loop(state["loop"], state["sampler"], nimg, version)
     for name, spec in (("G", G), ("D", D), ("G_ema", G)):
         _check_network(state[name], name, spec)
     for name, spec in (("opt_G", G), ("opt_D", D)):
@@ -306,8 +308,11 @@ def _check_scaler(value, where: str, fp16: bool) -> None:
 # ---- progress, augmentation ---------------------------------------------------------------------------------------
 
 
-def _check_loop(loop, sampler, nimg: int) -> None:
-    loop = entries(loop, "loop", ("cur_nimg", "cur_tick", "pl_mean", "nonfinite_in_a_row"))
+def _check_loop(loop, sampler, nimg: int, version: int) -> None:
+    threads = version >= _THREADS_FROM
+    loop = entries(loop, "loop", _LOOP_KEYS + (("intra_op_threads",) if threads else ()))
+    if threads:
+        whole(loop["intra_op_threads"], "loop/intra_op_threads", 1, _MAX_COUNT)
     cur_nimg = whole(loop["cur_nimg"], "loop/cur_nimg", 0, MAX_NIMG)
     if cur_nimg != nimg:
         refuse("loop/cur_nimg", f"is {cur_nimg}, the manifest says {nimg}")

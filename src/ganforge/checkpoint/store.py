@@ -8,7 +8,8 @@ Layout of `<ckpt_dir>/ckpt-<nimg, 9+ digits>/`:
 The bytes of all three depend only on the training state, so the same run repeated writes identical files (`md5sum`
 equal); when a checkpoint was written is the manifest's modification time, which retention's `--keep-max-age` reads.
 Version 1 manifests also held a `created` time, and the states of versions 1 and 2 also held Python's and NumPy's
-generator states (checkpoint/rng.py); both still load.
+generator states (checkpoint/rng.py); both still load. Version 4 added the writer's intra-op thread count
+(`loop/intra_op_threads`), which older states lack.
 `<ckpt_dir>/latest` names the newest committed folder, for people and tools; loading never trusts it and
 scans the folders instead, so a crash between the rename and the pointer update loses nothing.
 """
@@ -31,7 +32,7 @@ from ganforge.durable import fsync_dir, write_file
 from ganforge.tensorfile import tensor_file_bytes
 
 FORMAT = "ganforge-checkpoint"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 TENSORS = "tensors.safetensors"
 STATE = "state.json"
 MANIFEST = "manifest.json"

@@ -34,7 +34,12 @@ def capture(trainer: Trainer, G_ema: Generator, loop: dict, stream: dict | None 
         "rng": checkpoint.capture_rng(),
         "sampler": {"position": loop["cur_nimg"]} | ({"stream": stream} if stream else {}),
         "augment": augment,
-        "loop": {**loop, "pl_mean": trainer.pl_mean.detach().cpu(), "nonfinite_in_a_row": trainer.nonfinite_in_a_row},
+        "loop": {
+            **loop,
+            "pl_mean": trainer.pl_mean.detach().cpu(),
+            "nonfinite_in_a_row": trainer.nonfinite_in_a_row,
+            "intra_op_threads": torch.get_num_threads(),
+        },  # fmt: skip
         # Only the fields that define the training maths (what a resume checks): no paths, so two runs of the same
         # command in different folders write identical checkpoints.
         "config_hash": config_hash(cfg),
@@ -66,6 +71,21 @@ def restore(state: dict, trainer: Trainer, G_ema: Generator) -> dict:
     trainer.nonfinite_in_a_row = int(loop.pop("nonfinite_in_a_row"))
     checkpoint.restore_rng(state["rng"])
     return loop
+
+
+def thread_change(loop: dict, device: torch.device) -> str | None:
+    """What to say when a run resumes on the CPU with another intra-op thread count than the checkpoint's writer had
+    (`restore`'s loop counters hold it): CPU kernels split their sums over the threads, so the sums round otherwise
+    and the run continues differently from one that never stopped, where exact resume is promised. None when the
+    counts agree, on other devices (whose kernels do not use these threads) and for checkpoints without the count."""
+    recorded, now = loop.get("intra_op_threads"), torch.get_num_threads()
+    if device.type != "cpu" or recorded is None or recorded == now:
+        return None
+    return (
+        f"the checkpoint was written with {recorded} intra-op thread(s), this process has {now}: CPU sums round "
+        f"differently, so the run will not continue exactly as one that never stopped; set OMP_NUM_THREADS={recorded} "
+        "to resume it exactly"
+    )
 
 
 def _load_optimizer(opt: torch.optim.Optimizer, saved: dict) -> None:

@@ -58,6 +58,8 @@ def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | N
         samples = logs.SampleGrid(cfg, dataset, device)
         _start_report(cfg, log, trainer, samples, run_dir, cur_nimg)
         stream = checkpointing.stream_layout(resume, dataset, cur_nimg, world, log.print)  # shards only, else None
+        if (threads := checkpointing.thread_change(loop, device)) is not None:
+            log.print(f"warning: {threads}")
         origin = stream["origin"] if stream else 0
         loader = make_loader(
             dataset, s.batch // world, s.seed, rank, world, cur_nimg, cfg.data.workers, device,
