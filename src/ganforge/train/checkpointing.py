@@ -34,7 +34,11 @@ def capture(trainer: Trainer, G_ema: Generator, loop: dict, stream: dict | None 
         "rng": checkpoint.capture_rng(),
         "sampler": {"position": loop["cur_nimg"]} | ({"stream": stream} if stream else {}),
         "augment": augment,
-        "loop": {**loop, "pl_mean": trainer.pl_mean.detach().cpu(), "nonfinite_in_a_row": trainer.nonfinite_in_a_row},
+        "loop": {
+            **loop,
+            "pl_mean": trainer.pl_mean.detach().cpu(),
+            "nonfinite_in_a_row": int(trainer.nonfinite_in_a_row),
+        },
         # Only the fields that define the training maths (what a resume checks): no paths, so two runs of the same
         # command in different folders write identical checkpoints.
         "config_hash": config_hash(cfg),
@@ -70,11 +74,12 @@ def restore(state: dict, trainer: Trainer, G_ema: Generator) -> dict:
 
 def _load_optimizer(opt: torch.optim.Optimizer, saved: dict) -> None:
     """Adam's moments and step counts from the checkpoint; its lr, betas and eps from this run's configuration, which
-    differ from the checkpoint's only under --allow-config-change (a saved state_dict carries them too)."""
-    configured = [{key: group[key] for key in ("lr", "betas", "eps")} for group in opt.param_groups]
-    opt.load_state_dict(saved)
-    for group, settings in zip(opt.param_groups, configured, strict=True):
-        group.update(settings)
+    differ from the checkpoint's only under --allow-config-change (a saved state_dict carries them too), and how it
+    runs (fused) from this run, which also decides where torch keeps the step counts."""
+    keys = ("lr", "betas", "eps", "fused")
+    configured = [{key: group[key] for key in keys} for group in opt.param_groups]
+    groups = [group | settings for group, settings in zip(saved["param_groups"], configured, strict=True)]
+    opt.load_state_dict(saved | {"param_groups": groups})
 
 
 def check_config(state: dict, cfg: Config, source: Path) -> list[str]:
