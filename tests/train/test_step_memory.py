@@ -2,8 +2,8 @@
 refusing a step that does not fit the GPU it names with the figure and the --batch-gpu that fits.
 
 The trace is checked against a real step on the CPU, whose allocations torch's profiler records one by one
-(bench/memory.py:measured_cpu_peak_bytes); benchmarks/step_memory.py prints the comparison for larger configs, and on
-a GPU tests/train/test_train_cuda.py compares with torch.cuda.max_memory_allocated.
+(bench/memory.py:measured_peak_bytes); benchmarks/step_memory.py prints the comparison for larger configs, and on
+a GPU the same test compares with torch.cuda.max_memory_allocated.
 """
 
 import pytest
@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from train_helpers import make_dataset, tiny_args, tiny_options
 
 from ganforge import dist
-from ganforge.bench.memory import measured_cpu_peak_bytes
+from ganforge.bench.memory import measured_peak_bytes
 from ganforge.cli import main as cli_main
 from ganforge.train import resolve, step_memory
 from ganforge.train.step_memory import (
@@ -48,7 +48,7 @@ def tiny_peak(tiny):
 
 
 def test_traced_peak_is_the_measured_cpu_peak_within_a_quarter(tiny):
-    traced, measured = step_peak_bytes(tiny, cuda=False), measured_cpu_peak_bytes(tiny)
+    traced, measured = step_peak_bytes(tiny, cuda=False), measured_peak_bytes(tiny, torch.device("cpu"))
     assert abs(traced - measured) <= TOLERANCE * measured, (traced, measured)
 
 
@@ -121,3 +121,10 @@ def test_the_trace_issues_no_collective_with_the_group_joined(tiny, tiny_peak, m
     for name in ("all_reduce", "broadcast", "barrier", "broadcast_object_list", "all_gather_object"):
         monkeypatch.setattr(tdist, name, collective)
     assert dist.world_size() == 2 and step_peak_bytes(tiny) == tiny_peak
+
+
+@pytest.mark.cuda
+def test_traced_peak_is_the_cuda_allocator_peak_within_a_quarter(data, tmp_path):
+    cfg = resolve(tiny_options(data, tmp_path, batch=8, aug="ada", device="cuda"))
+    traced, measured = step_peak_bytes(cfg), measured_peak_bytes(cfg, torch.device("cuda"))
+    assert abs(traced - measured) <= TOLERANCE * measured, (traced, measured)

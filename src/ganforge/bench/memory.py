@@ -2,7 +2,7 @@
 
 The estimate that works on any device is a trace of the step on fake tensors (ganforge.train.step_memory). On CUDA
 the allocator's peak is measured as well; a CPU's allocator keeps no peak, and the process's peak RSS only grows, so
-`measured_cpu_peak_bytes` reads what the allocator reports to torch's profiler, allocation by allocation: what the
+`measured_peak_bytes` reads what the allocator reports to torch's profiler, allocation by allocation: what the
 trace predicts, measured (tests/train/test_step_memory.py, benchmarks/step_memory.py).
 """
 
@@ -40,22 +40,37 @@ def release(device: torch.device) -> None:
         torch.cuda.empty_cache()
 
 
-def measured_cpu_peak_bytes(cfg: Config) -> int:
-    """The most bytes allocated at once, from building the networks to the end of one real step of `cfg` on the CPU
-    (the step `step_peak_bytes` traces, with the same reference ops), over what was allocated before: the CPU
-    allocator's running total, which it reports to torch's profiler with every allocation and free. The RNG is left
-    as it was."""
+def measured_peak_bytes(cfg: Config, device: torch.device) -> int:
+    """The most bytes allocated at once, from building the networks to the end of one real step of `cfg` on `device`
+    (the step `step_peak_bytes` traces, with the same reference ops), over what was allocated before: on CUDA the
+    allocator's peak, on a CPU the allocator's running total as it reports it to torch's profiler with every
+    allocation and free. The RNG is left as it was."""
+    cfg = reference_config(cfg)
+    gc.collect()
+    with torch.random.fork_rng(), dist.alone():
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+            before = torch.cuda.memory_allocated(device)
+            torch.cuda.reset_peak_memory_stats(device)
+            _real_step(cfg, device)
+            torch.cuda.synchronize(device)
+            return torch.cuda.max_memory_allocated(device) - before
+        return _cpu_peak(cfg, device)
+
+
+def _real_step(cfg: Config, device: torch.device) -> None:
+    G, D = build_networks(cfg, device)
+    G.use_cpu_kernels(False)  # the reference ops, as the trace runs them (not the CPU's Winograd tiles)
+    D.use_cpu_kernels(False)
+    run_step(cfg, device, (G, D))
+
+
+def _cpu_peak(cfg: Config, device: torch.device) -> int:
     from torch._C._profiler import _EventType
     from torch.profiler import ProfilerActivity, profile
 
-    cfg, cpu = reference_config(cfg), torch.device("cpu")
-    gc.collect()
-    with torch.random.fork_rng(), dist.alone(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as run:
-        G, D = build_networks(cfg, cpu)
-        G.use_cpu_kernels(False)  # the reference ops, as the trace runs them (not the CPU's Winograd tiles)
-        D.use_cpu_kernels(False)
-        run_step(cfg, cpu, (G, D))
-        del G, D
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as run:
+        _real_step(cfg, device)
     events = sorted(
         (node.start_time_ns, node.extra_fields.alloc_size, node.extra_fields.total_allocated)
         for node in _walk(run.profiler.kineto_results.experimental_event_tree())
