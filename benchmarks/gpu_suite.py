@@ -30,9 +30,9 @@ step is cut at the deadline, and one that would start after it is recorded as sk
 tables) and cuda-tests.txt (pytest's whole report) in the output folder.
 
 With --dry-run the same steps run at toy size on the CPU (16², the tiny presets, one timed call, the memory model
-planning for --gpu-memory 0.55 up to 8 images), the CUDA tests are listed but not run (they would all skip), entries that need a
-GPU (fp16, Triton, compiled, CUDA graphs) are planned but not run, and the side-by-side prints its plan: the script's
-own plumbing is exercised where there is no GPU.
+planning for --gpu-memory 0.55 up to 8 images), the CUDA tests are listed but not run (they would all skip),
+entries that need a GPU (fp16, Triton, compiled, CUDA graphs) are planned but not run, and the side-by-side prints
+its plan: the script's own plumbing is exercised where there is no GPU.
 """
 
 import argparse
