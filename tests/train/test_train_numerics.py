@@ -108,6 +108,21 @@ def test_train_nonfinite_step_is_skipped_with_weights_bitwise_unchanged(data, tm
     assert not torch.equal(before["synthesis.b8.torgb.weight"], t.G.state_dict()["synthesis.b8.torgb.weight"])
 
 
+def test_train_a_skipped_path_length_step_keeps_the_mean(data, tmp_path, monkeypatch):
+    """The path-length mean moves only with a step taken: decided on the device, bitwise kept on a skipped one."""
+    cfg, t, phases, images = _trainer(data, tmp_path)
+    index = [p.name for p in phases].index("G_reg")
+    mbs = micro_batches(cfg, index, 0, images, torch.zeros([8, 0]), t.G.num_ws)
+    before = t.pl_mean.clone()
+    lengths = L.path_lengths
+    with monkeypatch.context() as patch:
+        patch.setattr(L, "path_lengths", lambda img, ws, noise: lengths(img, ws, noise) * float("nan"))
+        stats = run_phase(t, phases[index], index, 0, mbs)
+    assert stats["Skipped/G_reg"].item() == 1 and torch.equal(t.pl_mean, before)
+    run_phase(t, phases[index], index, 0, mbs)
+    assert not torch.equal(t.pl_mean, before) and torch.isfinite(t.pl_mean)
+
+
 def _d_main_steps(cfg, t, phases, images, count: int) -> dict:
     """`count` steps of D main, then what the tick reads: the statistics and the trainer's scalars."""
     index = [p.name for p in phases].index("D_main")
