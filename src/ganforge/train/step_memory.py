@@ -15,6 +15,7 @@ workspaces, the CUDA caching allocator's fragmentation) is the HEADROOM a step m
 """
 
 import dataclasses
+import warnings
 import weakref
 
 import torch
@@ -75,7 +76,10 @@ def step_peak_bytes(cfg: Config, cuda: bool = True) -> int:
     alike); `cuda`: every allocation rounded as CUDA's caching allocator rounds it."""
     cfg, device = reference_config(cfg), torch.device("cpu")
     mode, counted = FakeTensorMode(allow_non_fake_inputs=True), LiveBytes(CUDA_BLOCK if cuda else 1)
-    with torch.random.fork_rng(), dist.alone():
+    with torch.random.fork_rng(), dist.alone(), warnings.catch_warnings():
+        # build() deep-copies G into G_ema; torch's Tensor.__deepcopy__ asks a fake tensor for its data pointer, which
+        # it answers with a deprecation warning that means nothing here (the copy is a fake tensor too)
+        warnings.filterwarnings("ignore", message="Accessing the data pointer of FakeTensor")
         G, D = _fake_networks(cfg, mode, device)
         with mode, counted:
             for tensor in (*G.parameters(), *G.buffers(), *D.parameters(), *D.buffers()):
