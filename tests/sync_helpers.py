@@ -18,6 +18,11 @@ import sys
 from pathlib import Path
 
 import torch
+
+# torch._dynamo records torch's functions when it is imported (those it may put in a graph), and a dispatch mode's
+# first use imports it: imported inside the counting, it would record the counting wrappers instead, and a later
+# torch.compile in the same process would break its graph at torch.where.
+import torch._dynamo  # noqa: F401
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import ganforge
