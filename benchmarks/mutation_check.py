@@ -1162,6 +1162,9 @@ MUTANTS = (
       (STEP_MEMORY + "test_train_refuses_a_step_no_micro_batch_fits_with_the_figure_and_exit_2",)),
     M("live_bytes_never_freed", "train/step_memory.py", "        self.live -= nbytes", "        pass",
       (STEP_MEMORY + "test_live_bytes_count_each_storage_once_until_it_is_freed",)),
+    M("fused_adam_takes_any_moment_shape", "train/checkpointing.py",
+      'if any(state[key].shape != param.shape for key in ("exp_avg", "exp_avg_sq") if key in state):',
+      "if False:", (NUMERICS + "test_train_fused_adam_never_takes_moments_of_another_shape",)),
 )  # fmt: skip
 
 

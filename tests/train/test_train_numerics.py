@@ -1,5 +1,6 @@
 """Training numerics on CPU: accumulation, bf16, non-finite steps, a learning signal, and the loss terms."""
 
+import copy
 import math
 from pathlib import Path
 
@@ -8,8 +9,9 @@ import torch
 from train_helpers import make_dataset, tiny_options
 
 from ganforge import checkpoint
+from ganforge.errors import UserError
+from ganforge.train import checkpointing, resolve, run
 from ganforge.train import loss as L
-from ganforge.train import resolve, run
 from ganforge.train.build import build
 from ganforge.train.logs import TickStats
 from ganforge.train.phases import (
@@ -121,6 +123,17 @@ def test_train_a_skipped_path_length_step_keeps_the_mean(data, tmp_path, monkeyp
     assert stats["Skipped/G_reg"].item() == 1 and torch.equal(t.pl_mean, before)
     run_phase(t, phases[index], index, 0, mbs)
     assert not torch.equal(t.pl_mean, before) and torch.isfinite(t.pl_mean)
+
+
+def test_train_fused_adam_never_takes_moments_of_another_shape(data, tmp_path):
+    """Fused Adam would write such a moment past its end: restoring one is refused even where nothing checked the
+    checkpoint before (the resume validator refuses it first)."""
+    cfg, t, phases, images = _trainer(data, tmp_path)
+    run_phase(t, phases[0], 0, 0, micro_batches(cfg, 0, 0, images, torch.zeros([8, 0]), t.G.num_ws))
+    state = checkpointing.capture(t, copy.deepcopy(t.G), {"cur_nimg": 0, "cur_tick": 0}, None)
+    state["opt_G"]["state"][0]["exp_avg"] = torch.zeros(2)
+    with pytest.raises(UserError, match="Adam moments do not fit the networks"):
+        checkpointing.restore(state, t, copy.deepcopy(t.G))
 
 
 def _d_main_steps(cfg, t, phases, images, count: int) -> dict:

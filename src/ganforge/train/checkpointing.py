@@ -80,6 +80,11 @@ def _load_optimizer(opt: torch.optim.Optimizer, saved: dict) -> None:
     configured = [{key: group[key] for key in keys} for group in opt.param_groups]
     groups = [group | settings for group, settings in zip(saved["param_groups"], configured, strict=True)]
     opt.load_state_dict(saved | {"param_groups": groups})
+    # Fused Adam writes each moment as if it had its parameter's shape, past the end of a smaller one: the validator
+    # refuses such a checkpoint, and this keeps it so should anything else hand one over.
+    for param, state in opt.state.items():
+        if any(state[key].shape != param.shape for key in ("exp_avg", "exp_avg_sq") if key in state):
+            raise UserError("--resume: the checkpoint's Adam moments do not fit the networks; pass --resume new")
 
 
 def check_config(state: dict, cfg: Config, source: Path) -> list[str]:
