@@ -58,6 +58,9 @@ LOOP_SCHEDULE = SCHEDULE + "test_loop_runs_r1_every_16_and_path_length_every_4_s
 NETS = "tests/nets/test_nets_reference.py::"
 LAYOUTS = "tests/train/test_train_layouts.py::"
 ATTENTION = "tests/nets/test_nets_attention.py::"
+NUMERICS = "tests/train/test_train_numerics.py::"
+NO_SYNC = "tests/train/test_train_no_host_sync.py::"
+STEP_MEMORY = "tests/train/test_step_memory.py::"
 GROWTH = "tests/nets/test_nets_growth.py::"
 GROWING = "tests/train/test_train_growth.py::"
 PARAMS = "tests/nets/test_nets_params.py::"
@@ -139,7 +142,7 @@ MUTANTS = (
     M("pl_sum_over_ws", "train/loss.py", "return grads.square().sum(2).mean(1).sqrt()",
       "return grads.square().sum(2).sum(1).sqrt()", (PL,)),
     M("pl_probe_unscaled", "train/phases.py", "noise / (img.shape[2] * img.shape[3]) ** 0.5", "noise", (PL,)),
-    M("pl_one_probe_for_all_images", "train/phases.py", "derive_seed(cfg.schedule.seed, int(position), _PL_PROBE",
+    M("pl_one_probe_for_all_images", "train/phases.py", "derive_seed(cfg.schedule.seed, position, _PL_PROBE",
       "derive_seed(cfg.schedule.seed, 0, _PL_PROBE", (PL,)),
     M("g_main_ignores_labels", "train/phases.py", "logits = trainer.discriminate(img, mb)\n    loss = L.g_non",
       "logits = trainer.D_main(img, None)\n    loss = L.g_non",
@@ -240,7 +243,8 @@ MUTANTS = (
     M("sg3_magnitude_in_d_main", "train/phases.py", "and main and update_emas and", "and main and",
       (SG3 + "test_magnitude_ema_is_updated_in_g_main_only_with_the_input_mean_square",)),
     # Resume.
-    M("resume_keeps_checkpoint_lr", "train/checkpointing.py", "group.update(settings)", "group.update({})",
+    M("resume_keeps_checkpoint_lr", "train/checkpointing.py", "groups = [group | settings for",
+      "groups = [group for",
       ("tests/train/test_train_resume_options.py::test_allow_config_change_continues_with_the_new_values",
        CONTROLS + "test_a_resume_that_turns_r1_off_takes_this_runs_adam_betas")),
     M("resume_new_continues", "train/rundir.py", 'if key.resume == "new":', "if False:",
@@ -1267,8 +1271,45 @@ MUTANTS = (
     M("qat_distils_another_inputs_image", "export/qat.py", "want = teacher(*inputs)",
       "want = teacher(*inputs).roll(1, 0)",
       (QAT + "test_the_fine_tuning_loss_is_each_images_squared_difference_from_the_teachers_image_of_its_input",)),
-    M("lazy_betas_uncorrected", "train/phases.py", "betas=(o.beta1**ratio, o.beta2**ratio)", "betas=(o.beta1, o.beta2)",
+    M("lazy_betas_uncorrected", "train/phases.py", "lr * ratio, (o.beta1**ratio, o.beta2**ratio), o.eps",
+      "lr * ratio, (o.beta1, o.beta2), o.eps",
       (CONSUMED + "test_stylegan2_steps_take_the_warmed_up_stepped_lr_lazy_betas_gamma_and_ramped_ema",)),
+    # A step without host syncs (the skip decided on the device, the count in a row read at the tick) and the memory
+    # model that refuses a step before it is spent.
+    M("skip_flag_not_handed_to_adam", "train/precision.py", "opt.found_inf, opt.grad_scale = skip, None",
+      "opt.found_inf, opt.grad_scale = None, None",
+      (NUMERICS + "test_train_nonfinite_step_is_skipped_with_weights_bitwise_unchanged",)),
+    M("nonfinite_flag_sees_nan_only", "train/precision.py", "bad += (~torch.isfinite(t)).sum()",
+      "bad += t.isnan().sum()",
+      (NUMERICS + "test_train_twenty_nonfinite_steps_in_a_row_abort_at_the_tick_with_advice",)),
+    M("count_in_a_row_never_reset", "train/phases.py",
+      "trainer.nonfinite_in_a_row = (trainer.nonfinite_in_a_row + 1) * skipped.long()",
+      "trainer.nonfinite_in_a_row = trainer.nonfinite_in_a_row + skipped.long()",
+      (NUMERICS + "test_train_a_finite_step_resets_the_count_in_a_row",)),
+    M("divergence_one_step_late", "train/phases.py", "if in_a_row < MAX_NONFINITE_IN_A_ROW:",
+      "if in_a_row <= MAX_NONFINITE_IN_A_ROW:",
+      (NUMERICS + "test_train_twenty_nonfinite_steps_in_a_row_abort_at_the_tick_with_advice",)),
+    M("pl_mean_moves_on_a_skipped_step", "train/phases.py",
+      "trainer.pl_mean = torch.where(skipped > 0, trainer.pl_mean, updated)", "trainer.pl_mean = updated",
+      (NUMERICS + "test_train_a_skipped_path_length_step_keeps_the_mean",)),
+    M("skipped_stat_read_on_the_host", "train/phases.py", 'out[f"Skipped/{phase.name}"] = skipped.reshape(1)',
+      'out[f"Skipped/{phase.name}"] = torch.tensor([float(skipped)], device=grad_norm.device)',
+      (NO_SYNC + "test_train_step_never_waits_for_the_device[r3gan]",)),
+    M("unmoved_images_resampled", "augment/pipe.py",
+      "return torch.where(moved[:, None, None, None], warped, images)", "return warped",
+      ("tests/train/test_augment.py::test_p0_is_bitwise_identity",
+       "tests/train/test_augment.py::test_unmoved_images_keep_their_values_and_moved_ones_match_alone")),
+    M("step_memory_without_headroom", "train/step_memory.py", "return peak * (1 + HEADROOM) <= available",
+      "return peak <= available",
+      (STEP_MEMORY + "test_the_largest_micro_batch_that_fits_is_found_and_confirmed",)),
+    M("step_memory_never_refuses", "train/command.py",
+      "        check_step_memory(config, options.gpu_memory, facts.device_type)\n", "",
+      (STEP_MEMORY + "test_train_refuses_a_step_no_micro_batch_fits_with_the_figure_and_exit_2",)),
+    M("live_bytes_never_freed", "train/step_memory.py", "        self.live -= nbytes", "        pass",
+      (STEP_MEMORY + "test_live_bytes_count_each_storage_once_until_it_is_freed",)),
+    M("fused_adam_takes_any_moment_shape", "train/checkpointing.py",
+      'if any(state[key].shape != param.shape for key in ("exp_avg", "exp_avg_sq") if key in state):',
+      "if False:", (NUMERICS + "test_train_fused_adam_never_takes_moments_of_another_shape",)),
 )  # fmt: skip
 
 

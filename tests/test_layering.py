@@ -31,7 +31,7 @@ LAYER_OF = {part: level for level, parts in enumerate(LAYERS) for part in parts}
 TRAIN_MODULES_ALLOWED = {
     "doctor": set(), "generate": set(), "export": set(), "project": set(), "explore": set(),
     "bench": {"ganforge.train.options", "ganforge.train.resolver", "ganforge.train.build", "ganforge.train.phases",
-              "ganforge.train.schedules", "ganforge.train.precision"},
+              "ganforge.train.schedules", "ganforge.train.precision", "ganforge.train.step_memory"},
 }  # fmt: skip
 
 

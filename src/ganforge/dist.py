@@ -3,6 +3,8 @@
 World size 1 goes through the same code paths as N; every helper here is a no-op or identity then.
 """
 
+import contextlib
+import contextvars
 import ctypes
 import datetime
 import importlib
@@ -17,6 +19,8 @@ from ganforge.devices import pick_device
 from ganforge.errors import UserError
 
 _TIMEOUT = datetime.timedelta(minutes=30)
+# Set inside `alone()`: this thread's work is this process's only (a trace on fake tensors), so it sees one process.
+_ALONE = contextvars.ContextVar("ganforge_dist_alone", default=False)
 _PR_SET_PDEATHSIG = 1  # from <sys/prctl.h>
 
 
@@ -95,12 +99,23 @@ def shutdown() -> None:
         tdist.destroy_process_group()
 
 
+@contextlib.contextmanager
+def alone():
+    """Within it, this thread's code sees a process of its own (rank 0 of 1), so it issues no collective: for work
+    one process does for itself, such as tracing a step's memory on fake tensors while the group is joined."""
+    token = _ALONE.set(True)
+    try:
+        yield
+    finally:
+        _ALONE.reset(token)
+
+
 def rank() -> int:
-    return tdist.get_rank() if tdist.is_initialized() else 0
+    return tdist.get_rank() if tdist.is_initialized() and not _ALONE.get() else 0
 
 
 def world_size() -> int:
-    return tdist.get_world_size() if tdist.is_initialized() else 1
+    return tdist.get_world_size() if tdist.is_initialized() and not _ALONE.get() else 1
 
 
 def local_rank() -> int:
@@ -123,20 +138,20 @@ def print0(*args, **kwargs) -> None:
 
 
 def barrier() -> None:
-    if tdist.is_initialized():
+    if world_size() > 1:
         tdist.barrier()
 
 
 def all_reduce_sum_(tensor: torch.Tensor) -> torch.Tensor:
     """Sum `tensor` over ranks in place (identity on one process) and return it."""
-    if tdist.is_initialized() and world_size() > 1:
+    if world_size() > 1:
         tdist.all_reduce(tensor, op=tdist.ReduceOp.SUM)
     return tensor
 
 
 def broadcast_object(obj, src: int = 0):
     """Send a small picklable Python value (strings, numbers, dicts of them) from `src` to every rank."""
-    if not tdist.is_initialized() or world_size() == 1:
+    if world_size() == 1:
         return obj
     box = [obj]
     tdist.broadcast_object_list(box, src=src)

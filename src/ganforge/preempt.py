@@ -82,6 +82,8 @@ class PreemptionGuard:
         even where the signal reached only one. Every rank must call it at the same point of the loop. `device`
         must suit the backend (CUDA for NCCL).
         """
+        if dist.world_size() == 1:  # no peer to ask: no device round trip, which would make the host wait every step
+            return self.requested
         seen = torch.tensor([float(self.signal_number == signum) for signum in _SIGNALS], device=device)
         for signum, count in zip(_SIGNALS, dist.all_reduce_sum_(seen).tolist(), strict=True):
             if count > 0:

@@ -1,7 +1,6 @@
 """The bench's parts against obvious references: FLOP counting, saved-activation and state bytes, the batch search's
 out-of-memory handling and its choice of batch."""
 
-import copy
 import gc
 import weakref
 
@@ -11,7 +10,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from ganforge.bench.flops import count_flops
 from ganforge.bench.measure import Measurement
-from ganforge.bench.memory import OutOfMemory, SavedActivations, training_state_bytes
+from ganforge.bench.memory import OutOfMemory
 from ganforge.bench.options import BenchOptions
 from ganforge.bench.search import Candidate, summarize, try_sizes
 from ganforge.bench.shape import choose_shape
@@ -59,24 +58,6 @@ def test_flop_count_equals_flop_counter_mode_on_training_phases_and_runs_r1():
     # R1 needs D forward, its backward to the image, and the backward of that to D's weights: more than D main's
     # forward + backward on reals alone, and positive.
     assert counts["D_reg"] > 0 and counts["G_reg"] > 0
-
-
-def test_saved_activations_count_each_storage_once():
-    x = torch.randn(100, requires_grad=True)
-    with SavedActivations() as saved:
-        (x * x).sum()  # saves x twice: one storage
-    assert saved.nbytes == 400
-    with SavedActivations() as saved:
-        y = x.exp()  # saves its result
-        (y * x).sum()  # saves y and x
-    assert saved.nbytes == 800
-
-
-def test_training_state_bytes_is_four_copies_of_trained_weights_and_one_ema():
-    G, D = torch.nn.Linear(3, 2), torch.nn.Linear(2, 1)  # 8 and 3 parameters
-    G.register_buffer("w_avg", torch.zeros(5))
-    G_ema = copy.deepcopy(G)
-    assert training_state_bytes(G, D, G_ema) == 4 * (8 + 3) * 4 + 8 * 4 + 2 * 5 * 4
 
 
 def _measurement(batch_gpu: int, img_per_s: float) -> Measurement:

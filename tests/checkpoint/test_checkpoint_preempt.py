@@ -73,6 +73,7 @@ def test_one_sigint_arriving_twice_at_once_is_one_interrupt(monkeypatch):
 
 def test_a_sigint_adopted_from_another_rank_is_not_this_process_first_ctrl_c(monkeypatch):
     peer_got_sigint = torch.tensor([0.0, 1.0])  # the all-reduced [SIGTERM, SIGINT] counts when only a peer got it
+    monkeypatch.setattr(preempt.dist, "world_size", lambda: 2)  # a single process asks no peer
     monkeypatch.setattr(preempt.dist, "all_reduce_sum_", lambda seen: seen.add_(peer_got_sigint))
     with PreemptionGuard(repeat_after_s=0) as guard:
         assert guard.any_rank_requested() and guard.exit_code == 130

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from ganforge.augment import ops
-from ganforge.augment.pipe import AdaptiveAugment, AugmentPipe
+from ganforge.augment.pipe import GEOM, AdaptiveAugment, AugmentPipe
 from ganforge.errors import UserError
 
 
@@ -25,14 +25,27 @@ def _mirror_pad(x, pad):
     return torch.cat([x[..., :pad, :].flip(-2), x, x[..., -pad:, :].flip(-2)], dim=-2)
 
 
-def test_p0_is_bitwise_identity_and_draws_nothing():
+@pytest.mark.parametrize("preset", ["bgc", "bgcc"])
+def test_p0_is_bitwise_identity(preset):
+    """Every transform runs at p = 0 too (a test of p would make a CUDA host wait for the device) and leaves every
+    image bitwise as it was."""
     x = _images()
-    torch.manual_seed(3)
-    y = AugmentPipe("bgc", p=0.0)(x)
-    after = torch.rand(4)
-    torch.manual_seed(3)
-    assert torch.equal(y, x)
-    assert torch.equal(after, torch.rand(4))
+    assert torch.equal(AugmentPipe(preset, p=0.0)(x), x)
+
+
+def test_unmoved_images_keep_their_values_and_moved_ones_match_alone():
+    """At a small p most images are not moved by the geometric group: they keep their input bitwise (no
+    resampling blur), and a moved image is the same as when it is augmented alone with the same matrix."""
+    x = _images(n=16)
+    inverse = ops.geometric_matrices(GEOM, 16, 16, 16, torch.tensor(0.2), torch.Generator().manual_seed(1))
+    moved = (inverse != torch.eye(3)).flatten(1).any(dim=1)
+    assert 0 < moved.sum() < 16
+    pipe = AugmentPipe("geom")
+    y = pipe._geometric(x, inverse)
+    assert torch.equal(y[~moved], x[~moved])
+    alone = ops.resample(x[moved], inverse[moved], pipe.filter)
+    assert not torch.equal(y[moved], x[moved])
+    torch.testing.assert_close(y[moved], alone, rtol=0, atol=1e-6)
 
 
 def test_xflip_matches_torch_flip():

@@ -1,5 +1,6 @@
 """Training numerics on CPU: accumulation, bf16, non-finite steps, a learning signal, and the loss terms."""
 
+import copy
 import math
 from pathlib import Path
 
@@ -8,10 +9,20 @@ import torch
 from train_helpers import make_dataset, tiny_options
 
 from ganforge import checkpoint
+from ganforge.errors import UserError
+from ganforge.train import checkpointing, resolve, run
 from ganforge.train import loss as L
-from ganforge.train import resolve, run
 from ganforge.train.build import build
-from ganforge.train.phases import MAX_NONFINITE_IN_A_ROW, DivergedError, micro_batches, run_phase
+from ganforge.train.logs import TickStats
+from ganforge.train.phases import (
+    IN_A_ROW,
+    MAX_NONFINITE_IN_A_ROW,
+    DivergedError,
+    check_divergence,
+    micro_batches,
+    run_phase,
+    tick_scalars,
+)
 
 
 @pytest.fixture(scope="module")
@@ -73,36 +84,92 @@ def _trainer(data, tmp_path):
 
 
 def test_train_nonfinite_step_is_skipped_with_weights_bitwise_unchanged(data, tmp_path, monkeypatch):
+    """The skip is decided on the device (fused Adam's found_inf): the weights stay bitwise, Adam's moments stay
+    those of a fresh optimiser (zeros, step 0), and the next finite step is bitwise the step of a run that never
+    tried the failed one."""
     cfg, t, phases, images = _trainer(data, tmp_path)
     phase = phases[0]
     assert phase.name == "G_main"
     before = {k: v.clone() for k, v in t.G.state_dict().items() if "w_avg" not in k}
-    adam_before = phase.network.opt.state_dict()
     monkeypatch.setattr(L, "g_nonsaturating", lambda logits: logits.flatten() * float("nan"))
     stats = run_phase(t, phase, 0, 0, micro_batches(cfg, 0, 0, images, torch.zeros([8, 0]), t.G.num_ws))
     assert stats["Skipped/G_main"].item() == 1
     after = t.G.state_dict()
     assert all(torch.equal(before[k], after[k]) for k in before)
-    assert phase.network.opt.state_dict()["state"] == adam_before["state"] == {}
+    moments = phase.network.opt.state_dict()["state"].values()
+    assert all(m["step"] == 0 and not m["exp_avg"].any() and not m["exp_avg_sq"].any() for m in moments)
     assert t.nonfinite_in_a_row == 1
-    # A finite step afterwards trains normally and resets the count.
+    # A finite step afterwards trains normally, as if the skipped one had never been tried, and resets the count.
     monkeypatch.undo()
     stats = run_phase(t, phase, 0, 0, micro_batches(cfg, 0, 0, images, torch.zeros([8, 0]), t.G.num_ws))
     assert stats["Skipped/G_main"].item() == 0 and t.nonfinite_in_a_row == 0
+    _, fresh, fresh_phases, _ = _trainer(data, tmp_path)
+    run_phase(fresh, fresh_phases[0], 0, 0, micro_batches(cfg, 0, 0, images, torch.zeros([8, 0]), t.G.num_ws))
+    trained = fresh.G.state_dict()
+    assert all(torch.equal(trained[k], t.G.state_dict()[k]) for k in before)
     assert not torch.equal(before["synthesis.b8.torgb.weight"], t.G.state_dict()["synthesis.b8.torgb.weight"])
 
 
-def test_train_twenty_nonfinite_steps_in_a_row_abort_with_advice(data, tmp_path, monkeypatch):
+def test_train_a_skipped_path_length_step_keeps_the_mean(data, tmp_path, monkeypatch):
+    """The path-length mean moves only with a step taken: decided on the device, bitwise kept on a skipped one."""
     cfg, t, phases, images = _trainer(data, tmp_path)
-    monkeypatch.setattr(L, "d_logistic", lambda real, fake: real.flatten() + float("inf"))
+    index = [p.name for p in phases].index("G_reg")
+    mbs = micro_batches(cfg, index, 0, images, torch.zeros([8, 0]), t.G.num_ws)
+    before = t.pl_mean.clone()
+    lengths = L.path_lengths
+    with monkeypatch.context() as patch:
+        patch.setattr(L, "path_lengths", lambda img, ws, noise: lengths(img, ws, noise) * float("nan"))
+        stats = run_phase(t, phases[index], index, 0, mbs)
+    assert stats["Skipped/G_reg"].item() == 1 and torch.equal(t.pl_mean, before)
+    run_phase(t, phases[index], index, 0, mbs)
+    assert not torch.equal(t.pl_mean, before) and torch.isfinite(t.pl_mean)
+
+
+def test_train_fused_adam_never_takes_moments_of_another_shape(data, tmp_path):
+    """Fused Adam would write such a moment past its end: restoring one is refused even where nothing checked the
+    checkpoint before (the resume validator refuses it first)."""
+    cfg, t, phases, images = _trainer(data, tmp_path)
+    run_phase(t, phases[0], 0, 0, micro_batches(cfg, 0, 0, images, torch.zeros([8, 0]), t.G.num_ws))
+    state = checkpointing.capture(t, copy.deepcopy(t.G), {"cur_nimg": 0, "cur_tick": 0}, None)
+    state["opt_G"]["state"][0]["exp_avg"] = torch.zeros(2)
+    with pytest.raises(UserError, match="Adam moments do not fit the networks"):
+        checkpointing.restore(state, t, copy.deepcopy(t.G))
+
+
+def _d_main_steps(cfg, t, phases, images, count: int) -> dict:
+    """`count` steps of D main, then what the tick reads: the statistics and the trainer's scalars."""
     index = [p.name for p in phases].index("D_main")
     mbs = micro_batches(cfg, index, 0, images, torch.zeros([8, 0]), t.G.num_ws)
-    for _ in range(MAX_NONFINITE_IN_A_ROW - 1):
-        run_phase(t, phases[index], index, 0, mbs)
+    stats = TickStats()
+    for _ in range(count):
+        stats.add(run_phase(t, phases[index], index, 0, mbs))
+    return stats.reduce(torch.device("cpu"), tick_scalars(t))
+
+
+def test_train_twenty_nonfinite_steps_in_a_row_abort_at_the_tick_with_advice(data, tmp_path, monkeypatch):
+    """The count of non-finite steps in a row is kept on the device and read by the tick, which aborts at
+    MAX_NONFINITE_IN_A_ROW; one fewer does not."""
+    cfg, t, phases, images = _trainer(data, tmp_path)
+    monkeypatch.setattr(L, "d_logistic", lambda real, fake: real.flatten() + float("inf"))
+    values = _d_main_steps(cfg, t, phases, images, MAX_NONFINITE_IN_A_ROW - 1)
+    check_divergence(values)
+    assert IN_A_ROW not in values and values["Skipped/D_main"] == MAX_NONFINITE_IN_A_ROW - 1
+    values = _d_main_steps(cfg, t, phases, images, 1)
     with pytest.raises(DivergedError) as error:
-        run_phase(t, phases[index], index, 0, mbs)
+        check_divergence(values)
     message = str(error.value)
     assert "20 optimizer steps in a row had non-finite" in message and "--precision fp32" in message
+    assert "skipped since the last tick: D_main 1" in message
+
+
+def test_train_a_finite_step_resets_the_count_in_a_row(data, tmp_path, monkeypatch):
+    cfg, t, phases, images = _trainer(data, tmp_path)
+    with monkeypatch.context() as patch:
+        patch.setattr(L, "d_logistic", lambda real, fake: real.flatten() + float("inf"))
+        _d_main_steps(cfg, t, phases, images, MAX_NONFINITE_IN_A_ROW - 1)
+    values = _d_main_steps(cfg, t, phases, images, 1)
+    assert values[IN_A_ROW] == 0 and values["Skipped/D_main"] == 0
+    check_divergence(values)
 
 
 def test_train_learning_moves_generated_brightness_toward_the_data(tmp_path):

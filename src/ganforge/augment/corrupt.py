@@ -15,6 +15,8 @@ import math
 
 import torch
 
+from ganforge.augment import ops
+
 FILTER_BANDS = (math.pi / 8, math.pi / 4, math.pi / 2)  # upper edges of the three lower bands
 FILTER_LOG2_STD = 1.0
 FILTER_EXPECTED_POWER = (10 / 13, 1 / 13, 1 / 13, 1 / 13)  # share of a 1/f image's energy in each band
@@ -30,7 +32,7 @@ def _band_index(height: int, width: int, device: torch.device) -> torch.Tensor:
     """Band (0-3) of every coefficient of rfft2 of an H x W image, [H, W // 2 + 1]."""
     fy = torch.fft.fftfreq(height, device=device).abs()[:, None] * 2 * math.pi
     fx = torch.fft.rfftfreq(width, device=device)[None, :] * 2 * math.pi
-    return torch.bucketize(torch.maximum(fx, fy), torch.tensor(FILTER_BANDS, device=device), right=True)
+    return torch.bucketize(torch.maximum(fx, fy), ops.constant(FILTER_BANDS, device), right=True)
 
 
 def filter_gains(n: int, p: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
@@ -38,7 +40,7 @@ def filter_gains(n: int, p: torch.Tensor, generator: torch.Generator | None) -> 
     value = torch.exp2(torch.randn(n, 4, device=p.device, generator=generator) * FILTER_LOG2_STD)
     gated = torch.rand(n, 4, device=p.device, generator=generator) < p
     gains = torch.where(gated, value, torch.ones_like(value))
-    power = torch.tensor(FILTER_EXPECTED_POWER, device=p.device)
+    power = ops.constant(FILTER_EXPECTED_POWER, p.device)
     return gains / (gains.square() * power).sum(dim=1, keepdim=True).sqrt()
 
 

@@ -26,6 +26,12 @@ LUMA_AXIS = (1 / math.sqrt(3),) * 3  # v = (1, 1, 1) / sqrt(3), the paper's luma
 LANCZOS_TAPS = 12  # 2x-oversampling filter length (the paper's sym6 wavelet filter also has 12 taps)
 
 
+def constant(values, device: torch.device) -> torch.Tensor:
+    """A small float32 table on `device`, copied there without the host waiting (torch.tensor(..., device=) makes a
+    blocking copy, which on CUDA waits for the device to finish its queue)."""
+    return torch.tensor(values, dtype=torch.float32).to(device, non_blocking=True)
+
+
 def _gate(n: int, p: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
     """One Bernoulli(p) draw per sample: whether this transform is applied to it."""
     return torch.rand(n, device=p.device, generator=generator) < p
@@ -78,8 +84,8 @@ def blit_matrices(ops, n, height, width, p, generator=None) -> torch.Tensor:
             turns = turns // 2 * 2
         turns = torch.where(_gate(n, p, generator), turns, torch.zeros_like(turns))
         # Exact integer cos/sin of -turns * 90 degrees (the inverse rotation).
-        cos = torch.tensor([1.0, 0.0, -1.0, 0.0], device=p.device)[turns]
-        sin = torch.tensor([0.0, -1.0, 0.0, 1.0], device=p.device)[turns]
+        cos = constant([1.0, 0.0, -1.0, 0.0], p.device)[turns]
+        sin = constant([0.0, -1.0, 0.0, 1.0], p.device)[turns]
         inverse = inverse @ _rotate2d(cos, sin)
     if "xint" in ops:
         gate = _gate(n, p, generator)
@@ -132,7 +138,7 @@ def color_matrices(ops, n, channels, p, generator=None) -> torch.Tensor:
     exactly the identity there, so for one channel they are skipped (no random numbers drawn).
     """
     dev = p.device
-    v = torch.tensor(LUMA_AXIS, device=dev)
+    v = constant(LUMA_AXIS, dev)
     vvt = torch.outer(v, v).expand(n, 3, 3)
     eye3 = torch.eye(3, device=dev).expand(n, 3, 3)
     color = _eye(n, 4, dev)
@@ -240,8 +246,8 @@ def resample(images: torch.Tensor, inverse: torch.Tensor, f: torch.Tensor) -> to
     Lanczos-3 kernel where the paper uses the sym6 wavelet filter; both are 12-tap half-band low-passes.
     """
     n, c, h, w = images.shape
-    to_unit = torch.diag(torch.tensor([2 / w, 2 / h, 1.0], device=images.device))
-    to_pixels = torch.diag(torch.tensor([w / 2, h / 2, 1.0], device=images.device))
+    to_unit = torch.diag(constant([2 / w, 2 / h, 1.0], images.device))
+    to_pixels = torch.diag(constant([w / 2, h / 2, 1.0], images.device))
     theta = (to_unit @ inverse @ to_pixels)[:, :2, :].to(images.dtype)  # grid_sample's [-1, 1] coordinates
     up = _upsample2x_last(_upsample2x_last(images, f).transpose(-1, -2), f).transpose(-1, -2)
     grid = F.affine_grid(theta, [n, c, 2 * h, 2 * w], align_corners=False)

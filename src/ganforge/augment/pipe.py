@@ -68,8 +68,8 @@ class AugmentPipe(nn.Module):
 
     def forward(self, images: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
         assert images.ndim == 4, f"expected [N, C, H, W] images, got {tuple(images.shape)}"
-        if float(self.p) <= 0:  # one host sync per call; p = 0 returns the input itself and draws no random numbers
-            return images
+        # Every transform runs whatever p is (at p = 0 each leaves every image bitwise as it was): a test of p's value
+        # would make a CUDA host wait for the device at every call.
         # Pixel indices and transformation matrices need float32 at least: autocast's bf16 matmuls would misplace
         # pixels beyond 256. Low-precision images are augmented in float32 and returned in their own dtype.
         with torch.autocast(images.device.type, enabled=False):
@@ -101,13 +101,11 @@ class AugmentPipe(nn.Module):
         return images
 
     def _geometric(self, images: torch.Tensor, inverse: torch.Tensor) -> torch.Tensor:
-        # Resample only the images whose matrix is not the identity: the others stay bitwise unchanged (unblurred),
-        # and at small p most of the work is skipped. Costs one host sync for the count.
-        moved = (inverse != torch.eye(3, device=inverse.device)).flatten(1).any(dim=1).nonzero().squeeze(1)
-        if moved.numel() == 0:
-            return images
-        warped = ops.resample(images.index_select(0, moved), inverse[moved], self.filter.to(images.device))
-        return images.index_copy(0, moved, warped)
+        # Every image is resampled, and those whose matrix is the identity keep their input bitwise (unblurred).
+        # Resampling only the moved ones would need their count on the host, a wait for the device at every call.
+        moved = (inverse != torch.eye(3, device=inverse.device)).flatten(1).any(dim=1)
+        warped = ops.resample(images, inverse, self.filter.to(images.device))
+        return torch.where(moved[:, None, None, None], warped, images)
 
 
 class AdaptiveAugment:
@@ -144,15 +142,16 @@ class AdaptiveAugment:
     def accumulate(self, real_logits: torch.Tensor) -> None:
         """Add sign(D(x)) of one batch of reals to the running r_t estimate (no host sync)."""
         logits = real_logits.detach().float()
-        self._step_signs = self._step_signs.to(logits.device) + logits.sign().sum()
+        self._step_signs = self._step_signs.to(logits.device, non_blocking=True) + logits.sign().sum()
         self._step_count += logits.numel()
 
     def update(self, pipe: AugmentPipe, num_images: int) -> None:
         """Count one D step of `num_images` images; every `interval` steps, move `pipe.p` towards the target."""
-        step_totals = torch.stack([self._step_signs, self._step_signs.new_tensor(float(self._step_count))])
+        # Host values reach the device as kernel arguments or copies it does not wait for: no host sync.
+        step_totals = torch.stack([self._step_signs, torch.full_like(self._step_signs, self._step_count)])
         dist.all_reduce_sum_(step_totals)
-        self._sign_sum = self._sign_sum.to(step_totals.device) + step_totals[0]
-        self._count = self._count.to(step_totals.device) + step_totals[1]
+        self._sign_sum = self._sign_sum.to(step_totals.device, non_blocking=True) + step_totals[0]
+        self._count = self._count.to(step_totals.device, non_blocking=True) + step_totals[1]
         self._step_signs, self._step_count = torch.zeros_like(self._step_signs), 0
         self._updates += 1
         self._nimg += num_images
@@ -162,13 +161,18 @@ class AdaptiveAugment:
         rt = self._sign_sum / self._count.clamp(min=1)
         step = torch.sign(rt - self.target) * (self._nimg / (self.speed_kimg * 1000)) * measured
         pipe.p.copy_((pipe.p + step.to(pipe.p.device)).clamp(0, 1))
-        self._rt = torch.where(measured, rt, self._rt.to(rt.device))
+        self._rt = torch.where(measured, rt, self._rt.to(rt.device, non_blocking=True))
         self._sign_sum, self._count = torch.zeros_like(self._sign_sum), torch.zeros_like(self._count)
         self._updates, self._nimg = 0, 0
 
+    def scalars(self, pipe: AugmentPipe) -> dict[str, torch.Tensor]:
+        """{"p": current probability, "rt": r_t at the last adjustment (nan before the first)} as scalars on the
+        device, for a caller that reads them with others in one transfer."""
+        return {"p": pipe.p.detach(), "rt": self._rt.detach()}
+
     def stats(self, pipe: AugmentPipe) -> dict[str, float]:
-        """{"p": current probability, "rt": r_t at the last adjustment (nan before the first)} for the logs."""
-        return {"p": float(pipe.p), "rt": float(self._rt)}
+        """`scalars` as numbers."""
+        return {key: float(value) for key, value in self.scalars(pipe).items()}
 
     def state_dict(self) -> dict:
         """Plain ints and CPU tensors (no pickle); with the pipe's state_dict, enough to resume bitwise. Taken between

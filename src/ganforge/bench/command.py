@@ -14,7 +14,7 @@ import torch
 from ganforge import dist
 from ganforge.bench import render, search
 from ganforge.bench.measure import Measurement, Rounds, measure
-from ganforge.bench.memory import OutOfMemory, available_gb
+from ganforge.bench.memory import GIB, OutOfMemory, available_gb
 from ganforge.bench.options import BenchOptions
 from ganforge.bench.peak import device_peak
 from ganforge.bench.shape import Shape, choose_shape, read_dataset
@@ -22,8 +22,10 @@ from ganforge.bench.training import training_config
 from ganforge.config import AUTO_PRECISION
 from ganforge.devices import choose_auto, pick_device
 from ganforge.errors import UserError
+from ganforge.memory import available_device_bytes
 from ganforge.progress import progress_bar
 from ganforge.train.precision import Precision
+from ganforge.train.step_memory import step_peak_bytes
 
 
 def local_device(name: str) -> torch.device:
@@ -48,18 +50,37 @@ class _Measurer:
     def __init__(self, options: BenchOptions, shape: Shape, device: torch.device, cap: float | None, bars: bool):
         self.options, self.shape, self.device, self.cap, self.bars = options, shape, device, cap, bars
         self.rounds = Rounds(options.steps, options.warmup, options.repeat)
+        self._traced: dict[int, int] = {}
 
     def config(self, world_size: int, batch_gpu: int | None = None):
         return training_config(self.options, self.shape, world_size, self.device.type, batch_gpu)
 
-    def measure(self, cfg, label: str, cap: float | None) -> Measurement:
+    def measure(self, cfg, label: str, cap: float | None, traced_bytes: int | None = None) -> Measurement:
         calls = 3 + (cfg.loss.pl_weight > 0) + (cfg.loss.gamma > 0)  # G main, D main, EMA, and the regularisers
         total = self.rounds.total * calls
         with progress_bar(total=total, desc=label, unit="call", leave=False, enabled=self.bars) as bar:
-            return measure(cfg, self.device, self.rounds, cap, on_call=bar.update)
+            return measure(cfg, self.device, self.rounds, cap, on_call=bar.update, traced_bytes=traced_bytes)
+
+    def traced(self, batch_gpu: int) -> int:
+        """The traced peak bytes of one device's step at `batch_gpu` (traced once per size)."""
+        if batch_gpu not in self._traced:
+            cfg = self.config(1, batch_gpu)
+            self._traced[batch_gpu] = step_peak_bytes(cfg, cuda=self.device.type == "cuda")
+        return self._traced[batch_gpu]
 
     def one_device(self, batch_gpu: int) -> Measurement:
-        return self.measure(self.config(1, batch_gpu), f"batch {batch_gpu}", self.cap)
+        return self.measure(self.config(1, batch_gpu), f"batch {batch_gpu}", self.cap, self.traced(batch_gpu))
+
+    def predicted_out_of_memory(self, batch_gpu: int) -> str | None:
+        """Why a step at `batch_gpu` will not fit, from its trace (above the cap, or on CUDA the free memory), or
+        None."""
+        limit, what = self.cap, "cap"
+        if limit is None and self.device.type == "cuda":
+            limit, what = available_device_bytes(self.device) / GIB, "free"
+        traced = self.traced(batch_gpu) / GIB
+        if limit is None or traced <= limit:
+            return None
+        return f"predicted {traced:.2f} GB > {what} {limit:g} GB (a trace of the step, before it was built)"
 
 
 def run(options: BenchOptions, progress: bool | None = None) -> dict | None:
@@ -79,7 +100,7 @@ def run(options: BenchOptions, progress: bool | None = None) -> dict | None:
         found = None
         if options.auto_batch:
             sizes = search.candidate_sizes(options.max_batch_gpu)
-            candidates = search.try_sizes(sizes, measurer.one_device, device)
+            candidates = search.try_sizes(sizes, measurer.one_device, device, measurer.predicted_out_of_memory)
             found = search.summarize(candidates, preset.schedule.batch, world)
         batch_gpu = found.recommended if found else options.batch_gpu or preset.schedule.batch_gpu
         single = found.measurement_of(batch_gpu) if found else _fixed_batch(measurer, batch_gpu)

@@ -16,11 +16,12 @@ from dataclasses import dataclass
 import torch
 
 from ganforge.bench.flops import count_flops
-from ganforge.bench.memory import GIB, OutOfMemory, SavedActivations, training_state_bytes
+from ganforge.bench.memory import GIB, OutOfMemory
 from ganforge.config import Config
 from ganforge.train.build import build
 from ganforge.train.phases import Trainer, micro_batches, run_phase
 from ganforge.train.schedules import ema_beta, update_ema
+from ganforge.train.step_memory import step_peak_bytes
 
 EMA = "EMA"
 
@@ -36,7 +37,7 @@ class Measurement:
     repeats: tuple[dict[str, float], ...]  # per repeat: median milliseconds per call of each phase, EMA included
     intervals: dict[str, int]  # steps between calls
     flops_per_iteration: float
-    memory_estimate_gb: float
+    memory_estimate_gb: float  # the step's traced peak (ganforge.train.step_memory)
     peak_memory_gb: float | None  # CUDA allocator peak; None on CPU
 
     @property
@@ -104,16 +105,11 @@ def _phase_calls(cfg: Config, phases, G_ema, device: torch.device) -> dict[str, 
     return calls
 
 
-def _count(trainer: Trainer, calls: dict) -> tuple[float, int]:
-    """FLOPs of one iteration and the saved activations of its largest phase, from one eager call of each (the
-    compiled forwards are swapped for the eager ones: same maths, and the counter needs to see every operator)."""
+def _count(trainer: Trainer, calls: dict) -> float:
+    """FLOPs of one iteration, from one eager call of each phase (the compiled forwards are swapped for the eager
+    ones: same maths, and the counter needs to see every operator)."""
     eager = dataclasses.replace(trainer, synthesis_main=trainer.G.synthesis, D_main=trainer.D)
-    flops, saved = 0.0, 0
-    for interval, call in calls.values():
-        with SavedActivations() as activations:
-            flops += count_flops(lambda call=call: call(eager)) / interval
-        saved = max(saved, activations.nbytes)
-    return flops, saved
+    return sum(count_flops(lambda call=call: call(eager)) / interval for interval, call in calls.values())
 
 
 @dataclass(frozen=True)
@@ -158,19 +154,22 @@ def measure(
     rounds: Rounds,
     memory_cap_gb: float | None = None,
     on_call: Callable = lambda: None,
+    traced_bytes: int | None = None,
 ) -> Measurement:
     """Build the networks and phases of `cfg`, count one iteration's FLOPs, then time every phase over `rounds`.
 
-    Raises OutOfMemory when the peak memory (measured on CUDA, estimated elsewhere) exceeds `memory_cap_gb`; on CPU
-    this is decided from the estimate before any timing."""
-    trainer, phases, G_ema = build(cfg, device)
-    calls = _phase_calls(cfg, phases, G_ema, device)
-    flops, saved = _count(trainer, calls)
-    if device.type == "cuda":  # the peak of the timed calls: compiled forwards may need less than the eager count
-        torch.cuda.reset_peak_memory_stats(device)
-    estimate = (training_state_bytes(trainer.G, trainer.D, G_ema) + saved) / GIB
+    Raises OutOfMemory when the peak memory (measured on CUDA, traced elsewhere) exceeds `memory_cap_gb`; on CPU
+    this is decided from the trace before anything is built. `traced_bytes`: the step's traced peak where the caller
+    has it, else traced here."""
+    traced = step_peak_bytes(cfg, device.type == "cuda") if traced_bytes is None else traced_bytes
+    estimate = traced / GIB
     if memory_cap_gb is not None and device.type != "cuda" and estimate > memory_cap_gb:
         raise OutOfMemory(f"estimated {estimate:.2f} GB > cap {memory_cap_gb:g} GB")
+    trainer, phases, G_ema = build(cfg, device)
+    calls = _phase_calls(cfg, phases, G_ema, device)
+    flops = _count(trainer, calls)
+    if device.type == "cuda":  # the peak of the timed calls: compiled forwards may need less than the eager count
+        torch.cuda.reset_peak_memory_stats(device)
     repeats = time_rounds(trainer, calls, device, rounds, on_call)
     peak = torch.cuda.max_memory_allocated(device) / GIB if device.type == "cuda" else None
     if memory_cap_gb is not None and peak is not None and peak > memory_cap_gb:

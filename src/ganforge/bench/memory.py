@@ -1,8 +1,9 @@
-"""Memory of a training step: an estimate that works on any device, what counts as out of memory, and cleanup.
+"""Memory of a training step: what counts as out of memory, cleanup, and a CPU step's measured peak.
 
-On CUDA the allocator's peak is measured; the CPU has no such counter for one step (the process's peak RSS only
-grows), so there the estimate stands in: the training state (weights, gradients and Adam's two moments of G and D,
-the EMA copy of G) plus the activations autograd saves for the backward pass of the largest phase.
+The estimate that works on any device is a trace of the step on fake tensors (ganforge.train.step_memory). On CUDA
+the allocator's peak is measured as well; a CPU's allocator keeps no peak, and the process's peak RSS only grows, so
+`measured_peak_bytes` reads what the allocator reports to torch's profiler, allocation by allocation: what the
+trace predicts, measured (tests/train/test_step_memory.py, benchmarks/step_memory.py).
 """
 
 import gc
@@ -10,48 +11,17 @@ from pathlib import Path
 
 import torch
 
+from ganforge import dist
+from ganforge.config import Config
 from ganforge.memory import parse_meminfo
+from ganforge.train.build import build_networks
+from ganforge.train.step_memory import reference_config, run_step
 
 GIB = 2**30
 
 
 class OutOfMemory(Exception):
     """A batch whose peak memory exceeds the memory cap (a real CUDA out-of-memory error is handled alike)."""
-
-
-class SavedActivations(torch.autograd.graph.saved_tensors_hooks):
-    """Bytes of the distinct storages autograd saves for backward while active (a context manager).
-
-    Views of one tensor share a storage and are counted once; the count is an upper bound of what is alive at one
-    time, since backward frees some of them before others are saved (the double backward of R1 and path length)."""
-
-    def __init__(self):
-        self._storages: dict[int, int] = {}
-        super().__init__(self._pack, lambda tensor: tensor)
-
-    def _pack(self, tensor: torch.Tensor) -> torch.Tensor:
-        storage = tensor.untyped_storage()
-        self._storages[storage.data_ptr()] = storage.nbytes()
-        return tensor
-
-    @property
-    def nbytes(self) -> int:
-        return sum(self._storages.values())
-
-    def __enter__(self):
-        super().__enter__()
-        return self
-
-
-def _bytes(tensors) -> int:
-    return sum(t.numel() * t.element_size() for t in tensors)
-
-
-def training_state_bytes(G: torch.nn.Module, D: torch.nn.Module, G_ema: torch.nn.Module) -> int:
-    """G and D: weights, gradients and Adam's first and second moments (4 copies); G_ema: weights and buffers;
-    plus the buffers of G and D."""
-    trained = 4 * (_bytes(G.parameters()) + _bytes(D.parameters()))
-    return trained + _bytes(G_ema.parameters()) + sum(_bytes(m.buffers()) for m in (G, D, G_ema))
 
 
 def available_gb(meminfo: Path = Path("/proc/meminfo")) -> float | None:
@@ -68,3 +38,49 @@ def release(device: torch.device) -> None:
     gc.collect()
     if device.type == "cuda":
         torch.cuda.empty_cache()
+
+
+def measured_peak_bytes(cfg: Config, device: torch.device) -> int:
+    """The most bytes allocated at once, from building the networks to the end of one real step of `cfg` on `device`
+    (the step `step_peak_bytes` traces, with the same reference ops), over what was allocated before: on CUDA the
+    allocator's peak, on a CPU the allocator's running total as it reports it to torch's profiler with every
+    allocation and free. The RNG is left as it was."""
+    cfg = reference_config(cfg)
+    gc.collect()
+    with torch.random.fork_rng(), dist.alone():
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+            before = torch.cuda.memory_allocated(device)
+            torch.cuda.reset_peak_memory_stats(device)
+            _real_step(cfg, device)
+            torch.cuda.synchronize(device)
+            return torch.cuda.max_memory_allocated(device) - before
+        return _cpu_peak(cfg, device)
+
+
+def _real_step(cfg: Config, device: torch.device) -> None:
+    G, D = build_networks(cfg, device)
+    G.use_cpu_kernels(False)  # the reference ops, as the trace runs them (not the CPU's Winograd tiles)
+    D.use_cpu_kernels(False)
+    run_step(cfg, device, (G, D))
+
+
+def _cpu_peak(cfg: Config, device: torch.device) -> int:
+    from torch._C._profiler import _EventType
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as run:
+        _real_step(cfg, device)
+    events = sorted(
+        (node.start_time_ns, node.extra_fields.alloc_size, node.extra_fields.total_allocated)
+        for node in _walk(run.profiler.kineto_results.experimental_event_tree())
+        if node.tag == _EventType.Allocation
+    )
+    before = events[0][2] - events[0][1]
+    return max(total for _, _, total in events) - before
+
+
+def _walk(nodes):
+    for node in nodes:
+        yield node
+        yield from _walk(node.children)

@@ -18,8 +18,8 @@ DEFAULT_CHANNELS = 3
 MAX_REPEAT = 100
 MEASURE = "Measurement"
 # The `train` options the bench takes as train does; the others keep train's defaults.
-TRAINING = ("preset", "cond", "precision", "compile", "kernels", "channels_last", "aug", "device", "cbase", "cmax",
-            "g_arch", "d_arch", "g_attn", "d_attn")  # fmt: skip
+TRAINING = ("preset", "cond", "precision", "fp16_res", "compile", "kernels", "channels_last", "aug", "device", "cbase",
+            "cmax", "g_arch", "d_arch", "g_attn", "d_attn")  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -35,6 +35,7 @@ class BenchOptions:
     preset: str | None = None
     cond: bool = False
     precision: str | None = None
+    fp16_res: int | None = None
     compile: str | None = None
     kernels: str | None = None
     channels_last: bool = False

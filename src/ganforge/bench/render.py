@@ -64,6 +64,7 @@ def _config(options: BenchOptions, shape: Shape, preset, final: Measurement) -> 
         "g_attn": list(model.g_attn),
         "d_attn": list(model.d_attn),
         "precision": options.precision,
+        "fp16_res": preset.precision.fp16_res,
         "compile": preset.runtime.compile,
         "kernels": pick_kernels(preset.runtime.kernels, preset.runtime.device, preset.runtime.compiling)[0],
         "channels_last": options.channels_last,

@@ -1,8 +1,9 @@
 """`--batch-gpu auto`: the largest per-device batch that fits, and the fastest one in images per second.
 
 Powers of two from 2 are tried in turn until one runs out of memory (a CUDA out-of-memory error, or a peak above
-the memory cap) or the largest allowed size has run. A failed size is cleaned up (its objects dropped, CUDA's cache
-emptied) before the next.
+the memory cap) or the largest allowed size has run; a size whose step, traced on fake tensors before anything is
+built (ganforge.train.step_memory), would not fit the cap or the GPU's free memory ends the search untried. A
+failed size is cleaned up (its objects dropped, CUDA's cache emptied) before the next.
 """
 
 from collections.abc import Callable
@@ -45,10 +46,21 @@ def candidate_sizes(max_batch_gpu: int) -> list[int]:
     return sizes
 
 
-def try_sizes(sizes: list[int], measure_size: Callable[[int], Measurement], device: torch.device) -> list[Candidate]:
-    """Measure each size until the first that runs out of memory (kept, with its reason, as the last candidate)."""
+def try_sizes(
+    sizes: list[int],
+    measure_size: Callable[[int], Measurement],
+    device: torch.device,
+    predicted_out_of_memory: Callable[[int], str | None] = lambda size: None,
+) -> list[Candidate]:
+    """Measure each size until the first that runs out of memory (kept, with its reason, as the last candidate). A
+    size whose traced step is predicted not to fit (`predicted_out_of_memory`: why, or None) ends the search before
+    it is built."""
     candidates = []
     for size in sizes:
+        predicted = predicted_out_of_memory(size)
+        if predicted is not None:
+            candidates.append(Candidate(size, None, predicted))
+            break
         failure = None
         try:
             candidates.append(Candidate(size, measure_size(size)))

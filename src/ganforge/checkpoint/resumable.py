@@ -238,13 +238,17 @@ def _check_network(value, where: str, spec: _Net) -> None:
 # ---- optimisers and loss scalers ----------------------------------------------------------------------------------
 
 
+# Settings a resume takes from its own run, whatever the checkpoint says (checkpoints before fused Adam hold None).
+_RUN_SETTINGS = ("lr", "betas", "eps", "fused", "params")
+
+
 @functools.cache
 def _adam_settings() -> dict:
-    """The settings of an Adam made as training makes it (lr, betas and eps given, every other setting its default):
-    a resume sets lr, betas and eps from its own configuration and keeps the others from the checkpoint."""
+    """The settings of an Adam made as training makes it (every setting but `_RUN_SETTINGS` its default): a resume
+    keeps them from the checkpoint."""
     opt = torch.optim.Adam([torch.zeros(1, requires_grad=True)], lr=0.1, betas=(0.0, 0.99), eps=1e-8)
     group = opt.state_dict()["param_groups"][0]
-    return {key: value for key, value in group.items() if key not in ("lr", "betas", "eps", "params")}
+    return {key: value for key, value in group.items() if key not in _RUN_SETTINGS}
 
 
 def _check_adam(value, where: str, spec: _Net) -> None:
@@ -265,7 +269,9 @@ def _check_adam(value, where: str, spec: _Net) -> None:
 
 def _check_adam_group(group, where: str, count: int) -> None:
     settings = _adam_settings()
-    group = entries(group, where, ("lr", "betas", "eps", "params"), optional=settings)
+    group = entries(group, where, ("lr", "betas", "eps", "params"), optional=(*settings, "fused"))
+    if not (group.get("fused") is None or type(group["fused"]) is bool):
+        refuse(f"{where}/fused", f"must be true, false or null, not {describe(group['fused'])}")
     if group["params"] != list(range(count)):
         found = describe(group["params"])
         refuse(f"{where}/params", f"must list the {count} parameters of the network in order, not {found}")

@@ -63,7 +63,8 @@ def _launch_bias_act(x, b, dy, act, gain, clamp):
     inner = x[0, 0].numel() if x.ndim > 1 and x.shape[0] and x.shape[1] else 1
     channels = x.shape[1] if x.ndim > 1 else 1
     bias = x if b is None else b.to(x.dtype).contiguous()
-    constants = torch.tensor([gain, LRELU_SLOPE, clamp or 0], dtype=exact_dtype(x.dtype), device=x.device)
+    constants = torch.tensor([gain, LRELU_SLOPE, clamp or 0], dtype=exact_dtype(x.dtype))
+    constants = constants.to(x.device, non_blocking=True)  # the host does not wait for the device
     grid, block = grid_and_block(x.numel())
     _bias_act_kernel[grid](
         x, bias, source, out, constants, x.numel(), channels, inner,

@@ -137,7 +137,8 @@ def launch(x, p: Pass, b=None, activate=False, save_mask=False, mask=None, slope
     saved = torch.empty(y.shape, dtype=torch.uint8, device=x.device) if save_mask else None
     constants = f  # unread unless the epilogue needs the slope and the clamp
     if activate or mask is not None:
-        constants = torch.tensor([slope, math.inf if clamp is None else clamp], dtype=f.dtype, device=x.device)
+        constants = torch.tensor([slope, math.inf if clamp is None else clamp], dtype=f.dtype)
+        constants = constants.to(x.device, non_blocking=True)  # the host does not wait for the device
     (up_y, up_x), (px0, _, py0, _) = p.up, p.padding
     grid, block = grid_and_block(y.numel())
     _upfirdn2d_kernel[grid](

@@ -80,12 +80,13 @@ def build_augment(cfg: Config, device: torch.device) -> tuple[torch.nn.Module | 
 
 
 def build(
-    cfg: Config, device: torch.device, precision: Precision | None = None
+    cfg: Config, device: torch.device, precision: Precision | None = None, networks: tuple | None = None
 ) -> tuple[Trainer, list[Phase], Generator]:
     """The Trainer (networks, augmentation, precision), the phase list, and the EMA generator. `precision` is the
-    run's policy; None makes one from `cfg` (for callers outside a run: tests, the bench)."""
+    run's policy; None makes one from `cfg` (for callers outside a run: tests, the bench). `networks`: (G, D) made
+    already (the memory trace's, on fake tensors), else built here."""
     precision = Precision.from_config(cfg, device) if precision is None else precision
-    G, D = build_networks(cfg, device, precision)
+    G, D = build_networks(cfg, device, precision) if networks is None else networks
     G_ema = copy.deepcopy(G).eval().requires_grad_(False)
     augment, ada = build_augment(cfg, device)
     family = family_of(cfg.model.generator)

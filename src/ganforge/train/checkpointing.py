@@ -37,9 +37,9 @@ def capture(trainer: Trainer, G_ema: Generator, loop: dict, stream: dict | None 
         "loop": {
             **loop,
             "pl_mean": trainer.pl_mean.detach().cpu(),
-            "nonfinite_in_a_row": trainer.nonfinite_in_a_row,
+            "nonfinite_in_a_row": int(trainer.nonfinite_in_a_row),
             "intra_op_threads": torch.get_num_threads(),
-        },  # fmt: skip
+        },
         # Only the fields that define the training maths (what a resume checks): no paths, so two runs of the same
         # command in different folders write identical checkpoints.
         "config_hash": config_hash(cfg),
@@ -90,11 +90,17 @@ def thread_change(loop: dict, device: torch.device) -> str | None:
 
 def _load_optimizer(opt: torch.optim.Optimizer, saved: dict) -> None:
     """Adam's moments and step counts from the checkpoint; its lr, betas and eps from this run's configuration, which
-    differ from the checkpoint's only under --allow-config-change (a saved state_dict carries them too)."""
-    configured = [{key: group[key] for key in ("lr", "betas", "eps")} for group in opt.param_groups]
-    opt.load_state_dict(saved)
-    for group, settings in zip(opt.param_groups, configured, strict=True):
-        group.update(settings)
+    differ from the checkpoint's only under --allow-config-change (a saved state_dict carries them too), and how it
+    runs (fused) from this run, which also decides where torch keeps the step counts."""
+    keys = ("lr", "betas", "eps", "fused")
+    configured = [{key: group[key] for key in keys} for group in opt.param_groups]
+    groups = [group | settings for group, settings in zip(saved["param_groups"], configured, strict=True)]
+    opt.load_state_dict(saved | {"param_groups": groups})
+    # Fused Adam writes each moment as if it had its parameter's shape, past the end of a smaller one: the validator
+    # refuses such a checkpoint, and this keeps it so should anything else hand one over.
+    for param, state in opt.state.items():
+        if any(state[key].shape != param.shape for key in ("exp_avg", "exp_avg_sq") if key in state):
+            raise UserError("--resume: the checkpoint's Adam moments do not fit the networks; pass --resume new")
 
 
 def check_config(state: dict, cfg: Config, source: Path) -> list[str]:

@@ -9,6 +9,7 @@ from ganforge import dist
 from ganforge.config import Config
 from ganforge.config.describe import describe_derived, small_data_advice
 from ganforge.devices import describe_kernels
+from ganforge.errors import UserError
 from ganforge.nets.configured import make_networks
 from ganforge.train.build import build_runtime
 from ganforge.train.loop import training_loop
@@ -59,6 +60,17 @@ def parameter_counts(config: Config) -> str:
     return f"parameters: G {sum(p.numel() for p in G.parameters()):,}, D {sum(p.numel() for p in D.parameters()):,}"
 
 
+def check_step_memory(config: Config, gpu_memory_gb: float | None, device_type: str) -> None:
+    """UserError when one step of `config`, traced on fake tensors, does not fit the GPU it will run on (its free
+    memory) or the one --gpu-memory names; nothing is traced on a CPU without --gpu-memory."""
+    from ganforge.train import step_memory
+
+    device = torch.device("cuda", torch.cuda.current_device()) if device_type == "cuda" else torch.device("cpu")
+    available, where = step_memory.budget(gpu_memory_gb, device)
+    if available is not None and (problem := step_memory.fit_problem(config, available, where)):
+        raise UserError(problem)
+
+
 def main(options: TrainOptions) -> int:
     """`ganforge train`: resolve, then print the configuration and what it implied (`--dry-run`) or train; returns
     the exit status.
@@ -67,6 +79,7 @@ def main(options: TrainOptions) -> int:
     try:
         facts = observe(options)
         config, source = resolve_run(options, facts)
+        check_step_memory(config, options.gpu_memory, facts.device_type)
         if options.dry_run:
             dist.print0(config.to_json())
             dist.print0(parameter_counts(config), file=sys.stderr)

@@ -38,18 +38,28 @@ class TickStats:
             self._sums[key] = self._sums.get(key, 0) + values.sum()
             self._counts[key] = self._counts.get(key, 0) + values.numel()
 
-    def reduce(self, device: torch.device) -> dict[str, float]:
-        """Means over every rank (Skipped/* and nothing else as sums), then reset. Collective."""
+    def reduce(
+        self, device: torch.device, replicated: dict[str, torch.Tensor | float] | None = None
+    ) -> dict[str, float]:
+        """Means over every rank (Skipped/* and nothing else as sums), then reset; with `replicated`, values that are
+        the same on every rank (not reduced), read back in the same transfer: a tick makes the host wait for the
+        device once. Collective."""
         keys = sorted(self._sums)
-        if not keys:
-            return {}
-        sums = torch.stack([self._sums[k].to(device) for k in keys])
-        counts = torch.tensor([float(self._counts[k]) for k in keys], device=device)
-        totals = dist.all_reduce_sum_(torch.cat([sums, counts])).tolist()
+        replicated = replicated or {}
+        on_device = [k for k, v in replicated.items() if isinstance(v, torch.Tensor)]
+        parts = []
+        if keys:
+            sums = torch.stack([self._sums[k].to(device) for k in keys])
+            counts = torch.tensor([float(self._counts[k]) for k in keys]).to(device, non_blocking=True)
+            parts.append(dist.all_reduce_sum_(torch.cat([sums, counts])))
+        parts += [replicated[k].detach().float().reshape(1).to(device, non_blocking=True) for k in on_device]
+        values = torch.cat(parts).tolist() if parts else []
         n = len(keys)
         self._sums.clear()
         self._counts.clear()
-        return {k: totals[i] if k.startswith("Skipped/") else totals[i] / totals[n + i] for i, k in enumerate(keys)}
+        out = {k: values[i] if k.startswith("Skipped/") else values[i] / values[n + i] for i, k in enumerate(keys)}
+        out |= {k: v for k, v in replicated.items() if not isinstance(v, torch.Tensor)}
+        return out | dict(zip(on_device, values[2 * n :], strict=True))
 
 
 def peak_memory_gb(device: torch.device) -> float:

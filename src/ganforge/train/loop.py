@@ -28,7 +28,7 @@ from ganforge.report import refresh_report
 from ganforge.snapshot import save_snapshot
 from ganforge.train import checkpointing, growing, logs
 from ganforge.train.build import Runtime, build
-from ganforge.train.phases import micro_batches, run_phase
+from ganforge.train.phases import check_divergence, micro_batches, run_phase, tick_scalars
 from ganforge.train.schedules import augment_p_at, ema_beta, ema_kimg_at, phase_due, update_ema
 
 
@@ -74,9 +74,10 @@ def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | N
             handled_nimg = cur_nimg if at_tick else handled_nimg
 
             # Report: one status line and stats record per tick.
-            if at_tick:
-                extra = {"PL/mean": float(trainer.pl_mean)} | _augment_stats(trainer)
-                stats = monitor.tick(tick_stats.reduce(device) | extra)
+            if at_tick:  # the one read of device values in a tick (steps make none), then the divergence check
+                values = tick_stats.reduce(device, tick_scalars(trainer) | _augment_stats(trainer))
+                check_divergence(values)
+                stats = monitor.tick(values)
                 log.tick(cur_nimg, tick_of(cur_nimg, tick_nimg), stats, device, monitor.alerts.check)
 
             # Snapshot: replica check, sample grid, EMA generator for sharing.
@@ -151,11 +152,12 @@ def _set_augment_p(trainer, p: float | None) -> None:
 
 
 def _augment_stats(trainer) -> dict:
+    """The augmentation's p (and ADA's r_t) as device scalars, for the tick to read with its statistics."""
     if trainer.ada is None:
         annealed = trainer.cfg.schedule.anneal_kimg is not None and trainer.cfg.augment.mode == "fixed"
-        return {"Aug/p": float(trainer.augment.p)} if annealed else {}
-    stats = trainer.ada.stats(trainer.augment)
-    return {"Aug/p": stats["p"], "Aug/rt": stats["rt"]}
+        return {"Aug/p": trainer.augment.p} if annealed else {}
+    scalars = trainer.ada.scalars(trainer.augment)
+    return {"Aug/p": scalars["p"], "Aug/rt": scalars["rt"]}
 
 
 def _trackers(cfg: Config, run_dir: Path, say):

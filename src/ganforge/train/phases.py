@@ -3,6 +3,10 @@ tests: each phase names its network, optimiser, scaler, interval and loss terms,
 same way for all of them — set the scheduled learning rate, accumulate over micro-batches, all-reduce gradients,
 unscale (fp16), clip (if asked), check for non-finite values on every rank, step or skip.
 
+Nothing in a step reads a value back to the host: whether a step is skipped, the count of non-finite steps in a row
+and the path-length mean are decided on the device, and a tick reads them with its statistics in one transfer
+(`tick_scalars`, `check_divergence`). On CUDA the host can then queue a whole step ahead of the device.
+
 Randomness is a pure function of (seed, image position, phase): latents and style-mixing draws come from a generator
 seeded per phase and step and are indexed by global image position; the noise inside the networks and the
 augmentations come from the global RNG seeded per (phase, micro-batch slot). So a resumed run replays exactly, and
@@ -24,10 +28,11 @@ from ganforge.nets.attention import twice_differentiable
 from ganforge.nets.configured import frozen_parameters
 from ganforge.train import loss as L
 from ganforge.train.grad_sync import GradientSync
-from ganforge.train.precision import Precision, all_finite
+from ganforge.train.precision import Precision, make_adam, nonfinite_flag, step_unless
 from ganforge.train.schedules import beta2_at, blur_sigma, gamma_at, lr_factor
 
 MAX_NONFINITE_IN_A_ROW = 20
+IN_A_ROW = "Train/nonfinite_in_a_row"  # read by a tick with its statistics, checked and removed before they are shown
 RUNNING_AVERAGES = ("w_avg", "magnitude_ema")  # buffer names the generator's forward pass updates in training
 _PL_PROBE_STREAM = -1  # seeds path-length probes apart from the per-step streams, which use phase indices >= 0
 
@@ -52,7 +57,7 @@ class MicroBatch:
     z: torch.Tensor  # [b, z_dim]
     z2: torch.Tensor  # [b, z_dim], second latent for style mixing
     cutoffs: torch.Tensor  # [b] layer where style mixing switches to z2
-    positions: torch.Tensor  # [b] global image positions (cur_nimg + index in the step)
+    positions: range  # the b global image positions (cur_nimg + index in the step), as Python ints
     blur_sigma: float  # blur of every image D sees in this step (StyleGAN3-R warm-up; 0: none)
     gamma: float  # weight of the gradient penalties in this step (R1; R3GAN: R1 and R2, annealed)
 
@@ -85,7 +90,7 @@ class Trainer:
     pl_mean: torch.Tensor
     synthesis_main: Callable  # compiled or eager synthesis/D for the main phases; regularisers use G/D eagerly
     D_main: Callable
-    nonfinite_in_a_row: int = 0
+    nonfinite_in_a_row: int | torch.Tensor = 0  # an int64 scalar on the device once a step has run
     magnitude_beta: float | None = None  # StyleGAN3: decay of the layers' magnitude_ema per micro-batch round
     probe: Probe = field(default_factory=Probe)  # times the step's sections for telemetry; labels them for profiling
 
@@ -163,19 +168,20 @@ def d_reg(trainer: Trainer, mb: MicroBatch):
     return penalty, {"Loss/D/r1": penalty}
 
 
-def _position_noise(cfg: Config, position: torch.Tensor, shape, device) -> torch.Tensor:
+def _position_noise(cfg: Config, position: int, shape, device) -> torch.Tensor:
     """Path-length probe y for one image position: N(0, I), the same whatever the micro-batch split."""
-    gen = torch.Generator(device).manual_seed(derive_seed(cfg.schedule.seed, int(position), _PL_PROBE_STREAM))
+    gen = torch.Generator(device).manual_seed(derive_seed(cfg.schedule.seed, position, _PL_PROBE_STREAM))
     return torch.randn(shape, generator=gen, device=device)
 
 
-def update_pl_mean(trainer: Trainer, stats: dict) -> None:
+def update_pl_mean(trainer: Trainer, stats: dict, skipped: torch.Tensor) -> None:
     """After a G_reg step, from the step's path lengths (its stats): a <- lerp(a, mean length over all ranks and
-    micro-batches, decay) (StyleGAN2 Sec. 3.2). The penalty of the step used the mean from before it, so every
-    micro-batch and rank saw the same target."""
+    micro-batches, decay) (StyleGAN2 Sec. 3.2), unless the step was `skipped` (then a stays bitwise as it was). The
+    penalty of the step used the mean from before it, so every micro-batch and rank saw the same target."""
     lengths = stats["PL/length"]
-    total = dist.all_reduce_sum_(torch.stack([lengths.sum(), torch.tensor(float(len(lengths)), device=lengths.device)]))
-    trainer.pl_mean = L.update_pl_mean(trainer.pl_mean, total[0] / total[1], trainer.cfg.loss.pl_decay)
+    total = dist.all_reduce_sum_(torch.stack([lengths.sum(), lengths.new_full([], len(lengths))]))
+    updated = L.update_pl_mean(trainer.pl_mean, total[0] / total[1], trainer.cfg.loss.pl_decay)
+    trainer.pl_mean = torch.where(skipped > 0, trainer.pl_mean, updated)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -188,7 +194,7 @@ class Phase:
     interval: int  # runs on every interval-th step of its network (lazy regularisation, StyleGAN2 Sec. 3.1)
     terms: Callable  # (Trainer, MicroBatch) -> (per-sample loss [n], stats dict of tensors)
     samples_per_mb: Callable[[int], int]  # micro-batch size -> samples this phase uses of it
-    after_step: Callable | None = None  # (Trainer, the step's stats) after a step that was taken
+    after_step: Callable | None = None  # (Trainer, the step's stats, skipped flag) after every step, taken or not
 
 
 def build_phases(
@@ -235,7 +241,7 @@ def make_network(
     regularisation `ratio` (1: none), its loss scaler and gradient sync."""
     o = cfg.optim
     params = [p for key, p in module.named_parameters() if key not in frozen]
-    opt = torch.optim.Adam(params, lr=lr * ratio, betas=(o.beta1**ratio, o.beta2**ratio), eps=o.eps)
+    opt = make_adam(params, lr * ratio, (o.beta1**ratio, o.beta2**ratio), o.eps)
     sync = GradientSync(params, cfg.runtime.allreduce_bucket_mb)
     return Network(name, module, params, opt, precision.make_scaler(), sync)
 
@@ -250,6 +256,7 @@ def micro_batches(cfg: Config, phase_index: int, cur_nimg: int, images, labels, 
     blur = blur_sigma(cur_nimg, cfg.loss.blur_sigma, cfg.loss.blur_fade_kimg)
     gamma = gamma_at(cfg.loss, s, cur_nimg)
     gen = torch.Generator().manual_seed(derive_seed(s.seed, cur_nimg, phase_index))
+    device = images.device
     z = torch.randn([s.batch, cfg.model.z_dim], generator=gen)
     z2 = torch.randn([s.batch, cfg.model.z_dim], generator=gen)
     u_mix, u_cut = torch.rand([s.batch], generator=gen), torch.rand([s.batch], generator=gen)
@@ -262,10 +269,11 @@ def micro_batches(cfg: Config, phase_index: int, cur_nimg: int, images, labels, 
                 slot=a * world + rank,
                 real=images[a::acc],
                 c=labels[a::acc],
-                z=z[index].to(images.device),
-                z2=z2[index].to(images.device),
-                cutoffs=cutoffs[index],
-                positions=index + cur_nimg,
+                # Copies the host does not wait for (a blocking copy to a CUDA device waits for its queue).
+                z=z[index].to(device, non_blocking=True),
+                z2=z2[index].to(device, non_blocking=True),
+                cutoffs=cutoffs[index].to(device, non_blocking=True),
+                positions=range(cur_nimg + a * world + rank, cur_nimg + s.batch, acc * world),  # those of `index`
                 blur_sigma=blur,
                 gamma=gamma,
             )
@@ -323,33 +331,47 @@ def _finish_step(trainer: Trainer, phase: Phase, stats: dict, loss_sum: torch.Te
         clip = trainer.cfg.optim.clip_grad_g if network.name == "G" else trainer.cfg.optim.clip_grad_d
         if clip is not None:  # on the summed, unscaled gradient: every rank clips alike, the threshold is in true units
             torch.nn.utils.clip_grads_with_norm_(params, clip, grad_norm)
-        finite = all_finite(loss_sum, grad_norm)
-        if finite:
-            network.scaler.step(network.opt)
-            if phase.after_step is not None:
-                phase.after_step(trainer, stats)
-            trainer.nonfinite_in_a_row = 0
-        else:
-            trainer.nonfinite_in_a_row += 1
+        skipped = nonfinite_flag(loss_sum, grad_norm)
+        step_unless(network.opt, skipped)
+        if phase.after_step is not None:
+            phase.after_step(trainer, stats, skipped)
+        trainer.nonfinite_in_a_row = (trainer.nonfinite_in_a_row + 1) * skipped.long()  # 0 after a step taken
         network.scaler.update()
         network.opt.zero_grad(set_to_none=True)
     if network.name == "G":
         with trainer.probe.section("allreduce", "all-reduce"):
             _average_buffers(trainer.G)
-    if trainer.nonfinite_in_a_row >= MAX_NONFINITE_IN_A_ROW:
-        raise DivergedError(
-            f"training diverged: {trainer.nonfinite_in_a_row} optimizer steps in a row had non-finite losses or "
-            f"gradients (last in phase {phase.name}); the weights are those of the last good step. Try a lower "
-            "--glr/--dlr, a larger --gamma, or --precision fp32; resume from the last checkpoint with "
-            "--allow-config-change"
-        )
     out = dict(stats)
     out[f"GradNorm/{phase.name}"] = grad_norm.reshape(1)  # before clipping
     if clip is not None:
         out[f"Clipped/{phase.name}"] = (grad_norm > clip).float().reshape(1)  # its tick mean: the share clipped
-    out[f"Skipped/{phase.name}"] = torch.tensor([0.0 if finite else 1.0], device=grad_norm.device)
-    out[f"LR/{phase.name}"] = torch.tensor([network.opt.param_groups[0]["lr"]], device=grad_norm.device)
+    out[f"Skipped/{phase.name}"] = skipped.reshape(1)
+    out[f"LR/{phase.name}"] = torch.full([1], network.opt.param_groups[0]["lr"], device=grad_norm.device)
     return out
+
+
+def tick_scalars(trainer: Trainer) -> dict[str, torch.Tensor | int]:
+    """What a tick reads of the trainer besides the step statistics: the path-length mean and the count of
+    non-finite steps in a row (`IN_A_ROW`, for `check_divergence`), device scalars to read in the statistics'
+    transfer."""
+    return {"PL/mean": trainer.pl_mean, IN_A_ROW: trainer.nonfinite_in_a_row}
+
+
+def check_divergence(values: dict[str, float]) -> None:
+    """At a tick, with the values it read (`tick_scalars`; IN_A_ROW is removed from them): DivergedError when the
+    last MAX_NONFINITE_IN_A_ROW optimizer steps or more all had non-finite losses or gradients. The weights are then
+    still those of the last good step, since a skipped step leaves them alone."""
+    in_a_row = round(values.pop(IN_A_ROW))
+    if in_a_row < MAX_NONFINITE_IN_A_ROW:
+        return
+    skips = sorted((k.removeprefix("Skipped/"), v) for k, v in values.items() if k.startswith("Skipped/") and v)
+    skipped = ", ".join(f"{name} {count:g}" for name, count in skips)
+    raise DivergedError(
+        f"training diverged: {in_a_row} optimizer steps in a row had non-finite losses or gradients (skipped since "
+        f"the last tick: {skipped or 'none'}); the weights are those of the last good step. Try a lower "
+        "--glr/--dlr, a larger --gamma, or --precision fp32; resume from the last checkpoint with "
+        "--allow-config-change"
+    )
 
 
 @torch.no_grad()

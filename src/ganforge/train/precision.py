@@ -6,7 +6,9 @@
 - fp16: either autocast to float16, or (`fp16_res` > 0) the official StyleGAN2-ADA recipe where the networks run
   their highest-resolution blocks in float16 with activations clamped to +-256; both use one GradScaler per network.
   Regularisers (R1, path length) take gradients of unscaled outputs, so the scale never enters their maths; the
-  non-finite check (which covers the scaler's overflow) is summed over ranks so every rank skips the same steps.
+  non-finite check (which covers the scaler's overflow) is summed over ranks so every rank skips the same steps, and
+  the skip is decided on the device (`nonfinite_flag`, `step_unless`): the step never waits for a value to reach
+  the host.
 
 The same object also owns the run's other numeric switches: the kernel policy (cuDNN autotuning, or deterministic
 kernels), torch.compile of the main-phase forwards, the channels_last memory format and gradient checkpointing of
@@ -137,12 +139,32 @@ def _copied_output(forward, *args, **kwargs) -> torch.Tensor:
     return forward(*args, **kwargs).clone()
 
 
-def all_finite(*tensors: torch.Tensor) -> bool:
-    """True when every value of every tensor is finite on every rank (one all-reduce, so all ranks agree)."""
+def nonfinite_flag(*tensors: torch.Tensor) -> torch.Tensor:
+    """1.0 where any value of any tensor is not finite on any rank, else 0.0: a float32 scalar on their device (one
+    all-reduce, so all ranks agree), in the form fused optimizers take as `found_inf`. Nothing is read back to the
+    host: on CUDA the host keeps queueing work while the device decides."""
     bad = torch.zeros([], device=tensors[0].device)
     for t in tensors:
         bad += (~torch.isfinite(t)).sum()
-    return bool(dist.all_reduce_sum_(bad).item() == 0)
+    return (dist.all_reduce_sum_(bad) > 0).float()
+
+
+def make_adam(params: list[torch.nn.Parameter], lr: float, betas: tuple[float, float], eps: float):
+    """Adam as training runs it: fused (one kernel per device and dtype over all parameters), which can also skip a
+    step on the device (`step_unless`)."""
+    return torch.optim.Adam(params, lr=lr, betas=betas, eps=eps, fused=True)
+
+
+def step_unless(opt: torch.optim.Optimizer, skip: torch.Tensor) -> None:
+    """`opt.step()`, or nothing where `skip` (a float32 scalar on the parameters' device) is 1: the fused kernel then
+    leaves every weight and moment bitwise as it was and the step count is restored, decided on the device. Fused
+    Adam reads the flag the way GradScaler hands it over (its `found_inf` and `grad_scale` attributes); the gradients
+    are already unscaled, so there is no scale to pass."""
+    opt.found_inf, opt.grad_scale = skip, None
+    try:
+        opt.step()
+    finally:
+        del opt.found_inf, opt.grad_scale
 
 
 @contextlib.contextmanager
