@@ -29,7 +29,7 @@ RAISED_BY = {
     "report/": ("report",), "doctor/": ("doctor",), "devices.py": ("train", "generate", "metrics", "bench"),
     "demo.py": ("train",), "monitor/": ("train", "doctor"), "metrics/perceptual.py": ("project",),
     "project/": ("project",), "projected.py": ("generate",), "cli/report.py": ("report",),
-    "track/": ("train", "report"), "explore/": ("explore",),
+    "track/": ("train", "report"), "explore/": ("explore",), "api.py": ("generate", "project"),
 }  # fmt: skip
 # Flags of other programs that messages may tell the user to pass there.
 OTHER_PROGRAMS = {"--max-restarts"}  # torchrun's

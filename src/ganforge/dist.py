@@ -144,7 +144,7 @@ def barrier() -> None:
 
 def all_reduce_sum_(tensor: torch.Tensor) -> torch.Tensor:
     """Sum `tensor` over ranks in place (identity on one process) and return it."""
-    if world_size() > 1:
+    if tdist.is_initialized() and world_size() > 1:
         tdist.all_reduce(tensor, op=tdist.ReduceOp.SUM)
     return tensor
 
