@@ -137,21 +137,27 @@ def print0(*args, **kwargs) -> None:
         print(*args, **kwargs, flush=True)
 
 
+def _collective() -> bool:
+    """Do collectives reach other ranks: a process group is joined, this thread is not `alone()`, and it has others
+    (world_size is asked as a function, which a test may replace to play a rank of several)."""
+    return tdist.is_initialized() and not _ALONE.get() and world_size() > 1
+
+
 def barrier() -> None:
-    if world_size() > 1:
+    if _collective():
         tdist.barrier()
 
 
 def all_reduce_sum_(tensor: torch.Tensor) -> torch.Tensor:
     """Sum `tensor` over ranks in place (identity on one process) and return it."""
-    if tdist.is_initialized() and world_size() > 1:
+    if _collective():
         tdist.all_reduce(tensor, op=tdist.ReduceOp.SUM)
     return tensor
 
 
 def broadcast_object(obj, src: int = 0):
     """Send a small picklable Python value (strings, numbers, dicts of them) from `src` to every rank."""
-    if world_size() == 1:
+    if not _collective():
         return obj
     box = [obj]
     tdist.broadcast_object_list(box, src=src)
@@ -160,7 +166,7 @@ def broadcast_object(obj, src: int = 0):
 
 def check_replicas(tensors: dict[str, torch.Tensor]) -> list[str]:
     """Names of the tensors that differ from rank 0's copy on any rank (always [] on one process). Collective."""
-    if world_size() == 1:
+    if not _collective():
         return []
     differs = []
     for name, tensor in tensors.items():
@@ -173,7 +179,7 @@ def check_replicas(tensors: dict[str, torch.Tensor]) -> list[str]:
 
 def all_gather_object(obj) -> list:
     """Every rank's small picklable value, in rank order ([obj] on one process). Collective."""
-    if world_size() == 1:
+    if not _collective():
         return [obj]
     gathered = [None] * world_size()
     tdist.all_gather_object(gathered, obj)
