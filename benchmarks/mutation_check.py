@@ -531,6 +531,9 @@ MUTANTS = (
     M("long_stage_not_estimated", "progress.py",
       "        if not self._estimated and self.elapsed() >= ESTIMATE_AFTER_S:", "        if False:",
       ("tests/test_progress.py::test_a_counted_stage_that_turns_out_long_says_how_long_once_with_the_faster_setting",)),
+    M("explore_shows_only_the_first_network", "explore/static/explore.js", "    box.checked = true;",
+      "    box.checked = net.index === 0;",
+      ("tests/explore/test_explore_browser.py::test_every_network_given_is_shown_at_start",)),
     # --network RUNDIR / a checkpoint folder: the newest network, and G_ema.
     M("network_folder_oldest_snapshot", "interop/sources.py", "        return snapshots[-1]",
       "        return snapshots[0]", (GENERATE_FOLDERS,)),

@@ -165,7 +165,7 @@ function buildControls() {
   for (const net of networks) {
     const label = document.createElement("label");
     const box = Object.assign(document.createElement("input"), { type: "checkbox", id: `net-${net.index}` });
-    box.checked = net.index === 0;
+    box.checked = true;  // every --network given is shown at start: the user asked to see them side by side
     box.addEventListener("change", layoutCards);
     label.append(box, ` ${net.index}: ${net.name}`);
     list.append(label);
