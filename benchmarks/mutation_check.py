@@ -116,6 +116,9 @@ IS_HAND = "tests/metrics/test_metrics_is.py::test_is_equals_the_hand_computation
 EXPLORE_API = "tests/explore/test_explore_api.py::"
 EXPLORE_CLI = "tests/explore/test_explore_cli.py::"
 EXPLORE_CONNECTIONS = "tests/explore/test_explore_connections.py::"
+EXPLORE_COMMAND = "tests/explore/test_explore_command.py::"
+GENERATE_LIMITS = "tests/generate/test_generate_limits.py::"
+PYTHON_CALLERS = "test_options_made_in_python_meet_the_checks_of_the_command_line"
 M = Mutant
 
 MUTANTS = (
@@ -653,19 +656,17 @@ MUTANTS = (
     M("generate_memory_not_estimated", "generate/run.py",
       "    memory.check(needs, memory.available_host_bytes(), memory.available_device_bytes(device))\n", "",
       ("tests/generate/test_generate_limits.py::test_generate_checks_what_it_asks_against_the_memory_available_now",)),
-    M("generate_trunc_not_range_checked", "generate/options.py", '("--trunc", fields.get("trunc", 1.0), TRUNC_RANGE',
-      '("--trunc", 1.0, TRUNC_RANGE',
+    M("generate_trunc_not_range_checked", "generate/options.py", "        range=PSI,\n", "",
       ("tests/generate/test_generate_limits.py::test_trunc_must_be_a_finite_psi_in_range",)),
     M("generate_seed_digits_converted", "generate/typed.py",
       'return len(digits.lstrip("0")) > len(str(MAX_SEED)) or', "return",
       ("tests/generate/test_generate_limits.py::test_typed_values_are_repeated_short_and_each_problem_once",)),
-    M("generate_grid_cells_left_black", "generate/options.py", "if not self.interp and keys != cells:",
-      "if not self.interp and keys > cells:",
+    M("generate_grid_cells_left_black", "generate/problems.py", "if not o.interp and keys != cells:",
+      "if not o.interp and keys > cells:",
       ("tests/generate/test_generate_options.py::"
        "test_a_grid_has_one_seed_per_cell_and_a_grid_of_loops_the_same_number_per_cell",
        "tests/generate/test_generate_cli.py::test_the_grid_of_the_issue_exits_2_naming_both_counts")),
-    M("generate_fps_not_range_checked", "generate/options.py", '("--fps", fields.get("fps", DEFAULT_FPS), FPS_RANGE',
-      '("--fps", DEFAULT_FPS, FPS_RANGE',
+    M("generate_fps_not_range_checked", "generate/options.py", "        range=FPS,\n", "",
       ("tests/generate/test_generate_options.py::test_fps_must_be_finite_positive_and_bounded",)),
     M("generate_loop_grid_transposed", "generate/writers.py", "cells.transpose(2, 0, 3, 1, 4, 5)",
       "cells.transpose(2, 1, 3, 0, 4, 5)",
@@ -848,7 +849,7 @@ MUTANTS = (
     M("projected_header_bound_numpy_default", "projected.py", "MAX_HEADER_CHARS = 1024", "MAX_HEADER_CHARS = 10000",
       (PROJECTED_HOSTILE,)),
     M("projected_header_token_error_escapes", "projected.py", "    TokenError,\n", "", (PROJECTED_HOSTILE,)),
-    M("generate_projected_combination_unchecked", "generate/options.py",
+    M("generate_projected_combination_unchecked", "generate/problems.py",
       "    flags = [flag for flag, value in makers if value is not None]", "    flags = []",
       ("tests/generate/test_generate_projected.py::test_flags_that_make_ws_from_seeds_are_refused_with_projected_rows",)),
     M("r3gan_pickle_state_set_twice", "interop/r3gan_pickle.py", "        elif target.built:", "        elif False:",
@@ -1207,6 +1208,20 @@ MUTANTS = (
     M("range_problems_all_kept", "generate/typed.py",
       "if problem in self.shown or len(self.shown) < self.limit:", "if True:",
       ("tests/generate/test_generate_limits.py::test_a_value_of_many_bad_parts_keeps_only_the_problems_it_shows",)),
+    # Every command's options declared once: the checks and the command lines derived from the declarations
+    M("generate_declared_checks_skipped_by_parse", "generate/options.py",
+      "found += options.value_problems() + parsed", "found += parsed",
+      (GENERATE_LIMITS + "test_every_number_is_checked_where_it_is_parsed",)),
+    M("generate_python_options_unchecked", "generate/run.py", "    _refuse(options.value_problems())  #",
+      "    options.value_problems()  #", (GENERATE_LIMITS + PYTHON_CALLERS,)),
+    M("option_int_takes_a_float", "option.py", "if self.kind is int and isinstance(value, float):", "if False:",
+      (GENERATE_LIMITS + PYTHON_CALLERS,)),
+    M("command_writes_every_default", "option.py",
+      "if d.default is dataclasses.MISSING or value != d.default:", "if True:",
+      (EXPLORE_COMMAND + "test_the_command_names_only_what_differs_from_generates_defaults",)),
+    M("command_float_rounded", "option.py", "return repr(value) if isinstance(value, float)",
+      'return f"{value:g}" if isinstance(value, float)',
+      (EXPLORE_COMMAND + "test_the_command_line_reads_the_command_back_into_the_same_options",)),
 )  # fmt: skip
 
 

@@ -1,7 +1,8 @@
-"""Every numeric option of `train` and `bench`, given NaN, an infinity or an integer far beyond any use, and every
-choice given a value it does not offer, is refused by one line naming the flag (exit 2), under `--dry-run` exactly as
-in a real run, in bounded time and memory. The table is derived from the option declarations, so a new option is
-covered the day it is declared."""
+"""Every numeric option of a command made from declarations (`train`, `bench`, `generate`, ...), given NaN, an
+infinity or an integer far beyond any use, and every choice given a value it does not offer, is refused by one line
+naming the flag (exit 2), under `--dry-run` exactly as in a real run, in bounded time and memory, with nothing
+written. The table is derived from the option declarations, so a new option is covered the day it is declared. The
+numbers of the commands not made from declarations are bounded by click or checked where they are parsed."""
 
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from hostile_harness import Case, assert_all_rejected
 
 from ganforge.bench.options import BENCH_OPTIONS
 from ganforge.cli import main
+from ganforge.generate.options import GENERATE_OPTIONS
 from ganforge.train.options import TRAIN_OPTIONS
 from launch_helpers import tiny_archive
 
@@ -52,10 +54,30 @@ def test_train_and_bench_refuse_every_bad_number_and_choice_with_one_line(data, 
         assert flag in outcome.stderr, (case.name, outcome.stderr)
 
 
-# Numbers that their command checks where it parses its options (generate/options.py, export/options.py,
-# data/build.py), each tried with hostile values in tests/hostile/test_hostile_outputs.py or test_hostile_data.py.
+# The other commands made from declarations: their declarations, a command line they would run (its options are
+# checked before any file is read), and the flags an option needs beside it to mean something.
+OUT = "out"
+DECLARED_COMMANDS = {
+    "generate": (GENERATE_OPTIONS, ("generate", "--network", "G.safetensors", "--outdir", OUT, "--seeds", "0,1")),
+}
+NEEDS = {("generate", "--fps"): ("--interp", "2"), ("generate", "--resize"): ("--size", "8")}
+
+
+def test_every_declared_commands_bad_numbers_and_choices_are_one_line_each(tmp_path):
+    cases = []
+    for command, (options, base) in DECLARED_COMMANDS.items():
+        for d in options:
+            for value in _bad_values(d):
+                args = (*base, *NEEDS.get((command, d.flag), ()), d.flag, value)
+                cases.append(Case(f"{command} {d.flag} {value}", args, absent=(OUT,)))
+    outcomes = assert_all_rejected(cases, tmp_path)
+    for case, outcome in zip(cases, outcomes, strict=True):
+        assert case.name.split()[1] in outcome.stderr, (case.name, outcome.stderr)
+
+
+# Numbers of the commands not made from declarations that their command checks where it parses its options, each tried
+# with hostile values in tests/hostile/test_hostile_outputs.py or test_hostile_data.py.
 CHECKED_WHERE_PARSED = {
-    "generate": ("--trunc", "--trunc-cutoff", "--class", "--batch", "--interp", "--rotate", "--fps"),
     "export": (
         "--trunc",
         "--check",
@@ -86,7 +108,7 @@ def test_every_other_commands_numbers_are_bounded_by_click_or_checked_where_pars
     tables = "".join((Path(__file__).parent / name).read_text() for name in HOSTILE_TABLES)
     unchecked = []
     for name, command in _commands(main):
-        if name in ("train", "bench"):  # the declarations' own table above
+        if name in ("train", "bench", *DECLARED_COMMANDS):  # the declarations' own tables above
             continue
         for param in command.params:
             bounded = isinstance(param.type, click.IntRange) and None not in (param.type.min, param.type.max)
