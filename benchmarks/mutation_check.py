@@ -119,6 +119,9 @@ EXPLORE_CONNECTIONS = "tests/explore/test_explore_connections.py::"
 EXPLORE_COMMAND = "tests/explore/test_explore_command.py::"
 GENERATE_LIMITS = "tests/generate/test_generate_limits.py::"
 PYTHON_CALLERS = "test_options_made_in_python_meet_the_checks_of_the_command_line"
+DECLARED_HOSTILE = (
+    "tests/hostile/test_hostile_options.py::test_every_declared_commands_bad_numbers_and_choices_are_one_line_each"
+)
 M = Mutant
 
 MUTANTS = (
@@ -685,7 +688,7 @@ MUTANTS = (
       'if container == "mp4" and (width % 2 or height % 2):', "if False:",
       ("tests/generate/test_generate_modes.py::test_what_a_container_cannot_hold_is_refused_before_anything_is_made",)),
     M("export_max_abs_diff_nan_accepted", "export/options.py",
-      "if self.max_abs_diff is not None and not 0 <= self.max_abs_diff <= MAX_PIXEL_DIFF:", "if False:",
+      "        range=Range(0, MAX_PIXEL_DIFF),\n", "",
       ("tests/export/test_export_inputs.py::test_numbers_out_of_range_are_refused_where_they_are_parsed",)),
     M("export_check_memory_skipped", "export/run.py", "    _check_memory(module, options)\n", "",
       ("tests/export/test_export_inputs.py::test_a_fixed_batch_whose_check_does_not_fit_is_refused_with_the_figure",)),
@@ -1222,6 +1225,15 @@ MUTANTS = (
     M("command_float_rounded", "option.py", "return repr(value) if isinstance(value, float)",
       'return f"{value:g}" if isinstance(value, float)',
       (EXPLORE_COMMAND + "test_the_command_line_reads_the_command_back_into_the_same_options",)),
+    M("export_declared_checks_skipped_by_parse", "export/options.py", "        problems += self.value_problems()\n", "",
+      ("tests/export/test_export_inputs.py::test_numbers_out_of_range_are_refused_where_they_are_parsed",)),
+    M("export_python_options_unchecked", "export/run.py", "    problems = options.value_problems()  #",
+      "    problems = []  #", ("tests/export/test_export_inputs.py::" + PYTHON_CALLERS,)),
+    M("project_declared_checks_skipped", "project/options.py",
+      "return problems + value_problems(PROJECT_OPTIONS, self)", "return problems",
+      ("tests/project/test_project_cli.py::test_bad_inputs_are_one_line_and_nothing_is_written",)),
+    M("metrics_declared_checks_skipped", "metrics/command.py", "    problems = options.value_problems()\n",
+      "    problems = []\n", (DECLARED_HOSTILE,)),
 )  # fmt: skip
 
 

@@ -12,15 +12,23 @@ import ganforge
 from cli_helpers import leaf_commands
 from ganforge.bench.options import BENCH_OPTIONS, TRAINING
 from ganforge.cli import main
+from ganforge.export.options import EXPORT_OPTIONS
 from ganforge.generate.options import GENERATE_OPTIONS
+from ganforge.metrics.options import METRICS_OPTIONS
+from ganforge.project.options import PROJECT_OPTIONS
 from ganforge.train.options import TRAIN_OPTIONS
 
 PACKAGE = Path(ganforge.__file__).parent
 # The declarations each command's options are made from (cli/declared.py).
 TRAIN_FAMILY = {"train": TRAIN_OPTIONS, "bench": BENCH_OPTIONS}
-COMMAND_DECLARATIONS = TRAIN_FAMILY | {"generate": GENERATE_OPTIONS}
+COMMAND_DECLARATIONS = TRAIN_FAMILY | {
+    "generate": GENERATE_OPTIONS,
+    "export": EXPORT_OPTIONS,
+    "project": PROJECT_OPTIONS,
+    "metrics": METRICS_OPTIONS,
+}
 # Where the commands other than train and bench declare their options.
-OTHER_COMMANDS_MODULES = ("generate/options.py",)
+OTHER_COMMANDS_MODULES = ("generate/options.py", "export/options.py", "project/options.py", "metrics/options.py")
 # bench's own options under train's flags, each a different option: its --aug-p has another default (every transform
 # on), its --data is optional (it only shapes the synthetic images) and its --batch-gpu also takes auto (the search
 # for the batch to train with).

@@ -12,7 +12,10 @@ from hostile_harness import Case, assert_all_rejected
 
 from ganforge.bench.options import BENCH_OPTIONS
 from ganforge.cli import main
+from ganforge.export.options import EXPORT_OPTIONS
 from ganforge.generate.options import GENERATE_OPTIONS
+from ganforge.metrics.options import METRICS_OPTIONS
+from ganforge.project.options import PROJECT_OPTIONS
 from ganforge.train.options import TRAIN_OPTIONS
 from launch_helpers import tiny_archive
 
@@ -55,21 +58,29 @@ def test_train_and_bench_refuse_every_bad_number_and_choice_with_one_line(data, 
 
 
 # The other commands made from declarations: their declarations, a command line they would run (its options are
-# checked before any file is read), and the flags an option needs beside it to mean something.
-OUT = "out"
+# checked before any file is read) and what it would write, and the flags an option needs beside it to mean something.
 DECLARED_COMMANDS = {
-    "generate": (GENERATE_OPTIONS, ("generate", "--network", "G.safetensors", "--outdir", OUT, "--seeds", "0,1")),
+    "generate": (GENERATE_OPTIONS, ("generate", "--network", "G.safetensors", "--outdir", "out", "--seeds", "0,1"),
+                 "out"),
+    "export": (EXPORT_OPTIONS, ("export", "--network", "G.safetensors", "--out", "G.onnx"), "G.onnx"),
+    "project": (PROJECT_OPTIONS, ("project", "--network", "G.safetensors", "--target", "t.png", "--outdir", "out"),
+                "out"),
+    "metrics": (METRICS_OPTIONS, ("metrics", "--real", "reals", "--fake", "reals", "--outdir", "out"), "out"),
+}  # fmt: skip
+NEEDS = {
+    ("generate", "--fps"): ("--interp", "2"),
+    ("generate", "--resize"): ("--size", "8"),
+    ("export", "--qat-kimg"): ("--precision", "int8"),
 }
-NEEDS = {("generate", "--fps"): ("--interp", "2"), ("generate", "--resize"): ("--size", "8")}
 
 
 def test_every_declared_commands_bad_numbers_and_choices_are_one_line_each(tmp_path):
     cases = []
-    for command, (options, base) in DECLARED_COMMANDS.items():
+    for command, (options, base, written) in DECLARED_COMMANDS.items():
         for d in options:
             for value in _bad_values(d):
                 args = (*base, *NEEDS.get((command, d.flag), ()), d.flag, value)
-                cases.append(Case(f"{command} {d.flag} {value}", args, absent=(OUT,)))
+                cases.append(Case(f"{command} {d.flag} {value}", args, absent=(written,)))
     outcomes = assert_all_rejected(cases, tmp_path)
     for case, outcome in zip(cases, outcomes, strict=True):
         assert case.name.split()[1] in outcome.stderr, (case.name, outcome.stderr)
@@ -77,19 +88,7 @@ def test_every_declared_commands_bad_numbers_and_choices_are_one_line_each(tmp_p
 
 # Numbers of the commands not made from declarations that their command checks where it parses its options, each tried
 # with hostile values in tests/hostile/test_hostile_outputs.py or test_hostile_data.py.
-CHECKED_WHERE_PARSED = {
-    "export": (
-        "--trunc",
-        "--check",
-        "--check-fid",
-        "--max-abs-diff",
-        "--max-fid-delta",
-        "--calib",
-        "--seed",
-        "--qat-kimg",
-    ),
-    "dataset build": ("--resolution",),
-}
+CHECKED_WHERE_PARSED = {"dataset build": ("--resolution",)}
 HOSTILE_TABLES = ("test_hostile_outputs.py", "test_hostile_data.py")
 
 
