@@ -1234,6 +1234,15 @@ MUTANTS = (
       ("tests/project/test_project_cli.py::test_bad_inputs_are_one_line_and_nothing_is_written",)),
     M("metrics_declared_checks_skipped", "metrics/command.py", "    problems = options.value_problems()\n",
       "    problems = []\n", (DECLARED_HOSTILE,)),
+    M("build_declared_checks_skipped", "data/build.py",
+      "problems = options.value_problems() + [message", "problems = [message",
+      ("tests/data/test_data_build.py::" + PYTHON_CALLERS,)),
+    M("verify_workers_unchecked", "data/check.py", "problems = value_problems(VERIFY_OPTIONS,",
+      "problems = [] or value_problems([],", (DECLARED_HOSTILE,)),
+    M("explore_declared_checks_skipped", "explore/__init__.py", "    options.check()\n", "",
+      (EXPLORE_CLI + "test_python_callers_meet_the_checks_of_the_command_line",)),
+    M("range_whole_takes_a_fraction", "option.py", "fraction = self.whole and isinstance(value, float)",
+      "fraction = False", ("tests/export/test_export_inputs.py::" + PYTHON_CALLERS,)),
 )  # fmt: skip
 
 

@@ -12,6 +12,8 @@ import ganforge
 from cli_helpers import leaf_commands
 from ganforge.bench.options import BENCH_OPTIONS, TRAINING
 from ganforge.cli import main
+from ganforge.data.options import BUILD_OPTIONS, INFO_OPTIONS, VERIFY_OPTIONS
+from ganforge.explore.options import EXPLORE_OPTIONS
 from ganforge.export.options import EXPORT_OPTIONS
 from ganforge.generate.options import GENERATE_OPTIONS
 from ganforge.metrics.options import METRICS_OPTIONS
@@ -26,9 +28,20 @@ COMMAND_DECLARATIONS = TRAIN_FAMILY | {
     "export": EXPORT_OPTIONS,
     "project": PROJECT_OPTIONS,
     "metrics": METRICS_OPTIONS,
+    "dataset build": BUILD_OPTIONS,
+    "dataset info": INFO_OPTIONS,
+    "dataset verify": VERIFY_OPTIONS,
+    "explore": EXPLORE_OPTIONS,
 }
 # Where the commands other than train and bench declare their options.
-OTHER_COMMANDS_MODULES = ("generate/options.py", "export/options.py", "project/options.py", "metrics/options.py")
+OTHER_COMMANDS_MODULES = (
+    "generate/options.py",
+    "export/options.py",
+    "project/options.py",
+    "metrics/options.py",
+    "data/options.py",
+    "explore/options.py",
+)
 # bench's own options under train's flags, each a different option: its --aug-p has another default (every transform
 # on), its --data is optional (it only shapes the synthetic images) and its --batch-gpu also takes auto (the search
 # for the batch to train with).

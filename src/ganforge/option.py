@@ -25,21 +25,26 @@ OPTION = "option"  # field metadata: the Option that sets the field, if any
 @dataclass(frozen=True)
 class Range:
     """The numbers an option accepts: always finite (NaN and infinity are never a setting), and within
-    [low, high], either end open where asked."""
+    [low, high], either end open where asked; with `whole`, whole numbers only (a count, a seed, a port)."""
 
     low: float | None = None
     high: float | None = None
     low_open: bool = False
     high_open: bool = False
+    whole: bool = False
 
     def problem(self, value: float) -> str | None:
         """Why `value` is not accepted ("must be ..."), or None."""
         finite = not isinstance(value, float) or math.isfinite(value)
+        fraction = self.whole and isinstance(value, float)
         below = self.low is not None and (value <= self.low if self.low_open else value < self.low)
         above = self.high is not None and (value >= self.high if self.high_open else value > self.high)
-        return f"must be {self.describe()}" if not finite or below or above else None
+        return f"must be {self.describe()}" if not finite or fraction or below or above else None
 
     def describe(self) -> str:
+        if self.whole:
+            assert None not in (self.low, self.high) and not (self.low_open or self.high_open), self
+            return f"from {self.low:,} to {self.high:,}"
         if self.low is not None and self.high is not None:
             left, right = "(" if self.low_open else "[", ")" if self.high_open else "]"
             return f"a finite number in {left}{number(self.low)}, {number(self.high)}{right}"
@@ -80,7 +85,7 @@ class Option:
     flag: str = ""
     name: str = ""
     kind: type | None = None
-    choices: tuple[str, ...] = ()
+    choices: tuple = ()  # the values accepted, as the command line writes them (str) or ints
     range: Range | None = None
     preset: bool = False
     shown_default: str = ""
@@ -165,7 +170,7 @@ class Declared:
         if value is None or self.kind is bool or self.option.bare and isinstance(value, bool):
             return None
         if self.option.choices and value not in self.option.choices:
-            return f"{self.flag} {value}: unknown; use one of {', '.join(self.option.choices)}"
+            return f"{self.flag} {value}: unknown; use one of {', '.join(map(str, self.option.choices))}"
         numeric = self.kind in (int, float) or self.option.range is not None
         if numeric and not isinstance(value, (int, float)) or isinstance(value, bool):
             return f"{self.flag} {value!r:.40}: not a number"

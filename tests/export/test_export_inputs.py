@@ -159,11 +159,13 @@ def test_numbers_out_of_range_are_refused_where_they_are_parsed(tmp_path):
 
 
 def test_options_made_in_python_meet_the_checks_of_the_command_line(tmp_path):
-    made = ExportOptions(tmp_path / "none.safetensors", tmp_path / "G.onnx", trunc=math.nan, noise="bogus", check=0)
+    made = ExportOptions(tmp_path / "none.safetensors", tmp_path / "G.onnx", trunc=math.nan, noise="bogus", check=0,
+                         batch=2.5)  # fmt: skip
     with pytest.raises(UserError) as err:
         export_network(made)
     assert err.value.problems == [
         "--trunc nan: must be a psi from 0 (the average image) to 1 (no truncation)",
+        "--batch 2.5: must be from 1 to 65,536",
         "--noise bogus: unknown; use one of const, input",
         "--check 0: must be from 1 to 50,000",
     ]

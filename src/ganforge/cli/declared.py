@@ -57,7 +57,7 @@ class SectionedCommand(click.Command):
         records: dict[str, list] = {}
         for param in self.get_params(ctx):
             record = param.get_help_record(ctx)
-            if record is not None:
+            if record is not None and not isinstance(param, click.Argument):  # the usage line names the arguments
                 records.setdefault(sections.get(param.name, "Other"), []).append(record)
         for section, rows in records.items():
             with formatter.section(section):

@@ -46,8 +46,7 @@ MAX_PIXEL_DIFF = 2.0  # pixels are on [-1, 1]: no two differ by more
 
 
 OUTPUT, CHECK, INT8 = "Network and output", "Check", "int8"  # the sections of `ganforge export --help`
-IMAGES = Range(1, MAX_IMAGES)
-IMAGES_FROM_1 = f"from 1 to {MAX_IMAGES:,}"
+IMAGES = Range(1, MAX_IMAGES, whole=True)
 QAT_KIMG = Range(0, MAX_QAT_KIMG)
 QAT_IMAGES = f"thousands of images, from 0.001 (one image) to {MAX_QAT_KIMG:g}"
 
@@ -87,8 +86,7 @@ class ExportOptions:
         "Batch size the model takes: a number, or dynamic for any.",
         default=None,
         kind=str,
-        range=Range(1, MAX_BATCH),
-        must=f"from 1 to {MAX_BATCH:,}",
+        range=Range(1, MAX_BATCH, whole=True),
         shown_default="dynamic",
     )
     noise: str = option(
@@ -98,13 +96,12 @@ class ExportOptions:
         choices=NOISE_INPUTS,
     )
     uint8: bool = option(OUTPUT, "Output uint8 [N, H, W, C] instead of float [N, C, H, W] in [-1, 1].", default=False)
-    check: int = option(CHECK, "Latents of the pixel check.", default=64, range=IMAGES, must=IMAGES_FROM_1)
+    check: int = option(CHECK, "Latents of the pixel check.", default=64, range=IMAGES)
     check_fid: int | None = option(  # None: on for fp16/int8 only, with DEFAULT_CHECK_FID
         CHECK,
         "Images of each of the FID/KID check's sets, 0 for none.",
         default=None,
-        range=Range(0, MAX_IMAGES),
-        must=f"from 0 to {MAX_IMAGES:,}",
+        range=Range(0, MAX_IMAGES, whole=True),
         shown_default=f"fp32 none; fp16/int8 {DEFAULT_CHECK_FID['cuda']} on a GPU, {DEFAULT_CHECK_FID['cpu']} on a CPU",
     )
     max_abs_diff: float | None = option(
@@ -125,7 +122,7 @@ class ExportOptions:
         must="a finite FID of 0 or more",
     )
     calib: int = option(  # generated latents whose activations calibrate int8
-        INT8, "int8: generated latents for calibration.", default=128, range=IMAGES, must=IMAGES_FROM_1
+        INT8, "int8: generated latents for calibration.", default=128, range=IMAGES
     )
     calib_method: str = option(
         INT8,
@@ -160,8 +157,7 @@ class ExportOptions:
         CHECK,
         "Latents and noise of the check; calibration uses seed + 1, the fine-tuning seed + 3.",
         default=0,
-        range=Range(0, MAX_SEED),
-        must=f"from 0 to {MAX_SEED:,}",
+        range=Range(0, MAX_SEED, whole=True),
     )
     inception: Path | None = option(
         CHECK,

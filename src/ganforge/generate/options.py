@@ -29,8 +29,7 @@ COARSE_STYLES = range(7)  # StyleGAN Fig. 3 mixes the coarse styles 0-6 by defau
 MAX_SIZE = 8192  # --size: an 8K screen's width; a grid of such images is bounded by the memory estimate
 # GIF stores frame durations in hundredths of a second, and browsers play frames shorter than 20 ms at 100 ms
 MAX_GIF_FPS = 50
-COUNTS = Range(1, MAX_COUNT)
-FROM_1 = f"from 1 to {MAX_COUNT:,}"
+COUNTS = Range(1, MAX_COUNT, whole=True)
 FPS = Range(0.1, 120)  # from a slide show (10 s a frame) to high-refresh screens
 FPS_SPAN = f"from {FPS.low:g} to {FPS.high:g}"
 # Truncation psi: 1 is none, 0 the average image, negative values the other side of the average (StyleGAN Fig. 8
@@ -71,7 +70,6 @@ class GenerateOptions:
         "whatever the other seeds; bigger batches are faster and round differently (a pixel may move by one level).",
         default=16,
         range=COUNTS,
-        must=FROM_1,
     )
     seeds: tuple[int, ...] = option(
         MAKE,
@@ -103,7 +101,6 @@ class GenerateOptions:
         "Looping interpolation through the seeds, FRAMES per seed (interp.mp4, .webp or .gif).",
         default=None,
         range=COUNTS,
-        must=FROM_1,
         metavar="FRAMES",
     )
     fps: float = option(
@@ -160,7 +157,6 @@ class GenerateOptions:
         "Truncate only the first N ws.",
         default=None,
         range=COUNTS,
-        must=FROM_1,
         shown_default="all",
     )
     class_index: int | None = option(
@@ -168,8 +164,7 @@ class GenerateOptions:
         "Class of a conditional network (its one-hot label vector). One of --class, --label and --label-file.",
         default=None,
         flag="--class",
-        range=Range(0, MAX_COUNT),
-        must=f"from 0 to {MAX_COUNT:,}",
+        range=Range(0, MAX_COUNT, whole=True),
     )
     label: tuple[float, ...] | None = option(
         LATENTS,
@@ -216,8 +211,7 @@ class GenerateOptions:
         "Every image PX x PX in the files (each cell of a grid, table or video), resampled by --resize; of a "
         "non-square network, PX is the short side and the long side keeps the aspect.",
         default=None,
-        range=Range(1, MAX_SIZE),
-        must=f"from 1 to {MAX_SIZE:,}",
+        range=Range(1, MAX_SIZE, whole=True),
         metavar="PX",
         shown_default="the network's resolution",
     )

@@ -8,11 +8,11 @@ append_result(run_dir / "metric-fid50k_full.jsonl", result, snapshot="snapshots/
 ```
 """
 
-import importlib
 import json
 import time
 from pathlib import Path
 
+from ganforge import names_on_first_use
 from ganforge.durable import append_text
 
 # The names are loaded on first use: `ganforge --help` imports `ganforge.metrics.options` (and so this file), and must
@@ -30,10 +30,7 @@ _HOMES = {
 __all__ = [*_HOMES, "append_result"]
 
 
-def __getattr__(name: str):
-    if name not in _HOMES:
-        raise AttributeError(f"module 'ganforge.metrics' has no attribute {name!r}")
-    return getattr(importlib.import_module(_HOMES[name]), name)
+__getattr__ = names_on_first_use(__name__, _HOMES)
 
 
 def append_result(jsonl_path: str | Path, result: dict, snapshot: str | Path | None = None) -> None:

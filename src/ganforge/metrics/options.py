@@ -54,38 +54,33 @@ class MetricsOptions:
         COMPUTATION,
         "Number of fakes instead of the metric's own.",
         default=None,
-        range=Range(2, MAX_IMAGES),
-        must=f"from 2 to {MAX_IMAGES:,}",
+        range=Range(2, MAX_IMAGES, whole=True),
     )
     num_real: int | None = option(
         COMPUTATION,
         "Cap on the number of reals.",
         default=None,
-        range=Range(2, MAX_IMAGES),
-        must=f"from 2 to {MAX_IMAGES:,}",
+        range=Range(2, MAX_IMAGES, whole=True),
     )
     batch_size: int = option(
         COMPUTATION,
         "Images per forward pass, per device.",
         default=32,
         flag="--batch",
-        range=Range(1, MAX_BATCH),
-        must=f"from 1 to {MAX_BATCH:,}",
+        range=Range(1, MAX_BATCH, whole=True),
     )
     seed: int = option(
         COMPUTATION,
         "Latents, labels, noise, real subsets and metric sampling.",
         default=0,
-        range=Range(0, MAX_SEED),
-        must=f"from 0 to {MAX_SEED:,}",
+        range=Range(0, MAX_SEED, whole=True),
     )
     device: str = option(COMPUTATION, "Where to compute.", default="auto", choices=DEVICE_CHOICES)
     workers: int = option(
         COMPUTATION,
         "DataLoader processes decoding zip or folder images (a fast-format dataset is read in-process).",
         default=2,
-        range=Range(0, MAX_WORKERS),
-        must=f"from 0 to {MAX_WORKERS}",
+        range=Range(0, MAX_WORKERS, whole=True),
     )
     inception: str | None = option(
         FILES,

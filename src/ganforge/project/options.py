@@ -78,16 +78,13 @@ class ProjectOptions:
         default="w",
         choices=SPACES,
     )
-    steps: int = option(
-        PROJECTION, "Optimisation steps.", default=STEPS, range=Range(1, MAX_STEPS), must=f"from 1 to {MAX_STEPS:,}"
-    )
+    steps: int = option(PROJECTION, "Optimisation steps.", default=STEPS, range=Range(1, MAX_STEPS, whole=True))
     tune_g: int = option(
         TUNING,
         "Pivotal tuning (PTI, Roich et al. 2022): tune G around the projection for STEPS steps (350 in the paper) and "
         "write it as G_tuned.safetensors beside the latent; 0: off.",
         default=0,
-        range=Range(0, MAX_STEPS),
-        must=f"from 0 to {MAX_STEPS:,}",
+        range=Range(0, MAX_STEPS, whole=True),
         metavar="STEPS",
     )
     perceptual: str = option(
@@ -101,23 +98,20 @@ class ProjectOptions:
         PROJECTION,
         "Fixes each target's noise maps and the noise on w.",
         default=SEED,
-        range=Range(0, MAX_SEED),
-        must=f"from 0 to {MAX_SEED:,}",
+        range=Range(0, MAX_SEED, whole=True),
     )
     class_index: int | None = option(
         PROJECTION,
         "Class of a conditional network.",
         default=None,
         flag="--class",
-        range=Range(0, MAX_CLASSES - 1),
-        must=f"from 0 to {MAX_CLASSES - 1:,}",
+        range=Range(0, MAX_CLASSES - 1, whole=True),
     )
     batch: int = option(
         FILES,
         "Targets optimised together (each on its own; faster on a GPU).",
         default=4,
-        range=Range(1, MAX_BATCH),
-        must=f"from 1 to {MAX_BATCH}",
+        range=Range(1, MAX_BATCH, whole=True),
     )
     video: bool = option(FILES, "Also proj.mp4 (or .webp/.gif): the optimisation beside the target.", default=False)
     device: str = option(FILES, "Where to project.", default="auto", choices=DEVICE_CHOICES)
