@@ -123,6 +123,12 @@ PROJECT_TERMS = "tests/project/test_project_terms.py::"
 CONSUMED = "tests/train/test_train_schedules_consumed.py::"
 CONSUMED_R3GAN = CONSUMED + "test_r3gan_steps_take_the_annealed_gamma_beta2_lr_ema_and_p"
 CONSUMED_SG3 = CONSUMED + "test_stylegan3_d_sees_the_fading_blur_and_a_growing_d_the_stages"
+EXPLORE_COMMAND = "tests/explore/test_explore_command.py::"
+GENERATE_LIMITS = "tests/generate/test_generate_limits.py::"
+PYTHON_CALLERS = "test_options_made_in_python_meet_the_checks_of_the_command_line"
+DECLARED_HOSTILE = (
+    "tests/hostile/test_hostile_options.py::test_every_declared_commands_bad_numbers_and_choices_are_one_line_each"
+)
 M = Mutant
 
 MUTANTS = (
@@ -690,19 +696,17 @@ MUTANTS = (
     M("generate_memory_not_estimated", "generate/run.py",
       "    memory.check(needs, memory.available_host_bytes(), memory.available_device_bytes(device))\n", "",
       ("tests/generate/test_generate_limits.py::test_generate_checks_what_it_asks_against_the_memory_available_now",)),
-    M("generate_trunc_not_range_checked", "generate/options.py", '("--trunc", fields.get("trunc", 1.0), TRUNC_RANGE',
-      '("--trunc", 1.0, TRUNC_RANGE',
+    M("generate_trunc_not_range_checked", "generate/options.py", "        range=PSI,\n", "",
       ("tests/generate/test_generate_limits.py::test_trunc_must_be_a_finite_psi_in_range",)),
     M("generate_seed_digits_converted", "generate/typed.py",
       'return len(digits.lstrip("0")) > len(str(MAX_SEED)) or', "return",
       ("tests/generate/test_generate_limits.py::test_typed_values_are_repeated_short_and_each_problem_once",)),
-    M("generate_grid_cells_left_black", "generate/options.py", "if not self.interp and keys != cells:",
-      "if not self.interp and keys > cells:",
+    M("generate_grid_cells_left_black", "generate/problems.py", "if not o.interp and keys != cells:",
+      "if not o.interp and keys > cells:",
       ("tests/generate/test_generate_options.py::"
        "test_a_grid_has_one_seed_per_cell_and_a_grid_of_loops_the_same_number_per_cell",
        "tests/generate/test_generate_cli.py::test_the_grid_of_the_issue_exits_2_naming_both_counts")),
-    M("generate_fps_not_range_checked", "generate/options.py", '("--fps", fields.get("fps", DEFAULT_FPS), FPS_RANGE',
-      '("--fps", DEFAULT_FPS, FPS_RANGE',
+    M("generate_fps_not_range_checked", "generate/options.py", "        range=FPS,\n", "",
       ("tests/generate/test_generate_options.py::test_fps_must_be_finite_positive_and_bounded",)),
     M("generate_loop_grid_transposed", "generate/writers.py", "cells.transpose(2, 0, 3, 1, 4, 5)",
       "cells.transpose(2, 1, 3, 0, 4, 5)",
@@ -721,7 +725,7 @@ MUTANTS = (
       'if container == "mp4" and (width % 2 or height % 2):', "if False:",
       ("tests/generate/test_generate_modes.py::test_what_a_container_cannot_hold_is_refused_before_anything_is_made",)),
     M("export_max_abs_diff_nan_accepted", "export/options.py",
-      "if self.max_abs_diff is not None and not 0 <= self.max_abs_diff <= MAX_PIXEL_DIFF:", "if False:",
+      "        range=Range(0, MAX_PIXEL_DIFF),\n", "",
       ("tests/export/test_export_inputs.py::test_numbers_out_of_range_are_refused_where_they_are_parsed",)),
     M("export_check_memory_skipped", "export/run.py", "    _check_memory(module, options)\n", "",
       ("tests/export/test_export_inputs.py::test_a_fixed_batch_whose_check_does_not_fit_is_refused_with_the_figure",)),
@@ -885,7 +889,7 @@ MUTANTS = (
     M("projected_header_bound_numpy_default", "projected.py", "MAX_HEADER_CHARS = 1024", "MAX_HEADER_CHARS = 10000",
       (PROJECTED_HOSTILE,)),
     M("projected_header_token_error_escapes", "projected.py", "    TokenError,\n", "", (PROJECTED_HOSTILE,)),
-    M("generate_projected_combination_unchecked", "generate/options.py",
+    M("generate_projected_combination_unchecked", "generate/problems.py",
       "    flags = [flag for flag, value in makers if value is not None]", "    flags = []",
       ("tests/generate/test_generate_projected.py::test_flags_that_make_ws_from_seeds_are_refused_with_projected_rows",)),
     M("r3gan_pickle_state_set_twice", "interop/r3gan_pickle.py", "        elif target.built:", "        elif False:",
@@ -1313,6 +1317,38 @@ MUTANTS = (
     M("fused_adam_takes_any_moment_shape", "train/checkpointing.py",
       'if any(state[key].shape != param.shape for key in ("exp_avg", "exp_avg_sq") if key in state):',
       "if False:", (NUMERICS + "test_train_fused_adam_never_takes_moments_of_another_shape",)),
+    # Every command's options declared once: the checks and the command lines derived from the declarations
+    M("generate_declared_checks_skipped_by_parse", "generate/options.py",
+      "found += options.value_problems() + parsed", "found += parsed",
+      (GENERATE_LIMITS + "test_every_number_is_checked_where_it_is_parsed",)),
+    M("generate_python_options_unchecked", "generate/run.py", "    _refuse(options.value_problems())  #",
+      "    options.value_problems()  #", (GENERATE_LIMITS + PYTHON_CALLERS,)),
+    M("option_int_takes_a_float", "option.py", "if self.kind is int and isinstance(value, float):", "if False:",
+      (GENERATE_LIMITS + PYTHON_CALLERS,)),
+    M("command_writes_every_default", "option.py",
+      "if d.default is dataclasses.MISSING or value != d.default:", "if True:",
+      (EXPLORE_COMMAND + "test_the_command_names_only_what_differs_from_generates_defaults",)),
+    M("command_float_rounded", "option.py", "return repr(value) if isinstance(value, float)",
+      'return f"{value:g}" if isinstance(value, float)',
+      (EXPLORE_COMMAND + "test_the_command_line_reads_the_command_back_into_the_same_options",)),
+    M("export_declared_checks_skipped_by_parse", "export/options.py", "        problems += self.value_problems()\n", "",
+      ("tests/export/test_export_inputs.py::test_numbers_out_of_range_are_refused_where_they_are_parsed",)),
+    M("export_python_options_unchecked", "export/run.py", "    problems = options.value_problems()  #",
+      "    problems = []  #", ("tests/export/test_export_inputs.py::" + PYTHON_CALLERS,)),
+    M("project_declared_checks_skipped", "project/options.py",
+      "return problems + value_problems(PROJECT_OPTIONS, self)", "return problems",
+      ("tests/project/test_project_cli.py::test_bad_inputs_are_one_line_and_nothing_is_written",)),
+    M("metrics_declared_checks_skipped", "metrics/command.py", "    problems = options.value_problems()\n",
+      "    problems = []\n", (DECLARED_HOSTILE,)),
+    M("build_declared_checks_skipped", "data/build.py",
+      "problems = options.value_problems() + [message", "problems = [message",
+      ("tests/data/test_data_build.py::" + PYTHON_CALLERS,)),
+    M("verify_workers_unchecked", "data/check.py", "problems = value_problems(VERIFY_OPTIONS,",
+      "problems = [] or value_problems([],", (DECLARED_HOSTILE,)),
+    M("explore_declared_checks_skipped", "explore/__init__.py", "    options.check()\n", "",
+      (EXPLORE_CLI + "test_python_callers_meet_the_checks_of_the_command_line",)),
+    M("range_whole_takes_a_fraction", "option.py", "fraction = self.whole and isinstance(value, float)",
+      "fraction = False", ("tests/export/test_export_inputs.py::" + PYTHON_CALLERS,)),
 )  # fmt: skip
 
 

@@ -94,8 +94,8 @@ def test_feature_maps_show_the_first_channels_of_the_chosen_layer_side_by_side(s
 
 
 BAD = {
-    "trunc nan": ("image", dict(seed=0, trunc="nan"), "--trunc nan: truncation psi"),
-    "trunc far": ("image", dict(seed=0, trunc=5), "must be a number from -2 to 2"),
+    "trunc nan": ("image", dict(seed=0, trunc="nan"), "--trunc nan: must be a truncation psi"),
+    "trunc far": ("image", dict(seed=0, trunc=5), "must be a truncation psi from -2 to 2"),
     "seed negative": ("image", dict(seed=-1), "seed=-1: a seed is a whole number from 0 to 4294967295"),
     "seed huge": ("image", dict(seed="9" * 5000), "seed: 5,000 characters, more than 4,096"),
     "seed missing": ("image", {}, "seed: missing"),

@@ -1,6 +1,7 @@
 """`ganforge dataset info` (what an archive holds) and `ganforge dataset verify` (decode and re-hash everything)."""
 
 import hashlib
+import types
 from pathlib import Path
 
 import numpy as np
@@ -8,9 +9,11 @@ import numpy as np
 from ganforge.data import build, distribution, fastformat, images
 from ganforge.data.archive import open_dataset
 from ganforge.data.files import brief
+from ganforge.data.options import VERIFY_OPTIONS
 from ganforge.data.pool import default_workers, ordered_map
 from ganforge.errors import UserError
 from ganforge.limits import IMAGE_SIZES, image_size_ok
+from ganforge.option import value_problems
 from ganforge.progress import progress_bar
 from ganforge.urls import public_url
 
@@ -64,6 +67,9 @@ def info_text(summary: dict) -> str:
 
 def verify(path, workers: int | None = None) -> dict:
     """Decode every image and recompute the content hash; UserError listing every problem found."""
+    problems = value_problems(VERIFY_OPTIONS, types.SimpleNamespace(workers=workers))
+    if problems:
+        raise UserError(*problems)
     ds = open_dataset(path, what=None)
     workers = default_workers() if workers is None else workers
     labels = None if ds.format == "shards" else ds.raw_labels
