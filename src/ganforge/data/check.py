@@ -9,16 +9,18 @@ from ganforge.data import build, distribution, fastformat, images
 from ganforge.data.archive import open_dataset
 from ganforge.data.files import brief
 from ganforge.data.pool import default_workers, ordered_map
+from ganforge.data.remote import ServerError
 from ganforge.errors import UserError
 from ganforge.limits import IMAGE_SIZES, image_size_ok
 from ganforge.progress import progress_bar
+from ganforge.urls import public_url
 
 
 def info(path) -> dict:
     """Count, resolution, channels, label distribution, content hash and format of a dataset."""
     ds = open_dataset(path, what=None)
     return {
-        "path": str(path),
+        "path": public_url(str(path)),
         "format": ds.format,
         "count": ds.num_raw,
         "resolution": ds.resolution,
@@ -80,15 +82,15 @@ def verify(path, workers: int | None = None) -> dict:
         computed = hasher.finish(ds.channels, (ds.height, ds.width), ds.label_names, labels)
         if computed != stored:
             problems.append(
-                f"{path}: content hash mismatch: recorded {stored}, the data hashes to {computed}; "
+                f"{public_url(str(path))}: content hash mismatch: recorded {stored}, the data hashes to {computed}; "
                 "the archive was modified or damaged, rebuild it"
             )
     if len(problems) > 1:
-        raise UserError(*problems, f"{path}: {len(problems)} problems")
+        raise UserError(*problems, f"{public_url(str(path))}: {len(problems)} problems")
     if problems:
         raise UserError(*problems)
     return {
-        "path": str(path),
+        "path": public_url(str(path)),
         "format": ds.format,
         "count": ds.num_raw,
         "content_hash": ds.content_hash,
@@ -129,6 +131,8 @@ def _shard_digests(ds, workers: int) -> tuple[list[bytes], np.ndarray | None, li
                     sample_labels.append(label)
                     problems += [problem] if problem else []
                     progress.update()
+            except ServerError:  # the server failed, not the shard: the next shards would fail alike
+                raise
             except UserError as error:  # the shard itself is damaged: the rest of it cannot be read
                 problems += error.problems
                 continue
@@ -140,7 +144,7 @@ def _shard_digests(ds, workers: int) -> tuple[list[bytes], np.ndarray | None, li
         return digests, np.array(sample_labels, dtype=np.int64), problems
     labels = np.stack(sample_labels)
     if not np.array_equal(labels, ds.raw_labels):
-        problems.append(f"{ds.path}: labels.f32 differs from the samples' .json labels; rebuild the shards")
+        problems.append(f"{ds.public}: labels.f32 differs from the samples' .json labels; rebuild the shards")
     return digests, labels, problems
 
 
