@@ -73,6 +73,9 @@ R3GAN = "tests/train/test_train_r3gan.py::"
 SHARDS = "tests/data/test_data_shards.py::"
 TARSTREAM_REFUSALS = "tests/data/test_data_tarstream.py::test_refuses_with_a_reason_and_bounded_reads"
 REMOTE = "tests/data/test_data_remote.py::"
+REMOTE_BOUNDS = REMOTE + "test_a_body_is_never_read_past_its_range_and_the_index_has_a_cap"
+REMOTE_HOSTILE = REMOTE + "test_a_misbehaving_server_is_one_line_naming_what_it_did"
+REMOTE_RANGES = REMOTE + "test_a_shard_is_asked_for_its_declared_bytes_only_and_ranges_are_required"
 VECTORS = "tests/data/test_data_label_vectors.py::"
 RESUMABLE_CASES = "tests/checkpoint/test_checkpoint_resumable.py::test_verify_and_resume_agree"
 R3GAN_NETS = "tests/nets/test_nets_r3gan.py::"
@@ -920,7 +923,8 @@ MUTANTS = (
       (TARSTREAM_REFUSALS,)),
     M("remote_short_read_accepted", "data/remote.py", "        if len(data) != end - start:\n",
       "        if not data:\n", (SHARDS + "test_a_shard_that_disagrees_with_its_index_is_named",)),
-    M("remote_no_retry", "data/remote.py", "            if tries == len(delays):\n", "            if True:\n",
+    M("remote_no_retry", "data/remote.py", "            if tries > len(limits.delays) or elapsed",
+      "            if True or elapsed",
       (REMOTE + "test_http_gives_the_local_batches_and_survives_dropped_connections",)),
     M("stream_origin_off_its_steps_accepted", "checkpoint/resumable.py", "        if (cur_nimg - origin) % world_size:",
       "        if False:",
@@ -1098,6 +1102,21 @@ MUTANTS = (
       ("tests/metrics/test_metrics_fid.py::test_the_pivoted_root_of_a_few_samples_covariance_has_their_rank_and_reproduces_it",)),
     M("fid_singular_by_eigh", "metrics/fid.py", "        root = _pivoted_root(sigma1)\n", "        root = None\n",
       ("tests/metrics/test_metrics_fid.py::test_a_few_samples_distance_equals_the_one_from_their_features_exactly_and_eighs_closely",)),
+    # ---- remote reads bounded in bytes and time (data/fetch.py, data/remote.py, the hostile server of the tests)
+    M("remote_read_past_range", "data/fetch.py", "chunk = await read(min(CHUNK_BYTES, total - len(into)))",
+      "chunk = await read(CHUNK_BYTES)", (REMOTE_BOUNDS,)),
+    M("remote_range_end_unchecked", "data/fetch.py", "    if declared is None and await read(1):",
+      "    if False:", (REMOTE_BOUNDS, REMOTE_HOSTILE)),
+    M("remote_ranges_ignored_accepted", "data/fetch.py", "    if status == 200 and (first > 0 or",
+      "    if False and (first > 0 or", (REMOTE_RANGES, REMOTE_HOSTILE)),
+    M("remote_no_deadline", "data/fetch.py", "        await asyncio.wait_for(request, seconds)",
+      "        await request", (REMOTE_HOSTILE,)),
+    M("remote_patience_unbounded", "data/remote.py",
+      " or elapsed + limits.delays[tries - 1] > limits.patience_s:", ":", (REMOTE_HOSTILE,)),
+    M("remote_index_cap_unchecked", "data/remote.py", "    if len(data) > cap:\n", "    if False:\n",
+      (REMOTE_BOUNDS,)),
+    M("remote_index_cap_unbounded", "data/shardset.py", "remote.join(self.root, shards.INDEX), shards.index_cap()",
+      "remote.join(self.root, shards.INDEX), 2**62", (REMOTE_BOUNDS,)),
 )  # fmt: skip
 
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 from data_testfiles import png
 
-from ganforge.data import build, open_dataset, remote, remote_limits
+from ganforge.data import build, fetch, open_dataset, remote, remote_limits, shards
 from ganforge.data.loader import make_loader
 from ganforge.data.remote_limits import Limits
 from ganforge.data.shardset import ShardDataset
@@ -117,7 +117,7 @@ def test_webdataset_reads_our_shards(folder):
 # ---- hostile servers: every misbehaviour ends in one line naming the URL, what the server did and the limit -------
 
 # Short limits, so that a silent or dripping server costs a fraction of a second (the defaults allow minutes).
-SHORT = Limits(connect_s=1.0, read_s=0.2, request_s=0.8, patience_s=0.3, delays=(0.05,))
+SHORT = Limits(connect_s=1.0, read_s=0.2, request_s=0.8, patience_s=0.3, delays=(0.05,) * 5)
 
 
 @pytest.fixture(scope="module")
@@ -149,12 +149,13 @@ def _shard_failure(url: str, **options) -> str:
             r"/index.json: the server ignores byte ranges: .* HTTP 200, the whole file \(1125899906842624 bytes\)",
         ),
         ("redirect-loop", r"/index.json: the server redirects more than 10 times"),
-        ("error-500", r"/index.json: answered HTTP 500, which says to come back later; gave up after 2 tries"),
+        ("error-500", r"/index.json: answered HTTP 500, which says to come back later; gave up after \d tries"),
         ("huge-headers", r"/index.json: the server's answer is not HTTP within this client's limits"),
         ("gzip-bomb", r"/index.json: the server sent the file gzip-encoded though asked for its bytes as stored"),
         ("silent.tar@1", r"/shard-000000.tar: silent for 0.2 s"),  # the reals grid's reads pass, the next one not
     ],
 )
+@pytest.mark.timeout(30)  # a reader without its deadline would take minutes over the dripping server
 def test_a_misbehaving_server_is_one_line_naming_what_it_did(hostile, mode, message):
     if "@" in mode:  # each shard's first GET is answered well: read them all once, then the next read fails
         assert len(list(ShardDataset(hostile.url_for(mode), limits=SHORT).first(16))) == 16
@@ -182,6 +183,21 @@ def test_a_shard_is_asked_for_its_declared_bytes_only_and_ranges_are_required(ho
         in problem
     )
     assert list(ShardDataset(hostile.url_for("no-range.tar"), limits=SHORT).first(16))  # shards of one block: fine
+
+
+def test_a_body_is_never_read_past_its_range_and_the_index_has_a_cap(hostile, folder):
+    fs, path = remote.filesystem(hostile.url_for("endless"), None, SHORT)
+    into = bytearray()
+    with pytest.raises(fetch.Refused, match="the server sends more than a request for bytes 0-9999 holds"):
+        fetch.read_into(fs, path + "/index.json", into, 0, 10_000, SHORT)
+    assert len(into) == 10_000
+    # index.json is asked for the most bytes an index may take and one more, and refused when it has that one
+    hostile.requests.clear()
+    ShardDataset(hostile.url_for("ok"), limits=SHORT)
+    assert hostile.requests == [("ok", "index.json", (0, shards.index_cap()))]
+    fs, path = remote.filesystem(hostile.url_for("ok"), None, SHORT)
+    with pytest.raises(UserError, match=r"index.json: more than the 100 bytes such a file may take"):
+        remote.read_whole(fs, path + "/index.json", 100, "index.json", SHORT)
 
 
 def test_a_server_that_is_down_is_unreachable_not_missing(folder):
