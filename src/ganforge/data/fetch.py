@@ -19,7 +19,7 @@ from ganforge.data.files import brief
 from ganforge.data.remote_limits import Limits
 from ganforge.urls import public_text
 
-CHUNK_BYTES = 2**20  # what one read of a response body asks for
+CHUNK_BYTES = 2**20  # what one read of an S3 response body asks for
 MAX_REDIRECTS = 10
 MAX_HEADER_BYTES = 8190  # one status or header line (aiohttp's default, the common server limit)
 MAX_HEADERS = 128
@@ -51,11 +51,10 @@ def read_into(fs, path: str, into: bytearray, start: int, end: int, limits: Limi
     protocols = (fs.protocol,) if isinstance(fs.protocol, str) else tuple(fs.protocol)
     if "http" in protocols or "s3" in protocols:
         # On the loop of fsspec's I/O thread, where the filesystem's client lives; not through fsspec's `sync`,
-        # which would replace every time-out by one FSTimeoutError that no longer says which time-out it was. The
-        # client is made first, outside the deadline: it is local work (botocore's takes a second to load).
-        client = asyncio.run_coroutine_threadsafe(fs.set_session(), fs.loop).result()
-        request = (_http_into if "http" in protocols else _s3_into)(fs, client, path, into, first, end - start, limits)
-        asyncio.run_coroutine_threadsafe(_within_deadline(request, limits.request_s), fs.loop).result()
+        # which would replace every time-out by one FSTimeoutError that no longer says which time-out it was.
+        request = _http_into if "http" in protocols else _s3_into
+        bounded = _within_deadline(fs, request, path, into, first, end - start, limits)
+        asyncio.run_coroutine_threadsafe(bounded, fs.loop).result()
         return
     with fs.open(path, "rb") as file:
         file.seek(first)
@@ -63,9 +62,10 @@ def read_into(fs, path: str, into: bytearray, start: int, end: int, limits: Limi
             into += chunk
 
 
-async def _within_deadline(request, seconds: float) -> None:
+async def _within_deadline(fs, request, path: str, into: bytearray, first: int, total: int, limits: Limits) -> None:
+    client = await fs.set_session()  # made outside the deadline: local work (botocore's takes a second to load)
     try:
-        await asyncio.wait_for(request, seconds)
+        await asyncio.wait_for(request(fs, client, path, into, first, total, limits), limits.request_s)
     except asyncio.TimeoutError as error:
         if type(error) is not asyncio.TimeoutError:  # a client's own time-out (aiohttp's subclass it)
             raise
@@ -178,15 +178,23 @@ def check_answer(status: int, content_range, length, encoding, first: int, last:
     return declared
 
 
-async def read_body(read, into: bytearray, total: int, declared: int | None, first: int, last: int) -> None:
-    """Append the body that `read(n)` gives to `into` until it holds `total` bytes or the body ends; Refused when a
-    body of undeclared length goes on past the range."""
-    while len(into) < total:
-        chunk = await read(min(CHUNK_BYTES, total - len(into)))
-        if not chunk:
-            return
-        into += chunk
-    if declared is None and await read(1):
+async def read_body(next_piece, into: bytearray, total: int, declared: int | None, first: int, last: int) -> None:
+    """Append the body, piece by piece as the client holds it (`next_piece()`, b"" at its end), to `into` until it
+    holds `total` bytes or the body ends; Refused when a body of undeclared length goes on past the range (what lies
+    past it is never kept)."""
+    excess, pieces, held = b"", [], len(into)
+    try:
+        while held < total:
+            piece = await next_piece()
+            if not piece:
+                return
+            room = total - held
+            pieces.append(piece[:room])
+            held += len(pieces[-1])
+            excess = piece[room:]
+    finally:
+        into += b"".join(pieces)
+    if declared is None and (excess or await next_piece()):
         raise Refused(f"the server sends more than {_asked(first, last)} holds (it ignores the range's end)")
 
 
@@ -212,7 +220,8 @@ async def _http_into(fs, session, url: str, into: bytearray, first: int, total: 
                 response.status, fields.get("Content-Range"), fields.get("Content-Length"),
                 fields.get("Content-Encoding"), first, last,
             )  # fmt: skip
-            await read_body(response.content.read, into, total, declared, first, last)
+            # readany: each piece as aiohttp received it (at most its read buffer), without joining pieces first
+            await read_body(response.content.readany, into, total, declared, first, last)
     except aiohttp.TooManyRedirects:
         raise Refused(f"the server redirects more than {MAX_REDIRECTS} times (a redirect loop?)") from None
     except (aiohttp.ClientResponseError, aiohttp.RedirectClientError) as error:
@@ -251,6 +260,6 @@ async def _s3_into(fs, client, path: str, into: bytearray, first: int, total: in
         # botocore says 200 or 206 only through ContentRange, which is there when the server answered a range
         status = 200 if answer.get("ContentRange") is None else 206
         declared = check_answer(status, answer.get("ContentRange"), answer.get("ContentLength"), None, first, last)
-        await read_body(body.read, into, total, declared, first, last)
+        await read_body(lambda: body.read(CHUNK_BYTES), into, total, declared, first, last)
     finally:
         body.close()

@@ -106,11 +106,14 @@ def _tries(count: int) -> str:
     return f"{count} try" if count == 1 else f"{count} tries"
 
 
-def read_range(fs, path: str, start: int, end: int, where: str, limits: Limits, missing: str | None = None) -> bytes:
-    """Bytes [start, end) of a file (fewer only when it ends first), retried from the byte reached."""
+def read_range(
+    fs, path: str, start: int, end: int, where: str, limits: Limits, missing: str | None = None
+) -> bytearray:
+    """Bytes [start, end) of a file (fewer only when it ends first), retried from the byte reached; as the buffer
+    they arrived in (not copied again into a bytes: shards are read through it at the link's speed)."""
     data = bytearray()
     with_retries(lambda: fetch.read_into(fs, path, data, start, end, limits), where, limits, missing)
-    return bytes(data)
+    return data
 
 
 class BlockReader:
@@ -126,7 +129,7 @@ class BlockReader:
         self._pool = concurrent.futures.ThreadPoolExecutor(ahead, thread_name_prefix="ganforge-read")
         self._ahead = ahead
 
-    def _fetch(self, start: int, end: int) -> bytes:
+    def _fetch(self, start: int, end: int) -> bytearray:
         data = read_range(self.fs, self.path, start, end, self.where, self.limits)
         if len(data) != end - start:
             raise UserError(
@@ -159,7 +162,7 @@ class BlockReader:
         self.close()
 
 
-def read_whole(fs, path: str, cap: int, where: str, limits: Limits, missing: str | None = None) -> bytes:
+def read_whole(fs, path: str, cap: int, where: str, limits: Limits, missing: str | None = None) -> bytearray:
     """A small file (an index) read whole, at most `cap` bytes: UserError if it holds more."""
     data = read_range(fs, path, 0, cap + 1, where, limits, missing)
     if len(data) > cap:
