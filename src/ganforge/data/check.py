@@ -65,7 +65,7 @@ def info_text(summary: dict) -> str:
 
 def verify(path, workers: int | None = None) -> dict:
     """Decode every image and recompute the content hash; UserError listing every problem found."""
-    ds = open_dataset(path, what=None)
+    ds, shown = open_dataset(path, what=None), public_url(str(path))
     workers = default_workers() if workers is None else workers
     labels = None if ds.format == "shards" else ds.raw_labels
     if ds.format == "fast":
@@ -82,15 +82,15 @@ def verify(path, workers: int | None = None) -> dict:
         computed = hasher.finish(ds.channels, (ds.height, ds.width), ds.label_names, labels)
         if computed != stored:
             problems.append(
-                f"{public_url(str(path))}: content hash mismatch: recorded {stored}, the data hashes to {computed}; "
+                f"{shown}: content hash mismatch: recorded {stored}, the data hashes to {computed}; "
                 "the archive was modified or damaged, rebuild it"
             )
     if len(problems) > 1:
-        raise UserError(*problems, f"{public_url(str(path))}: {len(problems)} problems")
+        raise UserError(*problems, f"{shown}: {len(problems)} problems")
     if problems:
         raise UserError(*problems)
     return {
-        "path": public_url(str(path)),
+        "path": shown,
         "format": ds.format,
         "count": ds.num_raw,
         "content_hash": ds.content_hash,

@@ -12,7 +12,6 @@ import numpy as np
 
 from ganforge.data import images, remote, remote_limits, shards, tarstream
 from ganforge.data.files import brief, parse_json
-from ganforge.data.remote_limits import Limits
 from ganforge.errors import UserError
 from ganforge.limits import aspect_of
 from ganforge.urls import public_url
@@ -49,7 +48,7 @@ class ShardDataset:
         mirror: bool = False,
         labels: bool = True,
         what: str | None = "--data",
-        limits: Limits | None = None,
+        limits: remote_limits.Limits | None = None,
         block: int = remote.READ_BLOCK_BYTES,
     ):
         """`limits`: time-outs and retries of remote reads (None: the defaults, or GANFORGE_REMOTE_LIMITS'); `block`:
