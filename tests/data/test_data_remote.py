@@ -142,7 +142,8 @@ def _shard_failure(url: str, **options) -> str:
     "mode, message",
     [
         ("endless.tar", r"/shard-000000.tar: the server sends more than a request for bytes 0-\d+ holds"),
-        ("silent", r"/index.json: silent for 0.2 s \(the read time-out\); gave up after 2 tries in 0 s"),
+        # within the patience of 0.3 s: one or two tries, however loaded the machine (without it: six)
+        ("silent", r"/index.json: silent for 0.2 s \(the read time-out\); gave up after [12] tr(y|ies) in [01] s\."),
         ("drip", r"/index.json: not done within 0.8 s \(the deadline of one request\)"),
         (
             "wrong-length.json",
@@ -152,7 +153,7 @@ def _shard_failure(url: str, **options) -> str:
         ("error-500", r"/index.json: answered HTTP 500, which says to come back later; gave up after \d tries"),
         ("huge-headers", r"/index.json: the server's answer is not HTTP within this client's limits"),
         ("gzip-bomb", r"/index.json: the server sent the file gzip-encoded though asked for its bytes as stored"),
-        ("silent.tar@1", r"/shard-000000.tar: silent for 0.2 s"),  # the reals grid's reads pass, the next one not
+        ("silent.tar@1", r"/shard-000000.tar: silent for 0.2 s"),  # each shard's first read passes, the next not
     ],
 )
 @pytest.mark.timeout(30)  # a reader without its deadline would take minutes over the dripping server
