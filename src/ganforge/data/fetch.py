@@ -2,9 +2,9 @@
 
 Web servers (`http://`, `https://`) and object stores (`s3://`) are asked for `bytes=START-LAST` with no compression,
 and their answer is checked before its body is read: the status (206 and the range asked, or 200 and the file from
-its first byte), the declared length (at most the range) and the encoding (none). The body then arrives in chunks
-into the caller's buffer, which never grows past the range; a server that still has bytes to send after it, without
-having declared a length, broke the range and is refused. Connect and read time-outs come from the protocol's
+its first byte), the declared length (at most the range) and the encoding (none). The body's pieces are then kept
+as they arrive (Received), never past the range; a server that still has bytes to send after it, without having
+declared a length, broke the range and is refused. Connect and read time-outs come from the protocol's
 client; the deadline of the whole request is an asyncio time-out around it.
 
 What a retry may fix (a dropped or refused connection, a time-out, HTTP 408, 429 and 5xx) is raised as the
@@ -42,10 +42,25 @@ class DeadlinePassed(TimeoutError):
     """A request that was not done within its deadline."""
 
 
-def read_into(fs, path: str, into: bytearray, start: int, end: int, limits: Limits) -> None:
-    """Append bytes [start + len(into), end) of the file to `into` (fewer when the file ends first): a retry after a
-    failure continues from the byte that had arrived."""
-    first = start + len(into)
+class Received:
+    """The bytes of a range as they arrived, in pieces: joined once, when wanted, so that a range of any length costs
+    one copy of it in memory, and a retry after a failure continues from the byte that had arrived."""
+
+    def __init__(self):
+        self.pieces: list[bytes] = []
+        self.size = 0
+
+    def add(self, piece: bytes) -> None:
+        self.pieces.append(piece)
+        self.size += len(piece)
+
+    def joined(self) -> bytes:
+        return b"".join(self.pieces)
+
+
+def read_into(fs, path: str, into: Received, start: int, end: int, limits: Limits) -> None:
+    """Add bytes [start + into.size, end) of the file to `into` (fewer when the file ends first)."""
+    first = start + into.size
     if first >= end:
         return
     protocols = (fs.protocol,) if isinstance(fs.protocol, str) else tuple(fs.protocol)
@@ -58,11 +73,11 @@ def read_into(fs, path: str, into: bytearray, start: int, end: int, limits: Limi
         return
     with fs.open(path, "rb") as file:
         file.seek(first)
-        while len(into) < end - start and (chunk := file.read(min(CHUNK_BYTES, end - start - len(into)))):
-            into += chunk
+        while into.size < end - start and (chunk := file.read(min(CHUNK_BYTES, end - start - into.size))):
+            into.add(chunk)
 
 
-async def _within_deadline(fs, request, path: str, into: bytearray, first: int, total: int, limits: Limits) -> None:
+async def _within_deadline(fs, request, path: str, into: Received, first: int, total: int, limits: Limits) -> None:
     client = await fs.set_session()  # made outside the deadline: local work (botocore's takes a second to load)
     try:
         await asyncio.wait_for(request(fs, client, path, into, first, total, limits), limits.request_s)
@@ -178,22 +193,18 @@ def check_answer(status: int, content_range, length, encoding, first: int, last:
     return declared
 
 
-async def read_body(next_piece, into: bytearray, total: int, declared: int | None, first: int, last: int) -> None:
-    """Append the body, piece by piece as the client holds it (`next_piece()`, b"" at its end), to `into` until it
-    holds `total` bytes or the body ends; Refused when a body of undeclared length goes on past the range (what lies
-    past it is never kept)."""
-    excess, pieces, held = b"", [], len(into)
-    try:
-        while held < total:
-            piece = await next_piece()
-            if not piece:
-                return
-            room = total - held
-            pieces.append(piece[:room])
-            held += len(pieces[-1])
-            excess = piece[room:]
-    finally:
-        into += b"".join(pieces)
+async def read_body(next_piece, into: Received, total: int, declared: int | None, first: int, last: int) -> None:
+    """Add the body, piece by piece as the client holds it (`next_piece()`, b"" at its end), to `into` until it holds
+    `total` bytes or the body ends; Refused when a body of undeclared length goes on past the range (what lies past
+    it is never kept)."""
+    excess = b""
+    while into.size < total:
+        piece = await next_piece()
+        if not piece:
+            return
+        room = total - into.size
+        into.add(piece[:room])
+        excess = piece[room:]
     if declared is None and (excess or await next_piece()):
         raise Refused(f"the server sends more than {_asked(first, last)} holds (it ignores the range's end)")
 
@@ -201,10 +212,10 @@ async def read_body(next_piece, into: bytearray, total: int, declared: int | Non
 # ---- HTTP(S) through aiohttp, the session fsspec's HTTP filesystem holds ---------------------------------------------
 
 
-async def _http_into(fs, session, url: str, into: bytearray, first: int, total: int, limits: Limits) -> None:
+async def _http_into(fs, session, url: str, into: Received, first: int, total: int, limits: Limits) -> None:
     import aiohttp
 
-    last = first + total - len(into) - 1
+    last = first + total - into.size - 1
     timeout = aiohttp.ClientTimeout(connect=limits.connect_s, sock_connect=limits.connect_s, sock_read=limits.read_s)
     headers = {"Range": f"bytes={first}-{last}", "Accept-Encoding": "identity"}
     try:
@@ -237,11 +248,11 @@ def _not_http(error: BaseException) -> Refused:
 # ---- S3 through aiobotocore, the client s3fs holds -----------------------------------------------------------------
 
 
-async def _s3_into(fs, client, path: str, into: bytearray, first: int, total: int, limits: Limits) -> None:
+async def _s3_into(fs, client, path: str, into: Received, first: int, total: int, limits: Limits) -> None:
     import aiohttp
     from botocore.exceptions import ClientError, HTTPClientError
 
-    last = first + total - len(into) - 1
+    last = first + total - into.size - 1
     bucket, key, version = fs.split_path(path)
     try:
         answer = await client.get_object(

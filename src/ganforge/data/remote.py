@@ -106,14 +106,12 @@ def _tries(count: int) -> str:
     return f"{count} try" if count == 1 else f"{count} tries"
 
 
-def read_range(
-    fs, path: str, start: int, end: int, where: str, limits: Limits, missing: str | None = None
-) -> bytearray:
-    """Bytes [start, end) of a file (fewer only when it ends first), retried from the byte reached; as the buffer
-    they arrived in (not copied again into a bytes: shards are read through it at the link's speed)."""
-    data = bytearray()
-    with_retries(lambda: fetch.read_into(fs, path, data, start, end, limits), where, limits, missing)
-    return data
+def receive(fs, path: str, start: int, end: int, where: str, limits: Limits, missing: str | None = None):
+    """Bytes [start, end) of a file (fewer only when it ends first) as a fetch.Received, retried from the byte
+    reached."""
+    received = fetch.Received()
+    with_retries(lambda: fetch.read_into(fs, path, received, start, end, limits), where, limits, missing)
+    return received
 
 
 class BlockReader:
@@ -129,14 +127,14 @@ class BlockReader:
         self._pool = concurrent.futures.ThreadPoolExecutor(ahead, thread_name_prefix="ganforge-read")
         self._ahead = ahead
 
-    def _fetch(self, start: int, end: int) -> bytearray:
-        data = read_range(self.fs, self.path, start, end, self.where, self.limits)
-        if len(data) != end - start:
+    def _fetch(self, start: int, end: int) -> bytes:
+        received = receive(self.fs, self.path, start, end, self.where, self.limits)
+        if received.size != end - start:
             raise UserError(
                 f"{self.where}: ends before byte {end} of the {self.size} index.json lists; the shard is cut short "
                 "or was replaced: copy it again or rebuild the shards"
             )
-        return data
+        return received.joined()
 
     def read(self, size: int) -> bytes:
         if self._position == len(self._data):
@@ -162,9 +160,10 @@ class BlockReader:
         self.close()
 
 
-def read_whole(fs, path: str, cap: int, where: str, limits: Limits, missing: str | None = None) -> bytearray:
-    """A small file (an index) read whole, at most `cap` bytes: UserError if it holds more."""
-    data = read_range(fs, path, 0, cap + 1, where, limits, missing)
-    if len(data) > cap:
+def read_whole(fs, path: str, cap: int, where: str, limits: Limits, missing: str | None = None) -> bytes:
+    """A small file (an index) read whole, at most `cap` bytes: UserError if it holds more (found before its pieces
+    are joined: a file at the cap costs one copy of it in memory)."""
+    received = receive(fs, path, 0, cap + 1, where, limits, missing)
+    if received.size > cap:
         raise UserError(f"{where}: more than the {cap} bytes such a file may take; rebuild it")
-    return data
+    return received.joined()
