@@ -80,6 +80,9 @@ NUMPY_REFUSAL = "tests/interop/test_interop_numpy_refusal.py::"
 GENERATE_FOLDERS = (
     "tests/generate/test_generate_cli.py::test_a_run_folder_or_a_checkpoint_folder_names_its_newest_network"
 )
+REMOTE_BOUNDS = REMOTE + "test_a_body_is_never_read_past_its_range_and_the_index_has_a_cap"
+REMOTE_HOSTILE = REMOTE + "test_a_misbehaving_server_is_one_line_naming_what_it_did"
+REMOTE_RANGES = REMOTE + "test_a_shard_is_asked_for_its_declared_bytes_only_and_ranges_are_required"
 VECTORS = "tests/data/test_data_label_vectors.py::"
 RESUMABLE_CASES = "tests/checkpoint/test_checkpoint_resumable.py::test_verify_and_resume_agree"
 R3GAN_NETS = "tests/nets/test_nets_r3gan.py::"
@@ -1013,9 +1016,10 @@ MUTANTS = (
       "    if False and stored != sum(block[:148])", (TARSTREAM_REFUSALS,)),
     M("tar_extension_headers_read", "data/tarstream.py", "        if kind not in _REGULAR:\n", "        if False:\n",
       (TARSTREAM_REFUSALS,)),
-    M("remote_short_read_accepted", "data/remote.py", "        if len(data) != end - start:\n",
-      "        if not data:\n", (SHARDS + "test_a_shard_that_disagrees_with_its_index_is_named",)),
-    M("remote_no_retry", "data/remote.py", "            if tries == len(delays):\n", "            if True:\n",
+    M("remote_short_read_accepted", "data/remote.py", "        if received.size != end - start:\n",
+      "        if not received.size:\n", (SHARDS + "test_a_shard_that_disagrees_with_its_index_is_named",)),
+    M("remote_no_retry", "data/remote.py", "            if tries > len(limits.delays) or elapsed",
+      "            if True or elapsed",
       (REMOTE + "test_http_gives_the_local_batches_and_survives_dropped_connections",)),
     M("stream_origin_off_its_steps_accepted", "checkpoint/resumable.py", "        if (cur_nimg - origin) % world_size:",
       "        if False:",
@@ -1349,6 +1353,21 @@ MUTANTS = (
       (EXPLORE_CLI + "test_python_callers_meet_the_checks_of_the_command_line",)),
     M("range_whole_takes_a_fraction", "option.py", "fraction = self.whole and isinstance(value, float)",
       "fraction = False", ("tests/export/test_export_inputs.py::" + PYTHON_CALLERS,)),
+    # ---- remote reads bounded in bytes and time (data/fetch.py, data/remote.py, the hostile server of the tests)
+    M("remote_read_past_range", "data/fetch.py", "into.add(piece[:room])", "into.add(piece)",
+      (REMOTE_BOUNDS,)),
+    M("remote_range_end_unchecked", "data/fetch.py", "    if declared is None and (excess or await next_piece()):",
+      "    if False:", (REMOTE_BOUNDS, REMOTE_HOSTILE)),
+    M("remote_ranges_ignored_accepted", "data/fetch.py", "    if status == 200 and (first > 0 or",
+      "    if False and (first > 0 or", (REMOTE_RANGES, REMOTE_HOSTILE)),
+    M("remote_no_deadline", "data/fetch.py", "into, first, total, limits), limits.request_s)",
+      "into, first, total, limits), None)", (REMOTE_HOSTILE,)),
+    M("remote_patience_unbounded", "data/remote.py",
+      " or elapsed + limits.delays[tries - 1] > limits.patience_s:", ":", (REMOTE_HOSTILE,)),
+    M("remote_index_cap_unchecked", "data/remote.py", "    if received.size > cap:\n", "    if False:\n",
+      (REMOTE_BOUNDS,)),
+    M("remote_index_cap_unbounded", "data/shardset.py", "remote.join(self.root, shards.INDEX), shards.index_cap()",
+      "remote.join(self.root, shards.INDEX), 2**62", (REMOTE_BOUNDS,)),
 )  # fmt: skip
 
 

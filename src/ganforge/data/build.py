@@ -23,11 +23,13 @@ from ganforge.data import fastformat, images, labelling, labels, shards
 from ganforge.data.files import ZipMembers, brief, read_file
 from ganforge.data.options import BuildOptions
 from ganforge.data.pool import default_workers, ordered_map
+from ganforge.data.remote import is_url
 from ganforge.durable import check_destination, fsync_dir, move_file
 from ganforge.errors import UserError
 from ganforge.limits import RESOLUTIONS, image_size_ok
 from ganforge.outputs import check_writable_folder
 from ganforge.progress import progress_bar
+from ganforge.urls import public_url
 
 IMAGE_SIZES_SHORT = "WxH of two such sides (the sizes `ganforge train` takes)"
 _LABEL_FILE_LINE = re.compile(r".*:\d+")  # an image's name ends in its suffix, never in a line number
@@ -296,6 +298,11 @@ def writing(path: Path):
 
 def build(src, dest, options: BuildOptions | None = None) -> dict:
     """Validate SRC and write DEST; returns a summary dict. Raises UserError listing every problem (--on-error fail)."""
+    if is_url(str(src)):  # a Path of it would merge its slashes and name some local path
+        raise UserError(
+            f"SRC: {public_url(str(src))} is a URL; dataset build reads a local folder or zip: copy the images to this "
+            "machine first (shards at a URL are read where they are, by training and by dataset info and verify)"
+        )
     src, dest, options = Path(src), Path(dest), options or BuildOptions()
     fmt = check_options(src, dest, options)
     for output in (dest, dest.with_name(dest.name + ".report.json")):  # a device or link there is refused first
