@@ -543,6 +543,9 @@ MUTANTS = (
     M("explore_shows_only_the_first_network", "explore/static/explore.js", "    box.checked = true;",
       "    box.checked = net.index === 0;",
       ("tests/explore/test_explore_browser.py::test_every_network_given_is_shown_at_start",)),
+    M("server_failure_told_to_verify", "train/loop.py", "                    if isinstance(error, ServerError):",
+      "                    if False:",
+      ("tests/train/test_train_shards.py::test_a_server_failing_mid_run_stops_it_with_one_line_after_a_checkpoint",)),
     # --network RUNDIR / a checkpoint folder: the newest network, and G_ema.
     M("network_folder_oldest_snapshot", "interop/sources.py", "        return snapshots[-1]",
       "        return snapshots[0]", (GENERATE_FOLDERS,)),

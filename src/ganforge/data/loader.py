@@ -124,7 +124,7 @@ class DeviceLoader:
         try:
             return next(self._batches)
         except UserError as error:  # a bad sample; from a worker it arrives wrapped in the worker's traceback
-            raise UserError(*carried_problems(error)) from None
+            raise type(error)(*carried_problems(error)) from None  # its kind kept (a server's failure, a file's)
         except RuntimeError as error:
             # DataLoader reports dead and stuck workers only as RuntimeError text; these are its two phrasings.
             message = str(error)
