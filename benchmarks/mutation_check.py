@@ -546,6 +546,10 @@ MUTANTS = (
     M("server_failure_told_to_verify", "train/loop.py", "                    if isinstance(error, ServerError):",
       "                    if False:",
       ("tests/train/test_train_shards.py::test_a_server_failing_mid_run_stops_it_with_one_line_after_a_checkpoint",)),
+    M("feature_maps_claim_the_image_command", "explore/app.py",
+      '        if query.layer is None:\n            headers["X-Ganforge-Command"]',
+      '        if True:\n            headers["X-Ganforge-Command"]',
+      (EXPLORE_API + "test_feature_maps_show_the_first_channels_of_the_chosen_layer_side_by_side",)),
     # --network RUNDIR / a checkpoint folder: the newest network, and G_ema.
     M("network_folder_oldest_snapshot", "interop/sources.py", "        return snapshots[-1]",
       "        return snapshots[0]", (GENERATE_FOLDERS,)),

@@ -75,7 +75,10 @@ class Card extends Loader {
     link.href = blobUrl;
     link.download = response.headers.get("X-Ganforge-File");
     link.textContent = `download ${link.download}`;
-    this.figure.querySelector(".command").textContent = response.headers.get("X-Ganforge-Command");
+    const image = response.headers.get("X-Ganforge-Image-Command");  // feature maps: no command writes them
+    this.figure.querySelector(".command").textContent = image
+      ? `feature maps (made here) of ${response.headers.get("X-Ganforge-Image-File")}, which this writes: ${image}`
+      : response.headers.get("X-Ganforge-Command");
   }
 
   onDone(error) {
