@@ -125,7 +125,8 @@ def network_problems(o, G) -> list[str]:
     """Every option of `o` the loaded generator `G` cannot honour (class or label, cutoff, mixed layers, W space,
     motion). Projected ws already hold their class."""
     label = (o.class_index, o.label, o.label_file)
-    problems = [] if o.projected_w else labels.network_problems(*label, G.c_dim, o.network)
+    space = getattr(G, "label_space", None)  # what a ganforge run recorded of its labels
+    problems = [] if o.projected_w else labels.network_problems(*label, G.c_dim, o.network, space)
     if o.trunc_cutoff is not None and o.trunc_cutoff > G.num_ws:
         problems.append(f"--trunc-cutoff {o.trunc_cutoff}: {o.network} has {G.num_ws} ws; use 1 to {G.num_ws}")
     problems += _w_space_problems(o, G)

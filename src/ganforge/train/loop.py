@@ -241,7 +241,8 @@ def _snapshot(
         log.images("fakes", samples.save_fakes(G_ema, fakes), fakes, cur_nimg)
         path.parent.mkdir(exist_ok=True)
         stage = stage_of(G_ema)  # taken while growing: the generator records its stage, and the log says it
-        save_snapshot(path, G_ema, {"kimg": cur_nimg / 1000, "dataset": cfg.data.name, "cfg": cfg.preset})
+        meta = {"kimg": cur_nimg / 1000, "dataset": cfg.data.name, "cfg": cfg.preset}
+        save_snapshot(path, G_ema, meta | logs.label_meta(runtime.dataset))
         log.print(f"snapshot {path}" + (f" (grown to {describe_stage(stage)})" if stage else ""))
         log.saved("snapshot", path)
     if cfg.run.metrics:
