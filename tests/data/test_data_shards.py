@@ -246,3 +246,19 @@ def test_more_processes_than_shards_is_refused(built):
     dataset = open_dataset(built / "png")
     with pytest.raises(UserError, match=r"shard\(s\) for 64 processes.*--shard-size 256MB"):
         next(stream.stream(dataset, 0, 0, 64, origin=0, position=0))
+
+
+def test_a_greyscale_dataset_converted_to_another_format_stays_greyscale(source, tmp_path):
+    """Without --channels a build keeps the channels SRC's dataset.json records (it made RGB of a greyscale zip, and
+    counted that dataset.json as an ignored file); a recorded value that is not 1 or 3 is RGB's default."""
+    options = {"transform": "none", "labels": "none", "workers": 0}
+    build.build(source, tmp_path / "grey.zip", build.BuildOptions(**options, channels=1))
+    result = CliRunner().invoke(main, ["dataset", "build", str(tmp_path / "grey.zip"), str(tmp_path / "grey"),
+                                       "--format", "shards", "--transform", "none", "--workers", "0"])  # fmt: skip
+    assert result.exit_code == 0 and "ignored" not in result.output, result.output
+    zipped, sharded = open_dataset(tmp_path / "grey.zip"), open_dataset(tmp_path / "grey")
+    assert zipped.channels == sharded.channels == 1
+    assert _digests(image for image, _ in sharded.first(COUNT)) == _digests(zipped[i][0].numpy() for i in range(COUNT))
+    for recorded, kept in ((1, 1), (3, 3), (True, 3), (1.0, 3), ("1", 3), (2, 3)):
+        assert build.source_channels({"ganforge": {"channels": recorded}}) == kept
+    assert build.source_channels(None) == build.source_channels({"ganforge": []}) == 3

@@ -61,10 +61,10 @@ def test_a_wide_generator_exports_nchw_images_equal_to_eager_and_passes_the_fid_
 
 def test_a_tall_generator_with_noise_inputs_and_uint8_output(tmp_path):
     snapshot = tiny_snapshot(tmp_path / "G.safetensors", aspect=(2, 1), **TINY)
-    out = tmp_path / "G.onnx"
+    out = tmp_path / "models" / "tall" / "G.onnx"  # a folder not made yet: export makes it, as generate does
     result = export("--network", snapshot, "--out", out, "--noise", "input", "--uint8", "--check", "4")
     assert result.exit_code == 0, result.output
-    card = json.loads((tmp_path / "G.onnx.json").read_text())
+    card = json.loads(out.with_name("G.onnx.json").read_text())
     assert card["output"]["shape"] == ["batch", 16, 8, 3] and card["output"]["dtype"] == "uint8"
     shapes = {spec["name"]: spec["shape"] for spec in card["inputs"]}
     assert shapes["noise_b4_conv1"] == ["batch", 1, 8, 4] and shapes["noise_b8_conv1"] == ["batch", 1, 16, 8]

@@ -5,6 +5,7 @@ import json
 
 import pytest
 from click.testing import CliRunner
+from PIL import Image
 from project_helpers import known_targets, saved_generator
 
 from ganforge.cli import main
@@ -29,7 +30,7 @@ def test_a_short_run_writes_every_file_and_says_what_it_did(made, tmp_path):
     assert result.exit_code == 0, result.output
     files = sorted(p.name for p in (tmp_path / "out" / "target0").iterdir())
     video = [name for name in files if name.startswith("proj.") and not name.endswith(".png")]
-    assert len(video) == 1 and (tmp_path / "out" / "target0" / video[0]).stat().st_size > 0
+    assert len(video) == 1 and _frame_size(tmp_path / "out" / "target0" / video[0]) == (512, 256)  # 256 px each
     expected = {"G_tuned.safetensors", "compare.png", "proj.png", "proj_tuned.png", "projected_w.npz",
                 "projection.json", "target.png"}  # fmt: skip
     assert expected <= set(files)
@@ -39,6 +40,26 @@ def test_a_short_run_writes_every_file_and_says_what_it_did(made, tmp_path):
     before, after = record["final"], record["tuning"]["final"]  # the result is the tuned one, the other beside it
     assert f"PSNR {after['psnr_db']} dB, SSIM {after['ssim']} with G tuned (PSNR {before['psnr_db']} dB" in last
     assert "project: target 1 of 1" in result.output and "1-1 of 1" not in result.output
+
+
+def _frame_size(path) -> tuple[int, int]:
+    """(width, height) of a video's frames: an mp4 as ffmpeg reads it, else as Pillow does."""
+    if path.suffix == ".mp4":
+        import imageio_ffmpeg
+
+        return tuple(next(imageio_ffmpeg.read_frames(str(path)))["size"])
+    with Image.open(path) as image:
+        return image.size
+
+
+def test_the_video_is_as_large_as_asked_each_pixel_a_block(made, tmp_path):
+    folder, network, target = made
+    result = _project(network, target, tmp_path / "out", "--video", "--video-size", "48", "--steps", "2")
+    assert result.exit_code == 0, result.output
+    (video,) = [
+        p for p in (tmp_path / "out" / "target0").iterdir() if p.name.startswith("proj.") and p.suffix != ".png"
+    ]
+    assert _frame_size(video) == (96, 48)
 
 
 def test_bad_inputs_are_one_line_and_nothing_is_written(made, tmp_path):

@@ -167,7 +167,7 @@ def test_training_control_flags_reach_the_config_and_the_dry_run(data, tmp_path)
     result = _invoke(tiny_args(data, tmp_path / "runs", dry_run=True, **flags))
     assert result.exit_code == 0, result.output
     c = json.loads(result.stdout)
-    assert c["augment"] == {"mode": "fixed", "target": 0.6, "ada_kimg": 500.0, "pipe": "bgcfnc", "ada_interval": 2,
+    assert c["augment"] == {"mode": "fixed", "target": 0.6, "ada_kimg": 20.0, "pipe": "bgcfnc", "ada_interval": 2,
                             "p": 0.3, "diffaug_policy": "cutout"}  # fmt: skip
     o, s = c["optim"], c["schedule"]
     assert (o["lr_schedule"], o["lr_warmup_kimg"], o["lr_steps"], o["lr_gamma"]) == ("step", 0.016, [0.016, 0.024], 0.5)

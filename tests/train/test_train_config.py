@@ -16,8 +16,10 @@ def test_config_json_round_trip_is_exact(tmp_path):
 
 def test_ada_speed_and_target_reach_the_controller(tmp_path):
     data = make_dataset(tmp_path / "data")
-    default = resolve(tiny_options(data, tmp_path / "runs", aug="ada"))
+    default = resolve(tiny_options(data, tmp_path / "runs", aug="ada", preset="stylegan2"))
     assert (default.augment.ada_kimg, default.augment.target) == (500, 0.6)  # the paper's speed and target
+    tiny = resolve(tiny_options(data, tmp_path / "runs", aug="ada"))
+    assert (tiny.augment.ada_kimg, tiny.schedule.kimg) == (20, 0.032)  # its row's: within its 40 kimg
     cfg = resolve(tiny_options(data, tmp_path / "runs", aug="ada", ada_kimg=0.1, target=0.3))
     t, _, _ = build(cfg, torch.device("cpu"))
     assert (t.ada.speed_kimg, t.ada.target) == (0.1, 0.3)

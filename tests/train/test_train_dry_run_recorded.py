@@ -4,7 +4,8 @@ reading it through `upgrade`, as an old config.json is read, must give exactly t
 like --freeze-d's, at its default). Two deliberate changes since: a fine-tuning start (`stylegan3-r-finetune`) has no
 EMA ramp-up and ADA's speed is 100 kimg, as the released setups resume from a network; `--cfg cifar` trains the
 official plain D (its records state model.d_arch "orig"; the layouts older runs were built with are filled in by
-`upgrade`)."""
+`upgrade`); the `tiny` and `tiny3` rows move ADA's p from 0 to 1 in 20 kimg, within their 40 kimg runs, not the
+paper's 500 (under which p could reach only 0.08, as their own small-data warning said)."""
 
 import dataclasses
 import json

@@ -17,7 +17,7 @@ from train_helpers import make_dataset, tiny_args, tiny_options
 
 from ganforge import checkpoint
 from ganforge.cli import main
-from ganforge.config.describe import small_data_advice
+from ganforge.config.describe import PRETRAINED_START, small_data_advice
 from ganforge.digest import file_sha256
 from ganforge.errors import UserError
 from ganforge.interop.pretrained import read_pretrained
@@ -283,9 +283,8 @@ def test_a_small_dataset_without_the_recipe_is_warned_about(data, pickled, tmp_p
     cfg = resolve(tiny_options(data, tmp_path))  # 32 images, --aug noaug, from scratch
     assert cfg.data.images == 32
     assert small_data_advice(cfg) == [
-        "small dataset: 32 images, few for a GAN (D overfits them within a few kimg); the small-data recipe (README, "
-        "Small datasets) adds a pretrained start (--resume FILE: an NVlabs .pkl, a rosinality .pt, a snapshot, or a "
-        "run of other data); augmentation (--aug ada, not noaug)"
+        "warning: small dataset: 32 images, few for a GAN (D overfits them within a few kimg); the small-data recipe "
+        f"(README, Small datasets) adds {PRETRAINED_START}; augmentation (--aug ada, not noaug)"
     ]
     recipe = dict(resume=str(pickled[0]), aug="ada", freeze_d=4, ada_kimg=0.032)
     assert small_data_advice(resolve(tiny_options(data, tmp_path, **recipe))) == []
@@ -294,6 +293,10 @@ def test_a_small_dataset_without_the_recipe_is_warned_about(data, pickled, tmp_p
                          "only 6.4e-05 in the whole run)")  # fmt: skip
     result = CliRunner().invoke(main, [*tiny_args(data, tmp_path), "--dry-run"])
     assert "warning: small dataset: 32 images, few for a GAN" in result.stderr
+    # From scratch with the rest of the recipe (the demo's `--cfg tiny` on the digits, whose ADA moves within its
+    # run): a note that names the pretrained start, no warning (the demo's own preset was warned about).
+    (scratch,) = small_data_advice(resolve(tiny_options(data, tmp_path, aug="ada", kimg=None)))
+    assert scratch.startswith("note: small dataset: 32 images") and scratch.endswith(f"adds {PRETRAINED_START}")
 
 
 def test_a_run_or_checkpoint_of_other_data_is_a_fine_tuning_start(data, tmp_path):

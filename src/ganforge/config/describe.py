@@ -95,16 +95,20 @@ def _preset_notes(cfg: Config) -> list[str]:
 SMALL_DATASET = 5000
 
 
+PRETRAINED_START = (
+    "a pretrained start (--resume FILE: an NVlabs .pkl, a rosinality .pt, a snapshot, or a run of other data)"
+)
+
+
 def small_data_advice(cfg: Config) -> list[str]:
-    """For a small dataset, one line naming what of the small-data recipe the run leaves out (none when it uses it)."""
+    """For a small dataset, one line naming what of the small-data recipe the run leaves out (none when it uses it):
+    a warning where the run's settings work against it (no augmentation, ADA too slow for the run, no FreezeD on a
+    pretrained start), a note where only the pretrained start is missing (training from scratch is a choice, and
+    the only one where no related network exists)."""
     images = cfg.data.images
     if images is None or images >= SMALL_DATASET:
         return []
-    missing = []
-    if not cfg.run.resume_sha256:
-        missing.append(
-            "a pretrained start (--resume FILE: an NVlabs .pkl, a rosinality .pt, a snapshot, or a run of other data)"
-        )
+    missing = [] if cfg.run.resume_sha256 else [PRETRAINED_START]
     a, kimg = cfg.augment, cfg.schedule.kimg
     annealed = a.mode == "fixed" and cfg.schedule.anneal_kimg is not None and a.p > 0  # R3GAN's recipe
     if a.mode not in ("ada", "diffaug") and not annealed:
@@ -118,7 +122,8 @@ def small_data_advice(cfg: Config) -> list[str]:
         missing.append("--freeze-d 4 (FreezeD)")
     if not missing:
         return []
+    kind = "note" if missing == [PRETRAINED_START] else "warning"
     return [
-        f"small dataset: {images} images, few for a GAN (D overfits them within a few kimg); the small-data recipe "
-        f"(README, Small datasets) adds {'; '.join(missing)}"
+        f"{kind}: small dataset: {images} images, few for a GAN (D overfits them within a few kimg); the small-data "
+        f"recipe (README, Small datasets) adds {'; '.join(missing)}"
     ]

@@ -55,7 +55,7 @@ class SourceFiles:
         else:
             every = self._zip.names
         self.names = [name for name in every if images.is_image_name(name)]
-        self.ignored = len(every) - len(self.names)
+        self.ignored = len(every) - len(self.names) - ("dataset.json" in every)  # a dataset's own file is read
         self.meta_path, self.meta = f"{src}/dataset.json", None
         if "dataset.json" in every:
             try:
@@ -74,6 +74,14 @@ class SourceFiles:
     def close(self) -> None:
         if self._zip is not None:
             self._zip.close()
+
+
+def source_channels(meta: dict | None) -> int:
+    """The channels a build keeps when --channels is not given: those SRC's dataset.json records when SRC is a dataset
+    ganforge built (a greyscale dataset converted to another format stays greyscale), else 3 (RGB)."""
+    recorded = (meta or {}).get("ganforge")
+    channels = recorded.get("channels") if isinstance(recorded, dict) else None
+    return channels if type(channels) is int and channels in (1, 3) else 3
 
 
 def assign_labels(files: SourceFiles, spec: str) -> labelling.Labelling:
@@ -308,6 +316,7 @@ def build(src, dest, options: BuildOptions | None = None) -> dict:
     for output in (dest, dest.with_name(dest.name + ".report.json")):  # a device or link there is refused first
         check_destination(output)
     files = SourceFiles(src)
+    options = dataclasses.replace(options, channels=options.channels or source_channels(files.meta))
     try:
         labelled = assign_labels(files, options.labels)
         names, label_problems = _select(files.names, options.max_images, labelled.problems)

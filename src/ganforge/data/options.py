@@ -49,7 +49,13 @@ class BuildOptions:
         "multi-hot or continuous); auto: source when SRC has labels, else none.",
         default="auto",
     )
-    channels: int = option(IMAGES, "1: greyscale, 3: RGB.", default=3, choices=(1, 3))
+    channels: int | None = option(  # None: SRC's own when it is a ganforge dataset, else 3 (build.source_channels)
+        IMAGES,
+        "1: greyscale, 3: RGB.",
+        default=None,
+        choices=(1, 3),
+        shown_default="SRC's own when SRC is a dataset ganforge built, else 3",
+    )
     max_images: int | None = option(
         IMAGES,
         "Use only the first N files (sorted by path).",

@@ -60,7 +60,10 @@ class ExportOptions:
         OUTPUT, "Generator: a ganforge snapshot, an NVlabs pickle or a rosinality checkpoint.", required=True
     )
     out: Path = option(
-        OUTPUT, "Model file to write, NAME.onnx or NAME.pt2; its card goes beside it: NAME.onnx.json.", required=True
+        OUTPUT,
+        "Model file to write, NAME.onnx or NAME.pt2 (its folder is made if missing); its card goes beside it: "
+        "NAME.onnx.json.",
+        required=True,
     )
     format: str = option(
         OUTPUT,
@@ -201,9 +204,7 @@ class ExportOptions:
             problems.append(f"--out {self.out}: a {self.format} file is named NAME{suffix}")
         if self.out.is_dir():
             problems.append(f"--out {self.out}: is a folder; name the file to write, e.g. {self.out / 'G'}{suffix}")
-        elif not self.out.parent.is_dir():
-            problems.append(f"--out {self.out}: folder {self.out.parent} does not exist; create it first")
-        else:
+        else:  # a missing folder is made, as train, generate and project make theirs (run.export_network)
             for path in (self.out, self.out.with_name(self.out.name + ".json")):  # the model and its card
                 try:
                     check_destination(path)

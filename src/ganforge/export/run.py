@@ -49,6 +49,7 @@ def export_network(options: ExportOptions) -> dict:
             module, layers, options.qat_images(), options.int8_settings(), options.seed + 3
         )
     limits = {"max_abs_diff": options.max_abs_diff_limit(), "max_fid_delta": options.max_fid_delta}
+    options.out.parent.mkdir(parents=True, exist_ok=True)  # made once the network has loaded: no empty folder left
     with tempfile.TemporaryDirectory(prefix=f".{options.out.name}.", dir=options.out.parent) as tmp:
         candidate = Path(tmp) / f"model{SUFFIXES[options.format]}"
         with _writing_beside(options.out):  # the exporters write the candidate (and int8 its float model) there

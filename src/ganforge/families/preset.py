@@ -36,6 +36,8 @@ class Preset:
     fp16_res: int | None = (
         None  # layers in fp16 (R3GAN: stages in bf16) under --precision fp16 (bf16) without --fp16-res
     )
+    # ADA's speed (kimg for p to go from 0 to 1): a row whose run is shorter than the paper's 500 kimg gives its own
+    ada_kimg: float | None = None
     blur_sigma: float | None = None  # D blur at the start, fading to 0 over blur_fade_kimg
     blur_fade_kimg: float | None = None
     # R3GAN only (ModelConfig.group_channels/blocks_per_stage, ScheduleConfig.anneal_kimg and the final values it

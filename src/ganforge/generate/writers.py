@@ -47,7 +47,10 @@ class Pixels:
         return shown_size(made, self.size)
 
     def __call__(self, images: torch.Tensor) -> np.ndarray:
-        arrays = hwc(images)
+        return self.arrays(hwc(images))
+
+    def arrays(self, arrays: np.ndarray) -> np.ndarray:
+        """uint8 images [N, H, W, C] as made -> as the files hold them."""
         height, width = self.shape_of((arrays.shape[1], arrays.shape[2]))
         if (height, width) == arrays.shape[1:3]:
             return arrays

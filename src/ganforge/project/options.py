@@ -37,6 +37,8 @@ LOCALITY_WEIGHT = 0.1  # PTI eq. 6: lambda_R
 LOCALITY_L2 = 0.1  # PTI eq. 5: lambda_L2^R
 
 MAX_STEPS = 100_000
+VIDEO_SIZE = 256  # a 32 px network's optimisation is watchable at 8x
+MAX_VIDEO_SIZE = 4096
 MAX_TARGETS = 10_000
 MAX_BATCH = 64
 MAX_SEED = 2**32 - 1
@@ -114,6 +116,15 @@ class ProjectOptions:
         range=Range(1, MAX_BATCH, whole=True),
     )
     video: bool = option(FILES, "Also proj.mp4 (or .webp/.gif): the optimisation beside the target.", default=False)
+    video_size: int | None = option(  # None: VIDEO_SIZE, or the network's own size where that is larger
+        FILES,
+        "--video: the target and the projection each PX on the short side, by nearest neighbour (each generated "
+        "pixel a sharp block).",
+        default=None,
+        range=Range(2, MAX_VIDEO_SIZE, whole=True),
+        metavar="PX",
+        shown_default=f"{VIDEO_SIZE}, or the network's size where larger",
+    )
     device: str = option(FILES, "Where to project.", default="auto", choices=DEVICE_CHOICES)
     inception: Path | None = option(  # None: searched as metrics do
         PROJECTION,

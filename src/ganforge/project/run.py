@@ -22,7 +22,7 @@ from ganforge.metrics.perceptual import load_perceptual
 from ganforge.metrics.shapes import aspect
 from ganforge.progress import Stage
 from ganforge.project import outputs, quality, search, tune
-from ganforge.project.options import ProjectOptions
+from ganforge.project.options import VIDEO_SIZE, ProjectOptions
 from ganforge.project.targets import load_targets
 from ganforge.snapshot import shown_names
 
@@ -111,7 +111,7 @@ def _finish(G, target, result, j: int, index: int, features, options: ProjectOpt
     if tuned is not None:
         outputs.write_tuned(folder, tuned.G, {"pivotal_tuning": record["tuning"], "target": record["target"]})
     if video:
-        outputs.write_video(folder, video, _frames(G, result, j, noise, target_hwc))
+        outputs.write_video(folder, video, _frames(G, result, j, noise, target_hwc, options.video_size))
     outputs.write_record(folder, record)
     tuned_final = {"tuned": record["tuning"]["final"]} if tuned is not None else {}
     return {"target": record["target"], "folder": str(folder), **record["final"], **tuned_final}
@@ -152,14 +152,17 @@ def _quality(target: np.ndarray, image: np.ndarray) -> dict:
     return {"psnr_db": None if math.isinf(value) else round(value, 3), "ssim": round(quality.ssim(a, b)[0], 5)}
 
 
-def _frames(G, result: search.Projection, j: int, noise: dict, target: np.ndarray):
-    """Batches of video frames: the target beside the projection after each chosen step (with the final noise)."""
+def _frames(G, result: search.Projection, j: int, noise: dict, target: np.ndarray, size: int | None):
+    """Batches of video frames: the target beside the projection after each chosen step (with the final noise), each
+    `size` px on its short side (None: VIDEO_SIZE, or the network's size where larger)."""
+    pixels = writers.Pixels(size or max(VIDEO_SIZE, min(target.shape[:2])), "nearest")
+    target = pixels.arrays(target[None])
     steps = outputs.video_steps(result.history.shape[0])
     for first in range(0, len(steps), 16):
         chosen = steps[first : first + 16]
         ws = result.history[chosen, j].to(result.ws.device).expand(-1, G.num_ws, -1)
         repeated = {name: value.expand(len(chosen), -1, -1) for name, value in noise.items()}
-        images = writers.hwc(search.render(G, ws, repeated).cpu())
+        images = pixels(search.render(G, ws, repeated).cpu())
         yield np.concatenate([np.broadcast_to(target, images.shape), images], axis=2)
 
 

@@ -86,7 +86,7 @@ def main(options: TrainOptions) -> int:
             for line in describe_derived(config):  # on stderr, so that stdout stays one JSON document
                 dist.print0(f"derived: {line}", file=sys.stderr)
             for line in small_data_advice(config):
-                dist.print0(f"warning: {line}", file=sys.stderr)
+                dist.print0(line, file=sys.stderr)
             kernels = describe_kernels(config.runtime.kernels, facts.device_type, config.runtime.compiling)
             dist.print0(kernels, file=sys.stderr)
             notes = check_start(config, source)[2]  # what the run would refuse is refused here too

@@ -219,7 +219,7 @@ def _start_report(cfg: Config, log: logs.RunLog, trainer, samples, run_dir: Path
         for line in describe_derived(cfg):
             detail(f"derived: {line}")
         for line in small_data_advice(cfg):
-            detail(f"warning: {line}")
+            detail(line)
         log.print(describe_kernels(cfg.runtime.kernels, z.device.type, cfg.runtime.compiling))
         log.print(f"{'resuming at' if cur_nimg else 'starting at'} {cur_nimg / 1000:g} kimg in {run_dir}")
         log.images("reals", samples.save_reals(run_dir / "reals.png"), run_dir / "reals.png", cur_nimg)

@@ -169,7 +169,7 @@ def _build(
         "schedule.grow_kimg": typed.get("schedule.grow_kimg"),
         "schedule.snap": _pick(o.snap, preset.snap), "schedule.ema_kimg": _ema_kimg(PRESETS[name], preset, batch),
         "schedule.ema_rampup": _ema_rampup(preset, pretrained),
-        "augment.ada_kimg": _pick(o.ada_kimg, FINE_TUNING_ADA_KIMG if pretrained is not None else None),
+        "augment.ada_kimg": _pick(o.ada_kimg, FINE_TUNING_ADA_KIMG if pretrained is not None else preset.ada_kimg),
         "run.metrics": None if o.metrics is None else tuple(parse_names(o.metrics)),
         "run.tracker": None if o.tracker is None else tuple(parse_names(o.tracker)),  # comma-separated as --metrics
         "run.resume": absolute_resume(_pick(o.resume, _field_default("run.resume"))),

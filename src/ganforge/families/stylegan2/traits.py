@@ -9,7 +9,7 @@ from ganforge.limits import MAX_CHANNELS
 # The official configurations (Karras et al. 2020, "Training GANs with limited data", App. D and its released
 # `cfg_specs`): batch, minibatch-stddev group, channel base (fmaps x 32768), learning rate, R1 gamma, EMA half-life in
 # kimg, EMA ramp-up, mapping depth. `auto` derives most of them from the resolution; `tiny` is a small, fast CPU
-# setting.
+# setting, whose ADA moves p within its 40 kimg (20 kimg from 0 to 1, not the paper's 500).
 PRESETS = {
     "auto": Preset(ema_rampup=0.05, mapping_layers=2, kimg=25000),
     "stylegan2": Preset(batch=32, mbstd=4, channel_base=32768, lr=0.002, gamma=10.0, ema_kimg=10.0, mapping_layers=8,
@@ -23,7 +23,7 @@ PRESETS = {
     "cifar": Preset(batch=64, mbstd=32, channel_base=32768, lr=0.0025, gamma=0.01, ema_kimg=500.0, ema_rampup=0.05,
                     mapping_layers=2, kimg=100000, resolution=32, pl_weight=0.0, style_mixing=0.0, d_arch="orig"),
     "tiny": Preset(batch=16, mbstd=4, channel_base=512, lr=0.0025, gamma=0.05, ema_kimg=1.0, ema_rampup=0.05,
-                   mapping_layers=2, kimg=40, channel_max=64, z_dim=64, tick_kimg=0.8, snap=5),
+                   mapping_layers=2, kimg=40, channel_max=64, z_dim=64, tick_kimg=0.8, snap=5, ada_kimg=20.0),
 }  # fmt: skip
 
 

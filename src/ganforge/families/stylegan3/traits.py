@@ -20,7 +20,7 @@ PRESETS = {
     "stylegan3-t": Preset(**_ROW, kimg=25000, generator="stylegan3-t"),
     "stylegan3-r": Preset(**_ROW, kimg=25000, generator="stylegan3-r", blur_sigma=10.0),
     "tiny3": Preset(**_ROW | dict(synthesis_layers=4), batch=16, mbstd=4, channel_base=512, gamma=0.05, ema_kimg=1.0,
-                    kimg=40, channel_max=16, z_dim=64, tick_kimg=0.8, snap=5, generator="stylegan3-t"),
+                    kimg=40, channel_max=16, z_dim=64, tick_kimg=0.8, snap=5, generator="stylegan3-t", ada_kimg=20.0),
 }  # fmt: skip
 
 
