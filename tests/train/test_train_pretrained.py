@@ -159,10 +159,10 @@ def test_a_run_starts_from_each_kind_of_source_and_resumes_bitwise(kind, data, t
 def test_fine_tuning_keeps_the_files_g_ema_and_lets_ada_react_within_the_run(data, pickled, tmp_path):
     pkl, nets = pickled
     scratch = resolve(tiny_options(data, tmp_path, aug="ada"))
-    assert (scratch.schedule.ema_rampup, scratch.augment.ada_kimg) == (0.05, 500)  # the tiny row, the field default
+    assert (scratch.schedule.ema_rampup, scratch.augment.ada_kimg) == (0.05, 20)  # the tiny row's
     tuned = resolve(tiny_options(data, tmp_path, aug="ada", resume=str(pkl)))
     assert (tuned.schedule.ema_rampup, tuned.augment.ada_kimg) == (None, 100)  # as the released setups resume
-    assert resolve(tiny_options(data, tmp_path, aug="ada", resume=str(pkl), ada_kimg=20)).augment.ada_kimg == 20
+    assert resolve(tiny_options(data, tmp_path, aug="ada", resume=str(pkl), ada_kimg=30)).augment.ada_kimg == 30
     result = CliRunner().invoke(main, [*tiny_args(data, tmp_path, resume=pkl, aug="ada"), "--dry-run"])
     assert (
         "as a fine-tuning start: G_ema averages from the file's weights without a ramp-up; ADA moves p from 0 to 1 "

@@ -121,63 +121,101 @@ def _build(
     pretrained: PretrainedFacts | None,
     attention: dict[str, tuple[int, ...]],
 ) -> Config:
-    """The Config itself: each given option's value in the field it is declared on, overridden by what is derived
-    from the preset, the dataset and the other options, and by the architecture of the pretrained files the run
-    starts from; every other field keeps its default."""
-    o = options
-    batch = _pick(o.batch, preset.batch)
-    batch_gpu = _pick(o.batch_gpu, max(batch // world_size, 1))
-    fp16_res = _pick(o.fp16_res, _fp16_res_default(preset, o.precision, pretrained))
-    blur = _blur_sigma(preset, pretrained)
-    lr_schedule = _pick(o.lr_schedule, "cosine" if preset.anneal_kimg else None)
-    gamma = _pick(o.gamma, preset.gamma)
-    augment = _pick(o.aug, preset.aug)
+    """The Config itself, in layers, each over the one before: the Config fields' defaults; the preset row's values
+    (`Preset.overlay`); what is derived from the row, the dataset and the options; the given options, in the fields
+    they are declared on; the given lengths, paths and lists as the run records them (rounded to whole batches,
+    absolute, parsed); the architecture of the pretrained files the run starts from."""
+    o, row, given = options, preset.overlay(), _given(options)
+    chosen = row | given  # what a derivation reads: the row's value unless one was given
+    batch = chosen["schedule.batch"]
     typed, rounded = typed_lengths(o, batch, lr_steps)
-    kimg = typed.get("schedule.kimg", _whole_batches(preset.kimg, batch))
-    derived = {
-        "preset": name, "world_size": world_size, "run.outdir": absolute(o.outdir),
-        "data.path": data_path(o), "data.name": dataset.name, "data.resolution": dataset.resolution,
-        "data.aspect": tuple(dataset.aspect),
-        "data.channels": dataset.channels, "data.label_dim": dataset.label_dim if o.cond else 0,
-        "data.images": dataset.num_raw,
-        "model.z_dim": preset.z_dim, "model.w_dim": preset.z_dim, "model.mapping_layers": preset.mapping_layers,
-        "model.channel_base": _pick(o.cbase, preset.channel_base),
-        "model.channel_max": _pick(o.cmax, preset.channel_max),
-        "model.mbstd_group": min(preset.mbstd, batch_gpu), "model.generator": preset.generator,
-        **_architectures(o, preset, attention),
-        "model.synthesis_layers": preset.synthesis_layers, "model.group_channels": preset.group_channels,
-        "model.blocks_per_stage": preset.blocks_per_stage, "schedule.anneal_kimg": preset.anneal_kimg,
-        "optim.beta2": preset.beta2, "optim.beta2_final": preset.beta2_final, "augment.mode": augment,
-        "augment.pipe": _pick(o.aug_pipe, preset.aug_pipe),
-        "augment.p": _pick(o.aug_p, preset.aug_p if augment == "fixed" else None),
-        "precision.fp16_res": fp16_res,
-        "precision.conv_clamp": _conv_clamp(family_of_preset(preset), fp16_res, pretrained),
-        "loss.gamma": gamma, "loss.pl_weight": preset.pl_weight, "loss.gamma_final": _gamma_final(gamma, preset),
-        "loss.style_mixing": preset.style_mixing, "loss.blur_sigma": blur,
-        "loss.blur_fade_kimg": _blur_fade_kimg(preset, batch) if blur else None,
-        "optim.g_lr": _pick(o.glr, preset.lr), "optim.d_lr": _pick(o.dlr, _pick(preset.d_lr, preset.lr)),
-        # Cosine decay ends at the run's length, stored so that a resumed run with a longer --kimg stays on the
-        # curve it started on (unless --allow-config-change).
-        "optim.lr_horizon_kimg": _lr_horizon(lr_schedule, kimg, preset),
-        "optim.lr_schedule": lr_schedule, "optim.lr_min_ratio": _pick(o.lr_min_ratio, preset.lr_min_ratio),
-        "optim.lr_steps": typed.get("optim.lr_steps"),
-        "optim.clip_grad_g": _pick(o.clip_grad_g, o.clip_grad), "optim.clip_grad_d": _pick(o.clip_grad_d, o.clip_grad),
-        "schedule.batch": batch, "schedule.batch_gpu": batch_gpu, "schedule.kimg": kimg,
-        "schedule.tick_kimg": typed.get("schedule.tick_kimg", _whole_batches(preset.tick_kimg, batch)),
-        "schedule.d_warmup_kimg": typed.get("schedule.d_warmup_kimg"),
-        "optim.lr_warmup_kimg": typed.get("optim.lr_warmup_kimg"), "schedule.rounded": rounded,
-        "schedule.grow_kimg": typed.get("schedule.grow_kimg"),
-        "schedule.snap": _pick(o.snap, preset.snap), "schedule.ema_kimg": _ema_kimg(PRESETS[name], preset, batch),
-        "schedule.ema_rampup": _ema_rampup(preset, pretrained),
-        "augment.ada_kimg": _pick(o.ada_kimg, FINE_TUNING_ADA_KIMG if pretrained is not None else preset.ada_kimg),
+    chosen["schedule.kimg"] = typed.get("schedule.kimg", _whole_batches(preset.kimg, batch))
+    derived = (
+        _data_fields(o, dataset)
+        | _network_fields(preset, chosen, world_size)
+        | _optimiser_fields(o, preset, chosen)
+        | _loss_fields(preset, chosen, pretrained)
+        | _augment_fields(preset, chosen, pretrained)
+        | _schedule_fields(name, preset, chosen, pretrained)
+        | _precision_fields(o, preset, chosen, pretrained)
+    )
+    recorded = typed | _attention(preset, attention) | {
+        "preset": name, "world_size": world_size, "schedule.rounded": rounded, "schedule.kimg": chosen["schedule.kimg"],
+        "run.outdir": absolute(o.outdir), "data.path": data_path(o),
         "run.metrics": None if o.metrics is None else tuple(parse_names(o.metrics)),
         "run.tracker": None if o.tracker is None else tuple(parse_names(o.tracker)),  # comma-separated as --metrics
         "run.resume": absolute_resume(_pick(o.resume, _field_default("run.resume"))),
         "run.vgg16": None if o.vgg16 is None else absolute(o.vgg16),
         "run.inception_classifier": None if o.inception_classifier is None else absolute(o.inception_classifier),
     }  # fmt: skip
-    derived |= {} if pretrained is None else pretrained_fields(pretrained)
-    return from_flat(_given(o) | {path: value for path, value in derived.items() if value is not None})
+    layers = (row, derived, given, recorded, pretrained_fields(pretrained) if pretrained else {})
+    return from_flat({path: value for layer in layers for path, value in layer.items() if value is not None})
+
+
+def _data_fields(options: TrainOptions, dataset) -> dict:
+    """What the run's data is: its name, shape, labels (with --cond) and size."""
+    return {
+        "data.name": dataset.name, "data.resolution": dataset.resolution, "data.aspect": tuple(dataset.aspect),
+        "data.channels": dataset.channels, "data.label_dim": dataset.label_dim if options.cond else 0,
+        "data.images": dataset.num_raw,
+    }  # fmt: skip
+
+
+def _network_fields(preset: Preset, chosen: dict, world_size: int) -> dict:
+    """The per-GPU batch (the batch shared by the processes) and what depends on it, and the layouts."""
+    batch_gpu = chosen.get("schedule.batch_gpu", max(chosen["schedule.batch"] // world_size, 1))
+    return {
+        "schedule.batch_gpu": batch_gpu, "model.mbstd_group": min(preset.mbstd, batch_gpu), **_layouts(preset),
+    }  # fmt: skip
+
+
+def _optimiser_fields(options: TrainOptions, preset: Preset, chosen: dict) -> dict:
+    """D's learning rate (the row's, else G's), the schedule of both and where a cosine decay ends, and the gradient
+    clips (--clip-grad sets both)."""
+    lr_schedule = chosen.get("optim.lr_schedule", "cosine" if preset.anneal_kimg else None)
+    return {
+        "optim.d_lr": _pick(preset.d_lr, preset.lr), "optim.lr_schedule": lr_schedule,
+        # Cosine decay ends at the run's length, stored so that a resumed run with a longer --kimg stays on the
+        # curve it started on (unless --allow-config-change).
+        "optim.lr_horizon_kimg": _lr_horizon(lr_schedule, chosen["schedule.kimg"], preset),
+        "optim.clip_grad_g": options.clip_grad, "optim.clip_grad_d": options.clip_grad,
+    }  # fmt: skip
+
+
+def _loss_fields(preset: Preset, chosen: dict, pretrained: PretrainedFacts | None) -> dict:
+    """R3GAN's final gamma (moved with --gamma) and the blurred-D warm-up."""
+    blur = _blur_sigma(preset, pretrained)
+    return {
+        "loss.gamma_final": _gamma_final(chosen.get("loss.gamma"), preset), "loss.blur_sigma": blur,
+        "loss.blur_fade_kimg": _blur_fade_kimg(preset, chosen["schedule.batch"]) if blur else None,
+    }  # fmt: skip
+
+
+def _augment_fields(preset: Preset, chosen: dict, pretrained: PretrainedFacts | None) -> dict:
+    """The row's fixed p where the augmentation is fixed, and ADA's faster speed when fine-tuning."""
+    return {
+        "augment.p": preset.aug_p if chosen.get("augment.mode") == "fixed" else None,
+        "augment.ada_kimg": FINE_TUNING_ADA_KIMG if pretrained is not None else None,
+    }
+
+
+def _schedule_fields(name: str, preset: Preset, chosen: dict, pretrained: PretrainedFacts | None) -> dict:
+    """The tick's length in whole batches, and G_ema's half-life and ramp-up."""
+    batch = chosen["schedule.batch"]
+    return {
+        "schedule.tick_kimg": _whole_batches(preset.tick_kimg, batch),
+        "schedule.ema_kimg": _ema_kimg(PRESETS[name], preset, batch),
+        "schedule.ema_rampup": _ema_rampup(preset, pretrained),
+    }
+
+
+def _precision_fields(options: TrainOptions, preset: Preset, chosen: dict, pretrained: PretrainedFacts | None) -> dict:
+    """The layers in reduced precision, and the clamp where they run in fp16."""
+    fp16_res = chosen.get("precision.fp16_res", _fp16_res_default(preset, options.precision, pretrained))
+    return {
+        "precision.fp16_res": fp16_res,
+        "precision.conv_clamp": _conv_clamp(family_of_preset(preset), fp16_res, pretrained),
+    }
 
 
 def _given(options: TrainOptions) -> dict:
@@ -232,17 +270,22 @@ def r1_gamma(resolution: int, batch: int, per_pixel: float) -> float:
     return per_pixel * resolution**2 / batch
 
 
-def _architectures(options: TrainOptions, preset: Preset, attention: dict[str, tuple[int, ...]]) -> dict:
-    """G's and D's StyleGAN2 layouts, given or the row's, and where they attend (`attention`: the parsed --g-attn
-    and --d-attn), for the networks that have these choices: StyleGAN2's G, and the StyleGAN2 D that StyleGAN3
-    trains with too (R3GAN's networks have none)."""
+def _layouts(preset: Preset) -> dict:
+    """G's and D's StyleGAN2 layouts (the row's, under a given --g-arch/--d-arch), for the networks that have the
+    choice: StyleGAN2's G, and the StyleGAN2 D that StyleGAN3 trains with too (R3GAN's networks have none)."""
     family = family_of_preset(preset)
-    g, d = family.g_layouts, family.d_layouts
     return {
-        "model.g_arch": _pick(options.g_arch, preset.g_arch) if g else None,
-        "model.d_arch": _pick(options.d_arch, preset.d_arch) if d else None,
-        "model.g_attn": attention["--g-attn"] if g else (),
-        "model.d_attn": attention["--d-attn"] if d else (),
+        "model.g_arch": preset.g_arch if family.g_layouts else None,
+        "model.d_arch": preset.d_arch if family.d_layouts else None,
+    }
+
+
+def _attention(preset: Preset, attention: dict[str, tuple[int, ...]]) -> dict:
+    """Where G and D attend (`attention`: the parsed --g-attn and --d-attn), in the networks that have layouts."""
+    family = family_of_preset(preset)
+    return {
+        "model.g_attn": attention["--g-attn"] if family.g_layouts else (),
+        "model.d_attn": attention["--d-attn"] if family.d_layouts else (),
     }
 
 
