@@ -283,9 +283,9 @@ def test_a_small_dataset_without_the_recipe_is_warned_about(data, pickled, tmp_p
     cfg = resolve(tiny_options(data, tmp_path))  # 32 images, --aug noaug, from scratch
     assert cfg.data.images == 32
     assert small_data_advice(cfg) == [
-        "small dataset: 32 images, few for a GAN (D overfits them within a few kimg); the small-data recipe (README, "
-        "Small datasets) adds a pretrained start (--resume FILE: an NVlabs .pkl, a rosinality .pt, a snapshot, or a "
-        "run of other data); augmentation (--aug ada, not noaug)"
+        "small dataset: 32 images, few for a GAN (D overfits them within a few kimg); the small-data recipe "
+        "(docs/fine-tuning.md) adds a pretrained start (--resume FILE: an NVlabs .pkl, a rosinality .pt, a snapshot, "
+        "or a run of other data); augmentation (--aug ada, not noaug)"
     ]
     recipe = dict(resume=str(pickled[0]), aug="ada", freeze_d=4, ada_kimg=0.032)
     assert small_data_advice(resolve(tiny_options(data, tmp_path, **recipe))) == []
