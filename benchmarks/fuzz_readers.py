@@ -14,10 +14,18 @@ Targets live in TARGETS below: `make(folder) -> input path` writes a valid input
 are mutated), `args(input, scratch) -> command line`, optional `after(input)` to run after each mutation (to re-sign
 a manifest so that the mutation reaches the parsers behind the integrity check), and optional `mutate(input, rng)`
 for edits of the target's own kind (a CSV's cells, a folder's file names) instead of byte and JSON edits alone.
+
+A `remote` target reads its mutant through the hostile server of the tests (tests/hostile_server.py, run by this
+process over the mutants' folder): each case draws how the server serves it (well half the time, else one of its
+modes, for every file, the index or the shards only, from the first GET or the second), and `args` gets the mutant's
+URL instead of its path. Workers run with short remote limits (REMOTE_LIMITS), as a user on a fast network could set
+them, so that a silent or dripping server costs a second, not a minute; the S3 target points AWS_ENDPOINT_URL at the
+same server.
 """
 
 import argparse
 import collections
+import contextlib
 import dataclasses
 import json
 import os
@@ -38,6 +46,7 @@ ADDRESS_SPACE_BYTES = 3 * 2**30
 CASE_SECONDS = 10
 BATCH = 100  # mutants per worker process (a worker killed by the kernel loses only its batch's remainder)
 EXTREME_INTS = (0, 1, 2**31 - 1, 2**32 - 1, 2**62, 2**63 - 1, 2**64 - 1)
+REMOTE_LIMITS = "connect=2,read=0.5,request=2,patience=1"
 EDGE_JSON = (-1, 0, 1.5, 1e308, -1e308, 10**30, "x", "", [], {}, None, True, "NaN", "../../etc/passwd", "a" * 5000,
              "7" * 5000)  # fmt: skip
 # CSV cells: a number past Python's limit on converting text to int, digits that are not ASCII, a NUL, ...
@@ -51,6 +60,7 @@ class Target:
     args: Callable[[Path, Path], list[str]]
     after: Callable[[Path], None] | None = None
     mutate: Callable[[Path, random.Random], None] | None = None  # None: mutate_input
+    remote: bool = False  # read through the hostile server: `args` gets the mutant's URL (a str) for its path
 
 
 # ---- mutations -----------------------------------------------------------------------------------------------------
@@ -219,9 +229,10 @@ def _limit() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE_BYTES, ADDRESS_SPACE_BYTES))
 
 
-def run_batch(cases: list[dict], scratch: Path) -> dict[int, dict]:
-    """Outcomes by case id; the cases a dead worker did not reach run again in a fresh worker, and the one it died
-    on counts as a memory blow-up (the kernel's OOM killer) or a crash."""
+def run_batch(cases: list[dict], scratch: Path, environment: dict[str, str]) -> dict[int, dict]:
+    """Outcomes by case id, the workers run with `environment` added to this process's; the cases a dead worker did
+    not reach run again in a fresh worker, and the one it died on counts as a memory blow-up (the kernel's OOM
+    killer) or a crash."""
     outcomes: dict[int, dict] = {}
     pending = list(cases)
     while pending:
@@ -230,7 +241,8 @@ def run_batch(cases: list[dict], scratch: Path) -> dict[int, dict]:
         outcomes_file.unlink(missing_ok=True)
         budget = CASE_SECONDS * len(pending) + 120
         proc = subprocess.run([sys.executable, __file__, "--worker", str(cases_file), str(outcomes_file)],
-                              preexec_fn=_limit, capture_output=True, text=True, timeout=budget)  # fmt: skip
+                              preexec_fn=_limit, capture_output=True, text=True, timeout=budget,
+                              env=os.environ | environment)  # fmt: skip
         done = [json.loads(line) for line in outcomes_file.read_text().splitlines()] if outcomes_file.exists() else []
         outcomes.update({o["id"]: o for o in done})
         pending = pending[len(done) :]
@@ -257,7 +269,7 @@ def signature(detail: str) -> str:
 def fuzz(target: Target, runs: int, seed: int, keep: Path | None) -> collections.Counter:
     counts: collections.Counter = collections.Counter()
     failures: dict[str, int] = {}
-    with tempfile.TemporaryDirectory(prefix=f"fuzz-{target.name}-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"fuzz-{target.name}-") as tmp, served(target, Path(tmp)) as server:
         root = Path(tmp)
         valid = target.make(root / "valid")
         for first in range(0, runs, BATCH):
@@ -276,8 +288,9 @@ def fuzz(target: Target, runs: int, seed: int, keep: Path | None) -> collections
                     target.after(mutant)
                 scratch = case_dir / "scratch"
                 scratch.mkdir()
-                cases.append(dict(id=i, args=target.args(mutant, scratch), dir=str(case_dir)))
-            outcomes = run_batch(cases, root)
+                location = mutant if server is None else remote_url(server.url, mutant.relative_to(root), rng)
+                cases.append(dict(id=i, args=target.args(location, scratch), dir=str(case_dir)))
+            outcomes = run_batch(cases, root, {} if server is None else remote_environment(server.url))
             for case in cases:
                 outcome = outcomes[case["id"]]
                 counts[outcome["kind"]] += 1
@@ -291,6 +304,34 @@ def fuzz(target: Target, runs: int, seed: int, keep: Path | None) -> collections
                             shutil.copytree(case["dir"], dest, dirs_exist_ok=True)
                             (dest / "outcome.txt").write_text(outcome["detail"] + "\n" + " ".join(case["args"]))
     return counts
+
+
+@contextlib.contextmanager
+def served(target: Target, root: Path):
+    """The hostile server over `root` for a remote target while the context lasts (None for the others)."""
+    if not target.remote:
+        yield None
+        return
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from hostile_server import hostile_server
+
+    with hostile_server(root) as server:
+        yield server
+
+
+def remote_url(base: str, relative: Path, rng: random.Random) -> str:
+    """The URL of a mutant on the hostile server, served well half the time, else as a mode drawn for every file,
+    the index or the shards only, from the first GET or the second (after the reads a command makes first)."""
+    from hostile_server import MODES
+
+    mode = "ok" if rng.random() < 0.5 else rng.choice(MODES[1:])
+    mode += rng.choice(("", ".json", ".tar")) + rng.choice(("", "@1"))
+    return f"{base}/{mode}/{relative.as_posix()}/"
+
+
+def remote_environment(url: str) -> dict[str, str]:
+    return {"GANFORGE_REMOTE_LIMITS": REMOTE_LIMITS, "AWS_ENDPOINT_URL": url, "AWS_ACCESS_KEY_ID": "fuzz",
+            "AWS_SECRET_ACCESS_KEY": "fuzz", "AWS_DEFAULT_REGION": "us-east-1"}  # fmt: skip
 
 
 def main() -> int:
@@ -572,6 +613,52 @@ TARGETS["label_csv"] = Target(
 TARGETS["image_folder"] = Target(
     "image_folder", make_image_folder, lambda path, scratch: ["dataset", "info", str(path)], mutate=mutate_names
 )
+
+
+# ---- remote shard datasets: every command that reads `--data URL`, through the hostile server ----------------------
+
+REMOTE_TRAIN = ["--cfg", "tiny", "--kimg", "0.008", "--batch", "8", "--workers", "0", "--device", "cpu", "--aug",
+                "noaug", "--no-report"]  # fmt: skip
+
+
+def make_remote_shards(folder: Path) -> Path:
+    """Eight 8 px images as PNG shards of one image each, with two classes (index.json counts them), and beside the
+    folder, where no mutation reaches them, eight fake images for `metrics --fake`."""
+    from ganforge.data import build
+
+    source = folder / "images"
+    for name, data in _dataset_pngs(count=8).items():
+        path = source / ("a" if int(Path(name).stem[-1]) % 2 else "b") / Path(name).name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    options = build.BuildOptions(transform="none", labels="folders", workers=0, format="shards", shard_size="2KB")
+    build.build(source, folder / "shards", options)
+    fakes = folder.parent / "fakes"
+    fakes.mkdir()
+    for name, data in _dataset_pngs(count=8).items():
+        (fakes / Path(name).name).write_bytes(data)
+    return folder / "shards"
+
+
+def _s3(url: str) -> str:
+    """s3://MODE/KEY for http://HOST:PORT/MODE/KEY: the same file through the S3 client (path-style requests)."""
+    return "s3://" + url.split("://", 1)[1].split("/", 1)[1]
+
+
+def _remote(name: str, args: Callable[[str, Path], list[str]]) -> None:
+    TARGETS[name] = Target(name, make_remote_shards, args, remote=True)
+
+
+_remote("remote_info", lambda url, scratch: ["dataset", "info", url])
+_remote("remote_verify", lambda url, scratch: ["dataset", "verify", url, "--workers", "0"])
+_remote("remote_verify_s3", lambda url, scratch: ["dataset", "verify", _s3(url), "--workers", "0"])
+_remote("remote_build", lambda url, scratch: ["dataset", "build", url, str(scratch / "out.zip"), "--transform", "none"])
+_remote("remote_train", lambda url, scratch: ["train", "--data", url, "--outdir", str(scratch / "runs"), *REMOTE_TRAIN])
+_remote(
+    "remote_metrics",
+    lambda url, scratch: ["metrics", "--data", url, "--fake", str(scratch.parents[2] / "fakes"), "--metrics", "swd16k",
+                          "--workers", "0", "--device", "cpu"],
+)  # fmt: skip
 
 
 # ---- network files: NVlabs pickles (PyTorch, TensorFlow-era), rosinality checkpoints, ganforge snapshots (tiny

@@ -80,6 +80,9 @@ NUMPY_REFUSAL = "tests/interop/test_interop_numpy_refusal.py::"
 GENERATE_FOLDERS = (
     "tests/generate/test_generate_cli.py::test_a_run_folder_or_a_checkpoint_folder_names_its_newest_network"
 )
+REMOTE_BOUNDS = REMOTE + "test_a_body_is_never_read_past_its_range_and_the_index_has_a_cap"
+REMOTE_HOSTILE = REMOTE + "test_a_misbehaving_server_is_one_line_naming_what_it_did"
+REMOTE_RANGES = REMOTE + "test_a_shard_is_asked_for_its_declared_bytes_only_and_ranges_are_required"
 VECTORS = "tests/data/test_data_label_vectors.py::"
 RESUMABLE_CASES = "tests/checkpoint/test_checkpoint_resumable.py::test_verify_and_resume_agree"
 R3GAN_NETS = "tests/nets/test_nets_r3gan.py::"
@@ -123,6 +126,12 @@ PROJECT_TERMS = "tests/project/test_project_terms.py::"
 CONSUMED = "tests/train/test_train_schedules_consumed.py::"
 CONSUMED_R3GAN = CONSUMED + "test_r3gan_steps_take_the_annealed_gamma_beta2_lr_ema_and_p"
 CONSUMED_SG3 = CONSUMED + "test_stylegan3_d_sees_the_fading_blur_and_a_growing_d_the_stages"
+EXPLORE_COMMAND = "tests/explore/test_explore_command.py::"
+GENERATE_LIMITS = "tests/generate/test_generate_limits.py::"
+PYTHON_CALLERS = "test_options_made_in_python_meet_the_checks_of_the_command_line"
+DECLARED_HOSTILE = (
+    "tests/hostile/test_hostile_options.py::test_every_declared_commands_bad_numbers_and_choices_are_one_line_each"
+)
 M = Mutant
 
 MUTANTS = (
@@ -531,6 +540,25 @@ MUTANTS = (
     M("long_stage_not_estimated", "progress.py",
       "        if not self._estimated and self.elapsed() >= ESTIMATE_AFTER_S:", "        if False:",
       ("tests/test_progress.py::test_a_counted_stage_that_turns_out_long_says_how_long_once_with_the_faster_setting",)),
+    M("explore_shows_only_the_first_network", "explore/static/explore.js", "    box.checked = true;",
+      "    box.checked = net.index === 0;",
+      ("tests/explore/test_explore_browser.py::test_every_network_given_is_shown_at_start",)),
+    M("server_failure_told_to_verify", "train/loop.py", "                    if isinstance(error, ServerError):",
+      "                    if False:",
+      ("tests/train/test_train_shards.py::test_a_server_failing_mid_run_stops_it_with_one_line_after_a_checkpoint",)),
+    M("feature_maps_claim_the_image_command", "explore/app.py",
+      '        if query.layer is None:\n            headers["X-Ganforge-Command"]',
+      '        if True:\n            headers["X-Ganforge-Command"]',
+      (EXPLORE_API + "test_feature_maps_show_the_first_channels_of_the_chosen_layer_side_by_side",)),
+    M("label_vectors_taken_as_classes", "generate/labels.py",
+      'vectors = space is not None and space["kind"] == "vectors"', "vectors = False",
+      ("tests/train/test_train_label_vectors.py::test_a_run_conditioned_on_label_vectors_from_shards",)),
+    M("snapshot_label_kind_not_read", "snapshot.py", "        net.label_space = label_space(meta, net.c_dim)",
+      "        net.label_space = None",
+      ("tests/train/test_train_label_vectors.py::test_a_run_conditioned_on_label_vectors_from_shards",)),
+    M("project_takes_label_vectors_as_classes", "project/run.py",
+      'if space is not None and space["kind"] == "vectors":', "if False:",
+      ("tests/train/test_train_label_vectors.py::test_a_run_conditioned_on_label_vectors_from_shards",)),
     # --network RUNDIR / a checkpoint folder: the newest network, and G_ema.
     M("network_folder_oldest_snapshot", "interop/sources.py", "        return snapshots[-1]",
       "        return snapshots[0]", (GENERATE_FOLDERS,)),
@@ -687,19 +715,17 @@ MUTANTS = (
     M("generate_memory_not_estimated", "generate/run.py",
       "    memory.check(needs, memory.available_host_bytes(), memory.available_device_bytes(device))\n", "",
       ("tests/generate/test_generate_limits.py::test_generate_checks_what_it_asks_against_the_memory_available_now",)),
-    M("generate_trunc_not_range_checked", "generate/options.py", '("--trunc", fields.get("trunc", 1.0), TRUNC_RANGE',
-      '("--trunc", 1.0, TRUNC_RANGE',
+    M("generate_trunc_not_range_checked", "generate/options.py", "        range=PSI,\n", "",
       ("tests/generate/test_generate_limits.py::test_trunc_must_be_a_finite_psi_in_range",)),
     M("generate_seed_digits_converted", "generate/typed.py",
       'return len(digits.lstrip("0")) > len(str(MAX_SEED)) or', "return",
       ("tests/generate/test_generate_limits.py::test_typed_values_are_repeated_short_and_each_problem_once",)),
-    M("generate_grid_cells_left_black", "generate/options.py", "if not self.interp and keys != cells:",
-      "if not self.interp and keys > cells:",
+    M("generate_grid_cells_left_black", "generate/problems.py", "if not o.interp and keys != cells:",
+      "if not o.interp and keys > cells:",
       ("tests/generate/test_generate_options.py::"
        "test_a_grid_has_one_seed_per_cell_and_a_grid_of_loops_the_same_number_per_cell",
        "tests/generate/test_generate_cli.py::test_the_grid_of_the_issue_exits_2_naming_both_counts")),
-    M("generate_fps_not_range_checked", "generate/options.py", '("--fps", fields.get("fps", DEFAULT_FPS), FPS_RANGE',
-      '("--fps", DEFAULT_FPS, FPS_RANGE',
+    M("generate_fps_not_range_checked", "generate/options.py", "        range=FPS,\n", "",
       ("tests/generate/test_generate_options.py::test_fps_must_be_finite_positive_and_bounded",)),
     M("generate_loop_grid_transposed", "generate/writers.py", "cells.transpose(2, 0, 3, 1, 4, 5)",
       "cells.transpose(2, 1, 3, 0, 4, 5)",
@@ -718,7 +744,7 @@ MUTANTS = (
       'if container == "mp4" and (width % 2 or height % 2):', "if False:",
       ("tests/generate/test_generate_modes.py::test_what_a_container_cannot_hold_is_refused_before_anything_is_made",)),
     M("export_max_abs_diff_nan_accepted", "export/options.py",
-      "if self.max_abs_diff is not None and not 0 <= self.max_abs_diff <= MAX_PIXEL_DIFF:", "if False:",
+      "        range=Range(0, MAX_PIXEL_DIFF),\n", "",
       ("tests/export/test_export_inputs.py::test_numbers_out_of_range_are_refused_where_they_are_parsed",)),
     M("export_check_memory_skipped", "export/run.py", "    _check_memory(module, options)\n", "",
       ("tests/export/test_export_inputs.py::test_a_fixed_batch_whose_check_does_not_fit_is_refused_with_the_figure",)),
@@ -882,7 +908,7 @@ MUTANTS = (
     M("projected_header_bound_numpy_default", "projected.py", "MAX_HEADER_CHARS = 1024", "MAX_HEADER_CHARS = 10000",
       (PROJECTED_HOSTILE,)),
     M("projected_header_token_error_escapes", "projected.py", "    TokenError,\n", "", (PROJECTED_HOSTILE,)),
-    M("generate_projected_combination_unchecked", "generate/options.py",
+    M("generate_projected_combination_unchecked", "generate/problems.py",
       "    flags = [flag for flag, value in makers if value is not None]", "    flags = []",
       ("tests/generate/test_generate_projected.py::test_flags_that_make_ws_from_seeds_are_refused_with_projected_rows",)),
     M("r3gan_pickle_state_set_twice", "interop/r3gan_pickle.py", "        elif target.built:", "        elif False:",
@@ -1006,9 +1032,10 @@ MUTANTS = (
       "    if False and stored != sum(block[:148])", (TARSTREAM_REFUSALS,)),
     M("tar_extension_headers_read", "data/tarstream.py", "        if kind not in _REGULAR:\n", "        if False:\n",
       (TARSTREAM_REFUSALS,)),
-    M("remote_short_read_accepted", "data/remote.py", "        if len(data) != end - start:\n",
-      "        if not data:\n", (SHARDS + "test_a_shard_that_disagrees_with_its_index_is_named",)),
-    M("remote_no_retry", "data/remote.py", "            if tries == len(delays):\n", "            if True:\n",
+    M("remote_short_read_accepted", "data/remote.py", "        if received.size != end - start:\n",
+      "        if not received.size:\n", (SHARDS + "test_a_shard_that_disagrees_with_its_index_is_named",)),
+    M("remote_no_retry", "data/remote.py", "            if tries > len(limits.delays) or elapsed",
+      "            if True or elapsed",
       (REMOTE + "test_http_gives_the_local_batches_and_survives_dropped_connections",)),
     M("stream_origin_off_its_steps_accepted", "checkpoint/resumable.py", "        if (cur_nimg - origin) % world_size:",
       "        if False:",
@@ -1310,6 +1337,53 @@ MUTANTS = (
     M("fused_adam_takes_any_moment_shape", "train/checkpointing.py",
       'if any(state[key].shape != param.shape for key in ("exp_avg", "exp_avg_sq") if key in state):',
       "if False:", (NUMERICS + "test_train_fused_adam_never_takes_moments_of_another_shape",)),
+    # Every command's options declared once: the checks and the command lines derived from the declarations
+    M("generate_declared_checks_skipped_by_parse", "generate/options.py",
+      "found += options.value_problems() + parsed", "found += parsed",
+      (GENERATE_LIMITS + "test_every_number_is_checked_where_it_is_parsed",)),
+    M("generate_python_options_unchecked", "generate/run.py", "    _refuse(options.value_problems())  #",
+      "    options.value_problems()  #", (GENERATE_LIMITS + PYTHON_CALLERS,)),
+    M("option_int_takes_a_float", "option.py", "if self.kind is int and isinstance(value, float):", "if False:",
+      (GENERATE_LIMITS + PYTHON_CALLERS,)),
+    M("command_writes_every_default", "option.py",
+      "if d.default is dataclasses.MISSING or value != d.default:", "if True:",
+      (EXPLORE_COMMAND + "test_the_command_names_only_what_differs_from_generates_defaults",)),
+    M("command_float_rounded", "option.py", "return repr(value) if isinstance(value, float)",
+      'return f"{value:g}" if isinstance(value, float)',
+      (EXPLORE_COMMAND + "test_the_command_line_reads_the_command_back_into_the_same_options",)),
+    M("export_declared_checks_skipped_by_parse", "export/options.py", "        problems += self.value_problems()\n", "",
+      ("tests/export/test_export_inputs.py::test_numbers_out_of_range_are_refused_where_they_are_parsed",)),
+    M("export_python_options_unchecked", "export/run.py", "    problems = options.value_problems()  #",
+      "    problems = []  #", ("tests/export/test_export_inputs.py::" + PYTHON_CALLERS,)),
+    M("project_declared_checks_skipped", "project/options.py",
+      "return problems + value_problems(PROJECT_OPTIONS, self)", "return problems",
+      ("tests/project/test_project_cli.py::test_bad_inputs_are_one_line_and_nothing_is_written",)),
+    M("metrics_declared_checks_skipped", "metrics/command.py", "    problems = options.value_problems()\n",
+      "    problems = []\n", (DECLARED_HOSTILE,)),
+    M("build_declared_checks_skipped", "data/build.py",
+      "problems = options.value_problems() + [message", "problems = [message",
+      ("tests/data/test_data_build.py::" + PYTHON_CALLERS,)),
+    M("verify_workers_unchecked", "data/check.py", "problems = value_problems(VERIFY_OPTIONS,",
+      "problems = [] or value_problems([],", (DECLARED_HOSTILE,)),
+    M("explore_declared_checks_skipped", "explore/__init__.py", "    options.check()\n", "",
+      (EXPLORE_CLI + "test_python_callers_meet_the_checks_of_the_command_line",)),
+    M("range_whole_takes_a_fraction", "option.py", "fraction = self.whole and isinstance(value, float)",
+      "fraction = False", ("tests/export/test_export_inputs.py::" + PYTHON_CALLERS,)),
+    # ---- remote reads bounded in bytes and time (data/fetch.py, data/remote.py, the hostile server of the tests)
+    M("remote_read_past_range", "data/fetch.py", "into.add(piece[:room])", "into.add(piece)",
+      (REMOTE_BOUNDS,)),
+    M("remote_range_end_unchecked", "data/fetch.py", "    if declared is None and (excess or await next_piece()):",
+      "    if False:", (REMOTE_BOUNDS, REMOTE_HOSTILE)),
+    M("remote_ranges_ignored_accepted", "data/fetch.py", "    if status == 200 and (first > 0 or",
+      "    if False and (first > 0 or", (REMOTE_RANGES, REMOTE_HOSTILE)),
+    M("remote_no_deadline", "data/fetch.py", "into, first, total, limits), limits.request_s)",
+      "into, first, total, limits), None)", (REMOTE_HOSTILE,)),
+    M("remote_patience_unbounded", "data/remote.py",
+      " or elapsed + limits.delays[tries - 1] > limits.patience_s:", ":", (REMOTE_HOSTILE,)),
+    M("remote_index_cap_unchecked", "data/remote.py", "    if received.size > cap:\n", "    if False:\n",
+      (REMOTE_BOUNDS,)),
+    M("remote_index_cap_unbounded", "data/shardset.py", "remote.join(self.root, shards.INDEX), shards.index_cap()",
+      "remote.join(self.root, shards.INDEX), 2**62", (REMOTE_BOUNDS,)),
 )  # fmt: skip
 
 
@@ -1330,7 +1404,8 @@ def apply(dest: Path, mutant: Mutant) -> None:
         raise SystemExit(f"{mutant.name}: {mutant.old!r} occurs {count} times in src/ganforge/{mutant.path}")
     mutated = text.replace(mutant.old, mutant.new)
     try:  # a mutant that breaks the syntax would only be "killed" by an import error, which proves nothing
-        compile(mutated, str(path), "exec")
+        if path.suffix == ".py":  # the explorer's page script is mutated too; the browser tests run it
+            compile(mutated, str(path), "exec")
     except SyntaxError as error:
         raise SystemExit(f"{mutant.name}: the mutated src/ganforge/{mutant.path} does not compile ({error})") from None
     path.write_text(mutated)

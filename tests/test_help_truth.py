@@ -57,7 +57,7 @@ def _check_invocation(command: click.Command, text: str) -> None:
         assert flag in options, f"{command.name}: {flag} is not one of its options"
         param = options[flag]
         if "|" in value and isinstance(param.type, click.Choice):
-            assert set(value.split("|")) == set(param.type.choices), f"{command.name} {flag}: {value}"
+            assert set(value.split("|")) == set(map(str, param.type.choices)), f"{command.name} {flag}: {value}"
         if flag == "--metrics" and value:
             assert set(value.split(",")) <= set(METRIC_NAMES), value
 
@@ -96,7 +96,7 @@ def test_every_choice_and_name_a_command_takes_is_in_its_help(name):
     text, options = _help(name), _options(COMMANDS[name])
     for param in set(options.values()):
         if isinstance(param.type, click.Choice):
-            for choice in param.type.choices:
+            for choice in map(str, param.type.choices):
                 assert choice in text, f"{name} {param.opts[0]}: {choice} not in the help"
     if "--metrics" in options:
         for metric in METRIC_NAMES:

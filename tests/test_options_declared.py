@@ -1,7 +1,9 @@
 """Each option is declared once. The train command's options are exactly the declarations (on the Config fields,
-plus --clip-grad and --dry-run), bench takes train's own declarations for the options it shares, no command lists a
-flag twice, no two declarations of the commands make the same flag (however it is spelled: given, or derived from the
-field's name), and nowhere in the package is a train flag declared again (a click.option, or a second Option of it)."""
+plus --clip-grad and --dry-run), bench takes train's own declarations for the options it shares, every other command's
+options are exactly its declarations, no command lists a flag twice, no two declarations of train and bench make the
+same flag (however it is spelled: given, or derived from the field's name), and nowhere in the package is a train flag
+declared again (a click.option, or a second Option of it). The other commands' flags of train's names (--seed,
+--device, --batch, ...) are their own options, declared with their commands."""
 
 import ast
 from pathlib import Path
@@ -10,11 +12,36 @@ import ganforge
 from cli_helpers import leaf_commands
 from ganforge.bench.options import BENCH_OPTIONS, TRAINING
 from ganforge.cli import main
+from ganforge.data.options import BUILD_OPTIONS, INFO_OPTIONS, VERIFY_OPTIONS
+from ganforge.explore.options import EXPLORE_OPTIONS
+from ganforge.export.options import EXPORT_OPTIONS
+from ganforge.generate.options import GENERATE_OPTIONS
+from ganforge.metrics.options import METRICS_OPTIONS
+from ganforge.project.options import PROJECT_OPTIONS
 from ganforge.train.options import TRAIN_OPTIONS
 
 PACKAGE = Path(ganforge.__file__).parent
 # The declarations each command's options are made from (cli/declared.py).
-COMMAND_DECLARATIONS = {"train": TRAIN_OPTIONS, "bench": BENCH_OPTIONS}
+TRAIN_FAMILY = {"train": TRAIN_OPTIONS, "bench": BENCH_OPTIONS}
+COMMAND_DECLARATIONS = TRAIN_FAMILY | {
+    "generate": GENERATE_OPTIONS,
+    "export": EXPORT_OPTIONS,
+    "project": PROJECT_OPTIONS,
+    "metrics": METRICS_OPTIONS,
+    "dataset build": BUILD_OPTIONS,
+    "dataset info": INFO_OPTIONS,
+    "dataset verify": VERIFY_OPTIONS,
+    "explore": EXPLORE_OPTIONS,
+}
+# Where the commands other than train and bench declare their options.
+OTHER_COMMANDS_MODULES = (
+    "generate/options.py",
+    "export/options.py",
+    "project/options.py",
+    "metrics/options.py",
+    "data/options.py",
+    "explore/options.py",
+)
 # bench's own options under train's flags, each a different option: its --aug-p has another default (every transform
 # on), its --data is optional (it only shapes the synthetic images) and its --batch-gpu also takes auto (the search
 # for the batch to train with).
@@ -24,6 +51,14 @@ BENCH_OWN = {"--aug-p", "--data", "--batch-gpu"}
 def test_the_train_command_has_exactly_the_declared_options():
     params = [p.name for p in main.commands["train"].params]
     assert params == [d.name for d in TRAIN_OPTIONS]
+
+
+def test_the_other_commands_have_exactly_their_declared_options():
+    commands = leaf_commands()
+    for name, options in COMMAND_DECLARATIONS.items():
+        flags = [p.opts[0] for p in commands[name].params if p.opts[0].startswith("--")]
+        declared_flags = [d.flag for d in options]
+        assert flags[: len(declared_flags)] == declared_flags, name
 
 
 def test_bench_shares_trains_declarations_themselves():
@@ -52,7 +87,7 @@ def test_no_two_declarations_make_one_flag():
     themselves), whether its flag is written out or derived from the field's name: a `gamma` field on BenchOptions
     would declare a second --gamma without spelling it."""
     places: dict[str, dict[int, str]] = {}
-    for command, options in COMMAND_DECLARATIONS.items():
+    for command, options in TRAIN_FAMILY.items():
         for d in options:
             places.setdefault(d.flag, {}).setdefault(id(d), f"{command}: {d.path or d.flag}")
     twice = {flag: list(where.values()) for flag, where in places.items() if len(where) > 1}
@@ -94,7 +129,7 @@ def test_no_train_flag_is_declared_a_second_time():
     own = {("bench/options.py", flag) for flag in BENCH_OWN}
     for path in sorted(PACKAGE.rglob("*.py")):
         relative = path.relative_to(PACKAGE).as_posix()
-        if relative in ("config/sections.py", "train/options.py"):
+        if relative in ("config/sections.py", "train/options.py", *OTHER_COMMANDS_MODULES):
             continue
         flags = [flag for kind, flag in _declared_flags(path) if kind == "declared" and flag in train_flags]
         found += [f"{relative}: {flag}" for flag in flags if (relative, flag) not in own]

@@ -24,6 +24,7 @@ RAISED_BY = {
     "augment/": ("train", "bench"), "preempt.py": ("train",), "dist.py": ("train", "metrics"),
     "checkpoint/inspect.py": ("checkpoint verify", "checkpoint diff"), "checkpoint/": ("train",),
     "data/build.py": ("dataset build",), "data/check.py": ("dataset info", "dataset verify"), "data/": DATA_READERS,
+    "data/options.py": ("dataset build", "dataset verify"),
     "metrics/": ("metrics", "train"), "generate/": ("generate", "explore"), "interop/": NETWORK_READERS,
     "snapshot.py": NETWORK_READERS, "nets/": NETWORK_READERS, "export/": ("export",), "bench/": ("bench",),
     "report/": ("report",), "doctor/": ("doctor",), "devices.py": ("train", "generate", "metrics", "bench"),

@@ -123,7 +123,8 @@ class Network:
         if index is not None and index < 0:
             raise UserError(f"label={index}: a class index is >= 0")
         vector = None if label is None or index is not None else tuple(_number("label", x) for x in np.ravel(label))
-        problems = network_problems(index, vector, None, c_dim, "this network")
+        space = getattr(self.module, "label_space", None)  # classes or label vectors, as its run recorded
+        problems = network_problems(index, vector, None, c_dim, "this network", space)
         if problems:
             raise UserError(*(problem.replace("--class", "label").replace("--label", "label") for problem in problems))
         return torch.tensor([one_vector(index, vector, c_dim)], dtype=torch.float32, device=self.device)

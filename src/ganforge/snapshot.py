@@ -175,7 +175,36 @@ def read_weights_file(path) -> dict:
 
 def _load(path, device, kind: _Kind):
     network, config, tensors, meta = _checked_parts(Path(path), kind)
-    return build_network(path, network, config, tensors, device, Path(path).stat().st_size), meta
+    net = build_network(path, network, config, tensors, device, Path(path).stat().st_size)
+    if kind is _SNAPSHOT:
+        net.label_space = label_space(meta, net.c_dim)
+    return net, meta
+
+
+LABEL_KINDS = ("classes", "vectors")
+MAX_LABEL_NAME = 64  # characters of one label's name that are kept
+MAX_NAMES_SHOWN = 8  # label names a message lists
+
+
+def label_space(meta: dict, c_dim: int) -> dict | None:
+    """What a conditional generator's label inputs mean, as the run that trained it recorded them in its snapshots'
+    meta: {"kind": "classes" or "vectors", "names": one name per input}. None where nothing (well-formed) is
+    recorded: a file of another make, whose labels are read as classes, as NVlabs' conditional networks' are."""
+    space = meta.get("labels")
+    if not (isinstance(space, dict) and space.get("kind") in LABEL_KINDS and isinstance(space.get("names"), list)):
+        return None
+    names = space["names"]
+    if c_dim == 0 or len(names) != c_dim or not all(isinstance(name, str) for name in names):
+        return None
+    return {"kind": space["kind"], "names": [name[:MAX_LABEL_NAME] for name in names]}
+
+
+def shown_names(space: dict | None) -> str:
+    """The label names of a `label_space` for a message: " (round, bright, ...)", or "" where none are known."""
+    if space is None:
+        return ""
+    more = ", ..." if len(space["names"]) > MAX_NAMES_SHOWN else ""
+    return f" ({', '.join(space['names'][:MAX_NAMES_SHOWN])}{more})"
 
 
 def _checked_parts(path: Path, kind: _Kind) -> tuple[type, dict, dict, dict]:

@@ -19,7 +19,8 @@ from data_testfiles import (
 from PIL import Image
 
 from ganforge.cli import main
-from ganforge.data import open_dataset
+from ganforge.data import images, open_dataset, shards
+from ganforge.data import options as data_options
 from ganforge.data.build import BuildOptions, build
 from ganforge.errors import UserError
 
@@ -136,6 +137,23 @@ def test_argument_problems_are_listed_together(tmp_path):
     for text in ("is not a folder or a zip", "already exists", "not a power of two"):
         assert text in result.output
     assert "--resolution: required" in run_cli("dataset", "build", tmp_path, tmp_path / "n.zip").output
+
+
+def test_options_made_in_python_meet_the_checks_of_the_command_line(tmp_path):
+    """The declared choices are the ones the decoder and the shard writer carry out, and a BuildOptions made in Python
+    is checked against the declarations as the command line's are."""
+    assert (data_options.TRANSFORMS, data_options.ENCODINGS) == (images.TRANSFORMS, shards.ENCODINGS)
+    assert tuple(images.RESIZE_FILTERS) == data_options.RESIZE_FILTERS
+    options = BuildOptions(resolution=8, transform="stretch", channels=2, workers=-1, max_images=0)
+    with pytest.raises(UserError) as err:
+        build(tmp_path, tmp_path / "o.zip", options)
+    assert err.value.problems == [
+        "--transform stretch: unknown; use one of center-crop, center-crop-wide, pad, none",
+        "--channels 2: unknown; use one of 1, 3",
+        "--max-images 0: must be from 1 to 1,000,000,000",
+        "--workers -1: must be from 0 to 256",
+    ]
+    assert not (tmp_path / "o.zip").exists()
 
 
 @pytest.mark.parametrize("resolution", [4, 2048])

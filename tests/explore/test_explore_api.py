@@ -81,9 +81,14 @@ def test_an_image_is_what_a_generate_command_written_by_hand_makes(server, nets,
     assert mixed != _get(server, "image", seed=5, **{"class": 1})[2]
 
 
-def test_feature_maps_show_the_first_channels_of_the_chosen_layer_side_by_side(server):
+def test_feature_maps_show_the_first_channels_of_the_chosen_layer_side_by_side(server, tmp_path):
     status, headers, body = _get(server, "layer", seed=1, layer="b8.conv0", channels=4, **{"class": 0})
     assert status == 200 and headers["x-ganforge-file"] == "b8.conv0-seed0000001.png"
+    # No command writes feature maps (the page said `generate --seeds 1`, which writes seed0000001.png): the command
+    # sent is the one that writes the image they come from, named apart.
+    assert "x-ganforge-command" not in headers and headers["x-ganforge-image-file"] == "seed0000001.png"
+    image = _get(server, "image", seed=1, **{"class": 0})[2]
+    assert _generated(headers["x-ganforge-image-command"], tmp_path / "out")["seed0000001.png"] == image
     maps = np.asarray(PIL.Image.open(io.BytesIO(body)))
     assert maps.shape == (8, 4 * 8 + 3)  # four 8x8 maps, a black pixel between two
     assert maps.max() == 255 and maps.min() == 0  # each map stretched to the full grey range
@@ -94,8 +99,8 @@ def test_feature_maps_show_the_first_channels_of_the_chosen_layer_side_by_side(s
 
 
 BAD = {
-    "trunc nan": ("image", dict(seed=0, trunc="nan"), "--trunc nan: truncation psi"),
-    "trunc far": ("image", dict(seed=0, trunc=5), "must be a number from -2 to 2"),
+    "trunc nan": ("image", dict(seed=0, trunc="nan"), "--trunc nan: must be a truncation psi"),
+    "trunc far": ("image", dict(seed=0, trunc=5), "must be a truncation psi from -2 to 2"),
     "seed negative": ("image", dict(seed=-1), "seed=-1: a seed is a whole number from 0 to 4294967295"),
     "seed huge": ("image", dict(seed="9" * 5000), "seed: 5,000 characters, more than 4,096"),
     "seed missing": ("image", {}, "seed: missing"),

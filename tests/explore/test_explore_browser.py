@@ -133,6 +133,15 @@ def test_a_style_mix_an_interpolation_and_feature_maps_show_what_the_api_returns
     page.check("input[name=view][value=image]")
 
 
+def test_every_network_given_is_shown_at_start(browser, server):
+    """With two --network, both cards show at start (only the first was ticked, the second hidden)."""
+    fresh = browser.new_page()
+    fresh.goto(server)
+    assert fresh.is_checked("#net-0") and fresh.is_checked("#net-1")
+    _wait_shown(fresh, 1, "net=1", "seed=0")
+    fresh.close()
+
+
 def test_two_networks_side_by_side_and_a_screenshot_that_is_not_blank(page, server, tmp_path):
     page.check("#net-1")
     second = _wait_shown(page, 1, "net=1", "seed=6")

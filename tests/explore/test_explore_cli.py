@@ -6,7 +6,8 @@ from click.testing import CliRunner
 from explore_helpers import tiny_networks
 
 from ganforge.cli import main
-from ganforge.explore import hosts, server
+from ganforge.errors import UserError
+from ganforge.explore import hosts, serve, server
 
 
 def _explore(*args: str):
@@ -19,7 +20,7 @@ def _explore(*args: str):
         ((), "Missing option '--network'"),
         (("--network", "missing.safetensors"), "missing.safetensors: no such file"),
         (("--network", "NET", "--port", "nan"), "'nan' is not a valid integer"),
-        (("--network", "NET", "--port", "70000"), "70000 is not in the range 0<=x<=65535"),
+        (("--network", "NET", "--port", "70000"), "--port 70000: must be from 0 to 65,535"),
         (("--network", "RUN"), "a folder with neither snapshots/network-snapshot-*.safetensors nor checkpoints"),
         (("--network", "NET", "--host", "no-such-host.invalid"), "--host no-such-host.invalid: not an address"),
     ],
@@ -31,6 +32,16 @@ def test_bad_input_is_one_line_and_exit_2(args, message, tmp_path):
     assert result.exit_code == 2, result.output
     assert message in result.output and "Traceback" not in result.output
     assert result.output.count("error:") == 1
+
+
+def test_python_callers_meet_the_checks_of_the_command_line(tmp_path):
+    """Before a network is read: a port beyond 65535 would otherwise reach getaddrinfo, which serves it modulo 2^16."""
+    with pytest.raises(UserError) as err:
+        serve([tmp_path / "missing.safetensors"], "127.0.0.1", 70000, "bogus")
+    assert err.value.problems == [
+        "--port 70000: must be from 0 to 65,535",
+        "--device bogus: unknown; use one of auto, cuda, cpu",
+    ]
 
 
 def test_without_the_extra_it_says_what_to_install(monkeypatch, tmp_path):

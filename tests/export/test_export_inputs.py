@@ -12,6 +12,7 @@ from export_helpers import export, tiny_snapshot
 
 from ganforge.cli import main
 from ganforge.errors import UserError
+from ganforge.export import export_network
 from ganforge.export.options import MAX_IMAGES, UINT8_LEVEL, ExportOptions
 from ganforge.nets import Discriminator
 from ganforge.snapshot import save_discriminator
@@ -32,7 +33,7 @@ def test_options_are_checked_together_before_anything_is_loaded(tmp_path):
         "error: --format pt2 --precision int8: not offered, PyTorch 2.13 no longer ships PT2E quantization (it moved "
         "to torchao), and a program quantized with it needs torchao to load; use --format onnx --precision int8",
         f"error: --out {missing}: folder {missing.parent} does not exist; create it first",
-        "error: --trunc 1.5: psi must be from 0 (the average image) to 1 (no truncation)",
+        "error: --trunc 1.5: must be a psi from 0 (the average image) to 1 (no truncation)",
     ]
     result = export("--network", tmp_path / "none.safetensors", "--out", tmp_path / "G.onnx", "--format", "pt2",
                     "--keep-float", "synthesis.b4", "--check-fid", "1")  # fmt: skip
@@ -124,22 +125,22 @@ def test_numbers_out_of_range_are_refused_where_they_are_parsed(tmp_path):
             ExportOptions.parse(network=tmp_path / "G.safetensors", out=tmp_path / "G.onnx", **fields)
         return err.value.problems
 
-    huge = 10**4000  # click's IntRange(min=1) lets any size of integer through
-    assert problems(trunc=math.nan) == ["--trunc nan: psi must be from 0 (the average image) to 1 (no truncation)"]
+    huge = 10**4000  # click's INT lets any size of integer through
+    assert problems(trunc=math.nan) == ["--trunc nan: must be a psi from 0 (the average image) to 1 (no truncation)"]
     assert problems(max_abs_diff=math.nan, max_fid_delta=math.inf) == [
-        "--max-abs-diff nan: a pixel difference on the [-1, 1] scale, from 0 to 2 (any difference)",
-        "--max-fid-delta inf: a finite FID of 0 or more",
+        "--max-abs-diff nan: must be a pixel difference on the [-1, 1] scale, from 0 to 2 (any difference)",
+        "--max-fid-delta inf: must be a finite FID of 0 or more",
     ]
     assert problems(check=huge, check_fid=MAX_IMAGES + 1, calib=huge, seed=2**64) == [
-        "--check 100000000000000000000...: must be from 1 to 50,000",
+        "--check 100000000000... (4001 digits): must be from 1 to 50,000",
         "--check-fid 50001: must be from 0 to 50,000",
-        "--calib 100000000000000000000...: must be from 1 to 50,000",
+        "--calib 100000000000... (4001 digits): must be from 1 to 50,000",
         "--seed 18446744073709551616: must be from 0 to 9,223,372,036,854,775,804",
     ]
     int8 = dict(precision="int8")
     for kimg in (math.nan, -1.0, 1e9, 1e-4):
         assert problems(qat_kimg=kimg, **int8) == [
-            f"--qat-kimg {kimg:g}: thousands of images, from 0.001 (one image) to 1000"
+            f"--qat-kimg {kimg:g}: must be thousands of images, from 0.001 (one image) to 1000"
         ]
     assert problems(qat_kimg=1.0) == ["--qat-kimg: only used with --precision int8"]
     assert problems(qat_kimg=1.0, keep_float="auto", **int8) == [
@@ -155,6 +156,19 @@ def test_numbers_out_of_range_are_refused_where_they_are_parsed(tmp_path):
     assert problems(batch="9" * 5000) == [f"--batch {'9' * 21}...: a number of images from 1 to 65536, or 'dynamic' "
                                           "for any batch size"]  # fmt: skip
     assert ExportOptions.parse(network=tmp_path / "G", out=tmp_path / "G.onnx", batch="065536").batch == 65536
+
+
+def test_options_made_in_python_meet_the_checks_of_the_command_line(tmp_path):
+    made = ExportOptions(tmp_path / "none.safetensors", tmp_path / "G.onnx", trunc=math.nan, noise="bogus", check=0,
+                         batch=2.5)  # fmt: skip
+    with pytest.raises(UserError) as err:
+        export_network(made)
+    assert err.value.problems == [
+        "--trunc nan: must be a psi from 0 (the average image) to 1 (no truncation)",
+        "--batch 2.5: must be from 1 to 65,536",
+        "--noise bogus: unknown; use one of const, input",
+        "--check 0: must be from 1 to 50,000",
+    ]
 
 
 def test_a_model_or_card_path_that_is_not_a_regular_file_is_refused_before_loading(tmp_path):

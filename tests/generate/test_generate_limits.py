@@ -40,24 +40,39 @@ def snapshot(tmp_path_factory):
 @pytest.mark.parametrize("psi", [math.nan, math.inf, -math.inf, 2.5, -3.0])
 def test_trunc_must_be_a_finite_psi_in_range(psi):
     assert problems(seeds="1", trunc=psi) == [
-        f"--trunc {psi:g}: truncation psi (1: none, 0: the average image) must be a number from -2 to 2"
+        f"--trunc {psi:g}: must be a truncation psi from -2 to 2 (1: none, 0: the average image)"
     ]
 
 
 def test_every_number_is_checked_where_it_is_parsed():
     assert GenerateOptions.parse(**PATHS, seeds="1", trunc=-2.0, rotate=360.0, translate="-100,100").trunc == -2.0
-    assert problems(seeds="1", rotate=math.nan) == ["--rotate nan: degrees must be a number from -360 to 360"]
-    assert problems(seeds="1", rotate=1e300)[0].startswith("--rotate 1e+300: degrees must be a number from -360")
+    assert problems(seeds="1", rotate=math.nan) == ["--rotate nan: must be a number of degrees from -360 to 360"]
+    assert problems(seeds="1", rotate=1e300)[0].startswith("--rotate 1e+300: must be a number of degrees from -360")
     for text in ("nan,0", "0,inf", "1e3,0", "1,2,3"):
         assert problems(seeds="1", translate=text) == [
             f"--translate {text}: write X,Y in image widths, each from -100 to 100, e.g. 0.25,-0.1"
         ]
-    huge = 10**4000  # click's IntRange(min=1) lets any size of integer through
+    huge = 10**4000  # click's INT lets any size of integer through
     found = problems(seeds="1", batch=huge, trunc_cutoff=huge, class_index=MAX_COUNT + 1)
-    assert found == ["--batch 10000000000000000...: must be from 1 to 1,000,000",
-                     "--trunc-cutoff 10000000000000000...: must be from 1 to 1,000,000",
+    assert found == ["--batch 100000000000... (4001 digits): must be from 1 to 1,000,000",
+                     "--trunc-cutoff 100000000000... (4001 digits): must be from 1 to 1,000,000",
                      "--class 1000001: must be from 0 to 1,000,000"]  # fmt: skip
-    assert problems(seeds="1,2", interp=huge) == ["--interp 10000000000000000...: must be from 1 to 1,000,000"]
+    assert problems(seeds="1,2", interp=huge) == ["--interp 100000000000... (4001 digits): must be from 1 to 1,000,000"]
+
+
+def test_options_made_in_python_meet_the_checks_of_the_command_line(snapshot, tmp_path):
+    """The declarations' checks hold for GenerateOptions made without `parse` too: every value refused at once, nothing
+    written."""
+    made = options(snapshot, tmp_path / "out", seeds=(0,), trunc=math.nan, batch=0, noise_mode="bogus", size=1.5)
+    with pytest.raises(UserError) as err:
+        generate(made)
+    assert err.value.problems == [
+        "--batch 0: must be from 1 to 1,000,000",
+        "--trunc nan: must be a truncation psi from -2 to 2 (1: none, 0: the average image)",
+        "--noise-mode bogus: unknown; use one of const, random, none",
+        "--size 1.5: not a whole number",
+    ]
+    assert not (tmp_path / "out").exists()
 
 
 def test_typed_values_are_repeated_short_and_each_problem_once():

@@ -87,7 +87,7 @@ def test_a_grid_has_one_seed_per_cell_and_a_grid_of_loops_the_same_number_per_ce
 @pytest.mark.parametrize("fps", [math.nan, math.inf, -math.inf, 0.0, -1.0, 0.05, 121.0, 1e300])
 def test_fps_must_be_finite_positive_and_bounded(fps):
     assert problems(seeds="1,2", interp=2, fps=fps) == [
-        f"--fps {fps:g}: frames per second must be a number from 0.1 to 120"
+        f"--fps {fps:g}: must be a number of frames per second from 0.1 to 120"
     ]
 
 
@@ -96,7 +96,7 @@ def test_size_and_resize():
     assert parse(seeds="1,2", interp=2).fps == 30 and parse(seeds="1,2", interp=2, fps=None).fps == 30
     assert problems(seeds="1", size=0) == ["--size 0: must be from 1 to 8,192"]
     assert problems(seeds="1", size=8193) == ["--size 8193: must be from 1 to 8,192"]
-    assert problems(seeds="1", size=10**4000) == ["--size 10000000000000000...: must be from 1 to 8,192"]
+    assert problems(seeds="1", size=10**4000) == ["--size 100000000000... (4001 digits): must be from 1 to 8,192"]
 
 
 def test_network_checks_list_every_problem():

@@ -212,7 +212,7 @@ def test_hostile_output_options_and_destinations_are_one_line_each(tmp_path):
     outcomes = assert_all_rejected(cases, tmp_path)
     by_name = {o.name: o for o in outcomes}
     assert "a 256000x256000 image needs 183 GiB" in by_name["generate --grid 1000x1000 at 256 px"].stderr
-    assert "must be a number from -2 to 2" in by_name["generate --trunc nan"].stderr
+    assert "must be a truncation psi from -2 to 2" in by_name["generate --trunc nan"].stderr
     assert "is a FIFO" in by_name["report --out fifo"].stderr
     assert "not a ganforge run folder" in by_name["report RUN not a run"].stderr
     assert "warning: " in by_name["report of a damaged run"].stderr

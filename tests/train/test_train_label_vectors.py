@@ -3,7 +3,9 @@ conditioning dimension, and the reals' vectors reach the discriminator and the g
 
 import json
 
+import numpy as np
 from click.testing import CliRunner
+from PIL import Image
 from train_helpers import make_dataset, tiny_args
 
 from ganforge.cli import main
@@ -27,4 +29,24 @@ def test_a_run_conditioned_on_label_vectors_from_shards(tmp_path):
         "vectors",
         ["round", "bright", "size"],
         3.75,
+    )
+    # The snapshot says its label inputs are vectors: a class is refused naming them (it was taken as a one-hot
+    # vector: "pick a class from 0 to 2"), a vector is taken.
+    assert G.label_space == {"kind": "vectors", "names": ["round", "bright", "size"]}
+    generate = ["generate", "--network", str(snapshot), "--outdir", str(tmp_path / "out"), "--seeds", "0"]
+    refused = CliRunner().invoke(main, [*generate, "--class", "1"])
+    assert refused.exit_code == 2 and refused.output == (
+        f"error: --class 1: {snapshot} takes label vectors of 3 numbers (round, bright, size), not classes; give one "
+        "with --label V,V,... or a file of them with --label-file\n"
+    )
+    missing = CliRunner().invoke(main, generate)
+    assert missing.exit_code == 2 and "error: --label: " in missing.output and "not classes" in missing.output
+    assert CliRunner().invoke(main, [*generate, "--label", "1,0,2.5"]).exit_code == 0
+    Image.fromarray(np.zeros((8, 8), np.uint8)).save(tmp_path / "target.png")
+    project = ["project", "--network", str(snapshot), "--target", str(tmp_path / "target.png"), "--outdir",
+               str(tmp_path / "proj"), "--steps", "1", "--perceptual", "none", "--class", "0"]  # fmt: skip
+    refused = CliRunner().invoke(main, project)
+    assert refused.exit_code == 2 and refused.output == (
+        "error: --class: the network takes label vectors of 3 numbers (round, bright, size), not classes; "
+        "ganforge project conditions on a class only\n"
     )

@@ -1,16 +1,18 @@
 """Training from shards streamed over HTTP: stopped and continued, it writes the checkpoint an uninterrupted run
 writes, byte for byte; its checkpoints hold the stream's layout, and a resume with another world size starts a new
-stream, saying so."""
+stream, saying so; a server that fails mid-run stops it with one line, after a checkpoint."""
 
 import json
+import re
 
 import pytest
 from click.testing import CliRunner
 from train_helpers import continued_equals_straight, final_checkpoint, make_dataset, tiny_args
 
 from ganforge.cli import main
-from ganforge.data import build, open_dataset
+from ganforge.data import build, open_dataset, remote_limits
 from ganforge.train.checkpointing import stream_layout
+from hostile_server import hostile_server
 from server_helpers import http_server
 
 
@@ -53,3 +55,22 @@ def test_a_new_world_size_starts_a_new_stream_and_says_so(shards):
     zipped = {"sampler": {"position": 64}}  # a checkpoint of a run that read other data keeps the count only
     assert stream_layout(zipped, dataset, 64, 1, said.append) == {"origin": 64, "world_size": 1}
     assert stream_layout(resume, open_dataset(shards.parent / "images"), 64, 4, said.append) is None
+
+
+def test_a_server_failing_mid_run_stops_it_with_one_line_after_a_checkpoint(shards, tmp_path, monkeypatch):
+    """Each shard is served well twice (the reals grid, the first pass), then never ends: the second pass stops the
+    run with the line naming the shard and what the server did, after a checkpoint of the progress made since the
+    last tick's."""
+    monkeypatch.setenv(remote_limits.ENVIRONMENT, "read=0.3,request=1,patience=0.5")
+    with hostile_server(shards) as server:
+        url = server.url_for("endless.tar@2")
+        args = tiny_args(url, tmp_path, kimg=0.08, batch=8, tick=0.024, snap=10)
+        result = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert result.exit_code == 2, result.output
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert re.fullmatch(rf"error: --data: {re.escape(url)}/shard-\d+\.tar: the server sends more than .*", errors[0])
+    assert len(errors) == 1 and "dataset verify" not in result.output  # the server's line alone: nothing to verify
+    images = int(final_checkpoint(tmp_path).name.split("-")[1])
+    assert 24 < images < 80 and images % 24 != 0, images  # past the first tick, and not a tick's checkpoint
+    (run,) = tmp_path.iterdir()
+    assert errors[0].removeprefix("error: ") in (run / "log.txt").read_text()

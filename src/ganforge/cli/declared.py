@@ -5,22 +5,36 @@ and every range and combination is checked where the options become facts, so th
 meet exactly the checks of the command line.
 """
 
+from pathlib import Path
+
 import click
 
 from ganforge.option import Declared
 
+KINDS = {int: click.INT, float: click.FLOAT, Path: click.Path(path_type=Path)}
+
 
 def click_option(d: Declared):
-    """The click option of one declaration: a switch, a choice, or a value of its kind; never a default (None = not
-    given; the help text names where the default comes from)."""
+    """The click option of one declaration: a switch, a choice, or a value of its kind (repeated, or several words,
+    where declared so); never a default (None = not given; the help text names where the default comes from)."""
     shown = d.shown_default()
     help_text = d.option.help + (f"  [default: {shown}]" if shown else "")
+    flags = (d.flag, *d.option.aliases, d.name)
     if d.kind is bool:
-        return click.option(d.flag, d.name, is_flag=True, help=help_text)
-    kind = click.Choice(d.option.choices) if d.option.choices else {int: click.INT, float: click.FLOAT}.get(d.kind, str)
+        return click.option(*flags, is_flag=True, help=help_text)
+    kind = click.Choice(d.option.choices) if d.option.choices else KINDS.get(d.kind, click.STRING)
     if d.option.bare:  # the flag alone gives `bare`; a following word that is not an option is its value
-        return click.option(d.flag, d.name, type=kind, is_flag=False, flag_value=d.option.bare, help=help_text)
-    return click.option(d.flag, d.name, type=kind, required=d.option.required, metavar=d.option.metavar, help=help_text)
+        return click.option(*flags, type=kind, is_flag=False, flag_value=d.option.bare, help=help_text)
+    return click.option(
+        *flags,
+        type=kind,
+        required=d.option.required,
+        metavar=d.option.metavar,
+        multiple=d.option.multiple,
+        nargs=d.option.nargs,
+        envvar=d.option.envvar or None,
+        help=help_text,
+    )
 
 
 def declared_options(options: list[Declared]):
@@ -44,7 +58,7 @@ class SectionedCommand(click.Command):
         records: dict[str, list] = {}
         for param in self.get_params(ctx):
             record = param.get_help_record(ctx)
-            if record is not None:
+            if record is not None and not isinstance(param, click.Argument):  # the usage line names the arguments
                 records.setdefault(sections.get(param.name, "Other"), []).append(record)
         for section, rows in records.items():
             with formatter.section(section):

@@ -1,7 +1,19 @@
-"""Datasets: the `dataset build` tool, readers for folder / zip / fast archives, the sampler and the device loader."""
+"""Datasets: the `dataset build` tool, readers for folder / zip / fast archives, the sampler and the device loader.
 
-from ganforge.data.archive import ImageDataset, open_dataset
-from ganforge.data.loader import make_loader
-from ganforge.data.sampler import InfiniteSampler
+The names are loaded on first use: `ganforge --help` imports `ganforge.data.options` (and so this file), and must
+not pay for importing torch.
+"""
 
-__all__ = ["ImageDataset", "InfiniteSampler", "make_loader", "open_dataset"]
+from ganforge import names_on_first_use
+
+_HOMES = {
+    "ImageDataset": "ganforge.data.archive",
+    "InfiniteSampler": "ganforge.data.sampler",
+    "make_loader": "ganforge.data.loader",
+    "open_dataset": "ganforge.data.archive",
+}
+
+__all__ = list(_HOMES)
+
+
+__getattr__ = names_on_first_use(__name__, _HOMES)

@@ -21,33 +21,18 @@ import numpy as np
 from ganforge import __version__
 from ganforge.data import fastformat, images, labelling, labels, shards
 from ganforge.data.files import ZipMembers, brief, read_file
+from ganforge.data.options import BuildOptions
 from ganforge.data.pool import default_workers, ordered_map
+from ganforge.data.remote import is_url
 from ganforge.durable import check_destination, fsync_dir, move_file
 from ganforge.errors import UserError
 from ganforge.limits import RESOLUTIONS, image_size_ok
 from ganforge.outputs import check_writable_folder
 from ganforge.progress import progress_bar
+from ganforge.urls import public_url
 
-FORMATS = ("zip", "fast", "shards")
 IMAGE_SIZES_SHORT = "WxH of two such sides (the sizes `ganforge train` takes)"
 _LABEL_FILE_LINE = re.compile(r".*:\d+")  # an image's name ends in its suffix, never in a line number
-
-
-@dataclasses.dataclass(frozen=True)
-class BuildOptions:
-    """The options of `dataset build`; see `ganforge dataset build --help` for each."""
-
-    resolution: int | tuple[int, int] | None = None  # a square side, or (width, height)
-    transform: str = "center-crop"
-    resize_filter: str = "lanczos"
-    labels: str = "auto"  # auto | folders | source | none | path of a CSV file (ganforge.data.labelling)
-    channels: int = 3
-    max_images: int | None = None
-    format: str | None = None  # None: zip when DEST ends in .zip, else fast
-    shard_size: str | None = None  # --format shards: about this many bytes a shard (parse_size; None: 1GB)
-    shard_encoding: str = "png"  # --format shards: png, or u8 (raw pixels: no decoding when read, larger)
-    on_error: str = "fail"
-    workers: int | None = None  # None: every CPU this process may use
 
 
 def read_or_reason(read, key) -> bytes | str:
@@ -124,14 +109,8 @@ def check_options(src: Path, dest: Path, options: BuildOptions) -> str:
         (dest.parent.is_dir(), f"DEST: folder {dest.parent} does not exist"),
         (fmt != "zip" or dest.suffix.lower() == ".zip", "DEST: a zip archive must end in .zip (NVlabs' loaders look)"),
         (fmt != "fast" or dest.suffix.lower() != ".zip", "DEST: a fast dataset must not end in .zip; use .gfd"),
-        (fmt in FORMATS, f"--format: {fmt} is not one of {', '.join(FORMATS)}"),
         (fmt == "shards" or options.shard_size is None, "--shard-size: only with --format shards"),
-        (options.shard_encoding in shards.ENCODINGS, f"--shard-encoding: {options.shard_encoding} is not png or u8"),
         (fmt == "shards" or options.shard_encoding == "png", "--shard-encoding: only with --format shards"),
-        (options.transform in images.TRANSFORMS, f"--transform: {options.transform} is not one of the choices"),
-        (options.resize_filter in images.RESIZE_FILTERS, f"--resize-filter: {options.resize_filter} is no choice"),
-        (options.channels in (1, 3), f"--channels: {options.channels} is not 1 or 3"),
-        (options.on_error in ("fail", "skip"), f"--on-error: {options.on_error} is not fail or skip"),
         (size is None or image_size_ok(*size), f"--resolution: {r} is not {RESOLUTIONS}, nor {IMAGE_SIZES_SHORT}"),
         (
             size is None or size[0] == size[1] or options.transform != "center-crop-wide",
@@ -142,10 +121,8 @@ def check_options(src: Path, dest: Path, options: BuildOptions) -> str:
             options.labels in ("auto", "folders", "source", "none") or Path(options.labels).is_file(),
             f"--labels: {options.labels} is none of auto, folders, source, none, nor an existing CSV file",
         ),
-        (options.max_images is None or options.max_images > 0, "--max-images: must be at least 1"),
-        (options.workers is None or options.workers >= 0, "--workers: must be 0 (no pool) or more"),
     ]
-    problems = [message for ok, message in checks if not ok]
+    problems = options.value_problems() + [message for ok, message in checks if not ok]
     if options.shard_size is not None:
         try:
             shards.parse_size(options.shard_size)
@@ -321,6 +298,11 @@ def writing(path: Path):
 
 def build(src, dest, options: BuildOptions | None = None) -> dict:
     """Validate SRC and write DEST; returns a summary dict. Raises UserError listing every problem (--on-error fail)."""
+    if is_url(str(src)):  # a Path of it would merge its slashes and name some local path
+        raise UserError(
+            f"SRC: {public_url(str(src))} is a URL; dataset build reads a local folder or zip: copy the images to this "
+            "machine first (shards at a URL are read where they are, by training and by dataset info and verify)"
+        )
     src, dest, options = Path(src), Path(dest), options or BuildOptions()
     fmt = check_options(src, dest, options)
     for output in (dest, dest.with_name(dest.name + ".report.json")):  # a device or link there is refused first

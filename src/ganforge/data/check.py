@@ -1,6 +1,7 @@
 """`ganforge dataset info` (what an archive holds) and `ganforge dataset verify` (decode and re-hash everything)."""
 
 import hashlib
+import types
 from pathlib import Path
 
 import numpy as np
@@ -8,9 +9,12 @@ import numpy as np
 from ganforge.data import build, distribution, fastformat, images
 from ganforge.data.archive import open_dataset
 from ganforge.data.files import brief
+from ganforge.data.options import VERIFY_OPTIONS
 from ganforge.data.pool import default_workers, ordered_map
+from ganforge.data.remote import ServerError
 from ganforge.errors import UserError
 from ganforge.limits import IMAGE_SIZES, image_size_ok
+from ganforge.option import value_problems
 from ganforge.progress import progress_bar
 from ganforge.urls import public_url
 
@@ -64,7 +68,10 @@ def info_text(summary: dict) -> str:
 
 def verify(path, workers: int | None = None) -> dict:
     """Decode every image and recompute the content hash; UserError listing every problem found."""
-    ds = open_dataset(path, what=None)
+    problems = value_problems(VERIFY_OPTIONS, types.SimpleNamespace(workers=workers))
+    if problems:
+        raise UserError(*problems)
+    ds, shown = open_dataset(path, what=None), public_url(str(path))
     workers = default_workers() if workers is None else workers
     labels = None if ds.format == "shards" else ds.raw_labels
     if ds.format == "fast":
@@ -81,15 +88,15 @@ def verify(path, workers: int | None = None) -> dict:
         computed = hasher.finish(ds.channels, (ds.height, ds.width), ds.label_names, labels)
         if computed != stored:
             problems.append(
-                f"{path}: content hash mismatch: recorded {stored}, the data hashes to {computed}; "
+                f"{shown}: content hash mismatch: recorded {stored}, the data hashes to {computed}; "
                 "the archive was modified or damaged, rebuild it"
             )
     if len(problems) > 1:
-        raise UserError(*problems, f"{path}: {len(problems)} problems")
+        raise UserError(*problems, f"{shown}: {len(problems)} problems")
     if problems:
         raise UserError(*problems)
     return {
-        "path": str(path),
+        "path": shown,
         "format": ds.format,
         "count": ds.num_raw,
         "content_hash": ds.content_hash,
@@ -130,6 +137,8 @@ def _shard_digests(ds, workers: int) -> tuple[list[bytes], np.ndarray | None, li
                     sample_labels.append(label)
                     problems += [problem] if problem else []
                     progress.update()
+            except ServerError:  # the server failed, not the shard: the next shards would fail alike
+                raise
             except UserError as error:  # the shard itself is damaged: the rest of it cannot be read
                 problems += error.problems
                 continue
@@ -141,7 +150,7 @@ def _shard_digests(ds, workers: int) -> tuple[list[bytes], np.ndarray | None, li
         return digests, np.array(sample_labels, dtype=np.int64), problems
     labels = np.stack(sample_labels)
     if not np.array_equal(labels, ds.raw_labels):
-        problems.append(f"{ds.path}: labels.f32 differs from the samples' .json labels; rebuild the shards")
+        problems.append(f"{ds.public}: labels.f32 differs from the samples' .json labels; rebuild the shards")
     return digests, labels, problems
 
 

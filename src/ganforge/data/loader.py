@@ -27,6 +27,7 @@ from ganforge.data import stream
 from ganforge.data.readahead import ReadAhead
 from ganforge.data.sampler import InfiniteSampler
 from ganforge.errors import UserError, carried_problems
+from ganforge.urls import public_url
 
 # A reader that delivers nothing for this long is stuck (hung network filesystem, deadlock), not slow.
 DEFAULT_TIMEOUT_S = 600.0
@@ -123,7 +124,7 @@ class DeviceLoader:
         try:
             return next(self._batches)
         except UserError as error:  # a bad sample; from a worker it arrives wrapped in the worker's traceback
-            raise UserError(*carried_problems(error)) from None
+            raise type(error)(*carried_problems(error)) from None  # its kind kept (a server's failure, a file's)
         except RuntimeError as error:
             # DataLoader reports dead and stuck workers only as RuntimeError text; these are its two phrasings.
             message = str(error)
@@ -172,7 +173,7 @@ def host_loader(
     )
     if not in_process:
         return loader
-    stalled = _READ_TIMED_OUT.format(path=dataset.path, seconds=timeout_s)
+    stalled = _READ_TIMED_OUT.format(path=public_url(str(dataset.path)), seconds=timeout_s)
     return ReadAhead(loader, PREFETCH_BATCHES, timeout_s, stalled)
 
 
@@ -203,7 +204,7 @@ def make_loader(
     if getattr(dataset, "format", None) == "shards":
         assert (start - origin) % world_size == 0 and start >= origin, (start, origin, world_size)
         items = stream.stream(dataset, seed, rank, world_size, origin, (start - origin) // world_size, shuffle_buffer)
-        stalled = _READ_TIMED_OUT.format(path=dataset.path, seconds=timeout_s)
+        stalled = _READ_TIMED_OUT.format(path=public_url(str(dataset.path)), seconds=timeout_s)
         host = ReadAhead(
             stream.batches(dataset, batch_per_rank, items, workers, pin), PREFETCH_BATCHES, timeout_s, stalled
         )

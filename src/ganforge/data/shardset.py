@@ -10,11 +10,11 @@ import hashlib
 
 import numpy as np
 
-from ganforge.data import images, remote, shards, tarstream
+from ganforge.data import images, remote, remote_limits, shards, tarstream
 from ganforge.data.files import brief, parse_json
 from ganforge.errors import UserError
 from ganforge.limits import aspect_of
-from ganforge.urls import path_name
+from ganforge.urls import path_name, public_url
 
 
 def shard_location(path: str) -> str | None:
@@ -49,17 +49,20 @@ class ShardDataset:
         mirror: bool = False,
         labels: bool = True,
         what: str | None = "--data",
-        delays=remote.RETRY_DELAYS_S,
+        limits: remote_limits.Limits | None = None,
         block: int = remote.READ_BLOCK_BYTES,
     ):
-        """`delays`: seconds between retries of a failed read (remote.RetryingFile); `block`: bytes per request."""
-        self.path, self.mirror, self.what, self.delays, self.block = location, mirror, what, delays, block
-        self.fs, self.root = remote.filesystem(location, what)
-        where = remote.join(location, shards.INDEX)
-        missing = f"{where}: missing; a shard dataset is a folder or URL prefix with index.json and its shards"
+        """`limits`: time-outs and retries of remote reads (None: the defaults, or GANFORGE_REMOTE_LIMITS'); `block`:
+        bytes per request."""
+        self.path, self.mirror, self.what, self.block = location, mirror, what, block
+        self.public = public_url(location)  # what messages show: the URL without its credentials
         with self._named():
+            self.limits = remote_limits.from_environment() if limits is None else limits
+            self.fs, self.root = remote.filesystem(location, what, self.limits)
+            where = remote.join(self.public, shards.INDEX)
+            missing = f"{where}: missing; a shard dataset is a folder or URL prefix with index.json and its shards"
             data = remote.read_whole(
-                self.fs, remote.join(self.root, shards.INDEX), shards.index_cap(), where, delays, missing
+                self.fs, remote.join(self.root, shards.INDEX), shards.index_cap(), where, self.limits, missing
             )
             index = shards.read_index(data, where)
         self.index, self.shards, self.encoding = index, index["shards"], index["encoding"]
@@ -85,9 +88,10 @@ class ShardDataset:
 
     def _label_vectors(self) -> np.ndarray:
         """labels.f32, checked against the index: its size, SHA-256, and finite numbers."""
-        size, where = shards.label_file_bytes(self.index), remote.join(self.path, shards.LABELS_FILE)
+        size, where = shards.label_file_bytes(self.index), remote.join(self.public, shards.LABELS_FILE)
         missing = f"{where}: missing; the index says the images have label vectors; rebuild the shards"
-        data = remote.read_whole(self.fs, remote.join(self.root, shards.LABELS_FILE), size, where, self.delays, missing)
+        path = remote.join(self.root, shards.LABELS_FILE)
+        data = remote.read_whole(self.fs, path, size, where, self.limits, missing)
         if len(data) != size or hashlib.sha256(data).hexdigest() != self.index["labels_sha256"]:
             raise UserError(
                 f"{where}: not the label vectors index.json describes (size or SHA-256); rebuild the shards"
@@ -119,7 +123,8 @@ class ShardDataset:
         return vector
 
     def where(self, number: int) -> str:
-        return remote.join(self.path, self.shards[number]["name"])
+        """Shard `number`'s location as messages show it."""
+        return remote.join(self.public, self.shards[number]["name"])
 
     def samples(self, number: int, hasher=None):
         """Yield (image bytes, label) for each sample of shard `number` in its order, the label a class index, a
@@ -134,7 +139,7 @@ class ShardDataset:
         expected, seen = shard["count"], 0
         cap = max(self._image_cap, shards.sample_json_cap(self.label_names))
         path = remote.join(self.root, shard["name"])
-        with remote.BlockReader(self.fs, path, shard["bytes"], where, self.delays, self.block) as file:
+        with remote.BlockReader(self.fs, path, shard["bytes"], where, self.limits, self.block) as file:
             stream = file if hasher is None else _Hashed(file, hasher)
             try:
                 for sample in _grouped(tarstream.members(stream, cap), (self.encoding, "json")):
@@ -160,7 +165,7 @@ class ShardDataset:
         try:
             yield
         except UserError as error:
-            raise UserError(*(self._prefix() + problem for problem in error.problems)) from None
+            raise type(error)(*(self._prefix() + problem for problem in error.problems)) from None
 
     def _checked(self, sample: tuple[str, dict[str, bytes]]) -> tuple[bytes, int | np.ndarray | None]:
         key, parts = sample

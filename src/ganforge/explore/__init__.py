@@ -7,13 +7,18 @@ The server's packages (starlette, uvicorn: the `explore` extra) are imported whe
 ganforge works without them.
 """
 
+from ganforge.explore.options import ExploreOptions
+
 
 def serve(sources, host: str, port: int, device: str, allowed_hosts: tuple[str, ...] = ()) -> None:
     """Serve the page for the networks `sources` until interrupted; requests may name the server by the address it
-    serves or by the host names `allowed_hosts` (see ganforge.explore.server)."""
+    serves or by the host names `allowed_hosts` (see ganforge.explore.server). The values are checked as the
+    command line's are."""
     from ganforge.explore.server import serve as run
 
-    run(sources, host, port, device, tuple(allowed_hosts))
+    options = ExploreOptions(networks=tuple(sources), host=host, port=port, device=device, allowed_hosts=allowed_hosts)
+    options.check()
+    run(list(options.networks), options.host, options.port, options.device, tuple(options.allowed_hosts))
 
 
-__all__ = ["serve"]
+__all__ = ["ExploreOptions", "serve"]

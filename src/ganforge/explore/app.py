@@ -50,13 +50,12 @@ class Explorer:
             return cached
         with self.render_lock:
             body = self._render(query)
-        headers = {
-            "X-Ganforge-Command": generate_command(query.options),
-            "X-Ganforge-File": query.file,
-            "Cache-Control": "no-store",  # the cache is here, behind the Host and token checks
-        }
-        if query.layer is not None:
-            headers["X-Ganforge-File"] = f"{query.layer}-{query.file}"
+        headers = {"X-Ganforge-File": query.file, "Cache-Control": "no-store"}  # the cache is behind the guards
+        if query.layer is None:
+            headers["X-Ganforge-Command"] = generate_command(query.options)  # it writes this very file
+        else:  # no command writes feature maps: the one that writes the image they come from, and that file's name
+            headers |= {"X-Ganforge-File": f"{query.layer}-{query.file}", "X-Ganforge-Image-File": query.file,
+                        "X-Ganforge-Image-Command": generate_command(query.options)}  # fmt: skip
         self.cache.put(key, body, headers)
         return body, headers
 

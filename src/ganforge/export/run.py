@@ -32,6 +32,9 @@ HINTS = {
 
 def export_network(options: ExportOptions) -> dict:
     """Everything `ganforge export` does; returns the card written next to the model."""
+    problems = options.value_problems()  # options made in Python have not been through ExportOptions.parse
+    if problems:
+        raise UserError(*problems)
     if options.format == "onnx":
         onnx.require_extra()
     outputs.check_writable_folder(options.out.parent, "--out")

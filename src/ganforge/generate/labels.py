@@ -14,6 +14,7 @@ import io
 import math
 
 from ganforge.errors import UserError
+from ganforge.snapshot import shown_names
 
 # A label file is read whole, so a larger one is refused by its size before a byte is read. 64 MiB holds 10,000
 # vectors of 1,000 numbers (ImageNet's classes, multi-hot or continuous) of up to 6 characters each ("0.123,"), each
@@ -93,21 +94,30 @@ def _one_source(flags: list[str]) -> list[str]:
     return [f"{named}: give one of --class (a class), --label (one label vector) or --label-file (a file of them)"]
 
 
-def network_problems(class_index, label, label_file, c_dim: int, network) -> list[str]:
+def network_problems(class_index, label, label_file, c_dim: int, network, space: dict | None = None) -> list[str]:
     """What the network of `c_dim` label inputs (0: unconditional) cannot take: a class or vector given to an
-    unconditional network, none given to a conditional one, a class beyond its classes, a vector of another
-    length. The lines of a label file are checked as it is read (`parse_label_file`)."""
+    unconditional network, none given to a conditional one, a class beyond its classes, a class to a network of
+    label vectors (`space`, what its run recorded: snapshot.label_space), a vector of another length. The lines of a
+    label file are checked as it is read (`parse_label_file`)."""
     flags = ("--class", class_index), ("--label", label), ("--label-file", label_file)
     given = [(flag, value) for flag, value in flags if value is not None]
+    vectors = space is not None and space["kind"] == "vectors"
+    named = shown_names(space)
     if len(given) > 1:
         return _one_source([flag for flag, _ in given])
     if c_dim == 0 and given:
         flag, value = given[0]
         return [f"{flag} {shown_label(value) if flag == '--label' else value}: {network} is unconditional; drop {flag}"]
+    if vectors and (class_index is not None or not given):
+        given_class = f"--class {class_index}" if class_index is not None else "--label"
+        return [
+            f"{given_class}: {network} takes label vectors of {c_dim} numbers{named}, not classes; give one with "
+            "--label V,V,... or a file of them with --label-file"
+        ]
     if c_dim > 0 and not given:
         return [
-            f"--class: {network} is conditional; pick a class from 0 to {c_dim - 1}, or give a label vector of "
-            f"{c_dim} numbers with --label or --label-file"
+            f"--class: {network} is conditional; pick a class from 0 to {c_dim - 1}{named}, or give a label vector "
+            f"of {c_dim} numbers with --label or --label-file"
         ]
     if class_index is not None and class_index >= c_dim:
         return [f"--class {class_index}: {network} has classes 0 to {c_dim - 1}"]

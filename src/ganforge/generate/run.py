@@ -36,7 +36,8 @@ def generate(options: GenerateOptions) -> dict:
     """Everything `ganforge generate` does. Returns {"written": [file names], "images", "images_per_second",
     "device"}; the same options give byte-identical files on the same machine (see render.py for what --batch
     changes)."""
-    _refuse(options.count_problems())  # options made in Python have not been through GenerateOptions.parse
+    _refuse(options.value_problems())  # options made in Python have not been through GenerateOptions.parse
+    _refuse(options.count_problems())
     device = pick_device(options.device)
     animation = writers.animation_format(options.interp_format) if options.mode == "interp" else None
     outputs.check_writable_folder(options.outdir, "--outdir")

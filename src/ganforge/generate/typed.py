@@ -1,5 +1,6 @@
 """The typed values of `ganforge generate` that are more than a number: seed lists (`0-7,12`), grids (`4x8`) and
-translations (`0.25,-0.1`), parsed with every problem appended to a list, and how a message repeats a typed value."""
+translations (`0.25,-0.1`), parsed with every problem appended to a list and written back as the command line takes
+them, and how a message repeats a typed value."""
 
 import math
 import re
@@ -98,3 +99,23 @@ def parse_translate(text: str, problems: list) -> tuple[float, float]:
         f"--translate {echoed(text)}: write X,Y in image widths, each from {low:g} to {high:g}, e.g. 0.25,-0.1"
     )
     return (0.0, 0.0)
+
+
+def ranges_text(values: tuple[int, ...]) -> str:
+    """(0, 1, 2, 3, 9) -> "0-3,9": consecutive runs as ranges, as parse_ranges reads them."""
+    parts, start = [], 0
+    for k in range(1, len(values) + 1):
+        if k == len(values) or values[k] != values[k - 1] + 1:
+            first, last = values[start], values[k - 1]
+            parts.append(str(first) if first == last else f"{first}-{last}")
+            start = k
+    return ",".join(parts)
+
+
+def grid_text(grid: tuple[int, int]) -> str:
+    return f"{grid[0]}x{grid[1]}"
+
+
+def numbers_text(values: tuple[float, ...]) -> str:
+    """(0.25, -0.1) -> "0.25,-0.1": each number exactly (repr), as parse_translate and a label vector read them."""
+    return ",".join(map(repr, values))

@@ -12,32 +12,31 @@ import json
 import time
 from pathlib import Path
 
-from ganforge import dist
+from ganforge import names_on_first_use
 from ganforge.durable import append_text
-from ganforge.metrics.evaluator import MetricOptions
-from ganforge.metrics.registry import (
-    METRICS,
-    MetricSpec,
-    check_names,
-    compute_metric,
-    compute_metrics,
-    parse_names,
-)
 
-__all__ = [
-    "METRICS",
-    "MetricOptions",
-    "MetricSpec",
-    "append_result",
-    "check_names",
-    "compute_metric",
-    "compute_metrics",
-    "parse_names",
-]
+# The names are loaded on first use: `ganforge --help` imports `ganforge.metrics.options` (and so this file), and must
+# not pay for importing torch.
+_HOMES = {
+    "METRICS": "ganforge.metrics.registry",
+    "MetricOptions": "ganforge.metrics.evaluator",
+    "MetricSpec": "ganforge.metrics.registry",
+    "check_names": "ganforge.metrics.registry",
+    "compute_metric": "ganforge.metrics.registry",
+    "compute_metrics": "ganforge.metrics.registry",
+    "parse_names": "ganforge.metrics.registry",
+}
+
+__all__ = [*_HOMES, "append_result"]
+
+
+__getattr__ = names_on_first_use(__name__, _HOMES)
 
 
 def append_result(jsonl_path: str | Path, result: dict, snapshot: str | Path | None = None) -> None:
     """Append one JSON line: the result record plus the snapshot it measured and a UTC timestamp (rank 0 only)."""
+    from ganforge import dist
+
     if not dist.is_main():
         return
     line = {"snapshot": None if snapshot is None else str(snapshot)} | result

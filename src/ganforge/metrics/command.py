@@ -14,6 +14,7 @@ from ganforge import dist
 from ganforge.durable import WriteError, check_destination, write_problem
 from ganforge.errors import UserError
 from ganforge.metrics import METRICS, append_result, compute_metrics, parse_names
+from ganforge.metrics.options import MetricsOptions
 from ganforge.metrics.registry import NEEDED_FILES, file_problems, name_problems, unused_files
 from ganforge.nets.growth import describe_stage
 from ganforge.outputs import check_writable_folder
@@ -25,8 +26,10 @@ def snapshot_run_dir(snapshot: Path) -> Path:
     return folder.parent if folder.name == "snapshots" else folder
 
 
-def _check_sources(network, data, fake, names: list[str], files: dict) -> None:
-    problems = []
+def _check_sources(options: MetricsOptions, names: list[str]) -> None:
+    network, data, fake = options.network, options.data, options.fake
+    files = {field: getattr(options, field) for field in NEEDED_FILES}
+    problems = options.value_problems()
     if network is None and fake is None:
         problems.append("give --network SNAPSHOT --data DATASET, or --real DIR_OR_ZIP --fake DIR_OR_ZIP")
     if network is not None and fake is not None:
@@ -58,27 +61,28 @@ def format_result(record: dict) -> str:
     return f"{values}  ({record['protocol']}; {counts}{stage}; {record['seconds']:.1f} s)"
 
 
-def run(metrics, network=None, data=None, fake=None, outdir=None, device: str = "auto", **options) -> list[dict]:
+def run(options: MetricsOptions) -> list[dict]:
     """Everything `ganforge metrics` does: check the inputs, load the snapshot, compute, print and append results.
-
-    `metrics` is a comma-separated string or a list of names; `options` are MetricOptions fields. Works under torchrun.
-    """
-    names = parse_names(metrics)
-    _check_sources(network, data, fake, names, {field: options.get(field) for field in NEEDED_FILES})
+    Works under torchrun."""
+    names = parse_names(options.metrics)
+    _check_sources(options, names)
+    network, outdir = options.network, options.outdir
     target = Path(outdir) if outdir is not None else snapshot_run_dir(Path(network)) if network else None
     if target is not None:  # before the hours of computing, not after
         check_writable_folder(target, "--outdir" if outdir is not None else "--network's run folder (or pass --outdir)")
         for name in names:  # appended to: a FIFO would block, a device or folder would fail after the work
             check_destination(result_path(target, name))
     owns_process_group = not torch.distributed.is_initialized()
-    dev = dist.init(device)
+    dev = dist.init(options.device)
     try:
         G = None
         if network is not None:  # a snapshot, an NVlabs pickle or a rosinality checkpoint
             from ganforge.interop import load_network
 
             G, _meta = load_network(network, device=dev)
-        records = compute_metrics(names, generator=G, real=data, fake=fake, device=dev, **options)
+        records = compute_metrics(
+            names, generator=G, real=options.data, fake=options.fake, device=dev, **options.computed()
+        )
         for record in records:
             dist.print0(format_result(record))
             if target is not None:

@@ -7,14 +7,11 @@ The names are loaded on first use: `ganforge --help` imports `ganforge.project.o
 not pay for importing torch.
 """
 
-import importlib
+from ganforge import names_on_first_use
 
 _HOMES = {"ProjectOptions": "ganforge.project.options", "project": "ganforge.project.run"}
 
 __all__ = list(_HOMES)
 
 
-def __getattr__(name: str):
-    if name not in _HOMES:
-        raise AttributeError(f"module 'ganforge.project' has no attribute {name!r}")
-    return getattr(importlib.import_module(_HOMES[name]), name)
+__getattr__ = names_on_first_use(__name__, _HOMES)

@@ -24,6 +24,7 @@ from ganforge.progress import Stage
 from ganforge.project import outputs, quality, search, tune
 from ganforge.project.options import ProjectOptions
 from ganforge.project.targets import load_targets
+from ganforge.snapshot import shown_names
 
 
 def project(options: ProjectOptions) -> dict:
@@ -58,6 +59,12 @@ def _class_vector(G, class_index: int | None, device) -> torch.Tensor:
         if class_index is not None:
             raise UserError("--class: the network is unconditional; drop --class")
         return c
+    space = getattr(G, "label_space", None)  # what a ganforge run recorded of its labels
+    if space is not None and space["kind"] == "vectors":
+        raise UserError(
+            f"--class: the network takes label vectors of {G.c_dim} numbers{shown_names(space)}, not classes; "
+            "ganforge project conditions on a class only"
+        )
     if class_index is None or class_index >= G.c_dim:
         given = "" if class_index is None else f" ({class_index} is not one)"
         raise UserError(f"--class: the network is conditional on {G.c_dim} classes{given}; name the targets' class")

@@ -231,6 +231,15 @@ class RunLog:
                 handle.close()
 
 
+def label_meta(dataset) -> dict:
+    """What a conditional run's label inputs mean, for its snapshots: its data's labels as classes (one-hot) or as
+    label vectors, and their names; {} for an unconditional run."""
+    if dataset.label_dim == 0:
+        return {}
+    kind = "classes" if dataset.raw_labels.ndim == 1 else "vectors"
+    return {"labels": {"kind": kind, "names": [str(name) for name in dataset.label_names]}}
+
+
 def _status_line(r: dict, total_nimg: int, eta_s: float) -> str:
     skipped = sum(v for k, v in r.items() if k.startswith("Skipped/"))
     parts = [

@@ -17,6 +17,7 @@ from ganforge import checkpoint, dist
 from ganforge.config import Config
 from ganforge.config.describe import describe_derived, small_data_advice
 from ganforge.data import make_loader
+from ganforge.data.remote import ServerError
 from ganforge.devices import describe_kernels
 from ganforge.errors import UserError
 from ganforge.metrics import append_result, compute_metrics
@@ -30,6 +31,7 @@ from ganforge.train import checkpointing, growing, logs
 from ganforge.train.build import Runtime, build
 from ganforge.train.phases import check_divergence, micro_batches, run_phase, tick_scalars
 from ganforge.train.schedules import augment_p_at, ema_beta, ema_kimg_at, phase_due, update_ema
+from ganforge.urls import public_url
 
 
 def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | None, weights: list[Path]) -> int:
@@ -109,12 +111,14 @@ def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | N
                 try:
                     with monitor.probe.label("data"):
                         images, labels = next(loader)
-                except UserError as error:  # a bad sample mid-run: keep the progress (one process: no peer waits)
-                    if world == 1 and saved_nimg != cur_nimg:
+                except UserError as error:  # a bad sample or a failing server mid-run: keep the progress (one
+                    if world == 1 and saved_nimg != cur_nimg:  # process: no peer waits)
                         saved_nimg = _checkpoint(run_dir, log, trainer, G_ema, cur_nimg, tick_nimg, retention, stream)
+                    if isinstance(error, ServerError):  # its line says what the server did; nothing to verify
+                        raise
                     raise UserError(
                         *error.problems,
-                        f"`ganforge dataset verify {cfg.data.path}` lists every bad "
+                        f"`ganforge dataset verify {public_url(cfg.data.path)}` lists every bad "
                         "file; rerun the same command after fixing them to resume",
                     ) from None
                 log.data_wait(time.monotonic() - wait_start)
@@ -237,7 +241,8 @@ def _snapshot(
         log.images("fakes", samples.save_fakes(G_ema, fakes), fakes, cur_nimg)
         path.parent.mkdir(exist_ok=True)
         stage = stage_of(G_ema)  # taken while growing: the generator records its stage, and the log says it
-        save_snapshot(path, G_ema, {"kimg": cur_nimg / 1000, "dataset": cfg.data.name, "cfg": cfg.preset})
+        meta = {"kimg": cur_nimg / 1000, "dataset": cfg.data.name, "cfg": cfg.preset}
+        save_snapshot(path, G_ema, meta | logs.label_meta(runtime.dataset))
         log.print(f"snapshot {path}" + (f" (grown to {describe_stage(stage)})" if stage else ""))
         log.saved("snapshot", path)
     if cfg.run.metrics:

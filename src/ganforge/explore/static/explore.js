@@ -75,7 +75,10 @@ class Card extends Loader {
     link.href = blobUrl;
     link.download = response.headers.get("X-Ganforge-File");
     link.textContent = `download ${link.download}`;
-    this.figure.querySelector(".command").textContent = response.headers.get("X-Ganforge-Command");
+    const image = response.headers.get("X-Ganforge-Image-Command");  // feature maps: no command writes them
+    this.figure.querySelector(".command").textContent = image
+      ? `feature maps (made here) of ${response.headers.get("X-Ganforge-Image-File")}, which this writes: ${image}`
+      : response.headers.get("X-Ganforge-Command");
   }
 
   onDone(error) {
@@ -165,7 +168,7 @@ function buildControls() {
   for (const net of networks) {
     const label = document.createElement("label");
     const box = Object.assign(document.createElement("input"), { type: "checkbox", id: `net-${net.index}` });
-    box.checked = net.index === 0;
+    box.checked = true;  // every --network given is shown at start: the user asked to see them side by side
     box.addEventListener("change", layoutCards);
     label.append(box, ` ${net.index}: ${net.name}`);
     list.append(label);
