@@ -2,7 +2,7 @@
 Quickstart's block built the demo digits and trained their run first, and each command must print the output lines
 its block shows; the notebook runs against that run. A block that cannot run here says why (`doc_blocks.KINDS`).
 
-Toy size: `TOY_SIZE` shortens what would take minutes (the Quickstart's 40 kimg become 0.1); nothing else of a
+Toy size: `TOY_SIZE` shortens what would take minutes (the Quickstart's 40 kimg become 0.03); nothing else of a
 command changes. `ganforge` commands run in this process through the click group the console script calls (no
 interpreter start per command); servers and shell lines run as processes."""
 
@@ -25,7 +25,7 @@ from doc_blocks import KINDS, ROOT, SHELL_LANGUAGES, Block, Command, blocks, mis
 from ganforge.cli import main
 
 TOY_SIZE = (
-    (re.compile(r"--kimg \d+(\.\d+)?"), "--kimg 0.1"),  # 7 batches of the tiny preset, not its 40 kimg
+    (re.compile(r"--kimg \d+(\.\d+)?"), "--kimg 0.03"),  # 2 batches of the tiny preset, not its 40 kimg
     (re.compile(r"--steps \d+"), "--steps 20"),  # a projection's 20 steps, not hundreds
 )
 SERVERS = ("ganforge explore",)  # serve until Ctrl-C: read until their last shown line, then interrupted
@@ -41,12 +41,9 @@ README = [block for block in blocks(ROOT / "README.md") if block.language == "co
 
 @contextmanager
 def _inside(folder: Path):
-    before = os.getcwd()
-    os.chdir(folder)
-    try:
+    with pytest.MonkeyPatch.context() as patch:  # the working directory restored after, as after a test
+        patch.chdir(folder)
         yield
-    finally:
-        os.chdir(before)
 
 
 def _environment() -> dict[str, str]:
