@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.ganforge-installed
 
-.PHONY: venv test lint demo clean
+.PHONY: venv test lint demo docs clean
 
 # `make demo`: where the digits dataset and the run go, and extra `ganforge train` flags (e.g. DEMO_ARGS='--kimg 32').
 DEMO_DIR ?= demo
@@ -16,12 +16,12 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH_SPEC)"
-	$(PY) -m pip install -q -e ".[dev,fid,video,export,report]"
+	$(PY) -m pip install -q -e ".[dev,fid,video,export,report,docs]"
 	touch $@
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests benchmarks
-	$(VENV)/bin/ruff format --check src tests benchmarks
+	$(VENV)/bin/ruff check src tests benchmarks docs/hooks
+	$(VENV)/bin/ruff format --check src tests benchmarks docs/hooks
 
 # Two pytest workers, whole test files each (module fixtures are built once), one thread each: on 2 cores the suite
 # takes about 0.6x the time of one process with two threads, since much of it waits on subprocesses and file I/O.
@@ -36,5 +36,10 @@ demo: $(STAMP)
 	$(VENV)/bin/ganforge train --data $(DEMO_DIR)/digits.zip --outdir $(DEMO_DIR)/runs --cfg tiny $(DEMO_ARGS)
 	$(PY) -m ganforge.demo where $(DEMO_DIR)/runs
 
+# `make docs`: the site in site/ (open site/index.html), warnings as errors; the CLI reference is generated from the
+# commands at build time. MkDocs 1.x prints a banner about its successor unless told not to.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build site *.egg-info

@@ -7,7 +7,7 @@ of the digits 5-9, the distribution the 100 were drawn from:
 - finetune: from the pretrained run (`--resume RUNDIR`: its G, G_ema, D and ADA's p, weights only, kimg from 0);
 - freezed: finetune with `--freeze-d 4` (FreezeD: D's top block, fromRGB to skip, stays as pretrained);
 - mapping: finetune with `--freeze-g-mapping` (W stays the pretrained latent space);
-- recipe: the documented small-data recipe (README, Small datasets: finetune, --freeze-d 4, ADA fast enough to act
+- recipe: the documented small-data recipe (docs/fine-tuning.md: finetune, --freeze-d 4, ADA fast enough to act
   within a short run).
 
 Training runs in child processes (benchmarks/quality_digits.py's `train_for`); each budget continues the run of the

@@ -1,4 +1,4 @@
-"""The help and README tell the truth about the command line: every flag README's command table names is an option of
+"""The help and the docs tell the truth about the command line: every flag the docs' command table names is an option of
 that command, with the choices the table lists; every metric name, preset and choice appears in the help of each
 command that takes it; every command's help ends with examples that use only its own options."""
 
@@ -14,7 +14,7 @@ from ganforge.cli import main
 from ganforge.metric_names import METRIC_NAMES
 from ganforge.presets import PRESETS
 
-README = Path(__file__).parents[1] / "README.md"
+COMMAND_TABLE = Path(__file__).parents[1] / "docs" / "index.md"  # the front page of the docs site
 
 
 COMMANDS = leaf_commands()
@@ -41,8 +41,8 @@ def _invocations(text: str) -> list[tuple[click.Command, str]]:
 
 
 def _readme_table() -> list[str]:
-    """The first cell of every row of README's command table."""
-    section = README.read_text().split("## Commands", 1)[1].split("\n## ", 1)[0]
+    """The first cell of every row of the docs' command table."""
+    section = COMMAND_TABLE.read_text().split("## Commands", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("| `ganforge")]
     return [re.split(r"` \| ", row, maxsplit=1)[0] + "`" for row in rows]
 
@@ -62,7 +62,7 @@ def _check_invocation(command: click.Command, text: str) -> None:
             assert set(value.split(",")) <= set(METRIC_NAMES), value
 
 
-def test_readme_command_table_names_only_real_options_and_their_choices():
+def test_command_table_names_only_real_options_and_their_choices():
     cells = _readme_table()
     assert len(cells) >= 12
     seen = set()
@@ -73,7 +73,7 @@ def test_readme_command_table_names_only_real_options_and_their_choices():
     assert {c.name for c in COMMANDS.values()} <= seen  # every command has a row
 
 
-def test_readme_command_table_shows_every_required_option_of_each_command():
+def test_command_table_shows_every_required_option_of_each_command():
     """The other direction: a row leaves optional flags out, but never one its command cannot run without."""
     rows: dict[click.Command, str] = {}
     for cell in _readme_table():
@@ -82,7 +82,7 @@ def test_readme_command_table_shows_every_required_option_of_each_command():
     required = {(name, flag) for name, c in COMMANDS.items() for flag, p in _options(c).items() if p.required}
     assert ("train", "--data") in required and ("generate", "--network") in required
     for name, flag in required:
-        assert re.search(rf"{flag}(?![a-z-])", rows[COMMANDS[name]]), f"README row of {name} lacks {flag}"
+        assert re.search(rf"{flag}(?![a-z-])", rows[COMMANDS[name]]), f"command table row of {name} lacks {flag}"
 
 
 def _help(words: str) -> str:

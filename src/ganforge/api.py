@@ -57,6 +57,7 @@ class Network:
 
     @property
     def device(self) -> torch.device:
+        """Where its weights are."""
         return next(self.module.parameters()).device
 
     @property
@@ -65,6 +66,7 @@ class Network:
         return image_size(self.module)
 
     def to(self, device) -> "Network":
+        """Moves the weights to `device` ("cpu", "cuda", "cuda:1" or "auto") and returns this Network."""
         self.module.to(pick_device(str(device)))
         return self
 

@@ -3,7 +3,8 @@ a seed is picked from the grid, a style mix, an interpolation and feature maps a
 side by side; its screenshot is not blank. Skipped, with the reason, without Chromium or Playwright (CI installs
 both: .ci/run and the dev extra).
 
-With GANFORGE_DOCS_SCREENSHOT=1 the screenshot is also written to docs/explore.png, the README's picture."""
+With GANFORGE_DOCS_SCREENSHOT=1 the screenshot is also written to docs/explore.png, the picture of the docs'
+Generating page."""
 
 import io
 import os

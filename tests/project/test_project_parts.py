@@ -137,4 +137,5 @@ def test_a_target_of_any_size_is_centre_cropped_and_resized():
     PIL.Image.fromarray(image).save(buffer, format="PNG")
     pixels = target_pixels(buffer.getvalue(), 16, 3)
     assert pixels.shape == (3, 16, 16) and pixels.min() >= 190  # upscaled from 30 px, only the bright square
-    assert target_pixels(buffer.getvalue(), 8, 1).shape == (1, 8, 8)
+    grey = target_pixels(buffer.getvalue(), 8, 1)
+    assert grey.shape == (1, 8, 8) and grey.flags.writeable and grey.flags.c_contiguous  # torch takes it silently

@@ -284,7 +284,7 @@ def test_a_small_dataset_without_the_recipe_is_warned_about(data, pickled, tmp_p
     assert cfg.data.images == 32
     assert small_data_advice(cfg) == [
         "warning: small dataset: 32 images, few for a GAN (D overfits them within a few kimg); the small-data recipe "
-        f"(README, Small datasets) adds {PRETRAINED_START}; augmentation (--aug ada, not noaug)"
+        f"(docs/fine-tuning.md) adds {PRETRAINED_START}; augmentation (--aug ada, not noaug)"
     ]
     recipe = dict(resume=str(pickled[0]), aug="ada", freeze_d=4, ada_kimg=0.032)
     assert small_data_advice(resolve(tiny_options(data, tmp_path, **recipe))) == []

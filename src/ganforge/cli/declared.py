@@ -44,6 +44,7 @@ def declared_options(options: list[Declared]):
         for d in reversed(options):
             function = click_option(d)(function)
         function.__declared_sections__ = {d.name: d.option.section for d in options}
+        function.__declared__ = {d.name: d for d in options}  # the docs' CLI reference reads ranges from here
         return function
 
     return decorate

@@ -90,7 +90,7 @@ def _preset_notes(cfg: Config) -> list[str]:
     return notes
 
 
-# Below this many images the small-data recipe (README, Small datasets) is advised: D memorises a few thousand images
+# Below this many images the small-data recipe (docs/fine-tuning.md) is advised: D memorises a few thousand images
 # within a few kimg (ADA, Karras et al. 2020, Fig. 1), and starting from a pretrained model pays most there.
 SMALL_DATASET = 5000
 
@@ -125,5 +125,5 @@ def small_data_advice(cfg: Config) -> list[str]:
     kind = "note" if missing == [PRETRAINED_START] else "warning"
     return [
         f"{kind}: small dataset: {images} images, few for a GAN (D overfits them within a few kimg); the small-data "
-        f"recipe (README, Small datasets) adds {'; '.join(missing)}"
+        f"recipe (docs/fine-tuning.md) adds {'; '.join(missing)}"
     ]

@@ -1,7 +1,7 @@
 """The training loop's one handle on the observers: `Monitor` starts the sampler on each node's first process,
 times the step's sections, profiles once on rank 0, and turns each tick into telemetry statistics and alerts.
 
-Statistics it adds per tick (see README, "Watching a run"): `GPU<i>/<signal>` or `CPU/<signal>` with /min and /max,
+Statistics it adds per tick (see docs/watching.md): `GPU<i>/<signal>` or `CPU/<signal>` with /min and /max,
 `Timing/<section>_share`, the CUDA allocator's `Memory/*_gb`, and `Loss/D_over_G`.
 """
 

@@ -46,8 +46,8 @@ def target_pixels(data: bytes, resolution: int, channels: int, aspect=(1, 1)) ->
     left, top = (image.width - box_w) // 2, (image.height - box_h) // 2
     height, width = resolution * rows, resolution * cols
     box = image.crop((left, top, left + box_w, top + box_h)).resize((width, height), PIL.Image.LANCZOS)
-    pixels = np.asarray(box).reshape(height, width, channels)
-    return np.ascontiguousarray(pixels.transpose(2, 0, 1))
+    pixels = np.asarray(box).reshape(height, width, channels)  # a view of PIL's read-only buffer
+    return pixels.transpose(2, 0, 1).copy()  # writable (torch.from_numpy warns on a read-only one) and contiguous
 
 
 def _squeezed(array: np.ndarray) -> np.ndarray:

@@ -1,0 +1,106 @@
+"""The generated references cover what they document: every command and group of the command line has a section on
+the CLI page, with every option, the default, `required` and range that click's own `--help` shows for it, and every
+example line its help ends with; every public member of `ganforge.api.Network` is on the Python API page; and the
+pages themselves hold only the markers the hooks replace (nothing of the reference is written by hand)."""
+
+import importlib.util
+import re
+
+import click
+import pytest
+from doc_blocks import DOCS
+
+from cli_helpers import leaf_commands
+from ganforge import api
+from ganforge.cli import main
+
+COMMANDS = leaf_commands()
+HELP_EXTRAS = re.compile(r"\[([^\]]*)\]\s*$")  # the "[default: 4; 1<=x<=64]" click puts at the end of an option's help
+
+
+def _hook(name: str):
+    spec = importlib.util.spec_from_file_location(name, DOCS / "hooks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+CLI = _hook("cli_reference")
+API = _hook("api_reference")
+CLI_PAGE = CLI.reference()
+
+
+class _Page:
+    """The stand-in for the mkdocs page object the hooks look at: its file's path in docs/."""
+
+    def __init__(self, src_uri: str):
+        self.file = type("File", (), {"src_uri": src_uri})()
+
+
+def _section(name: str) -> str:
+    """The CLI page's section of `ganforge NAME`, up to the next command's heading."""
+    heading = f"## `ganforge {name}`\n"
+    assert heading in CLI_PAGE, f"the CLI reference has no section for `ganforge {name}`"
+    return CLI_PAGE.split(heading, 1)[1].split("\n## `", 1)[0]
+
+
+def _squeezed(text: str) -> str:
+    return re.sub(r"[\s\\`]", "", text)
+
+
+def _groups(group: click.Group = main, prefix: str = "") -> list[str]:
+    found = []
+    for name, command in group.commands.items():
+        if isinstance(command, click.Group):
+            found += [f"{prefix}{name}", *_groups(command, f"{prefix}{name} ")]
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_every_command_has_every_option_with_its_default_range_and_examples(name):
+    command, section = COMMANDS[name], _section(name)
+    context = click.Context(command, info_name=f"ganforge {name}")
+    rows = {row.split(" | ", 1)[0]: row for row in section.splitlines() if row.startswith("| `-")}
+    for param in command.params:
+        if not isinstance(param, click.Option) or param.hidden:
+            continue
+        flags = ", ".join(f"`{flag}`" for flag in (*param.opts, *param.secondary_opts))
+        assert f"| {flags}" in rows, f"`ganforge {name}`: the reference lacks the row of {flags}"
+        extras = HELP_EXTRAS.search(param.get_help_record(context)[1])
+        for extra in extras.group(1).split("; ") if extras else ():
+            shown = extra.removeprefix("default: ")
+            assert _squeezed(shown) in _squeezed(rows[f"| {flags}"]), f"`ganforge {name}` {flags}: {extra!r} missing"
+    examples = (command.epilog or "").split("Examples:", 1)[-1] if "Examples:" in (command.epilog or "") else ""
+    assert examples, f"`ganforge {name}`: its help ends without examples"
+    for line in examples.splitlines():
+        if line.strip() not in ("", "\b"):
+            assert line.strip() in section, f"`ganforge {name}`: the example {line.strip()!r} is missing"
+
+
+def test_every_group_and_the_top_level_command_have_a_section():
+    assert "## `ganforge`\n" in CLI_PAGE
+    groups = _groups()
+    assert {"dataset", "checkpoint"} <= set(groups)
+    for group in groups:
+        for sub in main.commands[group.split()[0]].commands if " " not in group else ():
+            assert f"(#ganforge-{group}-{sub})" in _section(group), f"`ganforge {group}` does not link `{sub}`"
+
+
+def test_the_api_page_has_every_public_member_of_network():
+    page = API.reference()
+    assert "### `ganforge.load(" in page
+    public = [name for name in vars(api.Network) if not name.startswith("_")]
+    assert {"images", "w", "synthesize", "project", "to"} <= set(public)
+    for name in public:
+        assert f"#### `Network.{name}" in page, f"the Python API reference lacks Network.{name}"
+
+
+@pytest.mark.parametrize("hook", [CLI, API], ids=["cli", "api"])
+def test_the_pages_hold_only_the_marker_that_the_hook_replaces(hook):
+    text = (DOCS / hook.PAGE).read_text()
+    assert text.count(hook.MARKER) == 1
+    assert "\n## `ganforge" not in text and "\n### `" not in text  # no hand-written reference entries
+    built = hook.on_page_markdown(text, _Page(hook.PAGE), None, None)
+    assert hook.MARKER not in built and len(built) > len(text) + 1000
+    other = "# Other\n\n" + hook.MARKER
+    assert hook.on_page_markdown(other, _Page("other.md"), None, None) == other  # other pages are left as they are
