@@ -171,6 +171,8 @@ def test_a_latent_row_a_moved_w_a_free_mix_range_a_zoomed_channel_and_the_spectr
     page, server, latent_file
 ):
     latent = str(latent_file)
+    for control, value in (("#seed", 6), ("#trunc", 0.5), ("#source", 9)):  # as the tests before leave them
+        _set(page, control, value)
     page.select_option("#latent", latent)
     _set(page, "#row", 1)
     row = _wait_shown(page, 0, "api/image", "latent=", "row=1")
@@ -194,6 +196,7 @@ def test_a_latent_row_a_moved_w_a_free_mix_range_a_zoomed_channel_and_the_spectr
     mixed = _wait_shown(page, 0, "api/mix", "mix-layers=2-4")
     assert mixed == _api(server, "mix", net=0, seed=6, source=9, trunc=0.5, **{"class": 0, "mix-layers": "2-4"})
     page.check("input[name=view][value=layer]")
+    page.select_option("#layer", "b8.conv1")
     _set(page, "#channel", 1)
     zoomed = _wait_shown(page, 0, "api/layer", "channel=1")
     assert zoomed == _api(server, "layer", net=0, seed=6, trunc=0.5, layer="b8.conv1", channels=8, channel=1,

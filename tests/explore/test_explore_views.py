@@ -33,6 +33,7 @@ def files(tmp_path_factory):
     projections.mkdir()
     write_projected_w(projections / "two.npz", rng.standard_normal((2, NUM_WS, W_DIM)), noise)
     write_projected_w(projections / "direction.npz", rng.standard_normal((1, NUM_WS, W_DIM)))
+    write_projected_w(projections / "changing.npz", rng.standard_normal((1, NUM_WS, W_DIM)))
     (projections / "hostile.npz").write_bytes(b"PK\x03\x04" + b"\xff" * 64)
     (projections / "notes.txt").write_text("not listed")
     (folder / "secret.npz").write_bytes(b"never listed")
@@ -67,7 +68,10 @@ def _pixels(body: bytes) -> np.ndarray:
 def test_the_latent_files_listed_are_the_npz_files_given_and_in_the_folders_given(server, files):
     listed = fetch(f"{server}api/latents")[2].decode()
     folder = files["projections"]
-    names = [str(folder / "direction.npz"), str(folder / "hostile.npz"), str(folder / "two.npz"), str(files["one"])]
+    names = [
+        *(str(folder / name) for name in ("changing.npz", "direction.npz", "hostile.npz", "two.npz")),
+        str(files["one"]),
+    ]
     assert listed == "[" + ",".join(f'"{name}"' for name in names) + "]"
 
 
@@ -124,6 +128,26 @@ def test_the_spectrum_is_of_the_images_file_pixels_centred_on_a_log_scale(server
     expected = log_spectrum(_pixels(image))
     assert spectrum[8 * 16, 8 * 16] == 255 and spectrum[::16, ::16].argmax() == expected.argmax() == 8 * 16 + 8
     assert np.corrcoef(spectrum[::16, ::16].ravel(), expected.ravel())[0, 1] > 0.999
+
+
+def test_the_log_spectrum_of_known_images():
+    flat = np.zeros([4, 4, 3], np.uint8) + np.array([0, 30, 60], np.uint8)  # channels averaged: 30 everywhere
+    spectrum = log_spectrum(flat)
+    assert spectrum[2, 2] == pytest.approx(np.log1p(30 * 16)) and np.count_nonzero(spectrum) == 1  # DC, centred
+    x = np.arange(8)
+    wave = np.broadcast_to(100 + 50 * np.cos(2 * np.pi * x / 8), (8, 8))[:, :, None].round().astype(np.uint8)
+    spectrum = log_spectrum(wave)  # one cycle across: peaks one step either side of the centre, 50 * 64 / 2 each
+    assert spectrum[4, 3] == pytest.approx(np.log1p(1600), rel=1e-3)
+    assert spectrum[4, 5] == pytest.approx(spectrum[4, 3], rel=1e-6)
+    assert spectrum[4, 4] == pytest.approx(np.log1p(wave.sum()))
+
+
+def test_a_latent_file_rewritten_is_not_answered_from_the_cache(server, files):
+    changing = files["projections"] / "changing.npz"
+    before = _get(server, "image", latent=changing)[2]
+    write_projected_w(changing, np.ones((1, NUM_WS, W_DIM)))
+    after = _get(server, "image", latent=changing)[2]
+    assert PIL.Image.open(io.BytesIO(after)).size == (16, 16) and after != before
 
 
 def test_the_render_time_is_sent_and_a_cached_answer_says_so(server):
