@@ -4,16 +4,12 @@ spectrum, and the render time. Each image is the file of the `generate` command 
 comes with the command of its image; every bad parameter is one 400 line."""
 
 import io
-import shlex
-import urllib.parse
 
 import numpy as np
 import PIL.Image
 import pytest
-from click.testing import CliRunner
-from explore_helpers import explore_server, fetch, tiny_networks
+from explore_helpers import explore_server, fetch, generated, get, tiny_networks
 
-from ganforge.cli import main
 from ganforge.explore.spectrum import log_spectrum
 from ganforge.nets.noise import noise_buffer_names
 from ganforge.projected import write_projected_w
@@ -48,19 +44,6 @@ def server(files):
         yield url
 
 
-def _get(server: str, endpoint: str, **params) -> tuple[int, dict, bytes]:
-    query = urllib.parse.urlencode({name.replace("_", "-"): value for name, value in params.items()})
-    return fetch(f"{server}api/{endpoint}?{query}")
-
-
-def _generated(command: str, outdir) -> dict[str, bytes]:
-    words = shlex.split(command)
-    words[words.index("--outdir") + 1] = str(outdir)
-    result = CliRunner().invoke(main, words[1:])
-    assert result.exit_code == 0, result.output
-    return {path.name: path.read_bytes() for path in outdir.iterdir()}
-
-
 def _pixels(body: bytes) -> np.ndarray:
     return np.asarray(PIL.Image.open(io.BytesIO(body)))
 
@@ -87,9 +70,9 @@ def test_a_projected_row_and_a_moved_w_are_the_files_of_the_commands_sent_with_t
     bodies = {}
     for case, params in cases.items():
         endpoint, params = params if isinstance(params, tuple) else ("image", params)
-        status, headers, body = _get(server, endpoint, **params)
+        status, headers, body = get(server, endpoint, **params)
         assert status == 200, (case, body)
-        assert _generated(headers["x-ganforge-command"], tmp_path / case)[headers["x-ganforge-file"]] == body, case
+        assert generated(headers["x-ganforge-command"], tmp_path / case)[headers["x-ganforge-file"]] == body, case
         bodies[case] = headers["x-ganforge-file"], headers["x-ganforge-command"], body
     assert bodies["row"][0] == "proj01.png" and "--batch 1 --projected-w" in bodies["row"][1]
     assert (
@@ -99,30 +82,30 @@ def test_a_projected_row_and_a_moved_w_are_the_files_of_the_commands_sent_with_t
     assert bodies["seed moved along a random direction"][1].endswith(
         "--seeds 3 --class 1 --edit-seed 7 --edit-amount 2.0"
     )
-    still = _get(server, "image", seed=3, **{"class": 1})[2]
+    still = get(server, "image", seed=3, **{"class": 1})[2]
     assert len({still, *(body for _, _, body in bodies.values())}) == len(bodies) + 1  # every view is another image
 
 
 def test_one_channel_is_enlarged_and_is_that_channel_of_the_strip(server):
     params = dict(seed=1, layer="b8.conv0", **{"class": 0})
-    status, headers, zoomed = _get(server, "layer", channel=2, **params)
+    status, headers, zoomed = get(server, "layer", channel=2, **params)
     assert status == 200 and headers["x-ganforge-file"] == "b8.conv0-c2-seed0000001.png"
     assert headers["x-ganforge-image-file"] == "seed0000001.png" and "x-ganforge-command" not in headers
-    strip = _pixels(_get(server, "layer", channels=4, **params)[2])
+    strip = _pixels(get(server, "layer", channels=4, **params)[2])
     zoom = _pixels(zoomed)
     assert zoom.shape == (256, 256)  # an 8x8 map, each pixel a block of 32x32
     assert np.array_equal(zoom[::32, ::32], strip[:, 2 * 9 : 2 * 9 + 8])  # the third map of the strip
-    big = _pixels(_get(server, "layer", channel=0, **params | {"layer": "b16.conv1"})[2])
+    big = _pixels(get(server, "layer", channel=0, **params | {"layer": "b16.conv1"})[2])
     assert big.shape == (256, 256) and np.array_equal(
-        big[::16, ::16], _pixels(_get(server, "layer", channels=1, **params | {"layer": "b16.conv1"})[2])
+        big[::16, ::16], _pixels(get(server, "layer", channels=1, **params | {"layer": "b16.conv1"})[2])
     )
 
 
 def test_the_spectrum_is_of_the_images_file_pixels_centred_on_a_log_scale(server, files, tmp_path):
     two = files["projections"] / "two.npz"
-    status, headers, body = _get(server, "spectrum", latent=two, row=1)
+    status, headers, body = get(server, "spectrum", latent=two, row=1)
     assert status == 200 and headers["x-ganforge-file"] == "spectrum-proj01.png"
-    image = _generated(headers["x-ganforge-image-command"], tmp_path)["proj01.png"]
+    image = generated(headers["x-ganforge-image-command"], tmp_path)["proj01.png"]
     spectrum = _pixels(body)
     assert spectrum.shape == (256, 256)  # 16 px, each a block of 16
     expected = log_spectrum(_pixels(image))
@@ -144,16 +127,16 @@ def test_the_log_spectrum_of_known_images():
 
 def test_a_latent_file_rewritten_is_not_answered_from_the_cache(server, files):
     changing = files["projections"] / "changing.npz"
-    before = _get(server, "image", latent=changing)[2]
+    before = get(server, "image", latent=changing)[2]
     write_projected_w(changing, np.ones((1, NUM_WS, W_DIM)))
-    after = _get(server, "image", latent=changing)[2]
+    after = get(server, "image", latent=changing)[2]
     assert PIL.Image.open(io.BytesIO(after)).size == (16, 16) and after != before
 
 
 def test_the_render_time_is_sent_and_a_cached_answer_says_so(server):
-    first = _get(server, "image", seed=11, **{"class": 2})[1]["server-timing"]
+    first = get(server, "image", seed=11, **{"class": 2})[1]["server-timing"]
     assert first.startswith("render;dur=") and float(first.split("=")[1]) > 0
-    assert _get(server, "image", seed=11, **{"class": 2})[1]["server-timing"] == 'cache;desc="from the cache"'
+    assert get(server, "image", seed=11, **{"class": 2})[1]["server-timing"] == 'cache;desc="from the cache"'
 
 
 BAD = {
@@ -193,6 +176,6 @@ def test_bad_view_parameters_get_400_with_a_message_naming_them(server, files, c
     shorthand = {"two": files["projections"] / "two.npz", "hostile": files["projections"] / "hostile.npz",
                  "secret": files["secret"]}  # fmt: skip
     params = {k: shorthand.get(v, v) if isinstance(v, str) else v for k, v in params.items()}
-    status, _, body = _get(server, endpoint, **params)
+    status, _, body = get(server, endpoint, **params)
     assert status == 400 and message in body.decode(), (case, body[:300])
     assert len(body) < 600 and b"Traceback" not in body
