@@ -4,12 +4,10 @@ side by side; its screenshot is not blank. A row of a latent file, a w moved alo
 range, an enlarged channel and the spectrum show what the API returns too, each with its render time. Skipped, with
 the reason, without Chromium or Playwright (CI installs both: .ci/run and the dev extra).
 
-With GANFORGE_DOCS_SCREENSHOT=1 the screenshot is also written to docs/explore.png, the README's picture."""
+The README's picture (docs/explore.png) is of trained networks: benchmarks/explore_screenshot.py takes it."""
 
 import io
-import os
 import re
-import shutil
 import urllib.parse
 from pathlib import Path
 
@@ -24,7 +22,6 @@ CHROMIUM = Path("/usr/bin/chromium")
 # Chromium in a container, offline: no sandbox (no user namespaces), no GPU, nothing fetched in the background
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
-DOCS_SCREENSHOT = Path(__file__).parents[2] / "docs" / "explore.png"
 WAIT_MS = 30_000
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="needs Playwright: pip install playwright")
@@ -163,8 +160,6 @@ def test_two_networks_side_by_side_and_a_screenshot_that_is_not_blank(page, serv
     page.screenshot(path=str(shot))
     pixels = np.asarray(PIL.Image.open(io.BytesIO(shot.read_bytes())).convert("L"), dtype=np.float64)
     assert pixels.std() > 10 and len(np.unique(pixels)) > 50, "the screenshot is blank"
-    if os.environ.get("GANFORGE_DOCS_SCREENSHOT") == "1":
-        shutil.copyfile(shot, DOCS_SCREENSHOT)
 
 
 def test_a_latent_row_a_moved_w_a_free_mix_range_a_zoomed_channel_and_the_spectrum_show_what_the_api_returns(

@@ -188,6 +188,7 @@ function layoutCards() {
   const groups = Object.keys(first.style_groups);
   fill($("group"), groups.length ? [...groups, "custom"] : [first.default_mix]);
   for (const id of ["mix-from", "mix-to"]) $(id).max = first.num_ws - 1;
+  $("edit-dim").max = Math.max(0, first.w_dim - 1);
   update();
 }
 
