@@ -168,6 +168,7 @@ def test_a_latent_row_a_moved_w_a_free_mix_range_a_zoomed_channel_and_the_spectr
     latent = str(latent_file)
     for control, value in (("#seed", 6), ("#trunc", 0.5), ("#source", 9)):  # as the tests before leave them
         _set(page, control, value)
+    assert page.is_hidden("#row") and page.is_hidden("#edit-seed")  # shown only for a latent file, an edit's kind
     page.select_option("#latent", latent)
     _set(page, "#row", 1)
     row = _wait_shown(page, 0, "api/image", "latent=", "row=1")
