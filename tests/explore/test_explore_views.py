@@ -32,6 +32,9 @@ def files(tmp_path_factory):
     write_projected_w(projections / "changing.npz", rng.standard_normal((1, NUM_WS, W_DIM)))
     (projections / "hostile.npz").write_bytes(b"PK\x03\x04" + b"\xff" * 64)
     (projections / "notes.txt").write_text("not listed")
+    (projections / "target7" / "deeper").mkdir(parents=True)  # as `ganforge project --outdir projections` writes
+    write_projected_w(projections / "target7" / "projected_w.npz", rng.standard_normal((1, NUM_WS, W_DIM)))
+    write_projected_w(projections / "target7" / "deeper" / "too-deep.npz", rng.standard_normal((1, NUM_WS, W_DIM)))
     (folder / "secret.npz").write_bytes(b"never listed")
     write_projected_w(folder / "one.npz", rng.standard_normal((1, NUM_WS, W_DIM)))
     return nets | {"projections": projections, "one": folder / "one.npz", "secret": folder / "secret.npz"}
@@ -48,13 +51,11 @@ def _pixels(body: bytes) -> np.ndarray:
     return np.asarray(PIL.Image.open(io.BytesIO(body)))
 
 
-def test_the_latent_files_listed_are_the_npz_files_given_and_in_the_folders_given(server, files):
+def test_the_latent_files_listed_are_the_npz_files_given_and_in_the_folders_given_and_theirs(server, files):
     listed = fetch(f"{server}api/latents")[2].decode()
     folder = files["projections"]
-    names = [
-        *(str(folder / name) for name in ("changing.npz", "direction.npz", "hostile.npz", "two.npz")),
-        str(files["one"]),
-    ]
+    inside = ("changing.npz", "direction.npz", "hostile.npz", "target7/projected_w.npz", "two.npz")
+    names = [*(str(folder / name) for name in inside), str(files["one"])]
     assert listed == "[" + ",".join(f'"{name}"' for name in names) + "]"
 
 

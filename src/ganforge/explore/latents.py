@@ -1,8 +1,10 @@
 """The latent files `ganforge explore` may read: each --latents source is a projected_w.npz (as `ganforge project`
-writes it) or a folder of them, listed again whenever the page asks, so that a projection finished meanwhile shows
-up. A request names a file by the name /api/latents lists, never by a path of its own: the server opens only files
-it listed itself. Their contents are judged by generate's reader (ganforge.projected), as hostile as any file."""
+writes it) or a folder of them (or of project's own folders, one per target), listed again whenever the page asks, so
+that a projection finished meanwhile shows up. A request names a file by the name /api/latents lists, never by a path
+of its own: the server opens only files it listed itself. Their contents are judged by generate's reader
+(ganforge.projected), as hostile as any file."""
 
+import itertools
 import os
 from pathlib import Path
 
@@ -10,8 +12,8 @@ from ganforge.errors import UserError
 from ganforge.generate.typed import echoed
 
 SUFFIX = ".npz"
-MAX_LISTED = 256  # files offered from one folder, by name; a page's list, not an archive
-MAX_SCANNED = 10_000  # entries of one folder looked at: a folder of millions is cut short, not read to its end
+MAX_LISTED = 256  # files offered from one folder; a page's list, not an archive
+MAX_SCANNED = 10_000  # entries of one folder and its folders looked at: millions are cut short, not read to the end
 
 
 class LatentFiles:
@@ -30,7 +32,7 @@ class LatentFiles:
             )  # fmt: skip
 
     def listed(self) -> dict[str, Path]:
-        """{name the page shows and sends: the file}, sources in order, each folder's .npz files by name."""
+        """{name the page shows and sends: the file}, sources in order, each folder's .npz files by path."""
         found = {}
         for source in self.sources:
             for path in _npz_files(source) if source.is_dir() else [source]:
@@ -55,18 +57,27 @@ class LatentFiles:
 
 
 def _npz_files(folder: Path) -> list[Path]:
-    """The first MAX_LISTED .npz files of `folder` by name, among its first MAX_SCANNED entries."""
-    names = []
+    """The first MAX_LISTED .npz files in `folder` and in its folders (`ganforge project --outdir FOLDER` writes
+    FOLDER/<target>/projected_w.npz), by path, among the first MAX_SCANNED entries looked at."""
+    entries = itertools.islice(_two_levels(folder), MAX_SCANNED)
+    return sorted(Path(entry.path) for entry in entries if entry.name.endswith(SUFFIX) and entry.is_file())[:MAX_LISTED]
+
+
+def _two_levels(folder: Path):
+    """The entries of `folder`, each folder among them followed by its own entries."""
+    for entry in _scan(folder):
+        yield entry
+        if entry.is_dir():
+            yield from _scan(Path(entry.path))
+
+
+def _scan(folder: Path):
+    """The entries of `folder`; none when it cannot be read (removed or made unreadable since the start)."""
     try:
         with os.scandir(folder) as entries:
-            for count, entry in enumerate(entries):
-                if count >= MAX_SCANNED:
-                    break
-                if entry.name.endswith(SUFFIX) and entry.is_file():
-                    names.append(entry.name)
+            yield from entries
     except OSError:
-        return []  # a folder removed or made unreadable since the start lists nothing
-    return [folder / name for name in sorted(names)[:MAX_LISTED]]
+        return
 
 
 NO_LATENTS = LatentFiles(())  # a server given no --latents

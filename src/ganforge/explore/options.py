@@ -28,9 +28,9 @@ class ExploreOptions:
     )
     latents: tuple[Path, ...] = option(
         SERVE,
-        "A projected_w.npz as `ganforge project` writes it, or a folder of them (its .npz files, listed again "
-        "whenever the page asks): the page shows their rows as images and may move ws along one. Only these files "
-        "are read; repeat the flag for several.",
+        "A projected_w.npz as `ganforge project` writes it, or a folder of them (its .npz files and those of its "
+        "folders, such as project's --outdir; listed again whenever the page asks): the page shows their rows as "
+        "images and may move ws along one. Only these files are read; repeat the flag for several.",
         default=(),
         multiple=True,
         metavar="FILE_OR_FOLDER",
