@@ -114,3 +114,15 @@ def test_a_direction_file_of_several_rows_is_refused(snapshot, tmp_path):
     write_projected_w(tmp_path / "two.npz", np.ones((2, NUM_WS, W_DIM)))
     result = run(snapshot, tmp_path / "out", "--seeds", 0, "--edit-file", tmp_path / "two.npz", "--edit-amount", 1)
     assert result.exit_code == 2 and "holds 2 rows; a direction is one row of ws" in result.output, result.output
+
+
+def test_a_grid_is_moved_as_its_images_are(snapshot, tmp_path):
+    edit = ("--edit-seed", 1, "--edit-amount", 2)
+    assert run(snapshot, tmp_path / "images", "--seeds", "0-3", *edit).exit_code == 0
+    assert run(snapshot, tmp_path / "grid", "--seeds", "0-3", "--grid", "2x2", *edit).exit_code == 0
+    assert run(snapshot, tmp_path / "still", "--seeds", "0-3", "--grid", "2x2").exit_code == 0
+    grid = read_png(tmp_path / "grid" / "grid.png")
+    cells = [grid[r * 16 : (r + 1) * 16, c * 16 : (c + 1) * 16] for r in range(2) for c in range(2)]
+    images = [read_png(tmp_path / "images" / f"seed000000{seed}.png") for seed in range(4)]
+    assert all(np.array_equal(cell, image) for cell, image in zip(cells, images, strict=True))
+    assert not np.array_equal(grid, read_png(tmp_path / "still" / "grid.png"))
