@@ -134,6 +134,16 @@ DECLARED_HOSTILE = (
 )
 M = Mutant
 
+VIEWS = "tests/explore/test_explore_views.py::"
+SPECTRUM = "test_the_spectrum_is_of_the_images_file_pixels_centred_on_a_log_scale"
+ZOOM = "test_one_channel_is_enlarged_and_is_that_channel_of_the_strip"
+EXACT = "test_a_projected_row_and_a_moved_w_are_the_files_of_the_commands_sent_with_them"
+EDITS = "tests/generate/test_generate_edits.py::"
+BROWSER_VIEWS = (
+    "tests/explore/test_explore_browser.py::"
+    "test_a_latent_row_a_moved_w_a_free_mix_range_a_zoomed_channel_and_the_spectrum_show_what_the_api_returns"
+)
+
 MUTANTS = (
     # Training phases: what each loss sees and how it is weighted.
     M("d_never_sees_reals", "train/phases.py", "trainer.discriminate_pair(img, mb.real, mb)",
@@ -547,7 +557,7 @@ MUTANTS = (
       "                    if False:",
       ("tests/train/test_train_shards.py::test_a_server_failing_mid_run_stops_it_with_one_line_after_a_checkpoint",)),
     M("feature_maps_claim_the_image_command", "explore/app.py",
-      '        if query.layer is None:\n            headers["X-Ganforge-Command"]',
+      '        else:\n            headers["X-Ganforge-Command"]',
       '        if True:\n            headers["X-Ganforge-Command"]',
       (EXPLORE_API + "test_feature_maps_show_the_first_channels_of_the_chosen_layer_side_by_side",)),
     M("label_vectors_taken_as_classes", "generate/labels.py",
@@ -1405,6 +1415,40 @@ MUTANTS = (
       (REMOTE_BOUNDS,)),
     M("remote_index_cap_unbounded", "data/shardset.py", "remote.join(self.root, shards.INDEX), shards.index_cap()",
       "remote.join(self.root, shards.INDEX), 2**62", (REMOTE_BOUNDS,)),
+    # ---- explore's views beyond a seed: latent files, w edits (generate/edits.py), ranges, zoom, spectrum, timing
+    M("spectrum_not_centred", "explore/spectrum.py", "np.fft.fftshift(np.fft.fft2(grey))", "np.fft.fft2(grey)",
+      (VIEWS + "test_the_log_spectrum_of_known_images", VIEWS + SPECTRUM)),
+    M("spectrum_linear", "explore/spectrum.py", "np.log1p(np.abs(", "(np.abs(",
+      (VIEWS + "test_the_log_spectrum_of_known_images",)),
+    M("spectrum_one_channel", "explore/spectrum.py", "pixels.astype(np.float64).mean(axis=2)",
+      "pixels.astype(np.float64)[:, :, 0]", (VIEWS + "test_the_log_spectrum_of_known_images",)),
+    M("zoom_not_enlarged", "explore/features.py", "scale = max(1, -(-ZOOM_PX // max(image.shape)))", "scale = 1",
+      (VIEWS + ZOOM,)),
+    M("zoom_first_channel", "explore/features.py", "_grey(maps[channel : channel + 1])", "_grey(maps[0:1])",
+      (VIEWS + ZOOM,)),
+    M("zoom_channel_unchecked", "explore/features.py", "    if channel >= len(maps):", "    if False:",
+      (VIEWS + "test_bad_view_parameters_get_400_with_a_message_naming_them",)),
+    M("edit_direction_not_unit", "generate/edits.py", "(draw / np.linalg.norm(draw))", "draw",
+      (EDITS + "test_a_random_unit_direction_is_drawn_from_its_seed",)),
+    M("edit_every_w_moved", "generate/edits.py",
+      "offset[layers] = (o.edit_amount * direction.expand(G.num_ws, -1))[layers]",
+      "offset[:] = o.edit_amount * direction.expand(G.num_ws, -1)",
+      (EDITS + "test_a_seed_direction_moves_only_the_chosen_ws_by_the_amount",)),
+    M("edit_not_applied", "generate/modes.py", "return ws if self.offset is None else ws + self.offset", "return ws",
+      (EDITS + "test_a_dimension_moves_every_w_along_that_axis", VIEWS + EXACT)),
+    M("edit_dimension_unchecked", "generate/edits.py", "if o.edit_dim is not None and o.edit_dim >= G.w_dim:",
+      "if False:", (EDITS + "test_edit_flags_that_do_not_go_together_are_refused_in_one_line",)),
+    M("edit_without_amount_accepted", "generate/edits.py", "    if not amount:\n", "    if False:\n",
+      (EDITS + "test_edit_flags_that_do_not_go_together_are_refused_in_one_line",)),
+    M("latent_any_path_opened", "explore/latents.py", "path = self.listed().get(name)", "path = Path(name)",
+      (VIEWS + "test_bad_view_parameters_get_400_with_a_message_naming_them",)),
+    M("latent_cached_after_rewrite", "explore/queries.py", "stamps=tuple(latents.stamp(path) for path in files)",
+      "stamps=()", (VIEWS + "test_a_latent_file_rewritten_is_not_answered_from_the_cache",)),
+    M("latent_rows_batched", "explore/queries.py", '"batch": 1}', '"batch": 16}', (VIEWS + EXACT,)),
+    M("render_time_not_sent", "explore/app.py", 'headers | {"Server-Timing": f"render;dur={milliseconds:.1f}"}',
+      "headers", (VIEWS + "test_the_render_time_is_sent_and_a_cached_answer_says_so",)),
+    M("mix_range_ignored_by_the_page", "explore/static/explore.js",
+      'return `${$("mix-from").value}-${$("mix-to").value}`;', 'return "0-3";', (BROWSER_VIEWS,)),
 )  # fmt: skip
 
 

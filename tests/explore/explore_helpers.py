@@ -3,15 +3,19 @@
 import contextlib
 import os
 import select
+import shlex
 import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
 import torch
+from click.testing import CliRunner
 
+from ganforge.cli import main
 from ganforge.nets import Generator, StyleGAN3Generator
 from ganforge.snapshot import save_snapshot
 
@@ -77,3 +81,19 @@ def fetch(url: str, headers: dict | None = None) -> tuple[int, dict, bytes]:
             return response.status, {k.lower(): v for k, v in response.headers.items()}, response.read()
     except urllib.error.HTTPError as error:
         return error.code, {k.lower(): v for k, v in error.headers.items()}, error.read()
+
+
+def get(server: str, endpoint: str, **params) -> tuple[int, dict, bytes]:
+    """fetch of /api/ENDPOINT with `params` (underscores in their names written as dashes: trunc_cutoff)."""
+    query = urllib.parse.urlencode({name.replace("_", "-"): value for name, value in params.items()})
+    return fetch(f"{server}api/{endpoint}?{query}")
+
+
+def generated(command: str, outdir: Path) -> dict[str, bytes]:
+    """The files a `ganforge generate` command line writes, run with its --outdir replaced by `outdir`."""
+    words = shlex.split(command)
+    assert words[:2] == ["ganforge", "generate"], words
+    words[words.index("--outdir") + 1] = str(outdir)
+    result = CliRunner().invoke(main, words[1:])
+    assert result.exit_code == 0, result.output
+    return {path.name: path.read_bytes() for path in outdir.iterdir()}

@@ -3,17 +3,13 @@ sent with it (and of a command written by hand), bad parameters are refused with
 limits hold, and a server on a non-loopback address wants its token."""
 
 import io
-import shlex
 import socket
 import urllib.parse
 
 import numpy as np
 import PIL.Image
 import pytest
-from click.testing import CliRunner
-from explore_helpers import explore_server, fetch, tiny_networks
-
-from ganforge.cli import main
+from explore_helpers import explore_server, fetch, generated, get, tiny_networks
 
 
 @pytest.fixture(scope="module")
@@ -25,21 +21,6 @@ def nets(tmp_path_factory):
 def server(nets):
     with explore_server("--network", str(nets["sg2"]), "--network", str(nets["sg3"])) as (url, _):
         yield url
-
-
-def _get(server: str, endpoint: str, **params) -> tuple[int, dict, bytes]:
-    query = urllib.parse.urlencode({name.replace("_", "-"): value for name, value in params.items()})
-    return fetch(f"{server}api/{endpoint}?{query}")
-
-
-def _generated(command: str, outdir) -> dict[str, bytes]:
-    """The files a `ganforge generate` command line writes, run with its --outdir replaced by `outdir`."""
-    words = shlex.split(command)
-    assert words[:2] == ["ganforge", "generate"], words
-    words[words.index("--outdir") + 1] = str(outdir)
-    result = CliRunner().invoke(main, words[1:])
-    assert result.exit_code == 0, result.output
-    return {path.name: path.read_bytes() for path in outdir.iterdir()}
 
 
 CASES = {
@@ -56,9 +37,9 @@ CASES = {
 @pytest.mark.parametrize("case", CASES)
 def test_each_image_is_the_file_of_the_generate_command_sent_with_it(server, case, tmp_path):
     endpoint, params = CASES[case]
-    status, headers, body = _get(server, endpoint, **params)
+    status, headers, body = get(server, endpoint, **params)
     assert status == 200, body
-    files = _generated(headers["x-ganforge-command"], tmp_path / "out")
+    files = generated(headers["x-ganforge-command"], tmp_path / "out")
     assert files[headers["x-ganforge-file"]] == body
     assert (
         headers["content-type"]
@@ -68,31 +49,31 @@ def test_each_image_is_the_file_of_the_generate_command_sent_with_it(server, cas
 
 def test_an_image_is_what_a_generate_command_written_by_hand_makes(server, nets, tmp_path):
     """The command sent with an image could be wrong in the same way as the image: here the command is the test's."""
-    status, _, body = _get(server, "image", seed=3, trunc=0.5, **{"class": 2})
+    status, _, body = get(server, "image", seed=3, trunc=0.5, **{"class": 2})
     assert status == 200
     command = f"ganforge generate --network {nets['sg2']} --outdir out --device cpu --seeds 3 --trunc 0.5 --class 2"
-    assert _generated(command, tmp_path / "a")["seed0000003.png"] == body
-    _, _, mixed = _get(server, "mix", seed=5, source=9, mix_layers="0-3", **{"class": 1})
+    assert generated(command, tmp_path / "a")["seed0000003.png"] == body
+    _, _, mixed = get(server, "mix", seed=5, source=9, mix_layers="0-3", **{"class": 1})
     command = (
         f"ganforge generate --network {nets['sg2']} --outdir out --device cpu --style-mix 5 9 --mix-layers 0-3 "
         "--mix-cells --class 1"
     )
-    assert _generated(command, tmp_path / "b")["mix0000005-0000009.png"] == mixed
-    assert mixed != _get(server, "image", seed=5, **{"class": 1})[2]
+    assert generated(command, tmp_path / "b")["mix0000005-0000009.png"] == mixed
+    assert mixed != get(server, "image", seed=5, **{"class": 1})[2]
 
 
 def test_feature_maps_show_the_first_channels_of_the_chosen_layer_side_by_side(server, tmp_path):
-    status, headers, body = _get(server, "layer", seed=1, layer="b8.conv0", channels=4, **{"class": 0})
+    status, headers, body = get(server, "layer", seed=1, layer="b8.conv0", channels=4, **{"class": 0})
     assert status == 200 and headers["x-ganforge-file"] == "b8.conv0-seed0000001.png"
     # No command writes feature maps (the page said `generate --seeds 1`, which writes seed0000001.png): the command
     # sent is the one that writes the image they come from, named apart.
     assert "x-ganforge-command" not in headers and headers["x-ganforge-image-file"] == "seed0000001.png"
-    image = _get(server, "image", seed=1, **{"class": 0})[2]
-    assert _generated(headers["x-ganforge-image-command"], tmp_path / "out")["seed0000001.png"] == image
+    image = get(server, "image", seed=1, **{"class": 0})[2]
+    assert generated(headers["x-ganforge-image-command"], tmp_path / "out")["seed0000001.png"] == image
     maps = np.asarray(PIL.Image.open(io.BytesIO(body)))
     assert maps.shape == (8, 4 * 8 + 3)  # four 8x8 maps, a black pixel between two
     assert maps.max() == 255 and maps.min() == 0  # each map stretched to the full grey range
-    other = _get(server, "layer", seed=1, layer="b16.conv1", channels=4, **{"class": 0})[2]
+    other = get(server, "layer", seed=1, layer="b16.conv1", channels=4, **{"class": 0})[2]
     assert np.asarray(PIL.Image.open(io.BytesIO(other))).shape == (16, 4 * 16 + 3)
     networks = fetch(f"{server}api/networks")[2].decode()
     assert '"layers":["b4.conv1","b8.conv0"' in networks and '"stylegan3":true' in networks
@@ -132,7 +113,7 @@ BAD = {
 @pytest.mark.parametrize("case", BAD)
 def test_bad_parameters_get_400_with_a_message_naming_them(server, case):
     endpoint, params, message = BAD[case]
-    status, _, body = _get(server, endpoint, **params)
+    status, _, body = get(server, endpoint, **params)
     assert status == 400, (case, body[:200])
     assert message in body.decode(), body.decode()
     assert len(body) < 600

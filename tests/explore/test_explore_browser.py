@@ -1,14 +1,13 @@
 """`ganforge explore` in a real headless Chromium: the page shows what the API returns as the truncation slider moves,
 a seed is picked from the grid, a style mix, an interpolation and feature maps are asked for, and two networks are put
-side by side; its screenshot is not blank. Skipped, with the reason, without Chromium or Playwright (CI installs
-both: .ci/run and the dev extra).
+side by side; its screenshot is not blank. A row of a latent file, a w moved along a direction, a free style-mixing
+range, an enlarged channel and the spectrum show what the API returns too, each with its render time. Skipped, with
+the reason, without Chromium or Playwright (CI installs both: .ci/run and the dev extra).
 
-With GANFORGE_DOCS_SCREENSHOT=1 the screenshot is also written to docs/explore.png, the picture of the docs'
-Generating page."""
+The docs' picture (docs/explore.png) is of trained networks: benchmarks/explore_screenshot.py takes it."""
 
 import io
-import os
-import shutil
+import re
 import urllib.parse
 from pathlib import Path
 
@@ -17,11 +16,12 @@ import PIL.Image
 import pytest
 from explore_helpers import explore_server, fetch, tiny_networks
 
+from ganforge.projected import write_projected_w
+
 CHROMIUM = Path("/usr/bin/chromium")
 # Chromium in a container, offline: no sandbox (no user namespaces), no GPU, nothing fetched in the background
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
-DOCS_SCREENSHOT = Path(__file__).parents[2] / "docs" / "explore.png"
 WAIT_MS = 30_000
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="needs Playwright: pip install playwright")
@@ -30,9 +30,18 @@ if not CHROMIUM.exists():
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def latent_file(tmp_path_factory):
+    """A projected_w.npz of two rows of the tiny StyleGAN2's ws (6 x 8), alone in its folder."""
+    folder = tmp_path_factory.mktemp("explore-latents")
+    write_projected_w(folder / "two.npz", np.random.default_rng(0).standard_normal((2, 6, 8)))
+    return folder / "two.npz"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, latent_file):
     nets = tiny_networks(tmp_path_factory.mktemp("explore-browser"))
-    with explore_server("--network", str(nets["sg2"]), "--network", str(nets["sg2b"])) as (url, _):
+    args = ("--network", str(nets["sg2"]), "--network", str(nets["sg2b"]), "--latents", str(latent_file.parent))
+    with explore_server(*args) as (url, _):
         yield url
 
 
@@ -151,5 +160,51 @@ def test_two_networks_side_by_side_and_a_screenshot_that_is_not_blank(page, serv
     page.screenshot(path=str(shot))
     pixels = np.asarray(PIL.Image.open(io.BytesIO(shot.read_bytes())).convert("L"), dtype=np.float64)
     assert pixels.std() > 10 and len(np.unique(pixels)) > 50, "the screenshot is blank"
-    if os.environ.get("GANFORGE_DOCS_SCREENSHOT") == "1":
-        shutil.copyfile(shot, DOCS_SCREENSHOT)
+
+
+def test_a_latent_row_a_moved_w_a_free_mix_range_a_zoomed_channel_and_the_spectrum_show_what_the_api_returns(
+    page, server, latent_file
+):
+    latent = str(latent_file)
+    for control, value in (("#seed", 6), ("#trunc", 0.5), ("#source", 9)):  # as the tests before leave them
+        _set(page, control, value)
+    assert page.is_hidden("#row") and page.is_hidden("#edit-seed")  # shown only for a latent file, an edit's kind
+    page.select_option("#latent", latent)
+    _set(page, "#row", 1)
+    row = _wait_shown(page, 0, "api/image", "latent=", "row=1")
+    assert row == _api(server, "image", net=0, latent=latent, row=1)
+    assert "--batch 1 --projected-w" in page.locator('figure[data-net="0"] .command').inner_text()
+    assert page.locator('figure[data-net="0"] .download').get_attribute("download") == "proj01.png"
+    timing = page.locator('figure[data-net="0"] .timing').inner_text()
+    assert re.fullmatch(r"rendered in [0-9.]+ ms on the server|from the server's cache", timing), timing
+    page.select_option("#latent", "")
+    page.select_option("#edit-kind", "seed")
+    _set(page, "#edit-seed", 3)
+    _set(page, "#edit-amount", 2)
+    moved = _wait_shown(page, 0, "api/image", "edit-seed=3", "edit-amount=2")
+    params = dict(net=0, seed=6, trunc=0.5, **{"class": 0, "edit-seed": 3, "edit-amount": 2})
+    assert moved == _api(server, "image", **params) != _api(server, "image", net=0, seed=6, trunc=0.5, **{"class": 0})
+    page.select_option("#edit-kind", "")
+    page.check("input[name=view][value=mix]")
+    page.select_option("#group", "custom")
+    _set(page, "#mix-from", 2)
+    _set(page, "#mix-to", 4)
+    mixed = _wait_shown(page, 0, "api/mix", "mix-layers=2-4")
+    assert mixed == _api(server, "mix", net=0, seed=6, source=9, trunc=0.5, **{"class": 0, "mix-layers": "2-4"})
+    page.check("input[name=view][value=layer]")
+    page.select_option("#layer", "b8.conv1")
+    _set(page, "#channel", 1)
+    zoomed = _wait_shown(page, 0, "api/layer", "channel=1")
+    assert zoomed == _api(server, "layer", net=0, seed=6, trunc=0.5, layer="b8.conv1", channels=8, channel=1,
+                          **{"class": 0})  # fmt: skip
+    assert PIL.Image.open(io.BytesIO(zoomed)).size == (256, 256)
+    _set(page, "#channel", "")
+    page.check("input[name=view][value=spectrum]")
+    spectrum = _wait_shown(page, 0, "api/spectrum", "seed=6")
+    assert spectrum == _api(server, "spectrum", net=0, seed=6, trunc=0.5, **{"class": 0})
+    assert (
+        page.locator('figure[data-net="0"] .command')
+        .inner_text()
+        .startswith("the spectrum (made here) of seed0000006.png, which this writes: ganforge generate")
+    )
+    page.check("input[name=view][value=image]")

@@ -1,5 +1,5 @@
 """`ganforge explore`'s own bad input is one error line and exit 2: no network, a network that is not one, a bad
---port or --host, the server's packages missing."""
+--port or --host, --latents that are neither file nor folder, the server's packages missing."""
 
 import pytest
 from click.testing import CliRunner
@@ -23,6 +23,7 @@ def _explore(*args: str):
         (("--network", "NET", "--port", "70000"), "--port 70000: must be from 0 to 65,535"),
         (("--network", "RUN"), "a folder with neither snapshots/network-snapshot-*.safetensors nor checkpoints"),
         (("--network", "NET", "--host", "no-such-host.invalid"), "--host no-such-host.invalid: not an address"),
+        (("--network", "NET", "--latents", "gone.npz"), "--latents gone.npz: no such file or folder; give a projected"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args, message, tmp_path):

@@ -73,6 +73,9 @@ DECLARED_COMMANDS = {
 NEEDS = {
     ("generate", "--fps"): ("--interp", "2"),
     ("generate", "--resize"): ("--size", "8"),
+    ("generate", "--edit-dim"): ("--edit-amount", "1"),
+    ("generate", "--edit-seed"): ("--edit-amount", "1"),
+    ("generate", "--edit-amount"): ("--edit-seed", "1"),
     ("export", "--qat-kimg"): ("--precision", "int8"),
 }
 

@@ -10,15 +10,19 @@ ganforge works without them.
 from ganforge.explore.options import ExploreOptions
 
 
-def serve(sources, host: str, port: int, device: str, allowed_hosts: tuple[str, ...] = ()) -> None:
-    """Serve the page for the networks `sources` until interrupted; requests may name the server by the address it
-    serves or by the host names `allowed_hosts` (see ganforge.explore.server). The values are checked as the
-    command line's are."""
+def serve(sources, host: str, port: int, device: str, allowed_hosts: tuple[str, ...] = (), latents=()) -> None:
+    """Serve the page for the networks `sources` (and the projected latents `latents`, files or folders) until
+    interrupted; requests may name the server by the address it serves or by the host names `allowed_hosts` (see
+    ganforge.explore.server). The values are checked as the command line's are."""
     from ganforge.explore.server import serve as run
 
-    options = ExploreOptions(networks=tuple(sources), host=host, port=port, device=device, allowed_hosts=allowed_hosts)
+    options = ExploreOptions(
+        networks=tuple(sources), latents=tuple(latents), host=host, port=port, device=device,
+        allowed_hosts=allowed_hosts,
+    )  # fmt: skip
     options.check()
-    run(list(options.networks), options.host, options.port, options.device, tuple(options.allowed_hosts))
+    run(list(options.networks), options.host, options.port, options.device, tuple(options.allowed_hosts),
+        options.latents)  # fmt: skip
 
 
 __all__ = ["ExploreOptions", "serve"]

@@ -42,6 +42,7 @@ class Network:
             "c_dim": G.c_dim,
             "num_ws": G.num_ws,
             "w_space": G.has_w_space,
+            "w_dim": G.w_dim if G.has_w_space else 0,
             "stylegan3": hasattr(getattr(G, "synthesis", None), "input"),
             "layers": self.layers(),
             "style_groups": style_groups(G.num_ws) if G.has_w_space else {},

@@ -15,8 +15,8 @@ MAX_PORT = 65535
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ExploreOptions:
-    """What `ganforge explore` serves (`networks`, files or run folders) and where: `host` and `port` (0: a free one);
-    requests may also name the server by `allowed_hosts`."""
+    """What `ganforge explore` serves (`networks`, files or run folders; `latents`, projected latents) and where:
+    `host` and `port` (0: a free one); requests may also name the server by `allowed_hosts`."""
 
     networks: tuple[Path, ...] = option(
         SERVE,
@@ -25,6 +25,15 @@ class ExploreOptions:
         flag="--network",
         multiple=True,
         required=True,
+    )
+    latents: tuple[Path, ...] = option(
+        SERVE,
+        "A projected_w.npz as `ganforge project` writes it, or a folder of them (its .npz files and those of its "
+        "folders, such as project's --outdir; listed again whenever the page asks): the page shows their rows as "
+        "images and may move ws along one. Only these files are read; repeat the flag for several.",
+        default=(),
+        multiple=True,
+        metavar="FILE_OR_FOLDER",
     )
     host: str = option(
         SERVE,

@@ -4,7 +4,12 @@ Every parameter is hostile. Each has a name taken from generate's flag (`trunc` 
 --noise-mode), is refused unless the endpoint takes it, may appear once and is at most MAX_VALUE_CHARS long; then
 GenerateOptions.parse checks the values with the limits of generate itself. On top of those, one request may ask for
 only as much as a page shows (MAX_GRID_CELLS, MAX_INTERP_SEEDS, MAX_INTERP_FRAMES), so that one browser tab cannot
-keep the server busy for minutes. No parameter names a file: a network is its index in the --network list.
+keep the server busy for minutes. No parameter names a file: a network is its index in the --network list, a latent
+file (`latent`, `edit-file`) a name the server lists itself (latents.py).
+
+One image (`image`, its feature maps `layer`, its `spectrum`) comes from a seed or from row `row` of a latent file;
+its ws may be moved (generate's --edit-* flags). A latent file's image is generate's with --batch 1, which makes each
+row alone, as the page does.
 """
 
 import dataclasses
@@ -12,6 +17,7 @@ import re
 from pathlib import Path
 
 from ganforge.errors import UserError
+from ganforge.explore.latents import NO_LATENTS, LatentFiles
 from ganforge.generate.inmemory import in_memory_format
 from ganforge.generate.options import NOISE_MODES, GenerateOptions
 from ganforge.generate.typed import MAX_SEED, echoed
@@ -23,12 +29,15 @@ MAX_INTERP_FRAMES = 480  # all frames of one loop: 16 s at 30 fps
 MAX_FEATURE_CHANNELS = 16
 # Parameters of every image request: which network, and what generate's options make of its latents
 COMMON = ("net", "trunc", "trunc-cutoff", "class", "label", "noise-mode", "translate", "rotate", "token")
+# One image: its latent (a seed, or a row of a latent file) and how its ws move
+ONE_IMAGE = ("seed", "latent", "row", "edit-dim", "edit-seed", "edit-file", "edit-amount", "edit-layers")
 ENDPOINT_PARAMETERS = {
-    "image": ("seed",),
+    "image": ONE_IMAGE,
     "grid": ("page", "grid"),
     "mix": ("seed", "source", "mix-layers"),
     "interp": ("seeds", "interp"),
-    "layer": ("seed", "layer", "channels"),
+    "layer": (*ONE_IMAGE, "layer", "channels", "channel"),
+    "spectrum": ONE_IMAGE,
 }
 WHOLE = re.compile(r"[0-9]{1,10}")
 
@@ -40,23 +49,31 @@ class BadRequest(UserError):
 @dataclasses.dataclass(frozen=True)
 class Query:
     """One image request: the network's index, the options of the generate command that makes the image, the file
-    of its output that is the image, and (layer requests) which feature maps of which layer."""
+    of its output that is the image (None: a latent file's row, named once the file is read), which image of the
+    images mode (`key`: the seed's or the row's place), (layer requests) which feature maps of which layer, and
+    the (modification time, size) of the files it reads, so that a file rewritten is not answered from the cache."""
 
     net: int
     options: GenerateOptions
-    file: str
+    file: str | None
+    key: int = 0
     layer: str | None = None
     channels: int = 0
+    channel: int | None = None
+    stamps: tuple = ()
 
 
-def parse_query(endpoint: str, pairs: list[tuple[str, str]], networks: list[Path], device: str) -> Query:
+def parse_query(
+    endpoint: str, pairs: list[tuple[str, str]], networks: list[Path], device: str, latents: LatentFiles = NO_LATENTS
+) -> Query:
     """The query of `endpoint` from the request's (name, value) pairs; BadRequest naming the parameter otherwise.
-    `networks` are the files of the --network list, in order; `device` where the images are made."""
+    `networks` are the files of the --network list, in order; `device` where the images are made; `latents` the
+    LatentFiles that `latent` and `edit-file` name."""
     values = _values(endpoint, pairs)
     net = _whole(values, "net", 0)
     if net >= len(networks):
         raise BadRequest(f"net={net}: there are {len(networks)} network(s), numbered from 0")
-    fields = _fields(endpoint, values)
+    fields = _fields(endpoint, values, latents)
     options = GenerateOptions.parse(
         network=networks[net],
         outdir=Path("out"),
@@ -70,13 +87,16 @@ def parse_query(endpoint: str, pairs: list[tuple[str, str]], networks: list[Path
         rotate=_number(values, "rotate"),
         **fields,
     )
-    file = _file_of(endpoint, options)
+    file = None if options.projected_w else _file_of(endpoint, options)
+    files = [*options.projected_w, *([options.edit_file] if options.edit_file else [])]
+    one = dict(key=_whole(values, "row", 0), stamps=tuple(latents.stamp(path) for path in files))
     if endpoint != "layer":
-        return Query(net, options, file)
+        return Query(net, options, file, **one if endpoint in ("image", "spectrum") else {})
     channels = _whole(values, "channels", 8)
     if not 1 <= channels <= MAX_FEATURE_CHANNELS:
         raise BadRequest(f"channels={channels}: show from 1 to {MAX_FEATURE_CHANNELS} feature maps")
-    return Query(net, options, file, _required(values, "layer"), channels)
+    layer = _required(values, "layer")
+    return Query(net, options, file, layer=layer, channels=channels, channel=_whole(values, "channel"), **one)
 
 
 def _values(endpoint: str, pairs: list[tuple[str, str]]) -> dict[str, str]:
@@ -93,12 +113,12 @@ def _values(endpoint: str, pairs: list[tuple[str, str]]) -> dict[str, str]:
     return values
 
 
-def _fields(endpoint: str, values: dict[str, str]) -> dict:
-    """generate's options for what `endpoint` makes: one seed's image, a page of a seed grid, one mixed cell (the
-    seed's image with the `mix-layers` styles of `source`), a loop through `seeds`, or a seed's image whose layer is
-    shown."""
-    if endpoint in ("image", "layer"):
-        return {"seeds": _seed(values, "seed")}
+def _fields(endpoint: str, values: dict[str, str], latents: LatentFiles) -> dict:
+    """generate's options for what `endpoint` makes: one image (its file, its feature maps or its spectrum), a page
+    of a seed grid, one mixed cell (the seed's image with the `mix-layers` styles of `source`), or a loop through
+    `seeds`."""
+    if endpoint in ("image", "layer", "spectrum"):
+        return _one_image(values, latents)
     if endpoint == "mix":
         rows, cols = _seed(values, "seed"), _seed(values, "source")
         return {"style_mix": (rows, cols), "mix_layers": values.get("mix-layers"), "mix_cells": True}
@@ -106,6 +126,26 @@ def _fields(endpoint: str, values: dict[str, str]) -> dict:
         return {"seeds": _page_seeds(values), "grid": values.get("grid", "4x4")}
     frames = _whole(values, "interp", 24)
     return {"seeds": _required(values, "seeds"), "interp": frames, "interp_format": in_memory_format()}
+
+
+def _one_image(values: dict[str, str], latents: LatentFiles) -> dict:
+    """One image's latent (`seed`, or `latent` and its `row`) and its edit, as generate's options."""
+    if "latent" in values:
+        if "seed" in values:
+            raise BadRequest("seed and latent: an image comes from one of them; give seed or latent")
+        fields = {"projected_w": (latents.path(values["latent"], "latent"),), "batch": 1}
+    elif "row" in values:
+        raise BadRequest("row: a row of a latent file; give latent too, or leave row out")
+    else:
+        fields = {"seeds": _seed(values, "seed")}
+    edit_file = values.get("edit-file")
+    return fields | {
+        "edit_dim": _whole(values, "edit-dim"),
+        "edit_seed": _whole(values, "edit-seed"),
+        "edit_file": latents.path(edit_file, "edit-file") if edit_file is not None else None,
+        "edit_amount": _number(values, "edit-amount"),
+        "edit_layers": values.get("edit-layers"),
+    }
 
 
 def _page_seeds(values: dict[str, str]) -> str:

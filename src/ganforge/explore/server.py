@@ -59,18 +59,23 @@ def url_of(sock: socket.socket, token: str | None) -> str:
     return f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
 
 
-def serve(sources: list[Path], host: str, port: int, device: str, allowed_hosts: tuple[str, ...] = ()) -> None:
-    """Serve the networks `sources` (files or run folders) at host:port until interrupted; requests may also name
-    the server by the host names `allowed_hosts`."""
+def serve(
+    sources: list[Path], host: str, port: int, device: str, allowed_hosts: tuple[str, ...] = (), latents=()
+) -> None:
+    """Serve the networks `sources` (files or run folders) and the latent files `latents` (files or folders) at
+    host:port until interrupted; requests may also name the server by the host names `allowed_hosts`."""
     check_extra()
     import secrets
 
     from ganforge.explore.app import Explorer
     from ganforge.explore.connections import ConnectionLimits, connection_cap
+    from ganforge.explore.latents import LatentFiles
     from ganforge.explore.networks import load_networks
     from ganforge.explore.rejections import Rejections
 
     check_allowed(allowed_hosts)
+    latent_files = LatentFiles(latents)
+    latent_files.check()
     token = None if is_loopback(host) else secrets.token_urlsafe(TOKEN_BYTES)
     if token:
         warnings.warn(
@@ -80,7 +85,7 @@ def serve(sources: list[Path], host: str, port: int, device: str, allowed_hosts:
         )
     limits = ConnectionLimits(cap=connection_cap())
     chosen = pick_device(device)
-    explorer = Explorer(load_networks(sources, chosen), chosen)
+    explorer = Explorer(load_networks(sources, chosen), chosen, latent_files)
     sock = bind(host, port)
     click.echo(f"ganforge explore: {url_of(sock, token)} ({len(sources)} network(s) on {chosen}; Ctrl-C stops)")
     sys.stdout.flush()

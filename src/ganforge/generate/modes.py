@@ -52,11 +52,11 @@ class Keys:
     """The latents an output is made from, in order, each with the seed its `random` noise is drawn from: the seeds,
     each with every label vector of c [V, c_dim] in turn (V is 1 unless a label file gives more), mapped (and
     truncated) to ws batch by batch; or the rows of projected ws [N, num_ws, w_dim], used as they are, row k drawing
-    its noise from seed k."""
+    its noise from seed k. `offset` [num_ws, w_dim] (an edit, see edits.py), when given, is added to every key's ws."""
 
-    def __init__(self, G, o: GenerateOptions, projected: torch.Tensor | None, c: torch.Tensor):
+    def __init__(self, G, o: GenerateOptions, projected: torch.Tensor | None, c: torch.Tensor, offset=None):
         assert len(c) == 1 or (o.mode == "images" and projected is None), "parse refuses such a --label-file"
-        self.G, self.o, self.projected, self.c = G, o, projected, c
+        self.G, self.o, self.projected, self.c, self.offset = G, o, projected, c, offset
         if projected is None:
             self.seeds = tuple(seed for seed in o.seeds for _ in range(len(c)))
         else:
@@ -67,9 +67,11 @@ class Keys:
 
     def ws(self, start: int, stop: int) -> torch.Tensor:
         if self.projected is not None:
-            return self.projected[start:stop]
-        vectors = self.c[torch.arange(start, stop) % len(self.c)]  # key k: seed k // V with vector k % V
-        return _ws(self.G, self.o, z_from_seeds(self.seeds[start:stop], self.G.z_dim), vectors)
+            ws = self.projected[start:stop]
+        else:
+            vectors = self.c[torch.arange(start, stop) % len(self.c)]  # key k: seed k // V with vector k % V
+            ws = _ws(self.G, self.o, z_from_seeds(self.seeds[start:stop], self.G.z_dim), vectors)
+        return ws if self.offset is None else ws + self.offset
 
     def names(self, start: int, stop: int) -> list[str]:
         """The files of keys start .. stop - 1 as single images."""

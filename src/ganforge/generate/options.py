@@ -12,6 +12,7 @@ from ganforge.errors import UserError
 from ganforge.generate import labels, problems
 from ganforge.generate.typed import (
     MAX_COUNT,
+    MAX_SEED,
     grid_text,
     numbers_text,
     parse_grid,
@@ -36,6 +37,9 @@ FPS_SPAN = f"from {FPS.low:g} to {FPS.high:g}"
 # shows -1 to 1); the styles are extrapolated beyond 1, and the images break up long before |psi| = 2.
 PSI = Range(-2, 2)
 TURN = Range(-360, 360)  # degrees: one turn either way names every rotation
+# How far --edit-amount moves a w: a w of a trained StyleGAN2 is a few tens long (512 dims of unit scale), and an
+# image has long turned into another one before a move of 100.
+EDIT_AMOUNT = Range(-100, 100)
 
 # The sections of `ganforge generate --help`
 OUTPUT, MAKE, LATENTS, SIZE = "Network and output", "What to make", "Latents", "Image size"
@@ -182,6 +186,45 @@ class GenerateOptions:
         default=None,
         metavar="CSV",
     )
+    edit_dim: int | None = option(
+        LATENTS,
+        "Move every image's w along this dimension of W (from 0) by --edit-amount. One of --edit-dim, --edit-seed "
+        "and --edit-file.",
+        default=None,
+        range=Range(0, MAX_COUNT, whole=True),
+        metavar="D",
+    )
+    edit_seed: int | None = option(
+        LATENTS,
+        "Move every image's w along a random unit direction of W, drawn from this seed, by --edit-amount.",
+        default=None,
+        range=Range(0, MAX_SEED, whole=True),
+        metavar="SEED",
+    )
+    edit_file: Path | None = option(
+        LATENTS,
+        "Move every image's ws along the ws of a one-row projected_w.npz, times --edit-amount (the file as it is, "
+        "not made unit: the difference of two projected latents moves from one to the other at 1).",
+        default=None,
+        metavar="FILE",
+    )
+    edit_amount: float | None = option(
+        LATENTS,
+        "How far --edit-dim, --edit-seed or --edit-file moves each w (images and grids).",
+        default=None,
+        range=EDIT_AMOUNT,
+        must=f"a distance in W from {EDIT_AMOUNT.low:g} to {EDIT_AMOUNT.high:g}",
+        metavar="A",
+    )
+    edit_layers: tuple[int, ...] | None = option(
+        LATENTS,
+        "The ws the edit moves, e.g. 0-5.",
+        default=None,
+        kind=str,
+        metavar="LAYERS",
+        shown_default="all",
+        text=ranges_text,
+    )
     noise_mode: str = option(
         LATENTS,
         "const: the network's fixed noise; random: drawn from each image's seed (row k of --projected-w: seed k); "
@@ -246,11 +289,22 @@ class GenerateOptions:
         return self.grid or (1, 1)
 
     @classmethod
-    def parse(cls, *, seeds=None, grid=None, style_mix=None, mix_layers=None, translate=None, label=None, **fields):
+    def parse(
+        cls,
+        *,
+        seeds=None,
+        grid=None,
+        style_mix=None,
+        mix_layers=None,
+        edit_layers=None,
+        translate=None,
+        label=None,
+        **fields,
+    ):
         """From the CLI's values (seeds, grid, style_mix, mix_layers, translate and label as typed; None for a flag
         not given; projected_w the files given, in order); UserError listing every problem."""
         fields = given(fields)
-        typed = dict(grid=grid, style_mix=style_mix, mix_layers=mix_layers, label=label)
+        typed = dict(grid=grid, style_mix=style_mix, mix_layers=mix_layers, edit_layers=edit_layers, label=label)
         found = problems.combination_problems(seeds, typed, fields)
         parsed = []  # the typed values' problems, in the order of the flags
         options = cls(
@@ -259,6 +313,7 @@ class GenerateOptions:
             grid=parse_grid(grid, parsed) if grid else None,
             style_mix=tuple(parse_ranges("--style-mix", s, parsed) for s in style_mix) if style_mix else None,
             mix_layers=parse_ranges("--mix-layers", mix_layers, parsed) if mix_layers else None,
+            edit_layers=parse_ranges("--edit-layers", edit_layers, parsed) if edit_layers else None,
             translate=parse_translate(translate, parsed) if translate else (0.0, 0.0),
             label=labels.parse_label(label, parsed) if label is not None else None,
         )

@@ -6,6 +6,7 @@ import math
 
 from ganforge.errors import first_few
 from ganforge.generate import labels
+from ganforge.generate.edits import edit_flag_problems, edit_network_problems
 from ganforge.generate.typed import MAX_COUNT
 
 
@@ -17,6 +18,7 @@ def combination_problems(seeds, typed: dict, fields: dict) -> list[str]:
         flag for flag, value in (("--grid", typed["grid"]), ("--interp", interp), ("--style-mix", style_mix)) if value
     ]
     problems = labels.flag_problems(fields.get("class_index"), typed["label"], fields.get("label_file"), modes)
+    problems += edit_flag_problems(fields, typed, modes)
     if style_mix and len(modes) > 1:
         problems.append(f"{' and '.join(modes)}: choose one output mode (--grid with --interp is a grid of loops)")
     if fields.get("projected_w"):
@@ -129,7 +131,7 @@ def network_problems(o, G) -> list[str]:
     problems = [] if o.projected_w else labels.network_problems(*label, G.c_dim, o.network, space)
     if o.trunc_cutoff is not None and o.trunc_cutoff > G.num_ws:
         problems.append(f"--trunc-cutoff {o.trunc_cutoff}: {o.network} has {G.num_ws} ws; use 1 to {G.num_ws}")
-    problems += _w_space_problems(o, G)
+    problems += _w_space_problems(o, G) + edit_network_problems(o, G)
     if o.moves and not hasattr(G.synthesis, "input"):
         problems.append(
             f"--translate/--rotate: {o.network} is a StyleGAN2 generator; only StyleGAN3 moves its image through the "

@@ -22,6 +22,7 @@ from ganforge.devices import pick_device
 from ganforge.durable import WriteError, check_destination, write_problem
 from ganforge.errors import UserError
 from ganforge.generate import budget, labels, modes, writers
+from ganforge.generate.edits import edit_offset
 from ganforge.generate.needs import needs_of
 from ganforge.generate.options import GenerateOptions
 from ganforge.generate.render import Renderer
@@ -47,11 +48,11 @@ def generate(options: GenerateOptions) -> dict:
     if options.label_file:
         options = dataclasses.replace(options, label_rows=len(c))
         _refuse(options.count_problems())
-    projected, row_noise = _read_projected(options, G)
+    projected, row_noise = read_projected_rows(options, G)
     if projected is not None:
         options = dataclasses.replace(options, projected_rows=len(projected))
         _refuse(options.count_problems())
-    keys = modes.Keys(G, options, projected, c)
+    keys = modes.Keys(G, options, projected, c, edit_offset(options, G))
     names = _file_names(options, keys, animation)
     if animation:
         rows, cols = options.layout
@@ -96,7 +97,7 @@ def label_vectors(o: GenerateOptions, c_dim: int) -> torch.Tensor:
     return torch.frombuffer(table, dtype=torch.float32).reshape(-1, c_dim)
 
 
-def _read_projected(o: GenerateOptions, G) -> tuple[torch.Tensor | None, dict[str, torch.Tensor] | None]:
+def read_projected_rows(o: GenerateOptions, G) -> tuple[torch.Tensor | None, dict[str, torch.Tensor] | None]:
     """The rows of the --projected-w files, in order, as ws [N, num_ws, w_dim] on the CPU, and the noise maps stored
     with them ({buffer: [N, H, W]}, when every file holds this network's); (None, None) without files. Each file is
     refused (before its arrays are read) unless its rows are ws of this network's shape."""

@@ -1,5 +1,6 @@
 // The page of `ganforge explore`: controls -> one API URL per shown image; every image is fetched, shown from its
-// bytes, and offered for download with the `ganforge generate` command that writes the same file.
+// bytes, and offered for download with the `ganforge generate` command that writes the same file, and with the time
+// the server took to render it.
 "use strict";
 
 const token = new URLSearchParams(location.search).get("token");
@@ -76,9 +77,11 @@ class Card extends Loader {
     link.download = response.headers.get("X-Ganforge-File");
     link.textContent = `download ${link.download}`;
     const image = response.headers.get("X-Ganforge-Image-Command");  // feature maps: no command writes them
+    const what = view() === "spectrum" ? "the spectrum" : "feature maps";
     this.figure.querySelector(".command").textContent = image
-      ? `feature maps (made here) of ${response.headers.get("X-Ganforge-Image-File")}, which this writes: ${image}`
+      ? `${what} (made here) of ${response.headers.get("X-Ganforge-Image-File")}, which this writes: ${image}`
       : response.headers.get("X-Ganforge-Command");
+    this.figure.querySelector(".timing").textContent = renderTime(response.headers.get("Server-Timing") || "");
   }
 
   onDone(error) {
@@ -86,6 +89,13 @@ class Card extends Loader {
     box.hidden = !error;
     box.textContent = error || "";
   }
+}
+
+// "render;dur=12.5" -> "rendered in 12.5 ms on the server"; a cached answer says so
+function renderTime(timing) {
+  const match = /^render;dur=([0-9.]+)/.exec(timing);
+  if (match) return `rendered in ${match[1]} ms on the server`;
+  return timing.startsWith("cache") ? "from the server's cache" : "";
 }
 
 function selected() {
@@ -96,13 +106,16 @@ function view() {
   return document.querySelector("input[name=view]:checked").value;
 }
 
-// generate's options for the latents, as query parameters; only what this network can take is sent
-function latentParams(net) {
+// generate's options for the latents, as query parameters; only what this network can take is sent. The ws of a
+// latent file are used as they are: no truncation, class or label.
+function latentParams(net, fromFile = false) {
   const params = { net: net.index };
-  if (net.w_space && $("trunc").value !== "1") params.trunc = $("trunc").value;
-  if (net.w_space && $("cutoff").value !== "0") params["trunc-cutoff"] = Math.min($("cutoff").value, net.num_ws);
   if ($("noise-mode").value !== "const") params["noise-mode"] = $("noise-mode").value;
-  if (net.c_dim > 0) {
+  if (!fromFile && net.w_space && $("trunc").value !== "1") params.trunc = $("trunc").value;
+  if (!fromFile && net.w_space && $("cutoff").value !== "0") {
+    params["trunc-cutoff"] = Math.min($("cutoff").value, net.num_ws);
+  }
+  if (!fromFile && net.c_dim > 0) {
     if ($("label").value.trim()) params.label = $("label").value.trim();
     else params.class = Math.min($("class").value, net.c_dim - 1);
   }
@@ -113,26 +126,53 @@ function latentParams(net) {
   return params;
 }
 
+// One image: a seed or a row of a latent file, its ws moved when an edit is chosen and the amount is not 0
+function oneImageParams(net) {
+  const latent = $("latent").value;
+  const params = latent ? { ...latentParams(net, true), latent, row: $("row").value }
+                        : { ...latentParams(net), seed: $("seed").value };
+  const kind = $("edit-kind").value;
+  if (kind && net.w_space && $("edit-amount").value !== "0") {
+    params[`edit-${kind}`] = $(`edit-${kind}`).value;
+    params["edit-amount"] = $("edit-amount").value;
+    if ($("edit-layers").value.trim()) params["edit-layers"] = $("edit-layers").value.trim();
+  }
+  return params;
+}
+
+// The ws a style mix takes from the source: a group's, or any range from-to
+function mixLayers(net) {
+  if ($("group").value === "custom") return `${$("mix-from").value}-${$("mix-to").value}`;
+  return net.style_groups[$("group").value] || $("group").value;
+}
+
 function viewUrl(net) {
   const params = latentParams(net);
   const seed = $("seed").value;
   switch (view()) {
     case "mix":
-      return apiUrl("mix", { ...params, seed, source: $("source").value,
-                             "mix-layers": net.style_groups[$("group").value] || $("group").value });
+      return apiUrl("mix", { ...params, seed, source: $("source").value, "mix-layers": mixLayers(net) });
     case "interp":
       return apiUrl("interp", { ...params, seeds: $("seeds").value, interp: $("frames").value });
-    case "layer":
-      return apiUrl("layer", { ...params, seed, layer: $("layer").value, channels: $("channels").value });
+    case "layer": {
+      const layer = { layer: $("layer").value, channels: $("channels").value };
+      if ($("channel").value !== "") layer.channel = $("channel").value;
+      return apiUrl("layer", { ...oneImageParams(net), ...layer });
+    }
+    case "spectrum":
+      return apiUrl("spectrum", oneImageParams(net));
     default:
-      return apiUrl("image", { ...params, seed });
+      return apiUrl("image", oneImageParams(net));
   }
 }
 
 function update() {
   $("trunc-value").textContent = $("trunc").value;
   $("cutoff-value").textContent = $("cutoff").value === "0" ? "all" : $("cutoff").value;
-  for (const id of ["tx", "ty", "rotate"]) $(`${id}-value`).textContent = $(id).value;
+  for (const id of ["tx", "ty", "rotate", "edit-amount"]) $(`${id}-value`).textContent = $(id).value;
+  for (const panel of document.querySelectorAll("[data-edit]")) panel.hidden = panel.dataset.edit !== $("edit-kind").value;
+  for (const panel of document.querySelectorAll("[data-latent]")) panel.hidden = !$("latent").value;
+  $("mix-range").hidden = $("group").value !== "custom";
   $("page-label").textContent = `page ${page}`;
   for (const panel of document.querySelectorAll("[data-for]")) panel.hidden = panel.dataset.for !== view();
   const shown = selected();
@@ -145,7 +185,10 @@ function layoutCards() {
   views.replaceChildren(...selected().map((net) => cards.get(net.index).figure));
   const first = selected()[0] || networks[0];
   fill($("layer"), first.layers);
-  fill($("group"), Object.keys(first.style_groups).length ? Object.keys(first.style_groups) : [first.default_mix]);
+  const groups = Object.keys(first.style_groups);
+  fill($("group"), groups.length ? [...groups, "custom"] : [first.default_mix]);
+  for (const id of ["mix-from", "mix-to"]) $(id).max = first.num_ws - 1;
+  $("edit-dim").max = Math.max(0, first.w_dim - 1);
   update();
 }
 
@@ -160,6 +203,7 @@ function pickFromGrid(event) {
   const col = Math.min(GRID_COLS - 1, Math.floor(((event.clientX - box.left) / box.width) * GRID_COLS));
   const row = Math.min(GRID_ROWS - 1, Math.floor(((event.clientY - box.top) / box.height) * GRID_ROWS));
   $("seed").value = page * GRID_ROWS * GRID_COLS + row * GRID_COLS + col;
+  $("latent").value = "";  // a seed picked is the image's latent again
   update();
 }
 
@@ -185,6 +229,18 @@ function buildControls() {
   $("prev").addEventListener("click", () => { page = Math.max(0, page - 1); update(); });
   $("next").addEventListener("click", () => { page += 1; update(); });
   $("grid").addEventListener("click", pickFromGrid);
+  $("relist").addEventListener("click", listLatents);
+}
+
+// The --latents files, as the server lists them now (the only names it accepts)
+async function listLatents() {
+  const names = await (await fetch(apiUrl("latents", {}))).json();
+  const keep = $("latent").value;
+  $("latent").replaceChildren(new Option("the seed below", ""), ...names.map((name) => new Option(name, name)));
+  $("latent").value = names.includes(keep) ? keep : "";
+  fill($("edit-file"), names);
+  $("edit-kind").querySelector("option[value=file]").disabled = names.length === 0;
+  update();
 }
 
 const gridLoader = new Loader($("grid"), $("grid"));
@@ -195,5 +251,6 @@ fetch(apiUrl("networks", {}))
     networks = described;
     buildControls();
     layoutCards();
+    return listLatents();
   })
   .catch((error) => { $("status").textContent = `cannot reach the server: ${error}`; });
