@@ -586,6 +586,13 @@ MUTANTS = (
     M("small_data_note_as_warning", "config/describe.py", 'kind = "note" if missing == [PRETRAINED_START] else',
       'kind = "warning" if missing == [PRETRAINED_START] else',
       ("tests/train/test_train_pretrained.py::test_a_small_dataset_without_the_recipe_is_warned_about",)),
+    # Each trained network carries its own clip value and says whether ranks average its buffers.
+    M("network_clip_unused", "train/phases.py", "        clip = network.clip\n", "        clip = None\n",
+      ("tests/train/test_train_clipping.py",)),
+    M("network_d_clip_is_g_clip", "train/phases.py", 'clip = o.clip_grad_g if name == "G" else o.clip_grad_d',
+      "clip = o.clip_grad_g", ("tests/train/test_train_clipping.py",)),
+    M("g_buffers_not_averaged", "train/phases.py", 'averages_buffers=name == "G")', "averages_buffers=False)",
+      ("tests/train/test_train_two_ranks.py",)),
     M("project_takes_label_vectors_as_classes", "project/run.py",
       'if space is not None and space["kind"] == "vectors":', "if False:",
       ("tests/train/test_train_label_vectors.py::test_a_run_conditioned_on_label_vectors_from_shards",)),

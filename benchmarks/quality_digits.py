@@ -49,6 +49,7 @@ VARIANTS = {
     "cosine": {"lr_schedule": "cosine", "lr_min_ratio": 0.1},
     "dwarmup": {"d_warmup_kimg": 0.4},
     "noaug": {"aug": "noaug"},
+    "ada500": {"ada_kimg": 500.0},  # the paper's ADA speed, the tiny row's before it moved p within its 40 kimg
     "fp32": {"precision": "fp32"},
     "bf16": {"precision": "bf16"},
     "r3gan": {"preset": "tiny-r3gan"},  # R3GAN (Huang et al. 2024) against StyleGAN2's tiny: another family, same data

@@ -73,6 +73,8 @@ class Network:
     opt: torch.optim.Optimizer
     scaler: torch.amp.GradScaler
     sync: GradientSync
+    clip: float | None  # the norm its summed, unscaled gradient is clipped to (None: not clipped)
+    averages_buffers: bool  # its forward updates running averages (G's w_avg, magnitude_ema) that ranks average
 
 
 @dataclass
@@ -243,7 +245,8 @@ def make_network(
     params = [p for key, p in module.named_parameters() if key not in frozen]
     opt = make_adam(params, lr * ratio, (o.beta1**ratio, o.beta2**ratio), o.eps)
     sync = GradientSync(params, cfg.runtime.allreduce_bucket_mb)
-    return Network(name, module, params, opt, precision.make_scaler(), sync)
+    clip = o.clip_grad_g if name == "G" else o.clip_grad_d
+    return Network(name, module, params, opt, precision.make_scaler(), sync, clip, averages_buffers=name == "G")
 
 
 def micro_batches(cfg: Config, phase_index: int, cur_nimg: int, images, labels, num_ws: int) -> list[MicroBatch]:
@@ -328,7 +331,7 @@ def _finish_step(trainer: Trainer, phase: Phase, stats: dict, loss_sum: torch.Te
     with trainer.probe.section("optimizer"):
         network.scaler.unscale_(network.opt)
         grad_norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(p.grad) for p in params]))
-        clip = trainer.cfg.optim.clip_grad_g if network.name == "G" else trainer.cfg.optim.clip_grad_d
+        clip = network.clip
         if clip is not None:  # on the summed, unscaled gradient: every rank clips alike, the threshold is in true units
             torch.nn.utils.clip_grads_with_norm_(params, clip, grad_norm)
         skipped = nonfinite_flag(loss_sum, grad_norm)
@@ -338,9 +341,9 @@ def _finish_step(trainer: Trainer, phase: Phase, stats: dict, loss_sum: torch.Te
         trainer.nonfinite_in_a_row = (trainer.nonfinite_in_a_row + 1) * skipped.long()  # 0 after a step taken
         network.scaler.update()
         network.opt.zero_grad(set_to_none=True)
-    if network.name == "G":
+    if network.averages_buffers:
         with trainer.probe.section("allreduce", "all-reduce"):
-            _average_buffers(trainer.G)
+            _average_buffers(network.module)
     out = dict(stats)
     out[f"GradNorm/{phase.name}"] = grad_norm.reshape(1)  # before clipping
     if clip is not None:
