@@ -1384,6 +1384,31 @@ MUTANTS = (
       (REMOTE_BOUNDS,)),
     M("remote_index_cap_unbounded", "data/shardset.py", "remote.join(self.root, shards.INDEX), shards.index_cap()",
       "remote.join(self.root, shards.INDEX), 2**62", (REMOTE_BOUNDS,)),
+    # ---- ganforge sweep: the space's maths and checks, pruning, continuing a stopped trial, threads, secrets
+    *(M(name, path, old, new, (f"tests/sweep/test_sweep_{test}",)) for name, path, old, new, test in (
+        ("sweep_log_range_linear", "sweep/space.py", "*map(float, dim.values), log=dim.how == LOG)",
+         "*map(float, dim.values), log=False)",
+         "space.py::test_a_whole_number_range_is_asked_as_integers_and_a_log_range_on_a_log_scale"),
+        ("sweep_log_reaches_zero", "sweep/space.py", "    if log and low <= 0:", "    if False:",
+         "space.py::test_a_bad_entry_is_one_line_naming_it"),
+        ("sweep_bounds_unordered", "sweep/space.py", "    if not low < high:", "    if False:",
+         "space.py::test_a_bad_entry_is_one_line_naming_it"),
+        ("sweep_default_not_replaced", "sweep/space.py", "        chosen[dim.declared.name] = dim",
+         "        chosen.setdefault(dim.declared.name, dim)",
+         "space.py::test_every_familys_default_space_is_valid_and_an_entry_replaces_its_default"),
+        ("sweep_threads_not_split", "sweep/study.py", "str(max(1, threads // options.parallel))", "str(threads)",
+         "parts.py::test_parallel_trials_on_a_cpu_split_its_threads"),
+        ("sweep_storage_password_recorded", "sweep/study.py", '"storage": public_url(url),', '"storage": url,',
+         "parts.py::test_the_study_record_has_the_storage_without_its_password"),
+        ("sweep_start_reported", "sweep/trial.py", "if nimg > 0 and nimg not in self.reported:",
+         "if nimg not in self.reported:", "run.py::test_a_sweep_prunes_and_resumes_a_killed_trial"),
+        ("sweep_never_prunes", "sweep/trial.py", "                if self.trial.should_prune():",
+         "                if False:", "run.py::test_a_sweep_prunes_and_resumes_a_killed_trial"),
+        ("sweep_retry_new_folder", "sweep/study.py", "user_attrs={FOLDER: folder, RESUMES: trial.number}",
+         "user_attrs={RESUMES: trial.number}", "run.py::test_a_sweep_prunes_and_resumes_a_killed_trial"),
+        ("sweep_dead_owner_kept", "sweep/storage.py", "ProcessLookupError:\n        return True",
+         "ProcessLookupError:\n        return False", "run.py::test_a_sweep_prunes_and_resumes_a_killed_trial"),
+    )),
 )  # fmt: skip
 
 

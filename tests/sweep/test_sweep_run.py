@@ -30,7 +30,7 @@ def _log(outdir: Path, folder: str) -> str:
     return (run_folder(outdir / "trials" / folder) / "log.txt").read_text()
 
 
-def test_a_sweep_prunes_continues_on_rerun_and_resumes_a_killed_trial_from_its_checkpoint(tmp_path):
+def test_a_sweep_prunes_and_resumes_a_killed_trial(tmp_path):
     data, out = make_dataset(tmp_path / "data", count=32, res=8), tmp_path / "sweep"
     out.mkdir()
     storage = f"sqlite:///{out / 'study.db'}"
@@ -78,3 +78,7 @@ def test_a_sweep_prunes_continues_on_rerun_and_resumes_a_killed_trial_from_its_c
     best = min(study.trials[:2] + study.trials[4:], key=lambda t: t.value)
     assert f"Best: trial {best.number}" in page and "ganforge train --data" in page and "--glr" in page
     assert "Parameter importances" in page and os.path.isfile(out / "sweep.json")
+
+    (out / "report.html").unlink()  # on demand, from the study as the sweep last wrote it
+    result = CliRunner().invoke(main, ["report", str(out)])
+    assert result.exit_code == 0 and (out / "report.html").read_text().count('class="status ') == 5, result.output

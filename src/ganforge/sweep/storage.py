@@ -50,8 +50,8 @@ def open_storage(url: str, stale_trial_callback=None):
         why = " ".join(str(error).split())[:300]
         raise UserError(
             f"--storage {public_url(url)}: cannot open the study's database: {public_text(why)}; check the URL, "
-            "that the server runs and lets this machine in, and that its driver is installed (psycopg2 for "
-            "postgresql://, in ganforge[sweep])"
+            "that the server runs and lets this machine in, and that its driver is installed (PostgreSQL's, "
+            "psycopg, comes with ganforge[sweep])"
         ) from None
 
 

@@ -1,0 +1,44 @@
+"""The sweep's small parts: the value read from a metric file that is still being written, which way is better,
+how --parallel trials split a CPU's threads, and the study's record (public URL only)."""
+
+import json
+
+from ganforge.sweep.measure import direction, measurements
+from ganforge.sweep.options import SweepOptions
+from ganforge.sweep.study import record_study, trial_environment
+
+
+def _record(kimg: str, results: dict) -> str:
+    return json.dumps({"snapshot": f"run/snapshots/network-snapshot-{kimg}.safetensors", "results": results})
+
+
+def test_measurements_are_read_in_order_and_a_line_still_being_written_waits(tmp_path):
+    lines = [_record("000000.000", {"swd16k_8": 5.0, "swd16k_avg": 4.0}), _record("000000.016", {"swd16k_avg": 3.5}),
+             _record("000001", {"swd16k_avg": "oops"})]  # fmt: skip
+    (tmp_path / "metric-swd16k.jsonl").write_text("\n".join(lines) + '\n{"snapshot": "run/snaps')
+    found = measurements(tmp_path, "swd16k")
+    assert found[:2] == [(0, 4.0), (16, 3.5)] and found[2][0] == 1000 and found[2][1] != found[2][1]  # NaN
+    (tmp_path / "metric-kid50k_full.jsonl").write_text(_record("000012", {"kid50k_full": 0.02}) + "\n")
+    assert measurements(tmp_path, "kid50k_full") == [(12000, 0.02)]
+    assert measurements(tmp_path / "none", "kid50k_full") == []
+
+
+def test_distances_are_minimised_and_scores_maximised():
+    assert [direction(n) for n in ("kid50k_full", "fid50k_full", "swd16k", "is50k", "eqt50k_int")] == [
+        "minimize", "minimize", "minimize", "maximize", "maximize"]  # fmt: skip
+
+
+def test_parallel_trials_on_a_cpu_split_its_threads(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "8")
+    options = SweepOptions(data="d", outdir="o", parallel=3)
+    assert trial_environment(options, "cpu")["OMP_NUM_THREADS"] == "2"
+    assert trial_environment(SweepOptions(data="d", outdir="o", parallel=16), None)["OMP_NUM_THREADS"] == "1"
+    assert trial_environment(options, "cuda:1")["OMP_NUM_THREADS"] == "8"  # a GPU trial keeps what it was given
+
+
+def test_the_study_record_has_the_storage_without_its_password(tmp_path):
+    options = SweepOptions(data="d", outdir=str(tmp_path), kimg=5.0, storage="postgresql://ann:pa55@db.lab/s")
+    record_study(tmp_path, options, options.storage, ())
+    record = json.loads((tmp_path / "sweep.json").read_text())
+    assert record["storage"] == "postgresql://db.lab/s" and record["train"] == {"--data": "d", "--cfg": None,
+                                                                                "--kimg": 5.0}  # fmt: skip
