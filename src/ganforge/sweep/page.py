@@ -17,6 +17,8 @@ from ganforge.report.page import _CSS, _e, _section, _table
 from ganforge.sweep.record import RECORD, SNAPSHOT, TRIALS, read_snapshot, write_snapshot
 from ganforge.sweep.trial import run_folder
 
+# The run report's status colours for Optuna's trial states.
+STATE_STYLE = {"complete": "finished", "fail": "failed", "pruned": "pruned", "running": "running", "waiting": "stopped"}
 MAX_RECORD_BYTES = 64 * 2**20  # a study of 10^5 trials with their curves stays far below
 
 
@@ -78,16 +80,19 @@ def _summary(record: dict, snapshot: dict) -> str:
                     + f'<pre class="profile" id="best">{_e(best["command"])}</pre>')  # fmt: skip
 
 
+def _trial_row(t: dict, outdir: Path, page_dir: Path) -> str:
+    settings = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in t["params"].items())
+    value = "" if t["value"] is None else f"{t['value']:.4g}"
+    state = f'<span class="status {STATE_STYLE.get(t["state"], "")}">{_e(t["state"])}</span>'
+    cells = [_e(t["number"]), state, value, _e(settings), _e(t["attrs"].get("note", "")),
+             _run_link(t, outdir, page_dir)]  # fmt: skip
+    return "<tr>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>"
+
+
 def _trials(snapshot: dict, outdir: Path, page_dir: Path) -> str:
     head = "<tr><th>trial</th><th>state</th><th>value</th><th>settings</th><th>note</th><th>run</th></tr>"
-    rows = []
-    for t in snapshot["trials"]:
-        settings = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in t["params"].items())
-        value = "" if t["value"] is None else f"{t['value']:.4g}"
-        rows.append(f'<tr><td>{t["number"]}</td><td><span class="status {_e(t["state"])}">{_e(t["state"])}</span>'
-                    f"</td><td>{value}</td><td>{_e(settings)}</td><td>{_e(t['attrs'].get('note', ''))}</td>"
-                    f"<td>{_run_link(t, outdir, page_dir)}</td></tr>")  # fmt: skip
-    return _section("trials", "Trials", f"<table><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>")
+    rows = "".join(_trial_row(t, outdir, page_dir) for t in snapshot["trials"])
+    return _section("trials", "Trials", f"<table><thead>{head}</thead><tbody>{rows}</tbody></table>")
 
 
 def _run_link(trial: dict, outdir: Path, page_dir: Path) -> str:

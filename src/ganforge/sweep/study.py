@@ -161,8 +161,9 @@ def continue_abandoned(study) -> None:
 
 def run_workers(state: Sweep, devices: list[str | None]) -> int:
     """One thread per parallel trial; on Ctrl-C or SIGTERM the trials checkpoint and stop, and are retried by the
-    next sweep."""
-    threads = [threading.Thread(target=worker, args=(state, device), daemon=True) for device in devices]
+    next sweep. An error in one thread (the storage gone mid-sweep) stops the others and is raised here."""
+    errors: list[BaseException] = []
+    threads = [threading.Thread(target=worker, args=(state, device, errors), daemon=True) for device in devices]
     for thread in threads:
         thread.start()
     try:
@@ -174,20 +175,26 @@ def run_workers(state: Sweep, devices: list[str | None]) -> int:
         for thread in threads:
             thread.join()
         raise
+    if errors:
+        raise errors[0]
     return 0
 
 
-def worker(state: Sweep, device: str | None) -> None:
-    while not state.stopping.is_set():
-        with state.asking:
-            if not more_trials(state.study, state.options.trials):
-                return
-            trial = state.study.ask()
-        outcome = start_trial(state, trial, device)
-        tell(state.study, trial, outcome)
-        print(f"trial {trial.number}: {outcome.note}", flush=True)
-        with state.asking:  # the study as it stands, for `ganforge report DIR`
-            write_snapshot(state.outdir, state.study, state.options, state.space)
+def worker(state: Sweep, device: str | None, errors: list) -> None:
+    try:
+        while not state.stopping.is_set():
+            with state.asking:
+                if not more_trials(state.study, state.options.trials):
+                    return
+                trial = state.study.ask()
+            outcome = start_trial(state, trial, device)
+            tell(state.study, trial, outcome)
+            print(f"trial {trial.number}: {outcome.note}", flush=True)
+            with state.asking:  # the study as it stands, for `ganforge report DIR`
+                write_snapshot(state.outdir, state.study, state.options, state.space)
+    except BaseException as error:  # handed to the main thread, which raises it
+        errors.append(error)
+        state.stopping.set()
 
 
 def more_trials(study, wanted: int) -> bool:
