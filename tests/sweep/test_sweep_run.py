@@ -1,6 +1,7 @@
 """A sweep of four tiny trials on CPU: two alike, one that falls behind and is pruned, one killed with its sweep
 (SIGKILL) and continued from its checkpoint by a rerun of the same command, which keeps the finished trials."""
 
+import json
 import os
 import signal
 import subprocess
@@ -78,7 +79,29 @@ def test_a_sweep_prunes_and_resumes_a_killed_trial(tmp_path):
     best = min(study.trials[:2] + study.trials[4:], key=lambda t: t.value)
     assert f"Best: trial {best.number}" in page and "ganforge train --data" in page and "--glr" in page
     assert "Parameter importances" in page and os.path.isfile(out / "sweep.json")
+    records = (run_folder(out / "trials" / "00003") / "metric-swd16k.jsonl").read_text().splitlines()
+    assert {json.loads(line)["num_fake"] for line in records} == {16}  # --metrics-gen reached the measurements
 
     (out / "report.html").unlink()  # on demand, from the study as the sweep last wrote it
     result = CliRunner().invoke(main, ["report", str(out)])
     assert result.exit_code == 0 and (out / "report.html").read_text().count('class="status ') == 5, result.output
+
+
+def test_a_sweep_stopped_by_sigterm_stops_its_trial_after_a_checkpoint_and_queues_it_to_continue(tmp_path):
+    data, out = make_dataset(tmp_path / "data", count=32, res=8), tmp_path / "sweep"
+    sweep = subprocess.Popen([sys.executable, "-m", "ganforge", *sweep_args(data, out, 1)], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    try:
+        _wait_for(lambda: any(out.glob("trials/00000/*/checkpoints/ckpt-000000000")), 120, "the trial's checkpoint")
+        sweep.send_signal(signal.SIGTERM)
+        output = sweep.communicate(timeout=120)[0]
+    finally:
+        sweep.kill()
+    assert sweep.returncode == 143 and "trial 0: stopped" in output, output
+    assert "stopping on signal" in _log(out, "00000")
+    study = optuna.load_study(study_name=STUDY, storage=f"sqlite:///{out / 'study.db'}")
+    (stopped, queued) = study.trials
+    assert (stopped.state.name, queued.state.name) == ("FAIL", "WAITING")
+    assert (
+        queued.user_attrs == {"folder": "00000", "resumes": 0} and queued.system_attrs["fixed_params"] == stopped.params
+    )

@@ -161,26 +161,33 @@ def continue_abandoned(study) -> None:
 
 def run_workers(state: Sweep, devices: list[str | None]) -> int:
     """One thread per parallel trial; on Ctrl-C or SIGTERM the trials checkpoint and stop, and are retried by the
-    next sweep. An error in one thread (the storage gone mid-sweep) stops the others and is raised here."""
+    next sweep. An error in one thread (the storage gone mid-sweep) stops the others and is raised here.
+
+    The main thread waits on each worker's Event, never in Thread.join: a signal handler that raises inside join
+    (Ctrl-C, SIGTERM) leaves the thread marked as ended while it still runs (Python 3.11), and the sweep would leave
+    before its trials have checkpointed and been told."""
     errors: list[BaseException] = []
-    threads = [threading.Thread(target=worker, args=(state, device, errors), daemon=True) for device in devices]
-    for thread in threads:
-        thread.start()
+    done = [threading.Event() for _ in devices]
+    for device, ended in zip(devices, done, strict=True):
+        threading.Thread(target=worker, args=(state, device, errors, ended), daemon=True).start()
     try:
-        while any(thread.is_alive() for thread in threads):
-            for thread in threads:
-                thread.join(0.2)
+        _wait_all(done)
     except BaseException:
         state.stopping.set()
-        for thread in threads:
-            thread.join()
+        _wait_all(done)
         raise
     if errors:
         raise errors[0]
     return 0
 
 
-def worker(state: Sweep, device: str | None, errors: list) -> None:
+def _wait_all(events: list[threading.Event]) -> None:
+    for event in events:
+        while not event.wait(0.2):
+            pass
+
+
+def worker(state: Sweep, device: str | None, errors: list, ended: threading.Event) -> None:
     try:
         while not state.stopping.is_set():
             with state.asking:
@@ -195,6 +202,8 @@ def worker(state: Sweep, device: str | None, errors: list) -> None:
     except BaseException as error:  # handed to the main thread, which raises it
         errors.append(error)
         state.stopping.set()
+    finally:
+        ended.set()
 
 
 def more_trials(study, wanted: int) -> bool:
