@@ -1408,6 +1408,8 @@ MUTANTS = (
          "user_attrs={RESUMES: trial.number}", "run.py::test_a_sweep_prunes_and_resumes_a_killed_trial"),
         ("sweep_dead_owner_kept", "sweep/storage.py", "ProcessLookupError:\n        return True",
          "ProcessLookupError:\n        return False", "run.py::test_a_sweep_prunes_and_resumes_a_killed_trial"),
+        ("sweep_metrics_gen_ignored", "train/loop.py", '        options |= {"num_gen": cfg.run.metrics_gen}\n', "",
+         "run.py::test_a_sweep_prunes_and_resumes_a_killed_trial"),
         ("sweep_leaves_before_its_trials", "sweep/study.py", "        state.stopping.set()\n        _wait_all(done)",
          "        state.stopping.set()",
          "run.py::test_a_sweep_stopped_by_sigterm_stops_its_trial_after_a_checkpoint_and_queues_it_to_continue"),

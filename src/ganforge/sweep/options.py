@@ -82,3 +82,10 @@ class SweepOptions:
 
 
 SWEEP_OPTIONS = [d for d in TRAIN_OPTIONS if d.name in SHARED] + declared(SweepOptions)
+
+
+def shared_words(options: SweepOptions) -> list[str]:
+    """The `ganforge train` words every trial shares: --data, and --cfg and --kimg where given."""
+    words = ["--data", options.data]
+    words += ["--cfg", options.preset] if options.preset else []
+    return words + (["--kimg", f"{options.kimg:g}"] if options.kimg is not None else [])

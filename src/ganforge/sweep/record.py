@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 
 from ganforge.durable import replace_file
+from ganforge.sweep.options import shared_words
+from ganforge.sweep.space import train_words
 from ganforge.urls import public_text
 
 SNAPSHOT = "study.json"
@@ -49,12 +51,8 @@ def importances(study) -> dict | str:
 
 def best_command(options, space, params: dict) -> str:
     """The best trial's settings as a ready `ganforge train` command (a fresh run in runs/)."""
-    from ganforge.sweep.space import train_words
-
-    words = ["ganforge", "train", "--data", options.data, "--outdir", "runs"]
-    words += ["--cfg", options.preset] if options.preset else []
-    words += ["--kimg", f"{options.kimg:g}"] if options.kimg is not None else []
-    return public_text(shlex.join(words + train_words(space, params)))
+    words = ["ganforge", "train", *shared_words(options), "--outdir", "runs", *train_words(space, params)]
+    return public_text(shlex.join(words))
 
 
 def write_snapshot(outdir: Path, study, options, space) -> dict:

@@ -23,7 +23,7 @@ from ganforge.outputs import check_writable_folder
 from ganforge.presets import DEFAULT_PRESET, PRESETS
 from ganforge.sweep import storage as stores
 from ganforge.sweep.measure import direction
-from ganforge.sweep.options import SWEEP_OPTIONS, SweepOptions
+from ganforge.sweep.options import SWEEP_OPTIONS, SweepOptions, shared_words
 from ganforge.sweep.record import RECORD, TRIALS, write_snapshot
 from ganforge.sweep.space import Dimension, parse_space, suggest, train_words
 from ganforge.sweep.trial import Outcome, Plan, run_trial
@@ -222,11 +222,13 @@ def more_trials(study, wanted: int) -> bool:
 def start_trial(state: Sweep, trial, device: str | None) -> Outcome:
     options = state.options
     params = suggest(trial, state.space)
-    folder = trial.user_attrs.get(FOLDER) or f"{trial.number:05d}"
+    folder = trial.user_attrs.get(FOLDER)
+    if not (isinstance(folder, str) and folder.isdigit()):  # from a shared database: never a path of its own
+        folder = f"{trial.number:05d}"
     trial.set_user_attr(FOLDER, folder)
     trial.set_user_attr(OWNER, stores.owner())
-    plan = Plan(state.outdir / TRIALS / folder, train_command(options, state.space, params, state.outdir, folder,
-                                                              device), trial_environment(options, device))  # fmt: skip
+    words = train_command(options, state.space, params, state.outdir, folder, device)
+    plan = Plan(state.outdir / TRIALS / folder, words, trial_environment(options, device))
     trial.set_user_attr(COMMAND, plan.command())
     heartbeat = Heartbeat(state.study, trial)
     return run_trial(trial, plan, options.metric, state.stopping, heartbeat)
@@ -234,10 +236,7 @@ def start_trial(state: Sweep, trial, device: str | None) -> Outcome:
 
 def train_command(options: SweepOptions, space, params: dict, outdir: Path, folder: str, device) -> list[str]:
     """The `ganforge train` words of one trial."""
-    words = ["train", "--data", options.data, "--outdir", str(outdir / TRIALS / folder)]
-    words += ["--cfg", options.preset] if options.preset else []
-    words += ["--kimg", f"{options.kimg:g}"] if options.kimg is not None else []
-    words += ["--metrics", options.metric]
+    words = ["train", *shared_words(options), "--outdir", str(outdir / TRIALS / folder), "--metrics", options.metric]
     words += ["--metrics-gen", str(options.metrics_gen)] if options.metrics_gen else []
     words += ["--device", device] if device else []
     return words + train_words(space, params)
