@@ -3,9 +3,11 @@ how --parallel trials split a CPU's threads, and the study's record (public URL 
 
 import json
 
+import optuna
+
 from ganforge.sweep.measure import direction, measurements
 from ganforge.sweep.options import SweepOptions
-from ganforge.sweep.study import record_study, trial_environment
+from ganforge.sweep.study import record_study, trial_environment, trial_folder
 
 
 def _record(kimg: str, results: dict) -> str:
@@ -42,3 +44,11 @@ def test_the_study_record_has_the_storage_without_its_password(tmp_path):
     record = json.loads((tmp_path / "sweep.json").read_text())
     assert record["storage"] == "postgresql://db.lab/s" and record["train"] == {"--data": "d", "--cfg": None,
                                                                                 "--kimg": 5.0}  # fmt: skip
+
+
+def test_a_trials_folder_is_its_number_or_the_number_it_continues_never_a_path_from_the_database():
+    study = optuna.create_study()
+    for attrs in ({}, {"folder": "00003"}, {"folder": "../../etc"}, {"folder": ["x"]}, {"folder": "/tmp/x"}):
+        study.enqueue_trial({}, user_attrs=attrs)
+    folders = [trial_folder(study.ask()) for _ in range(5)]
+    assert folders == ["00000", "00003", "00002", "00003", "00004"]

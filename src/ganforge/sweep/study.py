@@ -222,9 +222,7 @@ def more_trials(study, wanted: int) -> bool:
 def start_trial(state: Sweep, trial, device: str | None) -> Outcome:
     options = state.options
     params = suggest(trial, state.space)
-    folder = trial.user_attrs.get(FOLDER)
-    if not (isinstance(folder, str) and folder.isdigit()):  # from a shared database: never a path of its own
-        folder = f"{trial.number:05d}"
+    folder = trial_folder(trial)
     trial.set_user_attr(FOLDER, folder)
     trial.set_user_attr(OWNER, stores.owner())
     words = train_command(options, state.space, params, state.outdir, folder, device)
@@ -232,6 +230,13 @@ def start_trial(state: Sweep, trial, device: str | None) -> Outcome:
     trial.set_user_attr(COMMAND, plan.command())
     heartbeat = Heartbeat(state.study, trial)
     return run_trial(trial, plan, options.metric, state.stopping, heartbeat)
+
+
+def trial_folder(trial) -> str:
+    """The trial's folder under DIR/trials/: its own number, or the folder of the trial it continues. What a shared
+    database says is only ever taken as a number, never as a path."""
+    folder = trial.user_attrs.get(FOLDER)
+    return folder if isinstance(folder, str) and folder.isdigit() else f"{trial.number:05d}"
 
 
 def train_command(options: SweepOptions, space, params: dict, outdir: Path, folder: str, device) -> list[str]:
