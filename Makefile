@@ -16,7 +16,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH_SPEC)"
-	$(PY) -m pip install -q -e ".[dev,fid,video,export,report,docs]"
+	$(PY) -m pip install -q -e ".[dev,fid,video,export,report,docs,sweep]"
 	touch $@
 
 lint: $(STAMP)

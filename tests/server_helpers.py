@@ -1,12 +1,18 @@
 """Real servers on loopback for the streaming tests: a static HTTP server that answers byte ranges (and can drop
-connections mid-body), and moto's S3-compatible server."""
+connections mid-body), moto's S3-compatible server, and a PostgreSQL server."""
 
 import contextlib
 import http.server
 import os
+import pwd
 import re
+import shutil
+import subprocess
+import tempfile
 import threading
 from pathlib import Path
+
+from launch_helpers import free_port
 
 
 class _Handler(http.server.SimpleHTTPRequestHandler):
@@ -116,3 +122,52 @@ def upload(endpoint: str, bucket: str, folder: Path, prefix: str) -> None:
     client.create_bucket(Bucket=bucket)
     for path in sorted(folder.iterdir()):
         client.put_object(Bucket=bucket, Key=f"{prefix}/{path.name}", Body=path.read_bytes())
+
+
+POSTGRES_USER = "postgres"  # Debian's package makes this account; initdb refuses to run as root
+
+
+def _postgres_binaries() -> Path | None:
+    """The folder holding initdb and pg_ctl: on the PATH, else Debian's /usr/lib/postgresql/<version>/bin."""
+    found = shutil.which("initdb")
+    candidates = [Path(found).resolve().parent] if found else []
+    candidates += sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True)
+    return next((c for c in candidates if (c / "initdb").is_file() and (c / "pg_ctl").is_file()), None)
+
+
+@contextlib.contextmanager
+def postgres_server():
+    """A PostgreSQL server of its own on loopback (a fresh cluster in a temporary folder, trust authentication),
+    yielding its URL with a user and a password (which the server does not check) as a user would write it. Skips,
+    saying why, where there are no server binaries or no account to run them as."""
+    import pytest
+
+    binaries = _postgres_binaries()
+    if binaries is None:
+        pytest.skip("no PostgreSQL server (initdb, pg_ctl): install Debian's postgresql package")
+    as_user = []
+    if os.geteuid() == 0:
+        try:
+            owner = pwd.getpwnam(POSTGRES_USER)
+        except KeyError:
+            pytest.skip(f"running as root and no {POSTGRES_USER} account to run PostgreSQL as (initdb refuses root)")
+        as_user = ["runuser", "-u", POSTGRES_USER, "--"]
+    folder = Path(tempfile.mkdtemp(prefix="ganforge-pg-"))
+    if as_user:
+        os.chown(folder, owner.pw_uid, owner.pw_gid)
+    port = free_port()
+    data = folder / "data"
+    run = lambda *args: subprocess.run([*as_user, *map(str, args)], capture_output=True, text=True, timeout=120)  # noqa: E731
+    try:
+        made = run(binaries / "initdb", "-D", data, "-U", "sweep", "--auth=trust", "--no-sync")
+        if made.returncode != 0:
+            pytest.skip(f"initdb failed: {made.stderr.strip()[-300:]}")
+        started = run(binaries / "pg_ctl", "-D", data, "-l", folder / "log", "-w", "-t", "60", "-o",
+                      f"-h 127.0.0.1 -p {port} -k {folder} -c fsync=off", "start")  # fmt: skip
+        if started.returncode != 0:
+            pytest.skip(f"PostgreSQL did not start: {started.stderr.strip()[-300:]}")
+        yield f"postgresql://sweep:hunter2-secret@127.0.0.1:{port}/postgres"
+    finally:
+        if (data / "postmaster.pid").exists():
+            run(binaries / "pg_ctl", "-D", data, "-m", "immediate", "-w", "stop")
+        shutil.rmtree(folder, ignore_errors=True)

@@ -22,16 +22,17 @@ LAYERS = (
     ("interop", "metrics", "report", "track"),
     ("train",),
     ("doctor", "generate", "export", "project"),
-    ("bench", "explore", "api"),
+    ("bench", "explore", "api", "sweep"),
     ("cli", "demo", "__main__"),
 )  # fmt: skip
 LAYER_OF = {part: level for level, parts in enumerate(LAYERS) for part in parts}
 # Parts above `train` that still may not use it: `doctor`, `generate`, `export` and `project` stand on the layers
-# below it, and `bench` uses only what makes and runs the training step it times.
+# below it, `bench` uses only what makes and runs the training step it times, `sweep` only train's options.
 TRAIN_MODULES_ALLOWED = {
     "doctor": set(), "generate": set(), "export": set(), "project": set(), "explore": set(),
     "bench": {"ganforge.train.options", "ganforge.train.resolver", "ganforge.train.build", "ganforge.train.phases",
               "ganforge.train.schedules", "ganforge.train.precision", "ganforge.train.step_memory"},
+    "sweep": {"ganforge.train.options"},  # its trials are `ganforge train` processes: it reads only the options
 }  # fmt: skip
 
 

@@ -38,6 +38,8 @@ def test_what_is_not_secret_stays_as_typed():
     assert public_url("/local/path/data.zip") == "/local/path/data.zip"
     assert public_url("http://[::1]:81/d?page=2&versionId=7") == "http://[::1]:81/d?page=2&versionId=7"
     assert public_url("http://u:p@host/d?page=2&sig=x") == f"http://host/d?page=2&sig={REDACTED}"
+    assert public_url("sqlite:////abs/sweep/study.db") == "sqlite:////abs/sweep/study.db"  # no host, absolute path
+    assert public_url("postgresql://ann:pw@db:5432/s") == "postgresql://db:5432/s"
 
 
 def test_text_quoting_several_urls_has_each_made_public():

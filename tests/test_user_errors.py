@@ -31,6 +31,7 @@ RAISED_BY = {
     "demo.py": ("train",), "monitor/": ("train", "doctor"), "metrics/perceptual.py": ("project",),
     "project/": ("project",), "projected.py": ("generate",), "cli/report.py": ("report",),
     "track/": ("train", "report"), "explore/": ("explore",), "api.py": ("generate", "project"),
+    "sweep/": ("sweep", "report"), "cli/sweep.py": ("sweep",),
 }  # fmt: skip
 # Flags of other programs that messages may tell the user to pass there.
 OTHER_PROGRAMS = {"--max-restarts"}  # torchrun's

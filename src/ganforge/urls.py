@@ -52,7 +52,10 @@ def public_url(url: str) -> str:
         for name, value in pairs
     )
     fragment = REDACTED if parts.fragment else ""  # an OAuth implicit grant returns its token here
-    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
+    # Put together by hand: urlunsplit drops the empty host of sqlite:////abs/path, turning it into a relative path.
+    return (
+        f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "") + (f"#{fragment}" if fragment else "")
+    )
 
 
 def public_text(text: str) -> str:

@@ -16,6 +16,7 @@ from ganforge.export.options import EXPORT_OPTIONS
 from ganforge.generate.options import GENERATE_OPTIONS
 from ganforge.metrics.options import METRICS_OPTIONS
 from ganforge.project.options import PROJECT_OPTIONS
+from ganforge.sweep.options import SWEEP_OPTIONS
 from ganforge.train.options import TRAIN_OPTIONS
 from launch_helpers import tiny_archive
 
@@ -69,6 +70,7 @@ DECLARED_COMMANDS = {
     "dataset build": (BUILD_OPTIONS, ("dataset", "build", "images", "out.zip", "--resolution", "8"), "out.zip"),
     "dataset verify": (VERIFY_OPTIONS, ("dataset", "verify", "data.zip"), "data.zip"),
     "explore": (EXPLORE_OPTIONS, ("explore", "--network", "G.safetensors"), "G.safetensors"),
+    "sweep": (SWEEP_OPTIONS, ("sweep", "--data", "data.zip", "--outdir", "out"), "out"),
 }  # fmt: skip
 NEEDS = {
     ("generate", "--fps"): ("--interp", "2"),

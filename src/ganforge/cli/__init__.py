@@ -23,6 +23,7 @@ from ganforge.cli.metrics import metrics
 from ganforge.cli.network import import_
 from ganforge.cli.project import project
 from ganforge.cli.report import report
+from ganforge.cli.sweep import sweep
 from ganforge.cli.train import train
 from ganforge.errors import UserError, carried_problems
 from ganforge.urls import public_text
@@ -107,6 +108,7 @@ def main(ctx: click.Context):
 for _command in (
     doctor,
     train,
+    sweep,
     dataset,
     metrics,
     generate,

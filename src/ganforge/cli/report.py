@@ -41,10 +41,16 @@ from ganforge.config.sections import TRACKER_ARTIFACTS, TRACKERS
 def report(runs: tuple[Path, ...], out: Path | None, tracker, tracker_uri, tracker_project, tracker_run_name,
            tracker_artifacts):  # fmt: skip
     """One self-contained HTML page of a run (summary, curves, sample grids, config, environment, alerts, files);
-    with several runs their curves are overlaid. Opens offline in any browser."""
+    with several runs their curves are overlaid; of a `ganforge sweep` folder, the sweep report (trials, curves,
+    importances, the best trial's command). Opens offline in any browser."""
     from ganforge.errors import UserError
     from ganforge.report import write_report
 
+    if len(runs) == 1 and (runs[0] / "sweep.json").is_file() and tracker is None:  # a `ganforge sweep` folder
+        from ganforge.sweep import write_sweep_report
+
+        click.echo(f"wrote {write_sweep_report(runs[0], out=out)}")
+        return
     if tracker is not None and (len(runs) != 1 or out is not None):
         raise UserError(f"--to {tracker}: uploads one run folder, with its RUN/report.html; pass one RUN, no --out")
     click.echo(f"wrote {write_report(list(runs), out)}")

@@ -468,6 +468,15 @@ class RunConfig:
         default=(),
         kind=str,
     )
+    metrics_gen: int | None = option(
+        OUTPUT,
+        "Fakes per --metrics measurement at a snapshot, instead of each metric's full count: a cheaper, noisier "
+        "value (the report marks it reduced), enough to compare runs with one another (ganforge sweep).",
+        default=None,
+        range=Range(2, 10**7, whole=True),
+        metavar="N",
+        shown_default="the metric's own (50k for kid50k_full)",
+    )
     vgg16: str | None = option(
         OUTPUT,
         "--metrics ppl_*: NVlabs' vgg16.pt, the VGG16 LPIPS TorchScript of the official projector and PPL (not "

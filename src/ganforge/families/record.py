@@ -38,6 +38,9 @@ class Family:
     # (G's constructor arguments, whether --cfg was given, the file) -> what keeps a run from training it
     pretrained_problems: Callable
     d_shares: tuple[str, ...]  # D's constructor arguments derived from the same fields as G's (they must agree)
+    # `ganforge sweep`'s default search space, as `--space` entries (ganforge.sweep.space): what is worth tuning
+    # on a user's own data for this family
+    sweep_space: tuple[str, ...]
 
     def older_layouts(self) -> dict:
         """The layouts a config written before they could be chosen was built with: StyleGAN2's G with skips and

@@ -26,7 +26,8 @@ table { border-collapse: collapse; margin: .5em 0; } td, th { padding: .2em .7em
   text-align: left; vertical-align: top; font-variant-numeric: tabular-nums; }
 td.key { color: #555; white-space: nowrap; } .note { color: #666; font-size: .9em; }
 .status { font-weight: 600; padding: .1em .5em; border-radius: .3em; background: #eee; }
-.running { background: #d7ecff; } .finished { background: #d9f2d9; } .preempted, .stopped { background: #fff1c2; }
+.running { background: #d7ecff; } .finished { background: #d9f2d9; }
+.preempted, .stopped, .pruned { background: #fff1c2; }
 .diverged, .failed, .stalled { background: #ffd6d6; }
 figure { margin: 1em 0; } .plots { display: grid; grid-template-columns: repeat(auto-fill, minmax(460px, 1fr));
   gap: .3em 1em; } .plots figure { margin: 0; } img.plot { width: 100%; }

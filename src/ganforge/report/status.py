@@ -5,6 +5,7 @@ The last of these lines decides (a finished run that is continued with a longer 
 - "done: ..." / "already at ...; nothing to do": finished;
 - "stopping on signal ...": preempted (SIGTERM, checkpointed; rerun the command to resume);
 - "stopped by the user ...": stopped by Ctrl-C (SIGINT) in the training loop, checkpointed likewise;
+- "pruned by the sweep ...": a `ganforge sweep` trial stopped for falling behind the others;
 - "error: training diverged ...": diverged (too many non-finite steps in a row);
 - "interrupted": stopped by Ctrl-C outside the training loop;
 - any other "error: ..." line or a traceback: failed.
@@ -22,7 +23,7 @@ STALE_TICKS = 5  # that many of the slowest tick's duration without a write
 
 @dataclass(frozen=True)
 class Status:
-    state: str  # running, finished, preempted, diverged, stopped, failed, stalled
+    state: str  # running, finished, preempted, diverged, stopped, pruned, failed, stalled
     detail: str  # the log line that decided it, or why the run is thought stalled
 
 
@@ -35,6 +36,8 @@ def _event(line: str) -> str | None:
         return "preempted"
     if line.startswith("stopped by the user"):
         return "stopped"
+    if line.startswith("pruned by the sweep"):
+        return "pruned"
     if line.startswith("error: training diverged"):
         return "diverged"
     if line == "interrupted":

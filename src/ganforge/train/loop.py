@@ -248,6 +248,7 @@ def _snapshot(
     if cfg.run.metrics:
         options = {"device": runtime.device, "batch_size": cfg.schedule.batch_gpu, "seed": cfg.schedule.seed}
         options |= {"vgg16": cfg.run.vgg16, "inception_classifier": cfg.run.inception_classifier}
+        options |= {"num_gen": cfg.run.metrics_gen}
         records = compute_metrics(
             cfg.run.metrics, generator=G_ema, real=runtime.metric_reals, progress=False, **options
         )

@@ -164,4 +164,5 @@ R3GAN = Family(
     pretrained_fields=pretrained_fields,
     pretrained_problems=pretrained_problems,
     d_shares=("resolution", "img_channels", "c_dim", "widths", "cardinalities", "blocks", "expansion", "kernel"),
+    sweep_space=("gamma=log:0.01..10", "glr=log:0.00005..0.0005", "dlr=log:0.00005..0.0005", "mirror=true|false"),
 )

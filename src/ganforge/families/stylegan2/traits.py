@@ -157,4 +157,12 @@ STYLEGAN2 = Family(
     pretrained_fields=stylegan_pretrained_fields,
     pretrained_problems=no_problems,
     d_shares=STYLEGAN_D_SHARES,
+    sweep_space=(
+        "gamma=log:0.01..100",
+        "aug=ada|noaug",
+        "target=0.4..0.8",
+        "glr=log:0.0005..0.005",
+        "dlr=log:0.0005..0.005",
+        "mirror=true|false",
+    ),
 )
