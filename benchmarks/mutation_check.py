@@ -599,6 +599,8 @@ MUTANTS = (
       'return isinstance(error, sqlalchemy.exc.ProgrammingError) and "already exists" in str(error)',
       "return isinstance(error, sqlalchemy.exc.ProgrammingError)",
       ("tests/sweep/test_sweep_parts.py::test_only_a_lost_race_to_create_the_tables_is_tried_again",)),
+    M("explore_listens_on_a_closed_socket", "explore/server.py", "    if sock.fileno() != -1:", "    if True:",
+      ("tests/explore/test_explore_connections.py::test_a_server_shut_as_soon_as_it_started_ends_without_an_error",)),
     M("project_takes_label_vectors_as_classes", "project/run.py",
       'if space is not None and space["kind"] == "vectors":', "if False:",
       ("tests/train/test_train_label_vectors.py::test_a_run_conditioned_on_label_vectors_from_shards",)),

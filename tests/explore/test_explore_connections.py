@@ -178,3 +178,23 @@ def test_the_cap_stays_below_the_limit_on_open_files(monkeypatch):
     limit(256, 256)
     with pytest.raises(UserError, match="ulimit -n 256: ganforge explore needs at least"):
         connections.connection_cap()
+
+
+def test_a_server_shut_as_soon_as_it_started_ends_without_an_error():
+    """A Ctrl-C just after the start shuts uvicorn's server, and closes its socket, before the kernel's queue is
+    lengthened: the command printed a traceback (Bad file descriptor, 1 of 60 starts interrupted under load)."""
+
+    class ShutAtOnce:  # uvicorn's Server as a Ctrl-C leaves it: started, then shut, its socket closed
+        started = False
+
+        async def serve(self, sockets):
+            self.started = True
+            sockets[0].close()  # before the poll for `started` wakes
+            await asyncio.sleep(0.05)
+
+    sock = bind("127.0.0.1", 0)
+    try:
+        asyncio.run(run_server(ShutAtOnce(), sock, Rejections(write=lambda line: None)))
+    finally:
+        sock.close()
+    assert sock.fileno() == -1

@@ -125,5 +125,6 @@ async def run_server(server, sock: socket.socket, rejections) -> None:
     serving = asyncio.ensure_future(server.serve(sockets=[sock]))
     while not (server.started or serving.done()):
         await asyncio.sleep(0.01)
-    sock.listen(KERNEL_QUEUE)
+    if sock.fileno() != -1:  # a Ctrl-C just after the start may have shut the server, and its socket, already
+        sock.listen(KERNEL_QUEUE)
     await serving
