@@ -13,7 +13,9 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import traceback
+import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -88,6 +90,7 @@ def _serve(words: list[str], shown: tuple[str, ...], folder: Path) -> tuple[int,
             lines.append(line)
             if not missing_shown_lines(shown[-1:], line):
                 break
+        _wait_until_it_answers("".join(lines))  # a user's Ctrl-C comes once the page is up, not while it starts
         process.send_signal(signal.SIGINT)
         rest = process.communicate(timeout=60)[0]
         return process.returncode, "".join(lines) + rest
@@ -95,6 +98,20 @@ def _serve(words: list[str], shown: tuple[str, ...], folder: Path) -> tuple[int,
         watchdog.cancel()
         process.kill()
         process.wait()
+
+
+def _wait_until_it_answers(output: str) -> None:
+    """Until the server whose URL `output` prints answers a request (at most SERVER_WAIT_S)."""
+    found = re.search(r"http://[^\s)]+", output)
+    if found is None:
+        return
+    deadline = time.monotonic() + SERVER_WAIT_S
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(found.group(0), timeout=5):
+                return
+        except OSError:
+            time.sleep(0.1)
 
 
 def _expected_status(command: Command) -> int:
