@@ -80,7 +80,7 @@ def _serve(words: list[str], shown: tuple[str, ...], folder: Path) -> tuple[int,
     """Start a server, read its output until the block's last shown line appears, then Ctrl-C it."""
     process = subprocess.Popen(
         [sys.executable, "-m", *words], cwd=folder, env=_environment(), stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True,
+        stderr=subprocess.STDOUT, text=True, preexec_fn=_ctrl_c_as_on_a_terminal,
     )  # fmt: skip
     watchdog = threading.Timer(SERVER_WAIT_S, process.kill)  # a server that never says it is up
     watchdog.start()
@@ -98,6 +98,12 @@ def _serve(words: list[str], shown: tuple[str, ...], folder: Path) -> tuple[int,
         watchdog.cancel()
         process.kill()
         process.wait()
+
+
+def _ctrl_c_as_on_a_terminal() -> None:
+    """A server started here takes Ctrl-C as one started at a terminal does: a test run in the background of a
+    shell without job control (as CI scripts are) inherits SIGINT ignored, and so would the server."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _wait_until_it_answers(output: str) -> None:

@@ -95,6 +95,9 @@ def serve(
         asyncio.run(run_server(web_server(explorer, sock, served, token, limits, rejections), sock, rejections))
     finally:
         rejections.flush()
+    # The server stops only on a signal. uvicorn shuts down on Ctrl-C and raises it again, where asyncio's own handler
+    # turns it into KeyboardInterrupt or, when the server's task has already ended, lets it pass (exit 0): it is one.
+    raise KeyboardInterrupt
 
 
 def web_server(explorer, sock: socket.socket, served: ServedNames, token: str | None, limits, rejections):
