@@ -7,6 +7,7 @@ normal request is answered meanwhile, and each burst of refusals is one log line
 import asyncio
 import contextlib
 import re
+import signal
 import socket
 import threading
 import time
@@ -24,6 +25,7 @@ from ganforge.explore.hosts import ServedNames
 from ganforge.explore.networks import load_networks
 from ganforge.explore.rejections import Rejections
 from ganforge.explore.server import bind, run_server, web_server
+from ganforge.explore.stopping import stopped_by_signals
 
 LIMITS = ConnectionLimits(cap=8, read_deadline_s=1.0)
 HALF_REQUEST = b"GET /api/networks HTTP/1.1\r\nHost: 127.0.0.1\r\n"
@@ -198,3 +200,51 @@ def test_a_server_shut_as_soon_as_it_started_ends_without_an_error():
     finally:
         sock.close()
     assert sock.fileno() == -1
+
+
+class _Terminated(Exception):
+    """What the CLI's SIGTERM handler raises (exit 143), standing in for it here."""
+
+
+def _raise_terminated(signum, frame):
+    raise _Terminated
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("delay_s", [0.0, 0.002, 0.02, None])
+def test_a_signal_at_any_moment_of_the_start_or_while_serving_stops_the_server_once(explorer, signum, delay_s):
+    """Ctrl-C and SIGTERM have one owner while explore serves, whatever their moment (before uvicorn starts, during
+    its start, once it serves: None): the server stops, its socket closes, and the signal comes out again as the CLI
+    turns it into 130 or 143. Two owners (uvicorn's capture and asyncio.run's handler) gave a traceback, a hang or
+    exit 0 depending on the moment."""
+    sock = bind("127.0.0.1", 0)
+    rejections = Rejections(write=lambda line: None)
+    server = web_server(explorer, sock, ServedNames.of(("127.0.0.1",)), None, LIMITS, rejections)
+    handlers_while_serving = []
+
+    async def signalled():
+        ours = signal.getsignal(signal.SIGINT)
+        loop = asyncio.get_running_loop()
+        loop.call_later(10, setattr, server, "should_exit", True)  # a watchdog, so that a hang fails the test
+        if delay_s is not None:
+            loop.call_later(delay_s, signal.raise_signal, signum)
+        serving = asyncio.ensure_future(run_server(server, sock, rejections))
+        while not (server.started or serving.done()):
+            await asyncio.sleep(0.001)
+        handlers_while_serving.extend(signal.getsignal(s) is ours for s in (signal.SIGINT, signal.SIGTERM))
+        if delay_s is None:
+            signal.raise_signal(signum)
+        await serving
+
+    previous_sigterm = signal.signal(signal.SIGTERM, _raise_terminated)
+    start = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt if signum == signal.SIGINT else _Terminated), stopped_by_signals(server):
+            asyncio.run(signalled())
+    finally:
+        signal.signal(signal.SIGTERM, previous_sigterm)
+        sock.close()
+    assert time.monotonic() - start < 8, "the server did not stop on the signal; the watchdog stopped it"
+    assert server.should_exit and not server.force_exit
+    assert handlers_while_serving == [True, True], "another handler owned the signals while the server ran"
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

@@ -72,6 +72,7 @@ def serve(
     from ganforge.explore.latents import LatentFiles
     from ganforge.explore.networks import load_networks
     from ganforge.explore.rejections import Rejections
+    from ganforge.explore.stopping import stopped_by_signals
 
     check_allowed(allowed_hosts)
     latent_files = LatentFiles(latents)
@@ -91,13 +92,12 @@ def serve(
     sys.stdout.flush()
     served = ServedNames.of((host, sock.getsockname()[0]), allowed_hosts)
     rejections = Rejections()
+    server = web_server(explorer, sock, served, token, limits, rejections)
     try:
-        asyncio.run(run_server(web_server(explorer, sock, served, token, limits, rejections), sock, rejections))
+        with stopped_by_signals(server):
+            asyncio.run(run_server(server, sock, rejections))
     finally:
         rejections.flush()
-    # The server stops only on a signal. uvicorn shuts down on Ctrl-C and raises it again, where asyncio's own handler
-    # turns it into KeyboardInterrupt or, when the server's task has already ended, lets it pass (exit 0): it is one.
-    raise KeyboardInterrupt
 
 
 def web_server(explorer, sock: socket.socket, served: ServedNames, token: str | None, limits, rejections):
@@ -109,6 +109,7 @@ def web_server(explorer, sock: socket.socket, served: ServedNames, token: str | 
     from ganforge.explore.app import build_app
     from ganforge.explore.connections import ACCEPT_BATCH, Connections, protocol_factory
     from ganforge.explore.guards import HostGuard, TokenGuard
+    from ganforge.explore.stopping import SignalFreeServer
 
     port = sock.getsockname()[1]
     app = HostGuard(TokenGuard(build_app(explorer), token, port, rejections), served, rejections)
@@ -116,7 +117,7 @@ def web_server(explorer, sock: socket.socket, served: ServedNames, token: str | 
     config = uvicorn.Config(
         app, http=protocol, backlog=ACCEPT_BATCH, log_level="error", access_log=False, lifespan="off"
     )
-    return uvicorn.Server(config)
+    return SignalFreeServer(config)
 
 
 async def run_server(server, sock: socket.socket, rejections) -> None:
