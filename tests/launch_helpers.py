@@ -20,9 +20,24 @@ TIMEOUT = 120
 
 
 def free_port() -> int:
+    """A port free now, for a server that must bind it itself; another process may take it before then, so where the
+    test can hold the port (a rendezvous store), `rendezvous_store` does."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def rendezvous_store():
+    """A c10d rendezvous store hosted here, bound from the start -> its endpoint "127.0.0.1:PORT". torchrun launchers
+    given it find its port taken and join it as clients, as they join a store another node hosts; a port only picked
+    free here is bound seconds later by the first launcher, and another test's server or gloo connection could take
+    it meanwhile (then that launcher fails and the other waits on the squatter)."""
+    store = torch.distributed.TCPStore("127.0.0.1", 0, is_master=True, multi_tenant=True, wait_for_workers=False)
+    try:
+        yield f"127.0.0.1:{store.port}"
+    finally:
+        del store
 
 
 CHILD_THREADS = 1  # torch's intra-op threads in the processes these helpers start: the test's budget is one core

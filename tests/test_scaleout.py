@@ -22,8 +22,8 @@ from launch_helpers import (
     alive,
     assert_identical,
     descendants,
-    free_port,
     kill_all,
+    rendezvous_store,
     run_command,
     run_dir,
     start,
@@ -76,14 +76,15 @@ def test_a_worker_killed_mid_run_is_restarted_and_the_run_ends_as_if_uninterrupt
 
 
 def test_two_launchers_as_two_nodes_end_like_one_launcher_with_two_processes(data, reference, tmp_path):
-    rendezvous = ("--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{free_port()}", "--rdzv-id=scaleout-test")
-    nodes = [start(_torchrun(data, tmp_path, "--nnodes=2", f"--node-rank={node}", "--nproc-per-node=1", *rendezvous))
-             for node in range(2)]  # fmt: skip
-    try:
-        outputs = [node.communicate(timeout=TIMEOUT)[0] for node in nodes]
-    finally:
-        for node in nodes:
-            kill_all(node)
+    with rendezvous_store() as endpoint:
+        rendezvous = ("--rdzv-backend=c10d", f"--rdzv-endpoint={endpoint}", "--rdzv-id=scaleout-test")
+        nodes = [start(_torchrun(data, tmp_path, "--nnodes=2", f"--node-rank={node}", "--nproc-per-node=1",
+                                 *rendezvous)) for node in range(2)]  # fmt: skip
+        try:
+            outputs = [node.communicate(timeout=TIMEOUT)[0] for node in nodes]
+        finally:
+            for node in nodes:
+                kill_all(node)
     for node, output in zip(nodes, outputs, strict=True):
         assert node.returncode == 0, output[-4000:]
     assert run_dir(tmp_path).name.endswith("-gpus2-batch8")
@@ -132,15 +133,30 @@ def test_each_restart_attempt_sees_none_of_the_previous_attempts_keys(elastic_en
     """A restarted worker must not read the address a dead worker of the previous attempt published."""
     shared = tdist.HashStore()
     elastic_env.setenv("TORCHELASTIC_RESTART_COUNT", "0")
-    dist._attempt_store(shared).set("rank_0_address", "127.0.0.1:30098")
+    dist._attempt_store(shared, 0).set("rank_0_address", "127.0.0.1:30098")
     elastic_env.setenv("TORCHELASTIC_RESTART_COUNT", "1")
-    second = dist._attempt_store(shared)
+    second = dist._attempt_store(shared, 0)
     assert not second.check(["rank_0_address"])
     second.set("rank_0_address", "127.0.0.1:41000")
     assert second.get("rank_0_address") == b"127.0.0.1:41000"
 
 
+def test_each_group_a_process_joins_sees_none_of_its_earlier_groups_keys_and_ranks_agree_on_it(elastic_env):
+    """A process that trains twice under one agent store (two `run` calls) forms a second group whose ranks must not
+    read the first group's addresses (2 of 5 two-rank runs of three trainings hung before), and whose ranks, each
+    counting its own joins, name the group alike."""
+    shared = tdist.HashStore()
+    elastic_env.setenv("TORCHELASTIC_RESTART_COUNT", "0")
+    first = [dist._attempt_store(shared, rank) for rank in (0, 1)]
+    first[0].set("rank_0_address", "127.0.0.1:30098")
+    assert first[1].get("rank_0_address") == b"127.0.0.1:30098"
+    second = [dist._attempt_store(shared, rank) for rank in (1, 0)]
+    assert not any(store.check(["rank_0_address"]) for store in second)
+    second[1].set("rank_0_address", "127.0.0.1:41000")
+    assert second[0].get("rank_0_address") == b"127.0.0.1:41000"
+
+
 def test_restarts_on_several_nodes_with_a_shared_store_are_refused_with_the_fix(elastic_env):
     elastic_env.setenv("GROUP_WORLD_SIZE", "2")
     with pytest.raises(UserError, match="TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1"):
-        dist._attempt_store(tdist.HashStore())
+        dist._attempt_store(tdist.HashStore(), 0)

@@ -13,6 +13,7 @@ torchrun, stopped by the signal itself, reports none of its ranks' statuses, so 
 checkpoints that exist by then.
 """
 
+import contextlib
 import functools
 import json
 import os
@@ -27,7 +28,7 @@ import pytest
 
 from ganforge import checkpoint
 from ganforge.checkpoint.store import checkpoint_name
-from launch_helpers import TIMEOUT, alive, descendants, env, free_port, kill_all, run_dir, tiny_archive
+from launch_helpers import TIMEOUT, alive, descendants, env, kill_all, rendezvous_store, run_dir, tiny_archive
 
 ROOT = Path(__file__).resolve().parents[1]
 SBATCH = ROOT / "examples" / "slurm" / "train.sbatch"
@@ -190,21 +191,28 @@ def test_the_slurm_examples_signal_to_every_process_of_its_step_checkpoints_and_
     signal as its own SignalException (exit 1, with torch's traceback): the one traceback allowed. Each rank exits
     with the signal's status once the checkpoint is written."""
     options, exported, example_signal = _slurm_example(tmp_path)
-    options[options.index("--rdzv-endpoint") + 1] = f"127.0.0.1:{free_port()}"  # the example's fixed port may be taken
     rank = [sys.executable, "-u", "-c", RANK_PROGRAM]  # what `-m ganforge` runs, with its record
-    launcher = [sys.executable, "-m", "torch.distributed.run", *options, "--no-python", *rank]
     outdir, records = tmp_path / "runs", tmp_path / "ranks"
     outdir.mkdir()
     records.mkdir()
     recording = {"RANK_RECORDS": str(records), "RANK_CHECKPOINTS": str(outdir / "*" / "checkpoints" / "ckpt-*")}
 
-    def launch(kimg: float) -> subprocess.Popen:
-        return _start([*launcher, *_train(data, outdir, kimg)], exported | recording)
+    @contextlib.contextmanager
+    def launch(kimg: float):
+        """torchrun as the example starts it, at a store of its own (the example's fixed port may be taken)."""
+        with rendezvous_store() as endpoint:
+            options[options.index("--rdzv-endpoint") + 1] = endpoint
+            launcher = [sys.executable, "-m", "torch.distributed.run", *options, "--no-python", *rank]
+            proc = _start([*launcher, *_train(data, outdir, kimg)], exported | recording)
+            try:
+                yield proc
+            finally:
+                kill_all(proc)
 
     position = 0
     for signum in (example_signal, signal.SIGINT):
-        proc = launch(KIMG)
-        output, below = _signal_when_trained(proc, outdir, position, functools.partial(_send_each, signum))
+        with launch(KIMG) as proc:
+            output, below = _signal_when_trained(proc, outdir, position, functools.partial(_send_each, signum))
         assert len(below) == 2 + 2 * 2, below  # two ranks, two DataLoader workers each
         signalled = f"SignalException: Process {proc.pid} got signal: {int(signum)}" in output
         assert proc.returncode == 1 and signalled, (proc.returncode, output[-4000:])  # what torchrun said, if not
@@ -212,7 +220,8 @@ def test_the_slurm_examples_signal_to_every_process_of_its_step_checkpoints_and_
         assert position == 0 or f"resuming at {position / 1000:g} kimg" in output, output[-4000:]
         position = _stopped_at(outdir, position)
         assert _rank_exits(records, position) == {"rank0": (128 + signum, True), "rank1": (128 + signum, True)}
-    _finish(launch((position + 8) / 1000), position)
+    with launch((position + 8) / 1000) as proc:
+        _finish(proc, position)
 
 
 def test_a_group_sigterm_stops_dataset_build_and_its_workers_leaving_nothing_half_written(tmp_path):

@@ -49,28 +49,32 @@ def init(device: str = "auto") -> torch.device:
         store, rank_, size = next(tdist.rendezvous("env://", timeout=_TIMEOUT))
         store.set_timeout(_TIMEOUT)
         backend = "nccl" if use_cuda else "gloo"
-        tdist.init_process_group(backend, store=_attempt_store(store), rank=rank_, world_size=size, timeout=_TIMEOUT)
+        tdist.init_process_group(backend, store=_attempt_store(store, rank_), rank=rank_, world_size=size, timeout=_TIMEOUT)
     return dev
 
 
-def _attempt_store(store: tdist.Store) -> tdist.Store:
-    """The rendezvous store, seen through a namespace of this launch attempt's own.
+def _attempt_store(store: tdist.Store, rank: int) -> tdist.Store:
+    """The rendezvous store, seen through a namespace of this launch attempt's own, and of this group within it.
 
     torchrun's c10d rendezvous keeps one store for the launcher's lifetime and hands it to every generation of
     workers it starts. Each rank publishes its address there under a fixed key, so after an elastic restart
     (--max-restarts) a new worker can read the address of a dead worker of the previous attempt and fail to connect,
     or hang, while the group forms (pytorch/pytorch#135712). The restart count names the attempt; it is the same for
     every worker of one launcher, but launchers on different nodes count restarts apart (a node that restarts for
-    a membership change does not count it), so there the fix is torch's own switch to a fresh store per attempt."""
+    a membership change does not count it), so there the fix is torch's own switch to a fresh store per attempt.
+    The same holds within one attempt for a process that trains twice (two `run` calls of the Python API): its
+    second group would read its first group's addresses. Each rank counts the groups it joined in the store itself;
+    every rank joins the same groups in the same order, so the count names the group alike on every rank."""
     if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
-        return store  # rank 0 hosts a fresh store for every attempt: nothing stale to read
+        return store  # rank 0 hosts a fresh store for every group: nothing stale to read
     if int(os.environ.get("GROUP_WORLD_SIZE", "1")) > 1 and int(os.environ.get("TORCHELASTIC_MAX_RESTARTS", "0")):
         raise UserError(
             "torchrun --max-restarts on several nodes needs TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 in every launcher's "
             "environment (export it before torchrun): with the store shared between attempts, a restarted worker "
             "can read a dead worker's address and hang"
         )
-    return tdist.PrefixStore(f"ganforge/attempt-{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}", store)
+    attempt = tdist.PrefixStore(f"ganforge/attempt-{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}", store)
+    return tdist.PrefixStore(f"group-{attempt.add(f'groups-joined-by-rank-{rank}', 1)}", attempt)
 
 
 def _stop_with_launcher() -> None:
