@@ -1273,7 +1273,7 @@ MUTANTS = (
       "self.problems = list(problems)",
       ("tests/data/test_data_shards.py::test_a_url_with_credentials_is_read_with_them_and_shown_without",
        "tests/test_urls.py::test_a_user_error_never_quotes_a_secret")),
-    M("log_line_quotes_secrets", "train/logs.py", "        text = public_text(text)\n", "",
+    M("log_line_quotes_secrets", "train/text_sink.py", "        text = public_text(text)\n", "",
       ("tests/train/test_train_rundir.py::test_log_lines_and_a_failure_quote_urls_without_their_secrets",)),
     M("names_not_utf8_accepted", "data/archive.py", "        _refuse_undecodable(path, names)\n", "",
       ("tests/hostile/test_hostile_data.py::test_hostile_datasets_are_refused_in_one_line",)),
