@@ -2,6 +2,7 @@
 the order the run emits them; a tracker that fails holds up none of the other sinks."""
 
 import json
+import threading
 import time
 
 import numpy as np
@@ -9,7 +10,7 @@ import pytest
 import torch
 
 from ganforge.events import FanOut, Quiet
-from ganforge.track.session import TrackedRun
+from ganforge.track import session
 from ganforge.train import logs
 from ganforge.train.facts import DatasetFacts, Facts
 from ganforge.train.options import TrainOptions
@@ -47,6 +48,7 @@ def _alert_at_the_second_tick(record: dict) -> list[str]:
 
 
 def _emit_a_short_run(log: logs.RunLog, run_dir) -> None:
+    """Every event of a run, its close aside."""
     log.print("starting at 0 kimg")
     log.record("derived: detail for log.txt")
     log.images("reals", np.zeros([8, 8, 1], np.uint8), run_dir / "reals.png", 0)
@@ -57,13 +59,13 @@ def _emit_a_short_run(log: logs.RunLog, run_dir) -> None:
     log.saved("snapshot", run_dir / "network-snapshot-000000.safetensors")
     log.saved("checkpoint", run_dir / "ckpt-000000032")
     log.outcome = "finished"
-    log.close()
 
 
 def test_a_sink_given_at_construction_receives_every_event_in_order(tmp_path):
     first, second = Recording(), Recording()
     log = logs.RunLog(tmp_path, 32, 0, [first, second], watch=_alert_at_the_second_tick)
     _emit_a_short_run(log, tmp_path)
+    log.close()
     expected = [
         ("line", "starting at 0 kimg", True),
         ("line", "derived: detail for log.txt", False),
@@ -83,6 +85,7 @@ def test_the_run_folder_sinks_write_the_same_events_and_a_rank_without_sinks_is_
     recording = Recording()
     log = logs.RunLog(tmp_path, 32, 0, [*folder_sinks(tmp_path, 32, 0), recording], _alert_at_the_second_tick)
     _emit_a_short_run(log, tmp_path)
+    log.close()
     records = [json.loads(line) for line in (tmp_path / "stats.jsonl").read_text().splitlines()]
     assert [(r["tick"], r.get("alerts")) for r in records] == [(1, None), (2, ["D diverged"])]
     lines = (tmp_path / "log.txt").read_text().splitlines()
@@ -93,37 +96,53 @@ def test_the_run_folder_sinks_write_the_same_events_and_a_rank_without_sinks_is_
     watched = []
     silent = logs.RunLog(None, 32, 0, watch=watched.append)  # another rank: nothing written, nothing watched
     _emit_a_short_run(silent, tmp_path / "elsewhere")
+    silent.close()
     assert watched == [] and not (tmp_path / "elsewhere").exists()
 
 
-class Unreachable:
-    """A tracker whose server never answers."""
+class Flaky:
+    """A tracker whose server refuses the first call, then answers, and never ends its run (until `ended` is set)."""
 
     name, location = "mlflow", "http://mlflow.example"
 
+    def __init__(self):
+        self.refused, self.ended = False, threading.Event()
+
     def __getattr__(self, method):
         def call(*args):
-            raise ConnectionError("server down")
+            if not self.refused:
+                self.refused = True
+                raise ConnectionError("server down")
+            if method == "finish":
+                self.ended.wait()
+            return "id-1" if method == "start" else None
 
         return call
 
 
-def test_a_failing_tracker_stops_none_of_the_other_sinks(tmp_path):
+def test_a_failing_tracker_stops_none_of_the_other_sinks_and_its_warnings_reach_log_txt(tmp_path, monkeypatch):
+    monkeypatch.setattr(session, "CLOSE_TIMEOUT_S", 0.2)  # the run's end waits this long for the tracker
     options = TrainOptions(data=str(tmp_path / "data"), outdir=str(tmp_path), preset="tiny", tracker="mlflow")
     cfg = resolve(options, Facts(DatasetFacts(8, 1, 0, "squares", 32), 1, "cpu"))
-    after = Recording()
+    tracker, after = Flaky(), Recording()
 
     def trackers(say):
-        return TrackedRun(cfg, tmp_path, say, make=lambda *names: Unreachable())
+        return session.TrackedRun(cfg, tmp_path, say, make=lambda *names: tracker)
 
-    log = logs.RunLog(tmp_path, 32, 0, [*folder_sinks(tmp_path, 32, 0, trackers), after], _alert_at_the_second_tick)
-    deadline = time.monotonic() + 10
-    while "start failed" not in (tmp_path / "log.txt").read_text() and time.monotonic() < deadline:
-        time.sleep(0.01)  # the tracker's thread says its failure through the text sink, into log.txt
-    _emit_a_short_run(log, tmp_path)
-    text = (tmp_path / "log.txt").read_text()
+    try:
+        log = logs.RunLog(tmp_path, 32, 0, [*folder_sinks(tmp_path, 32, 0, trackers), after], _alert_at_the_second_tick)
+        _emit_a_short_run(log, tmp_path)  # while the tracker is failing
+        deadline = time.monotonic() + 10
+        while "reachable again" not in (tmp_path / "log.txt").read_text() and time.monotonic() < deadline:
+            time.sleep(0.01)  # its retry, a second later
+        log.close()
+        text = (tmp_path / "log.txt").read_text()
+    finally:
+        tracker.ended.set()
     assert "warning: mlflow: start failed (ConnectionError: server down); retrying" in text
-    assert "warning: mlflow: " in text.splitlines()[-1] and "not sent" in text.splitlines()[-1]  # closed first
+    assert "warning: mlflow: reachable again after 1 failed attempt(s)" in text
+    # the trackers closed before log.txt: what they say at the end is its last line
+    assert text.splitlines()[-1].startswith("warning: mlflow: 1 event(s) not sent")
     assert len((tmp_path / "stats.jsonl").read_text().splitlines()) == 2
     assert [event[0] for event in after.events].count("tick") == 2 and after.events[-1] == ("close", "finished")
 
