@@ -36,6 +36,7 @@ class Mutant:
 
 
 REFERENCE = "tests/train/test_train_reference.py::"
+SINKS = "tests/train/test_train_sinks.py::"
 KERNELS = "tests/nets/test_kernels_triton.py::"
 SCHEDULE = "tests/train/test_train_schedule.py::"
 RUN_CHOICE = "tests/train/test_train_run_choice.py::"
@@ -1278,7 +1279,7 @@ MUTANTS = (
       "self.problems = list(problems)",
       ("tests/data/test_data_shards.py::test_a_url_with_credentials_is_read_with_them_and_shown_without",
        "tests/test_urls.py::test_a_user_error_never_quotes_a_secret")),
-    M("log_line_quotes_secrets", "train/logs.py", "        text = public_text(text)\n", "",
+    M("log_line_quotes_secrets", "train/text_sink.py", "        text = public_text(text)\n", "",
       ("tests/train/test_train_rundir.py::test_log_lines_and_a_failure_quote_urls_without_their_secrets",)),
     M("names_not_utf8_accepted", "data/archive.py", "        _refuse_undecodable(path, names)\n", "",
       ("tests/hostile/test_hostile_data.py::test_hostile_datasets_are_refused_in_one_line",)),
@@ -1502,6 +1503,20 @@ MUTANTS = (
          "        state.stopping.set()",
          "run.py::test_a_sweep_stopped_by_sigterm_stops_its_trial_after_a_checkpoint_and_queues_it_to_continue"),
     )),
+    # one event path: the fan-out passes every event to every sink, trackers close before log.txt
+    M("fanout_tick_misses_the_last_sink", "events.py",
+      "        for sink in self.sinks:\n            sink.tick(record, alerts, nimg)",
+      "        for sink in self.sinks[:-1]:\n            sink.tick(record, alerts, nimg)",
+      (SINKS + "test_a_sink_given_at_construction_receives_every_event_in_order",)),
+    M("fanout_close_stops_at_a_failing_sink", "events.py",
+      "        with contextlib.ExitStack() as closing:\n            for sink in reversed(self.sinks):  # an exit stack "
+      "runs its callbacks last in, first out\n                closing.callback(sink.close, outcome)",
+      "        for sink in self.sinks:\n            sink.close(outcome)",
+      (SINKS + "test_every_sink_is_closed_when_one_fails_to_close",)),
+    M("trackers_closed_after_log_txt", "train/sinks.py",
+      "return [*sinks, *([tracked] if tracked is not None else []), text]",
+      "return [*sinks, text, *([tracked] if tracked is not None else [])]",
+      (SINKS + "test_a_failing_tracker_stops_none_of_the_other_sinks_and_its_warnings_reach_log_txt",)),
 )  # fmt: skip
 
 

@@ -33,7 +33,7 @@ def test_the_estimate_comes_once_after_ten_seconds_of_steps_from_the_end_of_the_
     remaining = (40_000 - 336) / (320 / 12)
     assert _lines(tmp_path) == [
         f"estimate: 26.7 img/s on this machine over 320 images; the remaining 39.664 kimg take about "
-        f"{logs._hms(remaining)} at that speed (each tick's status line updates it)"
+        f"{logs.hms(remaining)} at that speed (each tick's status line updates it)"
     ]
 
 

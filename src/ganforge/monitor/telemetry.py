@@ -1,5 +1,6 @@
 """The training loop's one handle on the observers: `Monitor` starts the sampler on each node's first process,
-times the step's sections, profiles once on rank 0, and turns each tick into telemetry statistics and alerts.
+times the step's sections, profiles once on rank 0, and turns each tick into telemetry statistics (the alerts,
+monitor/alerts.py, are checked by the run's log on the record it writes).
 
 Statistics it adds per tick (see docs/watching.md): `GPU<i>/<signal>` or `CPU/<signal>` with /min and /max,
 `Timing/<section>_share`, the CUDA allocator's `Memory/*_gb`, and `Loss/D_over_G`.
@@ -16,7 +17,6 @@ import torch
 from ganforge import dist
 from ganforge.config import Config
 from ganforge.monitor import nvml as nvml_reader
-from ganforge.monitor.alerts import Alerts
 from ganforge.monitor.probe import Probe
 from ganforge.monitor.profiler import StepProfiler
 from ganforge.monitor.readers import CpuReader, GpuReader, gpu_handles
@@ -45,7 +45,6 @@ class Monitor:
         self.profiler = StepProfiler(
             steps, warm_nimg, profile_dir, device, self.probe, say, phases or {}, detail=cfg.run.profile_detail
         )
-        self.alerts = Alerts(cfg.world_size)
         self._sampler: Sampler | None = None
         self._resources = contextlib.ExitStack()
         self._since: float | None = None

@@ -1,7 +1,7 @@
 """Reading what a run folder holds (written by `ganforge train`), tolerating a run that is still writing, and one that
 is damaged or was made by someone else.
 
-`config.json`, `env.json`, `labels.json` (rundir.py); `log.txt`; `stats.jsonl`, one record per tick (logs.py);
+`config.json`, `env.json`, `labels.json` (rundir.py); `log.txt`; `stats.jsonl`, one record per tick (sinks.py);
 `metric-<name>.jsonl`, one result per line with the snapshot it measured and the images it used (metrics
 `append_result`); `reals.png`, `fakes<kimg>.png`; `snapshots/network-snapshot-<kimg>.safetensors`;
 `checkpoints/ckpt-<images>/`; `profile/summary.txt` (`train --profile`).

@@ -10,10 +10,13 @@ import math
 import threading
 from pathlib import Path
 
+import numpy as np
+
 from ganforge import __version__
 from ganforge.config import Config, config_hash, flatten, is_maths
 from ganforge.config.sections import TRACKERS
 from ganforge.durable import replace_file
+from ganforge.events import Quiet
 from ganforge.track.background import BackgroundTracker
 
 IDS_FILE = "trackers.json"
@@ -70,9 +73,11 @@ def metric_scalars(record: dict) -> dict[str, float]:
     return values | {f"Metrics/{name}/{key}": float(n) for key, n in counts.items() if isinstance(n, int)}
 
 
-class TrackedRun:
-    """The trackers `cfg.run.tracker` names, opened for `run_dir`; `say(text)` tells the user where each keeps the
-    run and what failed (as warnings)."""
+class TrackedRun(Quiet):
+    """The trackers `cfg.run.tracker` names, opened for `run_dir`: a run's sink (events.py) that sends each tracker
+    the run's ticks, alerts, metric results, grids and saved files from its own thread; `say(text)` tells the user
+    where each keeps the run and what failed (as warnings). A tracker that fails holds up neither training nor the
+    other sinks: its events wait in its queue and are retried."""
 
     def __init__(self, cfg: Config, run_dir: Path, say, make=make_tracker):
         self.run_dir, self.artifacts, self.say = run_dir, cfg.run.tracker_artifacts, say
@@ -121,17 +126,16 @@ class TrackedRun:
         if record.get("protocol"):
             self._send("params", {}, {f"metric.{record['metric']}.protocol": str(record["protocol"])})
 
-    def image(self, key: str, path: Path, nimg: int) -> None:
-        self._send("image", key, path, nimg)
+    def images(self, tag: str, grid: np.ndarray, path: Path, nimg: int) -> None:
+        self._send("image", tag, path, nimg)
 
-    def snapshot(self, path: Path) -> None:
-        if self.artifacts in ("snapshots", "checkpoints"):
+    def saved(self, kind: str, path: Path) -> None:
+        """A snapshot file, or each file of a checkpoint folder, as the run asked (`--tracker-artifacts`)."""
+        if kind == "snapshot" and self.artifacts in ("snapshots", "checkpoints"):
             self._send("artifact", path, "snapshots")
-
-    def checkpoint(self, folder: Path) -> None:
-        if self.artifacts == "checkpoints":
-            for path in sorted(folder.iterdir()):
-                self._send("artifact", path, f"checkpoints/{folder.name}")
+        elif kind == "checkpoint" and self.artifacts == "checkpoints":
+            for file in sorted(path.iterdir()):
+                self._send("artifact", file, f"checkpoints/{path.name}")
 
     def close(self, status: str) -> None:
         """Send report.html (when the run wrote one), end each tracker run with `status`, and wait a bounded time."""

@@ -1,15 +1,13 @@
-"""What the user sees of a run: a progress bar on a terminal (a plain status line per tick otherwise), `log.txt`,
-`stats.jsonl` (one JSON record per tick), TensorBoard scalars and sample grids, `reals.png` and `fakes<kimg>.png`.
+"""What a run reports: the tick statistics, reduced over every rank (one all-reduce per tick), and the events that
+RunLog passes to the run's sinks (events.py; train/sinks.py: log.txt and the terminal, stats.jsonl, TensorBoard, the
+trackers); `reals.png` and `fakes<kimg>.png`.
 
-Only rank 0 writes; every rank takes part in reducing the tick statistics (one all-reduce per tick).
+Only rank 0 writes.
 """
 
-import json
-import math
 import resource
-import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -19,10 +17,10 @@ import torch
 from ganforge import dist
 from ganforge.data.grid import image_grid
 from ganforge.data.loader import to_float
-from ganforge.durable import check_destination, replacing
-from ganforge.monitor.telemetry import status_text
-from ganforge.progress import progress_bar
-from ganforge.urls import public_text
+from ganforge.durable import replacing
+from ganforge.events import FanOut, Sink
+from ganforge.train.sinks import folder_sinks
+from ganforge.train.text_sink import hms
 
 
 class TickStats:
@@ -81,50 +79,38 @@ ESTIMATE_FROM_S = 60.0  # runs whose rest takes less than this say nothing: the 
 
 
 class RunLog:
-    """log.txt + stats.jsonl + TensorBoard + progress display + the experiment trackers (`tracked`, a
-    track.session.TrackedRun) for rank 0; a silent stand-in on other ranks. `outcome` is what the trackers are told
-    when the log closes: "failed" unless the loop says "finished" or "stopped"."""
+    """A run's clock (tick timing, the early estimate) and its events, passed to `sinks` in their order: by default
+    the run folder's (train/sinks.py: log.txt and the terminal, stats.jsonl, TensorBoard); none where `run_dir` is
+    None (ranks other than 0, which only take part in reducing the tick statistics). `watch(record)` returns the
+    alerts that start at a tick. `outcome` is what the sinks are told when the log closes: "failed" unless the loop
+    says "finished" or "stopped"."""
 
-    def __init__(self, run_dir: Path | None, total_nimg: int, start_nimg: int):
-        self.run_dir, self.total_nimg, self.tracked, self.outcome = run_dir, total_nimg, None, "failed"
-        self._print_lock = threading.Lock()  # the trackers' threads print their warnings too
+    def __init__(
+        self,
+        run_dir: Path | None,
+        total_nimg: int,
+        start_nimg: int,
+        sinks: Sequence[Sink] | None = None,
+        watch: Callable[[dict], list[str]] | None = None,
+    ):
+        self.run_dir, self.total_nimg, self.outcome, self._watch = run_dir, total_nimg, "failed", watch
+        if sinks is None:
+            sinks = folder_sinks(run_dir, total_nimg, start_nimg) if run_dir is not None else ()
+        self._sinks = FanOut(sinks)
+        self._quiet = not self._sinks.sinks
         self._start_time, self._start_nimg = time.monotonic(), start_nimg
         self._tick_time, self._tick_nimg = self._start_time, start_nimg
         self._data_seconds = 0.0
         self._first_step: tuple[float, int] | None = None  # when and where the first step ended
         self._estimated = False  # the run's speed said, by the estimate or a status line
-        self._text = self._jsonl = self._tb = self._bar = None
-        if run_dir is not None:
-            for name in ("log.txt", "stats.jsonl"):  # a FIFO planted there would block every line
-                check_destination(run_dir / name)
-            self._text = open(run_dir / "log.txt", "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
-            self._jsonl = open(run_dir / "stats.jsonl", "a", encoding="utf-8")  # noqa: SIM115
-            from torch.utils.tensorboard import SummaryWriter  # slow import; rank 0 only
-
-            self._tb = SummaryWriter(str(run_dir))
-            bar = progress_bar(total=total_nimg / 1000, initial=start_nimg / 1000, unit="kimg", dynamic_ncols=True)
-            self._bar = None if bar.disable else bar  # off a terminal, lines are printed plainly (and flushed)
 
     def print(self, text: str) -> None:
-        """A line for the user: terminal (above the bar) and log.txt; a URL in it public (a tracker's error may
-        quote its server's)."""
-        if self.run_dir is None:
-            return
-        text = public_text(text)
-        with self._print_lock:
-            if self._bar is not None:
-                self._bar.write(text)
-            else:
-                print(text, flush=True)
-            if not self._text.closed:
-                self._text.write(text + "\n")
-                self._text.flush()
+        """A line for the user: terminal (above the bar) and log.txt."""
+        self._sinks.line(text, terminal=True)
 
     def record(self, text: str) -> None:
         """A line for log.txt only (detail the terminal already showed when the run started)."""
-        if self.run_dir is not None:
-            self._text.write(public_text(text) + "\n")
-            self._text.flush()
+        self._sinks.line(text, terminal=False)
 
     def start_clock(self) -> None:
         """Time the first tick from here, not from before the setup (network build, summaries, loader start)."""
@@ -137,7 +123,7 @@ class RunLog:
         """After each training step: once ESTIMATE_AFTER_S of steps have passed since the first one ended (it compiles
         and allocates), say the speed measured on this machine and how long the rest of the run takes at it, before
         the first tick's status line, which may be minutes away on a CPU."""
-        if self._estimated or self.run_dir is None:
+        if self._estimated or self._quiet:
             return
         now = time.monotonic()
         if self._first_step is None:
@@ -152,20 +138,12 @@ class RunLog:
         if remaining >= ESTIMATE_FROM_S:
             self.print(
                 f"estimate: {rate:.1f} img/s on this machine over {cur_nimg - start_nimg} images; the remaining "
-                f"{(self.total_nimg - cur_nimg) / 1000:g} kimg take about {_hms(remaining)} at that speed (each "
+                f"{(self.total_nimg - cur_nimg) / 1000:g} kimg take about {hms(remaining)} at that speed (each "
                 "tick's status line updates it)"
             )
 
-    def tick(
-        self,
-        cur_nimg: int,
-        cur_tick: int,
-        stats: dict[str, float],
-        device: torch.device,
-        watch: Callable[[dict], list[str]] | None = None,
-    ) -> None:
-        """Write one tick: timing, memory and the reduced training statistics; `watch(record)` returns the alerts
-        that start at this tick, printed as warnings and kept in the record under `alerts`."""
+    def tick(self, cur_nimg: int, cur_tick: int, stats: dict[str, float], device: torch.device) -> None:
+        """One tick: timing, memory and the reduced training statistics, with the alerts that start at it."""
         now = time.monotonic()
         seconds, images = now - self._tick_time, cur_nimg - self._tick_nimg
         rate = images / max(seconds, 1e-9)
@@ -180,55 +158,29 @@ class RunLog:
             "Memory/peak_gb": peak_memory_gb(device),
         }
         self._tick_time, self._tick_nimg, self._data_seconds = now, cur_nimg, 0.0
-        if self.run_dir is None or images == 0:  # nothing trained since the last record (start or resume)
+        if self._quiet or images == 0:  # nothing trained since the last record (start or resume)
             return
         self._estimated = True  # the status line says the speed from now on
-        done_rate = (cur_nimg - self._start_nimg) / max(now - self._start_time, 1e-9)
-        eta = (self.total_nimg - cur_nimg) / max(done_rate, 1e-9)
-        alerts = watch(record) if watch is not None else []
-        self._jsonl.write(json.dumps(record | ({"alerts": alerts} if alerts else {})) + "\n")
-        self._jsonl.flush()
-        for key, value in record.items():
-            if key not in ("tick", "kimg") and math.isfinite(value):
-                self._tb.add_scalar(key, value, cur_nimg)
-        self._tb.flush()
-        if self.tracked is not None:
-            self.tracked.tick(record, alerts, cur_nimg)
-        if self._bar is not None:
-            self._bar.update(cur_nimg / 1000 - self._bar.n)
-            self._bar.set_postfix_str(f"{rate:.1f} img/s")
-        self.print(_status_line(record, self.total_nimg, eta))
-        for alert in alerts:
-            self.print(f"warning: {alert}")
+        # The alerts are a stage before the fan-out, not a sink: every sink keeps them with the record (stats.jsonl
+        # under `alerts`, the trackers as alert events, the terminal as warnings), so they are known before any sink
+        # sees the tick; and the watch sees each record once, however many sinks there are.
+        alerts = self._watch(record) if self._watch is not None else []
+        self._sinks.tick(record, alerts, cur_nimg)
 
     def metric(self, record: dict, cur_nimg: int) -> None:
-        """One metric result: a log line and TensorBoard scalars under Metrics/."""
-        for key, value in record["results"].items():
-            self.print(f"metric {key} = {value:.4g} ({record['seconds']:.0f} s)")
-            if self._tb is not None:
-                self._tb.add_scalar(f"Metrics/{key}", value, cur_nimg)
-        if self.tracked is not None:
-            self.tracked.metric(record, cur_nimg)
+        """One metric result (a log line and TensorBoard scalars under Metrics/)."""
+        self._sinks.metric(record, cur_nimg)
 
     def images(self, tag: str, grid: np.ndarray, path: Path, cur_nimg: int) -> None:
         """A sample grid, saved at `path`."""
-        if self._tb is not None:
-            self._tb.add_image(tag, grid, cur_nimg, dataformats="HWC")
-            self._tb.flush()
-        if self.tracked is not None:
-            self.tracked.image(tag, path, cur_nimg)
+        self._sinks.images(tag, grid, path, cur_nimg)
 
     def saved(self, kind: str, path: Path) -> None:
         """A snapshot file or a checkpoint folder (`kind`) was written: the trackers get it if asked to."""
-        if self.tracked is not None:
-            (self.tracked.snapshot if kind == "snapshot" else self.tracked.checkpoint)(path)
+        self._sinks.saved(kind, path)
 
     def close(self) -> None:
-        if self.tracked is not None:  # first: its warnings go to log.txt
-            self.tracked.close(self.outcome)
-        for handle in (self._bar, self._tb, self._text, self._jsonl):
-            if handle is not None:
-                handle.close()
+        self._sinks.close(self.outcome)
 
 
 def label_meta(dataset) -> dict:
@@ -238,33 +190,6 @@ def label_meta(dataset) -> dict:
         return {}
     kind = "classes" if dataset.raw_labels.ndim == 1 else "vectors"
     return {"labels": {"kind": kind, "names": [str(name) for name in dataset.label_names]}}
-
-
-def _status_line(r: dict, total_nimg: int, eta_s: float) -> str:
-    skipped = sum(v for k, v in r.items() if k.startswith("Skipped/"))
-    parts = [
-        f"tick {r['tick']:<4d}",
-        f"kimg {r['kimg']:.3f}/{total_nimg / 1000:g}",
-        f"{r['Timing/img_per_s']:.1f} img/s",
-        f"{r['Timing/sec_per_kimg']:.1f} s/kimg",
-        f"data {100 * r['Timing/data_wait_share']:.0f}%",
-    ]
-    for key, label in (("Loss/G/main", "G"), ("Loss/D/main", "D"), ("Scores/real", "D(real)"), ("Aug/p", "p")):
-        if key in r:
-            parts.append(f"{label} {r[key]:.3f}")
-    hardware = status_text(r)
-    parts += [
-        f"mem {r['Memory/peak_gb']:.2f} GB",
-        *([hardware] if hardware else []),
-        f"skipped {skipped:g}",
-        f"eta {_hms(eta_s)}",
-    ]
-    return "  ".join(parts)
-
-
-def _hms(seconds: float) -> str:
-    seconds = int(seconds)
-    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
 def kimg_name(cur_nimg: int, schedule) -> str:

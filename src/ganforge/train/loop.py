@@ -9,6 +9,7 @@ checkpoint continues exactly as if it had never stopped.
 import contextlib
 import signal
 import time
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -21,6 +22,7 @@ from ganforge.data.remote import ServerError
 from ganforge.devices import describe_kernels
 from ganforge.errors import UserError
 from ganforge.metrics import append_result, compute_metrics
+from ganforge.monitor.alerts import Alerts
 from ganforge.monitor.telemetry import Monitor
 from ganforge.nets import summary
 from ganforge.nets.growth import describe_stage, stage_of
@@ -31,6 +33,7 @@ from ganforge.train import checkpointing, growing, logs
 from ganforge.train.build import Runtime, build
 from ganforge.train.phases import check_divergence, micro_batches, run_phase, tick_scalars
 from ganforge.train.schedules import augment_p_at, ema_beta, ema_kimg_at, phase_due, update_ema
+from ganforge.train.sinks import folder_sinks
 from ganforge.urls import public_url
 
 
@@ -48,8 +51,9 @@ def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | N
     cur_nimg = handled_nimg = saved_nimg = loop["cur_nimg"]
     if resume is None:
         handled_nimg = saved_nimg = -1  # a fresh run reports, samples and checkpoints its starting point
-    log = logs.RunLog(run_dir if dist.is_main() else None, total_nimg, cur_nimg)
-    log.tracked = _trackers(cfg, run_dir, log.print)
+    main_dir = run_dir if dist.is_main() else None  # only rank 0 writes
+    sinks = folder_sinks(run_dir, total_nimg, cur_nimg, partial(_trackers, cfg, run_dir)) if main_dir else ()
+    log = logs.RunLog(main_dir, total_nimg, cur_nimg, sinks, watch=Alerts(cfg.world_size).check)
     retention = checkpoint.Retention(
         keep_last=cfg.run.keep_last, keep_every_kimg=cfg.run.keep_every, keep_max_age_days=cfg.run.keep_max_age
     )
@@ -80,7 +84,7 @@ def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | N
                 values = tick_stats.reduce(device, tick_scalars(trainer) | _augment_stats(trainer))
                 check_divergence(values)
                 stats = monitor.tick(values)
-                log.tick(cur_nimg, tick_of(cur_nimg, tick_nimg), stats, device, monitor.alerts.check)
+                log.tick(cur_nimg, tick_of(cur_nimg, tick_nimg), stats, device)
 
             # Snapshot: replica check, sample grid, EMA generator for sharing.
             if at_snap:
@@ -165,9 +169,9 @@ def _augment_stats(trainer) -> dict:
 
 
 def _trackers(cfg: Config, run_dir: Path, say):
-    """The experiment trackers of rank 0 (None elsewhere, or when none is asked for), opened in the background;
-    their failures are warnings in the log."""
-    if not dist.is_main() or not cfg.run.tracker:
+    """The experiment trackers' sink (None when none is asked for), opened in the background; their failures are
+    warnings in the log."""
+    if not cfg.run.tracker:
         return None
     from ganforge.track.session import TrackedRun
 
