@@ -1,6 +1,8 @@
 """docs/architecture.md's list of what a checkpoint's state holds, generated from `ganforge.checkpoint.layout` (the
 entries that training captures and restores and the validator checks) at every docs build, in place of the marker."""
 
+from page_marker import replace_marker
+
 from ganforge.checkpoint import layout
 
 MARKER = "<!-- generated: the checkpoint state -->"
@@ -9,7 +11,4 @@ PAGE = "architecture.md"
 
 def on_page_markdown(markdown: str, page, config, files) -> str:
     """mkdocs' hook: the list in place of the marker on the architecture page; other pages as they are."""
-    if page.file.src_uri != PAGE:
-        return markdown
-    assert MARKER in markdown, f"{PAGE} lost its marker {MARKER}"
-    return markdown.replace(MARKER, layout.markdown())
+    return replace_marker(markdown, page, PAGE, MARKER, layout.markdown)

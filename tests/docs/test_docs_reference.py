@@ -6,6 +6,7 @@ architecture page's list of a checkpoint's state is the one in `checkpoint/layou
 
 import importlib.util
 import re
+import sys
 
 import click
 import pytest
@@ -21,9 +22,14 @@ HELP_EXTRAS = re.compile(r"\[([^\]]*)\]\s*$")  # the "[default: 4; 1<=x<=64]" cl
 
 
 def _hook(name: str):
+    """A hook loaded as mkdocs loads it: with its folder on the import path (for the helper the hooks share)."""
     spec = importlib.util.spec_from_file_location(name, DOCS / "hooks" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    sys.path.insert(0, str(DOCS / "hooks"))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(DOCS / "hooks"))
     return module
 
 
@@ -115,7 +121,7 @@ def test_the_architecture_pages_list_of_the_checkpoint_state_is_the_layouts():
     assert "- The state" not in text and "`opt_G`" not in text  # no hand-written list beside the generated one
     built = STATE.on_page_markdown(text, _Page(STATE.PAGE), None, None)
     listed = built.split("- The state, in the order a checkpoint stores it", 1)[1].split("\n- ", 1)[0].splitlines()[1:]
-    assert listed == [f"  - `{entry.key}`: {entry.holds}" for entry in layout.ENTRIES]
+    assert listed == [f"    - `{entry.key}`: {entry.holds}" for entry in layout.ENTRIES]
     assert [line.split("`")[1] for line in listed] == list(layout.STATE_KEYS) == [
         "G", "D", "G_ema", "opt_G", "opt_D", "scaler_G", "scaler_D", "rng", "sampler", "augment", "loop",
         "config_hash", "config",

@@ -54,7 +54,8 @@ STATE_KEYS = tuple(entry.key for entry in ENTRIES)
 
 def markdown() -> str:
     """docs/architecture.md's list of the state: one item per entry, in the order stored."""
-    items = "\n".join(f"  - `{entry.key}`: {entry.holds}" for entry in ENTRIES)
+    # Indented by 4 spaces: Python-Markdown, which builds the docs, nests a list by no fewer.
+    items = "\n".join(f"    - `{entry.key}`: {entry.holds}" for entry in ENTRIES)
     return (
         "- The state, in the order a checkpoint stores it (`checkpoint/layout.py`; each entry captured and restored by "
         "`train/checkpointing.py`, checked by `checkpoint/resumable.py`):\n" + items
