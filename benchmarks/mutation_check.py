@@ -1517,6 +1517,17 @@ MUTANTS = (
       "return [*sinks, *([tracked] if tracked is not None else []), text]",
       "return [*sinks, text, *([tracked] if tracked is not None else [])]",
       (SINKS + "test_a_failing_tracker_stops_none_of_the_other_sinks_and_its_warnings_reach_log_txt",)),
+    # One checkpoint schema: capture, restore and the validator each go through checkpoint/layout.py's entries
+    M("ckpt_schema_restore_skips_an_entry", "train/checkpointing.py",
+      "        if _PARTS[key].restore is not None:", '        if _PARTS[key].restore is not None and key != "augment":',
+      ("tests/checkpoint/test_checkpoint_old_format.py::test_the_old_state_is_restored_bit_for_bit",)),
+    M("ckpt_schema_check_skips_an_entry", "checkpoint/resumable.py",
+      "    for key, check_entry in _CHECKS.items():", "    for key, check_entry in list(_CHECKS.items())[:-1]:",
+      ("tests/checkpoint/test_checkpoint_resumable.py::"
+       "test_a_checkpoint_holds_the_layouts_entries_in_order_and_each_one_is_checked",)),
+    M("ckpt_schema_capture_in_another_order", "train/checkpointing.py",
+      "for key in STATE_KEYS}", "for key in sorted(STATE_KEYS)}", ("tests/checkpoint/test_checkpoint_resumable.py::"
+       "test_a_checkpoint_holds_the_layouts_entries_in_order_and_each_one_is_checked",)),
 )  # fmt: skip
 
 

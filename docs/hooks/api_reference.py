@@ -4,6 +4,8 @@ method and property with its signature and docstring, in place of the marker on 
 import inspect
 import re
 
+from page_marker import replace_marker
+
 from ganforge import api
 
 MARKER = "<!-- generated: the Python API -->"
@@ -12,10 +14,7 @@ PAGE = "python-api.md"
 
 def on_page_markdown(markdown: str, page, config, files) -> str:
     """mkdocs' hook: the reference in place of the marker on the API page; other pages as they are."""
-    if page.file.src_uri != PAGE:
-        return markdown
-    assert MARKER in markdown, f"{PAGE} lost its marker {MARKER}"
-    return markdown.replace(MARKER, reference())
+    return replace_marker(markdown, page, PAGE, MARKER, reference)
 
 
 def reference() -> str:

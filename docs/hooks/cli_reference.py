@@ -8,6 +8,7 @@ examples its `--help` ends with. Nothing of it is written by hand, so it cannot 
 import re
 
 import click
+from page_marker import replace_marker
 
 from ganforge.cli import main
 
@@ -18,10 +19,7 @@ DEFAULT = re.compile(r"\s*\[default: ([^\]]*)\]\s*$")
 
 def on_page_markdown(markdown: str, page, config, files) -> str:
     """mkdocs' hook: the reference in place of the marker on the CLI page; other pages as they are."""
-    if page.file.src_uri != PAGE:
-        return markdown
-    assert MARKER in markdown, f"{PAGE} lost its marker {MARKER}"
-    return markdown.replace(MARKER, reference())
+    return replace_marker(markdown, page, PAGE, MARKER, reference)
 
 
 def commands(group: click.Group = main, prefix: str = "ganforge") -> list[tuple[str, click.Command]]:

@@ -20,6 +20,7 @@ from click.testing import CliRunner
 
 from ganforge import checkpoint
 from ganforge.checkpoint import resumable
+from ganforge.checkpoint.layout import STATE_KEYS
 from ganforge.checkpoint.store import FORMAT_VERSION
 from ganforge.cli import main
 
@@ -216,6 +217,17 @@ def test_a_format_2_checkpoints_python_and_numpy_states_are_checked(tiny_run, na
     else:
         with pytest.raises(checkpoint.InvalidCheckpoint, match=re.escape(expected)):
             resumable.check(state, {"nimg": NIMG, "format_version": 2})
+
+
+def test_a_checkpoint_holds_the_layouts_entries_in_order_and_each_one_is_checked(tiny_run):
+    """What `capture` wrote is the layout's entries in its order, and a value no writer stores in any of them is
+    refused naming that entry (a new entry without a check would pass)."""
+    state = checkpoint.load(tiny_run[1] / "checkpoints" / f"ckpt-{NIMG:09d}")
+    assert list(state) == list(STATE_KEYS)
+    resumable.check(state, {"nimg": NIMG, "format_version": FORMAT_VERSION})
+    for key in STATE_KEYS:
+        with pytest.raises(checkpoint.InvalidCheckpoint, match=f": {key}: "):
+            resumable.check(state | {key: "x"}, {"nimg": NIMG, "format_version": FORMAT_VERSION})
 
 
 @pytest.fixture(scope="module")

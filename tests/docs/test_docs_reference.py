@@ -1,10 +1,12 @@
 """The generated references cover what they document: every command and group of the command line has a section on
 the CLI page, with every option, the default, `required` and range that click's own `--help` shows for it, and every
 example line its help ends with; every public member of `ganforge.api.Network` is on the Python API page; and the
-pages themselves hold only the markers the hooks replace (nothing of the reference is written by hand)."""
+pages themselves hold only the markers the hooks replace (nothing of the reference is written by hand); and the
+architecture page's list of a checkpoint's state is the one in `checkpoint/layout.py`."""
 
 import importlib.util
 import re
+import sys
 
 import click
 import pytest
@@ -12,6 +14,7 @@ from doc_blocks import DOCS
 
 from cli_helpers import leaf_commands
 from ganforge import api
+from ganforge.checkpoint import layout
 from ganforge.cli import main
 
 COMMANDS = leaf_commands()
@@ -19,14 +22,20 @@ HELP_EXTRAS = re.compile(r"\[([^\]]*)\]\s*$")  # the "[default: 4; 1<=x<=64]" cl
 
 
 def _hook(name: str):
+    """A hook loaded as mkdocs loads it: with its folder on the import path (for the helper the hooks share)."""
     spec = importlib.util.spec_from_file_location(name, DOCS / "hooks" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    sys.path.insert(0, str(DOCS / "hooks"))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(DOCS / "hooks"))
     return module
 
 
 CLI = _hook("cli_reference")
 API = _hook("api_reference")
+STATE = _hook("checkpoint_state")
 CLI_PAGE = CLI.reference()
 
 
@@ -104,3 +113,19 @@ def test_the_pages_hold_only_the_marker_that_the_hook_replaces(hook):
     assert hook.MARKER not in built and len(built) > len(text) + 1000
     other = "# Other\n\n" + hook.MARKER
     assert hook.on_page_markdown(other, _Page("other.md"), None, None) == other  # other pages are left as they are
+
+
+def test_the_architecture_pages_list_of_the_checkpoint_state_is_the_layouts():
+    text = (DOCS / STATE.PAGE).read_text()
+    assert text.count(STATE.MARKER) == 1
+    assert "- The state" not in text and "`opt_G`" not in text  # no hand-written list beside the generated one
+    built = STATE.on_page_markdown(text, _Page(STATE.PAGE), None, None)
+    listed = built.split("- The state, in the order a checkpoint stores it", 1)[1].split("\n- ", 1)[0].splitlines()[1:]
+    assert listed == [f"    - `{entry.key}`: {entry.holds}" for entry in layout.ENTRIES]
+    assert [line.split("`")[1] for line in listed] == list(layout.STATE_KEYS) == [
+        "G", "D", "G_ema", "opt_G", "opt_D", "scaler_G", "scaler_D", "rng", "sampler", "augment", "loop",
+        "config_hash", "config",
+    ]  # fmt: skip
+    assert all(entry.holds and "\n" not in entry.holds for entry in layout.ENTRIES)
+    other = "# Other\n\n" + STATE.MARKER
+    assert STATE.on_page_markdown(other, _Page("other.md"), None, None) == other

@@ -2,8 +2,8 @@
 
 `check(state, nimg)` is the one judge of a checkpoint's contents: resuming (`checkpoint.load`, `find_latest`) and
 `ganforge checkpoint verify` both call it, so what verify accepts a resume loads, and what verify refuses a resume
-refuses (or skips, when it continues a run from its newest checkpoint). It holds every entry the training loop
-restores to what a run writes (docs/architecture.md lists them):
+refuses (or skips, when it continues a run from its newest checkpoint). It holds every entry of the state
+(`checkpoint/layout.py`, with `_CHECKS` below naming each one's check) to what a run writes:
   * `config`: known maths fields, each of its Config field's type; `config_hash` its SHA-256;
   * `G`, `D`, `G_ema`: exactly the tensors (names, shapes, dtypes) of the networks that config describes, built on
     the meta device (shapes only, no memory), all finite;
@@ -25,6 +25,7 @@ import typing
 
 import torch
 
+from ganforge.checkpoint.layout import STATE_KEYS
 from ganforge.checkpoint.rng import check_rng
 from ganforge.checkpoint.schema import Refused, entries, is_finite_number, number, refuse, scalar, tensor, whole
 from ganforge.checkpoint.serialize import describe
@@ -35,21 +36,6 @@ from ganforge.families import GENERATORS
 from ganforge.limits import MAX_RESOLUTION, MIN_RESOLUTION, architecture_problems
 from ganforge.nets.configured import build_networks_from, frozen_parameters, network_arguments
 
-STATE_KEYS = (
-    "G",
-    "D",
-    "G_ema",
-    "opt_G",
-    "opt_D",
-    "scaler_G",
-    "scaler_D",
-    "rng",
-    "sampler",
-    "augment",
-    "loop",
-    "config_hash",
-    "config",
-)
 # Bounds on what a stored config may hold besides its architecture (limits.py bounds that, before anything is built).
 _MAX_TEXT = 255  # a maths field's string (a dataset's name is a file name); a resume's messages show them
 _MAX_PATH = 4096  # other strings: a path
@@ -75,16 +61,9 @@ def check(state, manifest: dict) -> dict:
 def _check(state, nimg: int, version: int) -> dict:
     state = entries(state, "the state", STATE_KEYS)
     fields = _check_config(state["config"], state["config_hash"], version)
-    G, D = _architecture(fields)
-    _check_loop(state["loop"], state["sampler"], nimg, version)
-    for name, spec in (("G", G), ("D", D), ("G_ema", G)):
-        _check_network(state[name], name, spec)
-    for name, spec in (("opt_G", G), ("opt_D", D)):
-        _check_adam(state[name], name, spec)
-    for name in ("scaler_G", "scaler_D"):
-        _check_scaler(state[name], name, fp16=fields["precision.mode"] == "fp16")
-    _check_augment(state["augment"], fields)
-    check_rng(state["rng"], version)
+    facts = _Facts(fields, *_architecture(fields), nimg, version)
+    for key, check_entry in _CHECKS.items():
+        check_entry(state[key], key, facts)
     return fields
 
 
@@ -183,6 +162,22 @@ class _Net:
     params: tuple
 
 
+@dataclasses.dataclass(frozen=True)
+class _Facts:
+    """What every entry but the config's two is checked against: the stored config's fields, the networks they
+    describe, and the manifest's progress and format version."""
+
+    fields: dict
+    G: _Net
+    D: _Net
+    nimg: int
+    version: int
+
+    def network(self, key: str) -> _Net:
+        """The network an entry of the state belongs to: D for `D` and `opt_D`, G for the others that hold one."""
+        return self.D if key in ("D", "opt_D") else self.G
+
+
 def _architecture(fields: dict) -> tuple[_Net, _Net]:
     """(G, D) as the stored config describes them (the construction `train` uses for a run's networks)."""
     try:
@@ -229,7 +224,8 @@ def _spec(net: torch.nn.Module, frozen: set[str] = frozenset()) -> _Net:
     return _Net(tensors, tuple(name for name, _ in net.named_parameters() if name not in frozen))
 
 
-def _check_network(value, where: str, spec: _Net) -> None:
+def _check_network(value, where: str, facts: _Facts) -> None:
+    spec = facts.network(where)
     value = entries(value, where, spec.tensors)
     for name, (dtype, shape) in spec.tensors.items():
         tensor(value[name], f"{where}/{name}", dtype, shape)
@@ -251,7 +247,8 @@ def _adam_settings() -> dict:
     return {key: value for key, value in group.items() if key not in _RUN_SETTINGS}
 
 
-def _check_adam(value, where: str, spec: _Net) -> None:
+def _check_adam(value, where: str, facts: _Facts) -> None:
+    spec = facts.network(where)
     value = entries(value, where, ("state", "param_groups"))
     groups = value["param_groups"]
     if not (isinstance(groups, list) and len(groups) == 1):
@@ -296,9 +293,9 @@ def _check_moments(entry, where: str, dtype: torch.dtype, shape: tuple) -> None:
         refuse(f"{where}/exp_avg_sq", "holds negative values (a second moment is >= 0)", TENSORS)
 
 
-def _check_scaler(value, where: str, fp16: bool) -> None:
+def _check_scaler(value, where: str, facts: _Facts) -> None:
     """A GradScaler's state: empty when the config trains without loss scaling (it is disabled), full under fp16."""
-    if not fp16:
+    if facts.fields["precision.mode"] != "fp16":
         if value != {}:
             refuse(where, f"must be empty (the config trains without loss scaling), not {describe(value)}")
         return
@@ -314,17 +311,22 @@ def _check_scaler(value, where: str, fp16: bool) -> None:
 # ---- progress, augmentation ---------------------------------------------------------------------------------------
 
 
-def _check_loop(loop, sampler, nimg: int, version: int) -> None:
-    threads = version >= _THREADS_FROM
+def _check_loop(loop, where: str, facts: _Facts) -> None:
+    threads = facts.version >= _THREADS_FROM
     loop = entries(loop, "loop", _LOOP_KEYS + (("intra_op_threads",) if threads else ()))
     if threads:
         whole(loop["intra_op_threads"], "loop/intra_op_threads", 1, _MAX_COUNT)
     cur_nimg = whole(loop["cur_nimg"], "loop/cur_nimg", 0, MAX_NIMG)
-    if cur_nimg != nimg:
-        refuse("loop/cur_nimg", f"is {cur_nimg}, the manifest says {nimg}")
+    if cur_nimg != facts.nimg:
+        refuse("loop/cur_nimg", f"is {cur_nimg}, the manifest says {facts.nimg}")
     whole(loop["cur_tick"], "loop/cur_tick", 0, cur_nimg)  # (a tick is at least one image)
     scalar(loop["pl_mean"], "loop/pl_mean", 0.0, math.inf)
     whole(loop["nonfinite_in_a_row"], "loop/nonfinite_in_a_row", 0, _MAX_COUNT)
+
+
+def _check_sampler(sampler, where: str, facts: _Facts) -> None:
+    """The data's position: the progress, which `_check_loop` found to be the manifest's."""
+    cur_nimg = facts.nimg
     sampler = entries(sampler, "sampler", ("position",), optional=("stream",))
     if type(sampler["position"]) is not int or sampler["position"] != cur_nimg:
         refuse("sampler/position", f"must be the progress, {cur_nimg}, not {describe(sampler['position'])}")
@@ -338,9 +340,9 @@ def _check_loop(loop, sampler, nimg: int, version: int) -> None:
             )
 
 
-def _check_augment(augment, fields: dict) -> None:
+def _check_augment(augment, where: str, facts: _Facts) -> None:
     """ADA's pipe and controller state with ADA (the only augmentation that changes as it trains), else nothing."""
-    if fields["augment.mode"] != "ada":
+    if facts.fields["augment.mode"] != "ada":
         if augment != {}:
             refuse("augment", f"must be empty (the config trains without ADA), not {describe(augment)}")
         return
@@ -350,6 +352,28 @@ def _check_augment(augment, fields: dict) -> None:
     ada = entries(augment["ada"], "augment/ada", ("sign_sum", "count", "updates", "nimg", "rt"))
     count = scalar(ada["count"], "augment/ada/count", 0.0, float(MAX_NIMG))
     scalar(ada["sign_sum"], "augment/ada/sign_sum", -count, count)
-    whole(ada["updates"], "augment/ada/updates", 0, fields["augment.ada_interval"] - 1)
+    whole(ada["updates"], "augment/ada/updates", 0, facts.fields["augment.ada_interval"] - 1)
     whole(ada["nimg"], "augment/ada/nimg", 0, MAX_NIMG)
     scalar(ada["rt"], "augment/ada/rt", -1.0, 1.0, nan=True)  # NaN until the first adjustment
+
+
+def _check_rng(rng, where: str, facts: _Facts) -> None:
+    check_rng(rng, facts.version)
+
+
+# How each entry but the config's two (checked first: they say what the others must hold) is checked, in the order
+# checked, which decides the entry a refusal of a file with several faults names: the progress first (the sampler's
+# is the loop's), then the networks and what trains them, the RNG states last.
+_CHECKS = {
+    "loop": _check_loop,
+    "sampler": _check_sampler,
+    "G": _check_network,
+    "D": _check_network,
+    "G_ema": _check_network,
+    "opt_G": _check_adam,
+    "opt_D": _check_adam,
+    "scaler_G": _check_scaler,
+    "scaler_D": _check_scaler,
+    "augment": _check_augment,
+    "rng": _check_rng,
+}

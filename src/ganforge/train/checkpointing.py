@@ -6,71 +6,136 @@ augmentation probability and ADA's accumulators, the path-length mean, counters,
 lists its files). The loop's per-step seeding makes the RNG states redundant for exactness, but they are restored too.
 """
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from ganforge import checkpoint
+from ganforge.checkpoint.layout import STATE_KEYS
 from ganforge.config import SHAPE_FIELDS, Config, config_hash, maths_differences, maths_fields
 from ganforge.errors import UserError
 from ganforge.interop.pretrained import read_pretrained
 from ganforge.nets import Generator
-from ganforge.train.phases import Trainer
+from ganforge.train.phases import Network, Trainer
+
+
+@dataclass
+class _Run:
+    """The training objects a checkpoint's state is captured from and restored into; `loop` holds the loop's
+    counters (given to `capture`, filled by `restore`), `stream` a shard stream's layout."""
+
+    trainer: Trainer
+    G_ema: Generator
+    loop: dict
+    stream: dict | None = None
+
+
+@dataclass(frozen=True)
+class _Part:
+    """How one entry of the state (`checkpoint.layout`) is taken from a run and put back into one; `restore` None
+    where the entry is read where it is used (the sampler's stream by `stream_layout`, the config by
+    `check_config`)."""
+
+    capture: Callable[[_Run], object]
+    restore: Callable[[object, _Run], None] | None = None
 
 
 def capture(trainer: Trainer, G_ema: Generator, loop: dict, stream: dict | None = None) -> dict:
     """The checkpoint state of everything, as nested dicts of tensors and plain values; `stream` is the layout of a
     shard stream (`stream_layout`), None for the other formats, whose order needs only the position."""
-    G, D, cfg = trainer.networks["G"], trainer.networks["D"], trainer.cfg
-    augment = {} if trainer.ada is None else {"pipe": trainer.augment.state_dict(), "ada": trainer.ada.state_dict()}
-    return {
-        "G": G.module.state_dict(),
-        "D": D.module.state_dict(),
-        "G_ema": G_ema.state_dict(),
-        "opt_G": G.opt.state_dict(),
-        "opt_D": D.opt.state_dict(),
-        "scaler_G": G.scaler.state_dict(),
-        "scaler_D": D.scaler.state_dict(),
-        "rng": checkpoint.capture_rng(),
-        "sampler": {"position": loop["cur_nimg"]} | ({"stream": stream} if stream else {}),
-        "augment": augment,
-        "loop": {
-            **loop,
-            "pl_mean": trainer.pl_mean.detach().cpu(),
-            "nonfinite_in_a_row": int(trainer.nonfinite_in_a_row),
-            "intra_op_threads": torch.get_num_threads(),
-        },
-        # Only the fields that define the training maths (what a resume checks): no paths, so two runs of the same
-        # command in different folders write identical checkpoints.
-        "config_hash": config_hash(cfg),
-        "config": maths_fields(cfg.to_dict()),
-    }
+    run = _Run(trainer, G_ema, loop, stream)
+    return {key: _PARTS[key].capture(run) for key in STATE_KEYS}
 
 
 def restore(state: dict, trainer: Trainer, G_ema: Generator) -> dict:
     """Load a checkpoint's state into the training objects; returns its loop counters."""
-    device = trainer.pl_mean.device
+    run = _Run(trainer, G_ema, {})
+    for key in STATE_KEYS:
+        if _PARTS[key].restore is not None:
+            _PARTS[key].restore(state[key], run)
+    return run.loop
+
+
+def _trained(name: str) -> dict[str, _Part]:
+    """The parts of a trained network `name` (G or D): its weights, its Adam and its loss scaler."""
+
+    def network(run: _Run) -> Network:
+        return run.trainer.networks[name]
+
+    return {
+        name: _Part(
+            lambda run: network(run).module.state_dict(), lambda value, run: _load_network(network(run).module, value)
+        ),
+        f"opt_{name}": _Part(
+            lambda run: network(run).opt.state_dict(), lambda value, run: _load_optimizer(network(run).opt, value)
+        ),
+        f"scaler_{name}": _Part(
+            lambda run: network(run).scaler.state_dict(), lambda value, run: _load_scaler(network(run).scaler, value)
+        ),
+    }
+
+
+def _load_network(module: torch.nn.Module, saved: dict) -> None:
     try:
-        trainer.G.load_state_dict(state["G"])
-        trainer.D.load_state_dict(state["D"])
-        G_ema.load_state_dict(state["G_ema"])
+        module.load_state_dict(saved)
     except RuntimeError as error:
         raise UserError(
             f"--resume: the checkpoint's networks do not fit this configuration ({str(error).splitlines()[0][:200]}); "
             "resume with the configuration it was trained with, or pass --resume new"
         ) from None
-    for name, network in trainer.networks.items():
-        _load_optimizer(network.opt, state[f"opt_{name}"])
-        if state[f"scaler_{name}"]:
-            network.scaler.load_state_dict(state[f"scaler_{name}"])
-    if trainer.ada is not None and state["augment"]:
-        trainer.augment.load_state_dict(state["augment"]["pipe"])
-        trainer.ada.load_state_dict(state["augment"]["ada"])
-    loop = dict(state["loop"])
-    trainer.pl_mean = loop.pop("pl_mean").to(device)
-    trainer.nonfinite_in_a_row = int(loop.pop("nonfinite_in_a_row"))
-    checkpoint.restore_rng(state["rng"])
-    return loop
+
+
+def _load_scaler(scaler: torch.amp.GradScaler, saved: dict) -> None:
+    if saved:  # empty when the run trains without loss scaling
+        scaler.load_state_dict(saved)
+
+
+def _capture_augment(run: _Run) -> dict:
+    trainer = run.trainer
+    return {} if trainer.ada is None else {"pipe": trainer.augment.state_dict(), "ada": trainer.ada.state_dict()}
+
+
+def _restore_augment(saved: dict, run: _Run) -> None:
+    if run.trainer.ada is not None and saved:
+        run.trainer.augment.load_state_dict(saved["pipe"])
+        run.trainer.ada.load_state_dict(saved["ada"])
+
+
+def _capture_loop(run: _Run) -> dict:
+    return {
+        **run.loop,
+        "pl_mean": run.trainer.pl_mean.detach().cpu(),
+        "nonfinite_in_a_row": int(run.trainer.nonfinite_in_a_row),
+        "intra_op_threads": torch.get_num_threads(),
+    }
+
+
+def _restore_loop(saved: dict, run: _Run) -> None:
+    run.loop = dict(saved)
+    run.trainer.pl_mean = run.loop.pop("pl_mean").to(run.trainer.pl_mean.device)
+    run.trainer.nonfinite_in_a_row = int(run.loop.pop("nonfinite_in_a_row"))
+
+
+def _capture_sampler(run: _Run) -> dict:
+    return {"position": run.loop["cur_nimg"]} | ({"stream": run.stream} if run.stream else {})
+
+
+# Each entry of the state by its key; `capture` and `restore` go through them in the order a checkpoint stores them.
+_PARTS = {
+    **_trained("G"),
+    **_trained("D"),
+    "G_ema": _Part(lambda run: run.G_ema.state_dict(), lambda value, run: _load_network(run.G_ema, value)),
+    "rng": _Part(lambda run: checkpoint.capture_rng(), lambda value, run: checkpoint.restore_rng(value)),
+    "sampler": _Part(_capture_sampler),
+    "augment": _Part(_capture_augment, _restore_augment),
+    "loop": _Part(_capture_loop, _restore_loop),
+    # Only the fields that define the training maths (what a resume checks): no paths, so two runs of the same
+    # command in different folders write identical checkpoints.
+    "config_hash": _Part(lambda run: config_hash(run.trainer.cfg)),
+    "config": _Part(lambda run: maths_fields(run.trainer.cfg.to_dict())),
+}
 
 
 def thread_change(loop: dict, device: torch.device) -> str | None:
