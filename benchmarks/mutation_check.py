@@ -606,7 +606,8 @@ MUTANTS = (
       "    return uvicorn.Server(config)", ("tests/explore/test_explore_connections.py",)),
     M("second_group_reads_first_groups_keys", "dist.py",
       "    return tdist.PrefixStore(f\"group-{attempt.add(f'groups-joined-by-rank-{rank}', 1)}\", attempt)",
-      "    return attempt", ("tests/test_scaleout.py::test_each_group_a_process_joins_sees_none_of_its_earlier_groups_keys_and_ranks_agree_on_it",)),
+      "    return attempt", ("tests/test_scaleout.py::"
+                          "test_each_group_a_process_joins_sees_none_of_its_earlier_groups_keys_and_ranks_agree_on_it",)),
     M("project_takes_label_vectors_as_classes", "project/run.py",
       'if space is not None and space["kind"] == "vectors":', "if False:",
       ("tests/train/test_train_label_vectors.py::test_a_run_conditioned_on_label_vectors_from_shards",)),

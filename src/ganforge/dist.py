@@ -49,7 +49,8 @@ def init(device: str = "auto") -> torch.device:
         store, rank_, size = next(tdist.rendezvous("env://", timeout=_TIMEOUT))
         store.set_timeout(_TIMEOUT)
         backend = "nccl" if use_cuda else "gloo"
-        tdist.init_process_group(backend, store=_attempt_store(store, rank_), rank=rank_, world_size=size, timeout=_TIMEOUT)
+        store = _attempt_store(store, rank_)
+        tdist.init_process_group(backend, store=store, rank=rank_, world_size=size, timeout=_TIMEOUT)
     return dev
 
 
