@@ -23,6 +23,11 @@ from ganforge.monitor.readers import CpuReader, GpuReader, gpu_handles
 from ganforge.monitor.sampler import Sampler
 
 
+def step_probe(cfg: Config, device: torch.device) -> Probe:
+    """The probe a run's step is timed by: it times only when the monitor samples (--monitor-interval > 0)."""
+    return Probe(device, timing=cfg.run.monitor_interval > 0)
+
+
 class Monitor:
     """A context manager: leaving it, on any path, stops the sampler thread and the profiler."""
 
@@ -34,11 +39,12 @@ class Monitor:
         start_nimg: int,
         say: Callable[[str], None],
         phases: dict[str, int] | None = None,
+        probe: Probe | None = None,
     ):
         """`phases`: the profiler label of each training phase -> its interval in steps (the profiler's window
-        covers every one)."""
+        covers every one); `probe`: what the step's sections are timed by (`step_probe`), else one of its own."""
         self.device, self.say, self.interval = device, say, cfg.run.monitor_interval
-        self.probe = Probe(device, timing=self.interval > 0)
+        self.probe = step_probe(cfg, device) if probe is None else probe
         warm_nimg = start_nimg + round(cfg.schedule.tick_kimg * 1000)  # one tick of warm-up before profiling
         steps = cfg.run.profile if run_dir is not None else 0
         profile_dir = run_dir and run_dir / "profile"

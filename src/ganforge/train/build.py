@@ -15,6 +15,7 @@ from ganforge.config import Config
 from ganforge.data import ImageDataset, open_dataset
 from ganforge.devices import pick_kernels
 from ganforge.families import family_of
+from ganforge.monitor.probe import Probe
 from ganforge.nets import Discriminator, Generator, StyleGAN3Generator
 from ganforge.nets.configured import make_networks
 from ganforge.nets.kernels import kernel_ops, use_kernels
@@ -80,11 +81,16 @@ def build_augment(cfg: Config, device: torch.device) -> tuple[torch.nn.Module | 
 
 
 def build(
-    cfg: Config, device: torch.device, precision: Precision | None = None, networks: tuple | None = None
+    cfg: Config,
+    device: torch.device,
+    precision: Precision | None = None,
+    networks: tuple | None = None,
+    probe: Probe | None = None,
 ) -> tuple[Trainer, list[Phase], Generator]:
     """The Trainer (networks, augmentation, precision), the phase list, and the EMA generator. `precision` is the
     run's policy; None makes one from `cfg` (for callers outside a run: tests, the bench). `networks`: (G, D) made
-    already (the memory trace's, on fake tensors), else built here."""
+    already (the memory trace's, on fake tensors), else built here. `probe`: what times the step's sections for the
+    run's monitor; None, a probe that times nothing."""
     precision = Precision.from_config(cfg, device) if precision is None else precision
     G, D = build_networks(cfg, device, precision) if networks is None else networks
     G_ema = copy.deepcopy(G).eval().requires_grad_(False)
@@ -104,5 +110,6 @@ def build(
         synthesis_main=precision.compiled(G.synthesis),
         D_main=precision.compiled(D),
         magnitude_beta=magnitude_beta,
+        probe=Probe() if probe is None else probe,
     )
     return trainer, phases, G_ema

@@ -23,7 +23,7 @@ from ganforge.devices import describe_kernels
 from ganforge.errors import UserError
 from ganforge.metrics import append_result, compute_metrics
 from ganforge.monitor.alerts import Alerts
-from ganforge.monitor.telemetry import Monitor
+from ganforge.monitor.telemetry import Monitor, step_probe
 from ganforge.nets import summary
 from ganforge.nets.growth import describe_stage, stage_of
 from ganforge.preempt import PreemptionGuard
@@ -43,7 +43,8 @@ def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | N
     preemption checkpoint)."""
     s, device, dataset = cfg.schedule, runtime.device, runtime.dataset
     total_nimg, tick_nimg = round(s.kimg * 1000), round(s.tick_kimg * 1000)
-    trainer, phases, G_ema = build(cfg, device, runtime.precision)
+    probe = step_probe(cfg, device)  # times the step's sections (the trainer's) for the monitor
+    trainer, phases, G_ema = build(cfg, device, runtime.precision, probe=probe)
     loop = checkpointing.restore(resume, trainer, G_ema) if resume else {"cur_nimg": 0}
     checkpointing.load_pretrained(weights, trainer, G_ema)
     if cfg.model.grow:  # the stage the run starts or resumes at, which the first report's summaries show
@@ -58,8 +59,7 @@ def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | N
         keep_last=cfg.run.keep_last, keep_every_kimg=cfg.run.keep_every, keep_max_age_days=cfg.run.keep_max_age
     )
     rank, world = dist.rank(), cfg.world_size
-    monitor = Monitor(cfg, device, log.run_dir, cur_nimg, log.print, {_label(p): p.interval for p in phases})
-    trainer.probe = monitor.probe
+    monitor = Monitor(cfg, device, log.run_dir, cur_nimg, log.print, {_label(p): p.interval for p in phases}, probe)
     with contextlib.closing(log), PreemptionGuard() as guard, monitor:
         samples = logs.SampleGrid(cfg, dataset, device)
         _start_report(cfg, log, trainer, samples, run_dir, cur_nimg)
@@ -113,7 +113,7 @@ def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | N
                 # Fetch data: this rank's share of the global batch.
                 wait_start = time.monotonic()
                 try:
-                    with monitor.probe.label("data"):
+                    with probe.label("data"):
                         images, labels = next(loader)
                 except UserError as error:  # a bad sample or a failing server mid-run: keep the progress (one
                     if world == 1 and saved_nimg != cur_nimg:  # process: no peer waits)
@@ -136,14 +136,14 @@ def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | N
                 _set_augment_p(trainer, augment_p_at(cfg.augment, s, cur_nimg))
                 for index, phase in enumerate(phases):
                     if phase_due(s, phase.network.name, phase.interval, cur_nimg):
-                        with monitor.probe.label(_label(phase)):
+                        with probe.label(_label(phase)):
                             mbs = micro_batches(cfg, index, cur_nimg, images, labels, trainer.G.num_ws)
                             tick_stats.add(run_phase(trainer, phase, index, cur_nimg, mbs))
                 if trainer.ada is not None:
                     trainer.ada.update(trainer.augment, s.batch)
 
                 # EMA: G_ema follows G with the configured half-life.
-                with monitor.probe.label("EMA"):
+                with probe.label("EMA"):
                     update_ema(G_ema, trainer.G, ema_beta(s.batch, cur_nimg, ema_kimg_at(s, cur_nimg), s.ema_rampup))
             cur_nimg += s.batch
             log.step(cur_nimg)  # the run's own speed and time, said once before the first tick
