@@ -18,6 +18,7 @@ from ganforge.cli import main
 from ganforge.errors import UserError
 from ganforge.metrics import compute_metric
 from ganforge.metrics.features import generator_batches
+from ganforge.metrics.inception_score import _are_probabilities, load_classifier
 from ganforge.nets import Generator
 from ganforge.report import tables
 from ganforge.report.protocols import protocol
@@ -132,6 +133,29 @@ def test_without_the_classifier_or_with_another_file_it_refuses(classifier, tmp_
     result = CliRunner().invoke(main, ["metrics", "--fake", str(fakes), "--metrics", "is50k", "--device", "cpu"])
     assert result.exit_code == 2 and "needs --inception-classifier PATH" in result.output
     assert "Traceback" not in result.output
+
+
+def test_grey_images_are_classified_as_their_three_channel_copies_and_probabilities_may_be_exactly_zero(classifier):
+    net = load_classifier(classifier, torch.device("cpu"))
+    grey = torch.tensor([3, 250], dtype=torch.uint8)[:, None, None, None].expand(2, 1, 4, 4).contiguous()
+    torch.testing.assert_close(net(grey), net(grey.repeat(1, 3, 1, 1)))
+    one_hot = torch.zeros(2, CLASSES)
+    one_hot[:, 5] = 1  # a confident classifier: every other probability 0, still probabilities
+    negative = one_hot.clone()
+    negative[0, 5], negative[0, 6] = 1.5, -0.5  # sums to 1, yet no probabilities
+    assert _are_probabilities(one_hot) and not _are_probabilities(negative)
+
+
+def test_as_many_fakes_as_splits_score_one_and_a_conditional_generator_without_data_is_refused(classifier, tmp_path):
+    """One image per split: each split's marginal is its image's own distribution, so every split scores exp(0)."""
+    record = compute_metric("is50k", fake=_fakes(tmp_path / "ten", PIXELS[:10]), inception_classifier=classifier,
+                            device="cpu", num_gen=10, progress=False)  # fmt: skip
+    assert record["results"]["is50k_mean"] == pytest.approx(1.0, abs=1e-6)
+    G = Generator(resolution=8, img_channels=3, z_dim=8, w_dim=8, c_dim=1, channel_base=64, channel_max=16,
+                  mapping_layers=2).eval()  # fmt: skip
+    with pytest.raises(UserError, match="draws its labels from the dataset's"):
+        compute_metric("is50k", generator=G, inception_classifier=classifier, device="cpu", num_gen=10,
+                       progress=False)  # fmt: skip
 
 
 def test_a_generator_through_the_cli_appends_mean_and_std(classifier, tmp_path):

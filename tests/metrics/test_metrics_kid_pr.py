@@ -54,6 +54,17 @@ def test_knn_radii_on_a_line():
     assert knn_radii(_line(range(10)), k=3).tolist() == [3, 2, 2, 2, 2, 2, 2, 2, 2, 3]
 
 
+def test_radii_and_coverage_in_chunks_equal_them_in_one_piece_and_a_direct_count():
+    """Sets larger than the chunk (the defaults are 1024 points) are split into chunks of queries, each against every
+    point: the result is the one a direct count gives, whatever the chunk."""
+    generator = torch.Generator().manual_seed(0)
+    points, queries = torch.randn(23, 4, generator=generator), torch.randn(17, 4, generator=generator)
+    direct = torch.tensor([sorted((p - q).norm().item() for q in points)[3] for p in points])
+    torch.testing.assert_close(knn_radii(points, 3, batch=5), direct)
+    inside = sum(any((q - c).norm() <= r for c, r in zip(points, direct, strict=True)) for q in queries) / len(queries)
+    assert coverage(queries, points, direct, batch=5) == pytest.approx(inside)
+
+
 def test_precision_recall_on_constructed_sets():
     real = _line(range(10))
     # Half the fakes sit next to reals 0..4, half 1000 away. Fake balls: radius 3 at 0.1 and 4.1, 2 at 1.1..3.1,

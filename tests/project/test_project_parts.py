@@ -9,10 +9,12 @@ import numpy as np
 import PIL.Image
 import pytest
 import torch
+import torch.nn.functional as F
 
 from distinct_helpers import assert_distinct
 from ganforge.errors import UserError
-from ganforge.metrics.perceptual import load_perceptual, squared_distance
+from ganforge.metrics import inception
+from ganforge.metrics.perceptual import area_downsample, load_perceptual, squared_distance
 from ganforge.project import options as settings
 from ganforge.project import quality, search
 from ganforge.project.targets import target_pixels
@@ -102,7 +104,7 @@ def test_a_vgg16_file_is_loaded_as_torchscript_and_anything_else_is_one_error(tm
     a, b = torch.rand(2, 3, 32, 32) * 255, torch.rand(2, 3, 32, 32) * 255
     expected = (_StandInVGG()(a) - _StandInVGG()(b)).square().sum(1)
     torch.testing.assert_close(squared_distance(features(a), features(b)), expected)
-    grey = torch.rand(1, 1, 32, 32) * 255
+    grey = torch.rand(2, 1, 32, 32) * 255  # two images: a grey batch of one is also expanded by expand(1, 3, ...)
     torch.testing.assert_close(features(grey), _StandInVGG()(grey.expand(-1, 3, -1, -1)))
     not_script = tmp_path / "weights.pkl"
     not_script.write_bytes(b"\x80\x04K\x01.")
@@ -128,6 +130,43 @@ def test_the_inception_distance_is_zero_only_for_the_same_image_and_differentiab
     assert distance.item() > 0
     distance.sum().backward()
     assert x.grad is not None and x.grad.abs().sum() > 0
+
+
+def _slow_inception_distance(layers, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """LPIPS eq. 1 with unit channel weights, written out at the five depths: the activations of the FID protocol's
+    input ((x - 128) / 128 at 299 px), each position's channel vector made unit length, squared differences summed
+    over channels, averaged over positions, summed over the depths."""
+    activations = {}
+    for name, images in (("a", a), ("b", b)):
+        x = (inception.tf1_bilinear_resize(images, 299) - 128) / 128
+        for depth, layer in layers.named_children():
+            x = layer(x)
+            activations[name, depth] = x
+            if depth == "mixed_10":
+                break
+    total = torch.zeros(len(a), dtype=torch.float64)
+    for depth in ("conv_2", "conv_4", "mixed_2", "mixed_7", "mixed_10"):
+        ua, ub = (activations[name, depth].double() for name in "ab")
+        ua, ub = (u / u.norm(dim=1, keepdim=True).clamp_min(1e-30) for u in (ua, ub))
+        total += (ua - ub).square().sum(1).mean((1, 2))
+    return total
+
+
+def test_the_inception_distance_is_lpips_with_unit_weights_over_five_depths_and_grey_counts_as_three_channels():
+    features = load_perceptual("inception", torch.device("cpu"))
+    generator = torch.Generator().manual_seed(0)
+    a, b = (torch.rand(2, 3, 24, 20, generator=generator) * 255 for _ in range(2))
+    expected = _slow_inception_distance(features.layers, a, b)
+    torch.testing.assert_close(squared_distance(features(a), features(b)).double(), expected, rtol=1e-4, atol=0)
+    grey = torch.rand(2, 1, 24, 20, generator=generator) * 255
+    torch.testing.assert_close(features(grey), features(grey.expand(-1, 3, -1, -1)))
+
+
+def test_images_above_256_px_are_area_averaged_to_256_on_their_short_side_and_the_rest_left_as_they_are():
+    large = torch.rand(2, 3, 512, 1024)
+    torch.testing.assert_close(area_downsample(large), F.avg_pool2d(large, 2))  # 256 x 512: each 2 x 2 mean
+    at_the_side = torch.rand(1, 3, 256, 300)
+    assert area_downsample(at_the_side) is at_the_side
 
 
 def test_a_target_of_any_size_is_centre_cropped_and_resized():
