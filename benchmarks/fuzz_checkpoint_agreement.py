@@ -36,7 +36,7 @@ def agreement(runs: int, seed: int, batch: int = 50) -> collections.Counter:
                 scratch = batch_dir / f"case{i}" / "scratch"
                 cases.append(dict(id=2 * i, args=["checkpoint", "verify", str(mutant)]))
                 cases.append(dict(id=2 * i + 1, args=fuzz.resume_args(mutant, scratch)))
-            outcomes = fuzz.run_batch(cases, root)
+            outcomes = fuzz.run_batch(cases, root, {})  # local files: no server to name
             for i in range(first, min(first + batch, runs)):
                 counts.update(_judge(i, outcomes[2 * i], outcomes[2 * i + 1]))
     return counts
