@@ -197,6 +197,8 @@ class ImageDataset(torch.utils.data.Dataset):
     A DataLoader over it needs `collate_fn=ganforge.data.loader.collate`: batches come pre-stacked from __getitems__.
     """
 
+    streamed = False  # read by index (a ShardDataset is read as a stream)
+
     def __init__(self, source, mirror: bool = False, labels: bool = True, what: str | None = "--data"):
         self.source, self.mirror, self.what = source, mirror, what
         self.path, self.format = source.path, source.format

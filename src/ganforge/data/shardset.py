@@ -42,6 +42,9 @@ class ShardDataset:
     """
 
     format = "shards"
+    # read as a stream, never by index: training deals the shards out (ganforge.data.stream); what needs fixed real
+    # images takes the first ones (`first`), a random sample already
+    streamed = True
 
     def __init__(
         self,
