@@ -1535,6 +1535,8 @@ MUTANTS = (
     M("data_source_keeps_another_worlds_stream", "data/source.py",
       'if saved is not None and saved["world_size"] == self.world_size:', "if saved is not None:",
       ("tests/train/test_train_shards.py::test_a_new_world_size_starts_a_new_stream_and_says_so",)),
+    M("shard_stored_hash_forgotten", "data/shardset.py", "        return self.content_hash\n", "        return None\n",
+      (SHARDS + "test_info_and_verify_name_the_damaged_shard",)),
 )  # fmt: skip
 
 

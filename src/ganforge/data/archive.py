@@ -246,6 +246,12 @@ class ImageDataset(torch.utils.data.Dataset):
         vector[self.raw_labels[raw_index]] = 1
         return vector
 
+    @property
+    def stored_hash(self) -> str | None:
+        """The pixel-based content hash the archive records (the fast format's, a zip's written by `dataset build`),
+        which `dataset verify` recomputes; None where the content hash is of the files."""
+        return self.source.stored_hash
+
     @functools.cached_property
     def content_hash(self) -> str:
         """SHA-256 hex identifying the images and labels (see the module docstring for how each form derives it)."""

@@ -89,6 +89,11 @@ class ShardDataset:
     def __len__(self) -> int:
         return self.num_raw * (2 if self.mirror else 1)
 
+    @property
+    def stored_hash(self) -> str:
+        """The index's pixel-based content hash, which `dataset verify` recomputes."""
+        return self.content_hash
+
     def _label_vectors(self) -> np.ndarray:
         """labels.f32, checked against the index: its size, SHA-256, and finite numbers."""
         size, where = shards.label_file_bytes(self.index), remote.join(self.public, shards.LABELS_FILE)
