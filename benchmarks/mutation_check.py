@@ -1529,6 +1529,14 @@ MUTANTS = (
     M("ckpt_schema_capture_in_another_order", "train/checkpointing.py",
       "for key in STATE_KEYS}", "for key in sorted(STATE_KEYS)}", ("tests/checkpoint/test_checkpoint_resumable.py::"
        "test_a_checkpoint_holds_the_layouts_entries_in_order_and_each_one_is_checked",)),
+    # The data source owns its position: each batch taken moves it, and a restore keeps a stream of this world size only
+    M("data_source_position_stands_still", "data/source.py", "        self.position += self._step\n", "",
+      ("tests/train/test_train_shards.py::test_the_data_source_owns_its_position",)),
+    M("data_source_keeps_another_worlds_stream", "data/source.py",
+      'if saved is not None and saved["world_size"] == self.world_size:', "if saved is not None:",
+      ("tests/train/test_train_shards.py::test_a_new_world_size_starts_a_new_stream_and_says_so",)),
+    M("shard_stored_hash_forgotten", "data/shardset.py", "        return self.content_hash\n", "        return None\n",
+      (SHARDS + "test_info_and_verify_name_the_damaged_shard",)),
 )  # fmt: skip
 
 

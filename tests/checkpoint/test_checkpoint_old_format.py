@@ -19,6 +19,8 @@ from ganforge import checkpoint
 from ganforge.checkpoint import serialize
 from ganforge.cli import main as cli_main
 from ganforge.config import maths_differences
+from ganforge.data import open_dataset
+from ganforge.data.source import DataSource
 from ganforge.train.build import build
 from ganforge.train.checkpointing import capture, restore
 from ganforge.train.command import run as train
@@ -88,7 +90,8 @@ def test_the_old_state_is_restored_bit_for_bit(tmp_path):
     ckpt = run_dir / "checkpoints" / CKPT
     config, _ = _resolved(data, run_dir, kimg=0.08)
     trainer, _, G_ema = build(config, torch.device("cpu"))
-    captured = capture(trainer, G_ema, restore(checkpoint.read(ckpt), trainer, G_ema))
+    source = DataSource(open_dataset(data), 1)
+    captured = capture(trainer, G_ema, restore(checkpoint.read(ckpt), trainer, G_ema, source), source)
 
     held = json.loads((ckpt / "state.json").read_text())["state"]
     assert maths_differences(held.pop("config"), config.to_dict()) == []

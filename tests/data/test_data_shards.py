@@ -93,7 +93,7 @@ def test_build_is_byte_identical_and_refuses_bad_options(source, built, tmp_path
 
 def test_info_and_verify_name_the_damaged_shard(built, tmp_path):
     summary = check.info(built / "png")
-    assert (summary["format"], summary["count"]) == ("shards", COUNT)
+    assert (summary["format"], summary["count"], summary["content_hash_kind"]) == ("shards", COUNT, "pixels")
     assert summary["labels"] == {"kind": "classes", "counts": {"cat": 16, "dog": 8}}
     assert check.verify(built / "png", workers=2)["hash_checked"]
     assert check.verify(built / "u8", workers=0)["hash_checked"]

@@ -9,6 +9,8 @@ import torch
 from train_helpers import make_dataset, tiny_options
 
 from ganforge import checkpoint
+from ganforge.data import open_dataset
+from ganforge.data.source import DataSource
 from ganforge.errors import UserError
 from ganforge.train import checkpointing, resolve, run
 from ganforge.train import loss as L
@@ -130,10 +132,11 @@ def test_train_fused_adam_never_takes_moments_of_another_shape(data, tmp_path):
     checkpoint before (the resume validator refuses it first)."""
     cfg, t, phases, images = _trainer(data, tmp_path)
     run_phase(t, phases[0], 0, 0, micro_batches(cfg, 0, 0, images, torch.zeros([8, 0]), t.G.num_ws))
-    state = checkpointing.capture(t, copy.deepcopy(t.G), {"cur_nimg": 0, "cur_tick": 0}, None)
+    source = DataSource(open_dataset(data), 1)
+    state = checkpointing.capture(t, copy.deepcopy(t.G), {"cur_nimg": 0, "cur_tick": 0}, source)
     state["opt_G"]["state"][0]["exp_avg"] = torch.zeros(2)
     with pytest.raises(UserError, match="Adam moments do not fit the networks"):
-        checkpointing.restore(state, t, copy.deepcopy(t.G))
+        checkpointing.restore(state, t, copy.deepcopy(t.G), source)
 
 
 def _d_main_steps(cfg, t, phases, images, count: int) -> dict:

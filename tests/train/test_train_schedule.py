@@ -8,6 +8,7 @@ import pytest
 import torch
 from train_helpers import make_dataset, tiny_options
 
+from ganforge.data import source
 from ganforge.presets import PRESETS
 from ganforge.train import loop, resolve, run
 from ganforge.train.build import build
@@ -129,7 +130,7 @@ def test_mirror_trains_on_the_flipped_copies_too(data, tmp_path, monkeypatch):
         datasets.append(dataset)
         raise _LoaderReached
 
-    monkeypatch.setattr(loop, "make_loader", make_loader)
+    monkeypatch.setattr(source, "make_loader", make_loader)
     with pytest.raises(_LoaderReached):
         run(resolve(tiny_options(data, tmp_path, mirror=True)))
     (dataset,) = datasets

@@ -6,12 +6,13 @@ import json
 import re
 
 import pytest
+import torch
 from click.testing import CliRunner
 from train_helpers import continued_equals_straight, final_checkpoint, make_dataset, tiny_args
 
 from ganforge.cli import main
 from ganforge.data import build, open_dataset, remote_limits
-from ganforge.train.checkpointing import stream_layout
+from ganforge.data.source import DataSource
 from hostile_server import hostile_server
 from server_helpers import http_server
 
@@ -40,21 +41,46 @@ def test_a_run_streamed_over_http_stops_and_continues_bitwise(shards, tmp_path):
     assert final_checkpoint(tmp_path / "straight").name == "ckpt-000000056"
 
 
+def _restored(dataset, world_size: int, state: dict | None, said: list) -> dict:
+    """The sampler state of a data source restored from `state` (None: a fresh run), once opened."""
+    data = DataSource(dataset, world_size)
+    if state is not None:
+        data.load_state_dict(state)
+    data.open(8 // world_size, 0, 0, 0, "cpu", said.append, 4)
+    return data.state_dict()
+
+
 def test_a_new_world_size_starts_a_new_stream_and_says_so(shards):
     dataset = open_dataset(shards)
     said = []
-    resume = {"sampler": {"position": 64, "stream": {"origin": 16, "world_size": 2}}}
-    assert stream_layout(resume, dataset, 64, 2, said.append) == {"origin": 16, "world_size": 2}
-    assert stream_layout(None, dataset, 0, 4, said.append) == {"origin": 0, "world_size": 4}
+    saved = {"position": 64, "stream": {"origin": 16, "world_size": 2}}
+    assert _restored(dataset, 2, saved, said) == saved
+    assert _restored(dataset, 4, None, said) == {"position": 0, "stream": {"origin": 0, "world_size": 4}}
     assert said == []
-    assert stream_layout(resume, dataset, 64, 4, said.append) == {"origin": 64, "world_size": 4}
+    assert _restored(dataset, 4, saved, said) == {"position": 64, "stream": {"origin": 64, "world_size": 4}}
     assert said == [
         "data: 4 process(es) now, 2 when the checkpoint was written; the shards are dealt afresh and the stream "
         "starts a new pass at 0.064 kimg"
     ]
-    zipped = {"sampler": {"position": 64}}  # a checkpoint of a run that read other data keeps the count only
-    assert stream_layout(zipped, dataset, 64, 1, said.append) == {"origin": 64, "world_size": 1}
-    assert stream_layout(resume, open_dataset(shards.parent / "images"), 64, 4, said.append) is None
+    zipped = {"position": 64}  # a checkpoint of a run that read other data keeps the count only
+    assert _restored(dataset, 1, zipped, said) == {"position": 64, "stream": {"origin": 64, "world_size": 1}}
+    assert _restored(open_dataset(shards.parent / "images"), 4, saved, said) == {"position": 64}
+    assert len(said) == 1
+
+
+def test_the_data_source_owns_its_position(shards):
+    """Each batch taken moves the position past the global batch, from where a checkpoint stood; the stream read
+    after a restore is the one the source that never stopped reads."""
+    dataset = open_dataset(shards)
+    straight = DataSource(dataset, 1)
+    straight.open(8, 0, 0, 0, "cpu", print, 4)
+    batches = [next(straight)[0] for _ in range(5)]
+    assert straight.state_dict() == {"position": 40, "stream": {"origin": 0, "world_size": 1}}
+    resumed = DataSource(dataset, 1)
+    resumed.load_state_dict({"position": 24, "stream": {"origin": 0, "world_size": 1}})
+    resumed.open(8, 0, 0, 0, "cpu", print, 4)
+    assert all(torch.equal(next(resumed)[0], batch) for batch in batches[3:])
+    assert resumed.state_dict()["position"] == 40
 
 
 def test_a_server_failing_mid_run_stops_it_with_one_line_after_a_checkpoint(shards, tmp_path, monkeypatch):

@@ -197,6 +197,8 @@ class ImageDataset(torch.utils.data.Dataset):
     A DataLoader over it needs `collate_fn=ganforge.data.loader.collate`: batches come pre-stacked from __getitems__.
     """
 
+    streamed = False  # read by index (a ShardDataset is read as a stream)
+
     def __init__(self, source, mirror: bool = False, labels: bool = True, what: str | None = "--data"):
         self.source, self.mirror, self.what = source, mirror, what
         self.path, self.format = source.path, source.format
@@ -243,6 +245,12 @@ class ImageDataset(torch.utils.data.Dataset):
             return self.raw_labels[raw_index].copy()
         vector[self.raw_labels[raw_index]] = 1
         return vector
+
+    @property
+    def stored_hash(self) -> str | None:
+        """The pixel-based content hash the archive records (the fast format's, a zip's written by `dataset build`),
+        which `dataset verify` recomputes; None where the content hash is of the files."""
+        return self.source.stored_hash
 
     @functools.cached_property
     def content_hash(self) -> str:

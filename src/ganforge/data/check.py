@@ -33,7 +33,7 @@ def info(path) -> dict:
         "label_dim": ds.label_dim,
         "labels": label_summary(ds),
         "content_hash": ds.content_hash,
-        "content_hash_kind": "pixels" if ds.format == "shards" or ds.source.stored_hash else "files",
+        "content_hash_kind": "pixels" if ds.stored_hash else "files",
         "problems": _header_problems(ds),
         "verified": False,
     }
@@ -80,7 +80,7 @@ def verify(path, workers: int | None = None) -> dict:
         digests, labels, problems = _shard_digests(ds, workers)
     else:
         digests, problems = _file_digests(ds, workers)
-    stored = ds.content_hash if ds.format == "shards" else ds.source.stored_hash
+    stored = ds.stored_hash
     if stored and not problems:
         hasher = fastformat.ContentHasher()
         for digest in digests:

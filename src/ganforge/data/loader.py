@@ -201,7 +201,7 @@ def make_loader(
     """
     device = torch.device(device)
     pin = device.type == "cuda"
-    if getattr(dataset, "format", None) == "shards":
+    if getattr(dataset, "streamed", False):  # any other torch Dataset is read by index
         assert (start - origin) % world_size == 0 and start >= origin, (start, origin, world_size)
         items = stream.stream(dataset, seed, rank, world_size, origin, (start - origin) // world_size, shuffle_buffer)
         stalled = _READ_TIMED_OUT.format(path=public_url(str(dataset.path)), seconds=timeout_s)

@@ -42,6 +42,9 @@ class ShardDataset:
     """
 
     format = "shards"
+    # read as a stream, never by index: training deals the shards out (ganforge.data.stream); what needs fixed real
+    # images takes the first ones (`first`), a random sample already
+    streamed = True
 
     def __init__(
         self,
@@ -85,6 +88,11 @@ class ShardDataset:
 
     def __len__(self) -> int:
         return self.num_raw * (2 if self.mirror else 1)
+
+    @property
+    def stored_hash(self) -> str:
+        """The index's pixel-based content hash, which `dataset verify` recomputes."""
+        return self.content_hash
 
     def _label_vectors(self) -> np.ndarray:
         """labels.f32, checked against the index: its size, SHA-256, and finite numbers."""

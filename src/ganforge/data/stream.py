@@ -12,7 +12,7 @@ the index alone (each shard's image count), never from what was read:
   dataset of the other formats has its images half flipped).
 
 A rank's position is (images - origin) / W: every rank takes batch / W images a step. The origin is the image count
-where the current world size began, 0 unless a resume changed it; checkpoints record it (ganforge.train).
+where the current world size began, 0 unless a resume changed it; checkpoints record it (ganforge.data.source).
 """
 
 import numpy as np

@@ -61,7 +61,7 @@ def dataset_subset(ds, count: int | None, seed: int) -> tuple[list[int], str]:
     n = len(ds)
     if count is None or count >= n:
         return list(range(n)), "all"
-    if getattr(ds, "format", None) == "shards":
+    if getattr(ds, "streamed", False):
         return list(range(count)), f"first-{count}"
     perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed))[:count]
     return sorted(perm.tolist()), f"random-{count}-seed{seed}"
@@ -74,9 +74,7 @@ def dataset_batches(ds, indices: list[int], batch_size: int, workers: int) -> It
     of its memory map is faster than receiving the batches from workers (as in training, data/loader.py)."""
     from ganforge.data.loader import WorkerLoader, collate, reads_in_process  # ImageDataset: whole stacked batches
 
-    if (
-        getattr(ds, "format", None) == "shards"
-    ):  # indices are the first len(indices) images (dataset_subset); each rank keeps its share
+    if getattr(ds, "streamed", False):  # indices are the first len(indices) images (dataset_subset); ranks share them
         stream = ds.first(len(indices))
         mine = (pixels for position, (pixels, _) in enumerate(stream) if position % dist.world_size() == dist.rank())
         while batch := list(itertools.islice(mine, batch_size)):

@@ -15,6 +15,7 @@ import torch
 from ganforge import checkpoint
 from ganforge.checkpoint.layout import STATE_KEYS
 from ganforge.config import SHAPE_FIELDS, Config, config_hash, maths_differences, maths_fields
+from ganforge.data.source import DataSource
 from ganforge.errors import UserError
 from ganforge.interop.pretrained import read_pretrained
 from ganforge.nets import Generator
@@ -24,34 +25,33 @@ from ganforge.train.phases import Network, Trainer
 @dataclass
 class _Run:
     """The training objects a checkpoint's state is captured from and restored into; `loop` holds the loop's
-    counters (given to `capture`, filled by `restore`), `stream` a shard stream's layout."""
+    counters (given to `capture`, filled by `restore`), `data` the training data's source (its position)."""
 
     trainer: Trainer
     G_ema: Generator
     loop: dict
-    stream: dict | None = None
+    data: DataSource
 
 
 @dataclass(frozen=True)
 class _Part:
     """How one entry of the state (`checkpoint.layout`) is taken from a run and put back into one; `restore` None
-    where the entry is read where it is used (the sampler's stream by `stream_layout`, the config by
-    `check_config`)."""
+    where the entry is read where it is used (the config, by `check_config`)."""
 
     capture: Callable[[_Run], object]
     restore: Callable[[object, _Run], None] | None = None
 
 
-def capture(trainer: Trainer, G_ema: Generator, loop: dict, stream: dict | None = None) -> dict:
-    """The checkpoint state of everything, as nested dicts of tensors and plain values; `stream` is the layout of a
-    shard stream (`stream_layout`), None for the other formats, whose order needs only the position."""
-    run = _Run(trainer, G_ema, loop, stream)
+def capture(trainer: Trainer, G_ema: Generator, loop: dict, data: DataSource) -> dict:
+    """The checkpoint state of everything, as nested dicts of tensors and plain values; `data` is the training data's
+    source, whose position is the loop's."""
+    run = _Run(trainer, G_ema, loop, data)
     return {key: _PARTS[key].capture(run) for key in STATE_KEYS}
 
 
-def restore(state: dict, trainer: Trainer, G_ema: Generator) -> dict:
-    """Load a checkpoint's state into the training objects; returns its loop counters."""
-    run = _Run(trainer, G_ema, {})
+def restore(state: dict, trainer: Trainer, G_ema: Generator, data: DataSource) -> dict:
+    """Load a checkpoint's state into the training objects and the data source; returns its loop counters."""
+    run = _Run(trainer, G_ema, {}, data)
     for key in STATE_KEYS:
         if _PARTS[key].restore is not None:
             _PARTS[key].restore(state[key], run)
@@ -119,7 +119,10 @@ def _restore_loop(saved: dict, run: _Run) -> None:
 
 
 def _capture_sampler(run: _Run) -> dict:
-    return {"position": run.loop["cur_nimg"]} | ({"stream": run.stream} if run.stream else {})
+    state = run.data.state_dict()
+    # the data read and the steps taken must agree, or a resume would train on other images than this run would
+    assert state["position"] == run.loop["cur_nimg"], (state["position"], run.loop["cur_nimg"])
+    return state
 
 
 # Each entry of the state by its key; `capture` and `restore` go through them in the order a checkpoint stores them.
@@ -128,7 +131,7 @@ _PARTS = {
     **_trained("D"),
     "G_ema": _Part(lambda run: run.G_ema.state_dict(), lambda value, run: _load_network(run.G_ema, value)),
     "rng": _Part(lambda run: checkpoint.capture_rng(), lambda value, run: checkpoint.restore_rng(value)),
-    "sampler": _Part(_capture_sampler),
+    "sampler": _Part(_capture_sampler, lambda value, run: run.data.load_state_dict(value)),
     "augment": _Part(_capture_augment, _restore_augment),
     "loop": _Part(_capture_loop, _restore_loop),
     # Only the fields that define the training maths (what a resume checks): no paths, so two runs of the same
@@ -240,20 +243,3 @@ def load_pretrained(paths: list[Path], trainer: Trainer, G_ema: Generator) -> No
             target.load_state_dict(net.state_dict())
     if pretrained.augment_p is not None and trainer.ada is not None:
         trainer.augment.p.fill_(pretrained.augment_p)
-
-
-def stream_layout(resume: dict | None, dataset, cur_nimg: int, world_size: int, say) -> dict | None:
-    """{"origin", "world_size"} of a shard stream (ganforge.data.stream), None for other data: a checkpoint's when it
-    was written by as many processes, else a new stream beginning at `cur_nimg` (`say` tells why when a resume
-    changed the world size: the shards are dealt to the processes afresh, so the order differs from then on)."""
-    if getattr(dataset, "format", None) != "shards":
-        return None
-    stream = resume["sampler"].get("stream") if resume else None
-    if stream is not None and stream["world_size"] == world_size:
-        return stream
-    if stream is not None:
-        say(
-            f"data: {world_size} process(es) now, {stream['world_size']} when the checkpoint was written; the shards "
-            f"are dealt afresh and the stream starts a new pass at {cur_nimg / 1000:g} kimg"
-        )
-    return {"origin": cur_nimg, "world_size": world_size}

@@ -213,7 +213,7 @@ class SampleGrid:
         count = self.columns * min(8, max(2, 256 // height))
         gen = torch.Generator().manual_seed(cfg.schedule.seed)
         order = torch.randperm(len(dataset), generator=gen).repeat(count // len(dataset) + 1)[:count]
-        if dataset.format == "shards":  # read as a stream: its first images, a random sample (data/shards.py)
+        if dataset.streamed:  # read as a stream: its first images, a random sample (data/shards.py)
             items = [tuple(map(torch.from_numpy, item)) for item in dataset.first(count)]
             items = [items[i % len(items)] for i in range(count)]
         else:

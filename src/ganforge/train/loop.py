@@ -17,8 +17,8 @@ import torch
 from ganforge import checkpoint, dist
 from ganforge.config import Config
 from ganforge.config.describe import describe_derived, small_data_advice
-from ganforge.data import make_loader
 from ganforge.data.remote import ServerError
+from ganforge.data.source import DataSource
 from ganforge.devices import describe_kernels
 from ganforge.errors import UserError
 from ganforge.metrics import append_result, compute_metrics
@@ -45,7 +45,8 @@ def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | N
     total_nimg, tick_nimg = round(s.kimg * 1000), round(s.tick_kimg * 1000)
     probe = step_probe(cfg, device)  # times the step's sections (the trainer's) for the monitor
     trainer, phases, G_ema = build(cfg, device, runtime.precision, probe=probe)
-    loop = checkpointing.restore(resume, trainer, G_ema) if resume else {"cur_nimg": 0}
+    data = DataSource(dataset, cfg.world_size)
+    loop = checkpointing.restore(resume, trainer, G_ema, data) if resume else {"cur_nimg": 0}
     checkpointing.load_pretrained(weights, trainer, G_ema)
     if cfg.model.grow:  # the stage the run starts or resumes at, which the first report's summaries show
         growing.grow(trainer, G_ema, loop["cur_nimg"])
@@ -63,14 +64,9 @@ def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | N
     with contextlib.closing(log), PreemptionGuard() as guard, monitor:
         samples = logs.SampleGrid(cfg, dataset, device)
         _start_report(cfg, log, trainer, samples, run_dir, cur_nimg)
-        stream = checkpointing.stream_layout(resume, dataset, cur_nimg, world, log.print)  # shards only, else None
+        data.open(s.batch // world, s.seed, rank, cfg.data.workers, device, log.print, cfg.data.shuffle_buffer)
         if (threads := checkpointing.thread_change(loop, device)) is not None:
             log.print(f"warning: {threads}")
-        origin = stream["origin"] if stream else 0
-        loader = make_loader(
-            dataset, s.batch // world, s.seed, rank, world, cur_nimg, cfg.data.workers, device,
-            origin=origin, shuffle_buffer=cfg.data.shuffle_buffer,
-        )  # fmt: skip
         tick_stats = logs.TickStats()
         log.start_clock()
         while True:
@@ -92,7 +88,7 @@ def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | N
 
             # Checkpoint: with every snapshot, and once when preempted.
             if (at_snap or preempted) and saved_nimg != cur_nimg:
-                saved_nimg = _checkpoint(run_dir, log, trainer, G_ema, cur_nimg, tick_nimg, retention, stream)
+                saved_nimg = _checkpoint(run_dir, log, trainer, G_ema, cur_nimg, tick_nimg, retention, data)
 
             # Done? Finished, or preempted (exit with the signal's conventional status).
             if preempted:
@@ -114,10 +110,10 @@ def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | N
                 wait_start = time.monotonic()
                 try:
                     with probe.label("data"):
-                        images, labels = next(loader)
+                        images, labels = next(data)
                 except UserError as error:  # a bad sample or a failing server mid-run: keep the progress (one
                     if world == 1 and saved_nimg != cur_nimg:  # process: no peer waits)
-                        saved_nimg = _checkpoint(run_dir, log, trainer, G_ema, cur_nimg, tick_nimg, retention, stream)
+                        saved_nimg = _checkpoint(run_dir, log, trainer, G_ema, cur_nimg, tick_nimg, retention, data)
                     if isinstance(error, ServerError):  # its line says what the server did; nothing to verify
                         raise
                     raise UserError(
@@ -199,11 +195,11 @@ def tick_of(cur_nimg: int, tick_nimg: int) -> int:
 
 
 def _checkpoint(
-    run_dir: Path, log: logs.RunLog, trainer, G_ema, cur_nimg: int, tick_nimg: int, retention, stream: dict | None
+    run_dir: Path, log: logs.RunLog, trainer, G_ema, cur_nimg: int, tick_nimg: int, retention, data: DataSource
 ) -> int:
     """Save the training state at `cur_nimg` (collective); returns `cur_nimg`, the newest saved position."""
     loop_state = {"cur_nimg": cur_nimg, "cur_tick": tick_of(cur_nimg, tick_nimg)}
-    state = checkpointing.capture(trainer, G_ema, loop_state, stream)
+    state = checkpointing.capture(trainer, G_ema, loop_state, data)
     path = checkpoint.save(run_dir / "checkpoints", state, tag=str(cur_nimg), retention=retention)
     log.print(f"checkpoint {path}")
     log.saved("checkpoint", path)
