@@ -123,3 +123,17 @@ def test_tf1_resize_matches_a_direct_loop_and_keeps_constants():
             assert out[0, 0, i, j].item() == pytest.approx((top * (1 - fy) + bottom * fy).item(), abs=1e-6)
     constant = tf1_bilinear_resize(torch.full((2, 3, 16, 16), 7.0), 299)
     torch.testing.assert_close(constant, torch.full((2, 3, 299, 299), 7.0))
+
+
+def test_the_default_cache_is_under_the_home_folder_unless_ganforge_cache_names_one(tmp_path, monkeypatch):
+    monkeypatch.delenv("GANFORGE_CACHE", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert inception.default_cache_dir() == tmp_path / "home" / ".cache" / "ganforge"
+    monkeypatch.setenv("GANFORGE_CACHE", "~/elsewhere")
+    assert inception.default_cache_dir() == tmp_path / "home" / "elsewhere"
+
+
+def test_grey_images_have_the_features_of_their_three_channel_copies():
+    features = inception.load_inception(None, torch.device("cpu"))
+    grey = torch.randint(0, 256, (2, 1, 12, 10), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(features(grey), features(grey.expand(-1, 3, -1, -1)))
