@@ -89,3 +89,10 @@ def test_kid_subsets_are_seeded_random_and_no_larger_than_either_set():
     assert subsets[1] > 0 and subsets[0] != pytest.approx(full, rel=1e-6)
     few = real[:5]  # subsets are capped by the smaller set
     assert kernel_inception_distance(few, fake, 3, 10, seed=4) == kernel_inception_distance(few, fake, 3, 5, seed=4)
+
+
+def test_kid_of_two_subsets_has_their_spread_and_of_one_none():
+    gen = torch.Generator().manual_seed(4)
+    real, fake = torch.randn(30, 4, generator=gen), torch.randn(30, 4, generator=gen) + 0.3
+    assert kernel_inception_distance(real, fake, 2, 10, seed=0)[1] > 0
+    assert kernel_inception_distance(real, fake, 1, 10, seed=0)[1] == 0.0
