@@ -5,34 +5,17 @@ report's exit code is 0 when all is ok, 1 with warnings, 2 with failures. The JS
 docs/doctor.md.
 """
 
-import dataclasses
-from pathlib import Path
-
 from ganforge import __version__
-from ganforge.config import AUTO_PRECISION, PRECISIONS
+from ganforge.config import AUTO_PRECISION
 from ganforge.devices import cpu_flags, pick_precision
 from ganforge.doctor import benchmark, environment, functional, gpu, nvml, system
 from ganforge.doctor import report as r
+from ganforge.doctor.options import Options
 from ganforge.doctor.report import Check, Report
 from ganforge.monitor import nvml as nvml_reader
 from ganforge.urls import public_url
 
 __all__ = ["Check", "Options", "Report", "run"]
-
-
-@dataclasses.dataclass(frozen=True)
-class Options:
-    """What to check: `data` is a dataset to open and time, `outdir` where runs will be written, `quick` shortens
-    the benchmarks, `precision` is the one the tiny StyleGAN2 step runs in (train's `--precision`; `auto`, the
-    default there too, is resolved as train resolves it on this machine)."""
-
-    data: str | Path | None = None  # a folder, an archive or a URL
-    outdir: Path = Path(".")
-    quick: bool = False
-    precision: str = AUTO_PRECISION
-
-    def __post_init__(self):
-        assert self.precision in (*PRECISIONS, AUTO_PRECISION), self.precision
 
 
 def train_precision(precision: str, gpus: list[gpu.GpuProps]) -> tuple[str, str]:
@@ -62,6 +45,6 @@ def run(options: Options) -> Report:
         checks += r.guarded(
             "data.open", "data", "dataset", fix, lambda: system.data_checks(options.data, options.quick)
         )
-    settings = {**dataclasses.asdict(options), "data": options.data and public_url(str(options.data))}
+    settings = {**options.settings(), "data": options.data and public_url(str(options.data))}
     settings["outdir"] = str(options.outdir)
     return Report(checks, settings, __version__)
