@@ -1529,6 +1529,19 @@ MUTANTS = (
     M("ckpt_schema_capture_in_another_order", "train/checkpointing.py",
       "for key in STATE_KEYS}", "for key in sorted(STATE_KEYS)}", ("tests/checkpoint/test_checkpoint_resumable.py::"
        "test_a_checkpoint_holds_the_layouts_entries_in_order_and_each_one_is_checked",)),
+    # every command's options declared on fields: the derived checks, a file option, what the options set
+    M("declared_values_never_refused", "option.py",
+      "    problems = value_problems(options, values)\n    if problems:", "    problems = []\n    if problems:",
+      ("tests/checkpoint/test_checkpoint_diff_snapshots.py::"
+       "test_limit_prints_that_many_differences_and_counts_them_all_and_is_bounded",
+       "tests/hostile/test_hostile_options.py::test_every_declared_commands_bad_numbers_and_choices_are_one_line_each")),
+    M("declared_file_option_takes_a_folder", "cli/declared.py", "    kind = FILE if d.option.file else kind\n", "",
+      ("tests/report/test_report_page.py::test_report_out_naming_a_folder_is_refused_before_anything_is_read",)),
+    M("diff_limit_ignored", "cli/checkpoint.py", "differences[:limit]", "differences",
+      ("tests/checkpoint/test_checkpoint_diff_snapshots.py::"
+       "test_limit_prints_that_many_differences_and_counts_them_all_and_is_bounded",)),
+    M("doctor_settings_record_the_output_format", "doctor/options.py", 'if name != "as_json"', "if name",
+      ("tests/doctor/test_doctor_cli.py::test_cpu_path_json_only_with_data",)),
 )  # fmt: skip
 
 
