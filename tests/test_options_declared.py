@@ -15,7 +15,7 @@ import ganforge
 from cli_helpers import leaf_commands
 from ganforge.bench.options import BENCH_OPTIONS, TRAINING
 from ganforge.cli import main
-from ganforge.compare import DIFF_OPTIONS
+from ganforge.compare.options import DIFF_OPTIONS
 from ganforge.data.options import BUILD_OPTIONS, INFO_OPTIONS, VERIFY_OPTIONS
 from ganforge.doctor.options import DOCTOR_OPTIONS
 from ganforge.explore.options import EXPLORE_OPTIONS
@@ -55,7 +55,7 @@ OTHER_COMMANDS_MODULES = (
     "explore/options.py",
     "doctor/options.py",
     "report/options.py",
-    "compare.py",
+    "compare/options.py",
     "interop/options.py",
 )
 # bench's own options under train's flags, each a different option: its --aug-p has another default (every transform

@@ -10,7 +10,7 @@ from hostile_harness import Case, assert_all_rejected
 
 from ganforge.bench.options import BENCH_OPTIONS
 from ganforge.cli import main
-from ganforge.compare import DIFF_OPTIONS
+from ganforge.compare.options import DIFF_OPTIONS
 from ganforge.data.options import BUILD_OPTIONS, VERIFY_OPTIONS
 from ganforge.doctor.options import DOCTOR_OPTIONS
 from ganforge.explore.options import EXPLORE_OPTIONS

@@ -1,7 +1,7 @@
 """`ganforge checkpoint verify` and `ganforge checkpoint diff`: is a checkpoint intact, and what differs between two.
 
 Heavy modules are imported inside each command so that `ganforge --help` stays instant. The options of `diff` are
-derived from the declarations on `DiffOptions` (`ganforge.compare`).
+derived from the declarations on `DiffOptions` (`ganforge.compare.options`).
 """
 
 from pathlib import Path
@@ -10,7 +10,7 @@ import click
 
 from ganforge.cli.declared import declared_options
 from ganforge.cli.help import examples
-from ganforge.compare import DIFF_OPTIONS, DiffOptions, compare
+from ganforge.compare.options import DIFF_OPTIONS, DiffOptions
 from ganforge.errors import UserError
 from ganforge.option import given
 
@@ -58,6 +58,8 @@ def checkpoint_diff(ctx: click.Context, first: Path, second: Path, **options):
     constructor arguments, meta) with both values. A snapshot and a checkpoint: the snapshot's tensors against the
     checkpoint's G_ema (a discriminator file's against its D). Exit 0 when identical, 1 when they differ (as diff
     does), 2 when either cannot be read."""
+    from ganforge.compare import compare
+
     limit = DiffOptions(**given(options)).limit
     comparison = compare(first, second)
     if comparison.scope is not None:

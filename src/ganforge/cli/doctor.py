@@ -14,7 +14,7 @@ from ganforge.option import given
 @click.pass_context
 def doctor(ctx: click.Context, **options):
     """Check versions, driver, GPUs, distributed backends, disk and data; exit 0 ok, 1 warnings, 2 failures."""
-    from ganforge.doctor import run
+    from ganforge.doctor.command import run
 
     options = Options(**given(options))
     report = run(options)

@@ -1,43 +1,17 @@
-"""What differs between two checkpoints, two snapshots, or a snapshot and a checkpoint (`ganforge checkpoint diff`).
-
-Checkpoints are read through `checkpoint.read`, exactly as a resume reads them; snapshots and discriminator files
-through `snapshot.read_weights_file`, with every check loading makes. Nothing is built, nothing is executed.
-
-Two snapshots are compared whole: format, architecture, constructor arguments, meta and every tensor. A snapshot
-holds the generator a run shares, its G_ema (a discriminator file holds a D), so a snapshot and a checkpoint are
-compared as that network: the file's tensors against the checkpoint's G_ema (or D), which answers "was this snapshot
-written from that checkpoint?". The file's description (architecture, meta) has no counterpart in a checkpoint.
-"""
+"""What differs between two checkpoints, two snapshots, or a snapshot and a checkpoint: `compare` (the package's
+docstring says how each pair is compared)."""
 
 import dataclasses
 from pathlib import Path
 
 from ganforge.checkpoint.inspect import Difference, diff, newest_state
 from ganforge.errors import UserError
-from ganforge.option import Range, declared, option, refuse_bad_values
 from ganforge.snapshot import DISCRIMINATOR_FORMAT, FORMAT, read_weights_file
 
 EXPECTED = "two checkpoints (checkpoint folders or runs), two snapshots (.safetensors), or one of each"
 # The network of a checkpoint's state that a weights file of each format holds.
 NETWORK_OF_FORMAT = {FORMAT: "G_ema", DISCRIMINATOR_FORMAT: "D"}
 NOUN_OF_FORMAT = {FORMAT: "snapshot", DISCRIMINATOR_FORMAT: "discriminator file"}
-MAX_SHOWN = 10**6  # differences printed: more than any reader goes through
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class DiffOptions:
-    """How `ganforge checkpoint diff` prints a comparison: at most `limit` of its differences, then their count."""
-
-    limit: int = option(
-        "Options", "Print at most this many differences.", default=50, range=Range(1, MAX_SHOWN, whole=True)
-    )
-
-    def __post_init__(self):
-        refuse_bad_values(DIFF_OPTIONS, self)
-
-
-# Every option of `ganforge checkpoint diff`.
-DIFF_OPTIONS = declared(DiffOptions)
 
 
 @dataclasses.dataclass(frozen=True)
