@@ -419,9 +419,9 @@ MUTANTS = (
       "if path.name.startswith(store.PREFIX) or os.path.lexists(path / store.MANIFEST):",
       "if path.name.startswith(store.PREFIX):",
       (INSPECT + "test_verify_takes_a_copied_checkpoint_under_any_name_and_checks_it_as_one",)),
-    M("diff_snapshot_against_checkpoint_g", "compare.py", '{FORMAT: "G_ema",', '{FORMAT: "G",',
+    M("diff_snapshot_against_checkpoint_g", "compare/comparison.py", '{FORMAT: "G_ema",', '{FORMAT: "G",',
       (DIFF_SNAPSHOTS + "test_a_snapshot_against_a_checkpoint_is_compared_with_its_g_ema",)),
-    M("diff_snapshot_against_discriminator_compared", "compare.py", "        if a.format != b.format:\n",
+    M("diff_snapshot_against_discriminator_compared", "compare/comparison.py", "        if a.format != b.format:\n",
       "        if False:\n", (DIFF_SNAPSHOTS + "test_files_that_cannot_be_compared_are_refused_in_one_line",)),
     M("rundir_damaged_config_of_the_run_skipped", "train/rundir.py",
       "            if _named_like(run, key):", "            if False:",
@@ -1537,6 +1537,19 @@ MUTANTS = (
       ("tests/train/test_train_shards.py::test_a_new_world_size_starts_a_new_stream_and_says_so",)),
     M("shard_stored_hash_forgotten", "data/shardset.py", "        return self.content_hash\n", "        return None\n",
       (SHARDS + "test_info_and_verify_name_the_damaged_shard",)),
+    # every command's options declared on fields: the derived checks, a file option, what the options set
+    M("declared_values_never_refused", "option.py",
+      "    problems = value_problems(options, values)\n    if problems:", "    problems = []\n    if problems:",
+      ("tests/checkpoint/test_checkpoint_diff_snapshots.py::"
+       "test_limit_prints_that_many_differences_and_counts_them_all_and_is_bounded",
+       "tests/hostile/test_hostile_options.py::test_every_declared_commands_bad_numbers_and_choices_are_one_line_each")),
+    M("declared_file_option_takes_a_folder", "cli/declared.py", "    kind = FILE if d.option.file else kind\n", "",
+      ("tests/report/test_report_page.py::test_report_out_naming_a_folder_is_refused_before_anything_is_read",)),
+    M("diff_limit_ignored", "cli/checkpoint.py", "differences[:limit]", "differences",
+      ("tests/checkpoint/test_checkpoint_diff_snapshots.py::"
+       "test_limit_prints_that_many_differences_and_counts_them_all_and_is_bounded",)),
+    M("doctor_settings_record_the_output_format", "doctor/options.py", 'if name != "as_json"', "if name",
+      ("tests/doctor/test_doctor_cli.py::test_cpu_path_json_only_with_data",)),
 )  # fmt: skip
 
 

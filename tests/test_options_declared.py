@@ -1,23 +1,30 @@
 """Each option is declared once. The train command's options are exactly the declarations (on the Config fields,
 plus --clip-grad and --dry-run), bench takes train's own declarations for the options it shares, every other command's
 options are exactly its declarations, no command lists a flag twice, no two declarations of train and bench make the
-same flag (however it is spelled: given, or derived from the field's name), and nowhere in the package is a train flag
-declared again (a click.option, or a second Option of it). The other commands' flags of train's names (--seed,
---device, --batch, ...) are their own options, declared with their commands."""
+same flag (however it is spelled: given, or derived from the field's name), nowhere in the package is a train flag
+declared again (a click.option, or a second Option of it), and no option anywhere is a hand-written click.option: every
+one is derived from a declaration (cli/declared.py). The other commands' flags of train's names (--seed, --device,
+--batch, ...) are their own options, declared with their commands."""
 
 import ast
 from pathlib import Path
+
+import click
 
 import ganforge
 from cli_helpers import leaf_commands
 from ganforge.bench.options import BENCH_OPTIONS, TRAINING
 from ganforge.cli import main
+from ganforge.compare.options import DIFF_OPTIONS
 from ganforge.data.options import BUILD_OPTIONS, INFO_OPTIONS, VERIFY_OPTIONS
+from ganforge.doctor.options import DOCTOR_OPTIONS
 from ganforge.explore.options import EXPLORE_OPTIONS
 from ganforge.export.options import EXPORT_OPTIONS
 from ganforge.generate.options import GENERATE_OPTIONS
+from ganforge.interop.options import IMPORT_OPTIONS
 from ganforge.metrics.options import METRICS_OPTIONS
 from ganforge.project.options import PROJECT_OPTIONS
+from ganforge.report.options import REPORT_OPTIONS
 from ganforge.sweep.options import SWEEP_OPTIONS
 from ganforge.train.options import TRAIN_OPTIONS
 
@@ -33,6 +40,10 @@ COMMAND_DECLARATIONS = TRAIN_FAMILY | {
     "dataset info": INFO_OPTIONS,
     "dataset verify": VERIFY_OPTIONS,
     "explore": EXPLORE_OPTIONS,
+    "doctor": DOCTOR_OPTIONS,
+    "report": REPORT_OPTIONS,
+    "checkpoint diff": DIFF_OPTIONS,
+    "import": IMPORT_OPTIONS,
 }
 # Where the commands other than train and bench declare their options.
 OTHER_COMMANDS_MODULES = (
@@ -42,6 +53,10 @@ OTHER_COMMANDS_MODULES = (
     "metrics/options.py",
     "data/options.py",
     "explore/options.py",
+    "doctor/options.py",
+    "report/options.py",
+    "compare/options.py",
+    "interop/options.py",
 )
 # bench's own options under train's flags, each a different option: its --aug-p has another default (every transform
 # on), its --data is optional (it only shapes the synthetic images) and its --batch-gpu also takes auto (the search
@@ -136,3 +151,32 @@ def test_no_train_flag_is_declared_a_second_time():
         flags = [flag for kind, flag in _declared_flags(path) if kind == "declared" and flag in train_flags]
         found += [f"{relative}: {flag}" for flag in flags if (relative, flag) not in own]
     assert not found, found
+
+
+def test_no_option_is_a_hand_written_click_option():
+    """Every option of every command is derived from its declaration: the one click.option of the package is the
+    derivation's own (cli/declared.py)."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE).as_posix()
+        if relative != "cli/declared.py":
+            found += [f"{relative}: line {line}" for line in _click_option_calls(path)]
+    assert not found, found
+
+
+def _click_option_calls(path: Path) -> list[int]:
+    """The lines of `path` that call click.option (or click.Option), whatever their flags are spelled with."""
+    nodes = ast.walk(ast.parse(path.read_text()))
+    calls = [n for n in nodes if _is_call(n, "option") or _is_call(n, "Option")]
+    return [n.lineno for n in calls if isinstance(n.func, ast.Attribute) and getattr(n.func.value, "id", "") == "click"]
+
+
+def test_every_command_is_made_from_declarations():
+    """Each command whose options are all derived lists them in its declarations: a command with an option outside
+    COMMAND_DECLARATIONS (other than --help) would be one not derived."""
+    for name, command in leaf_commands().items():
+        options = [p for p in command.params if isinstance(p, click.Option) and p.name != "help"]
+        if name == "train":
+            assert [p.name for p in options] == [d.name for d in TRAIN_OPTIONS]
+        elif options:
+            assert name in COMMAND_DECLARATIONS, name

@@ -17,6 +17,9 @@ import math
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+
+from ganforge.errors import UserError
 
 MATHS = "maths"  # field metadata: does changing the value change what training computes?
 OPTION = "option"  # field metadata: the Option that sets the field, if any
@@ -74,6 +77,7 @@ class Option:
     items). `preset`: the default comes from the `--cfg` row or is derived, not from the field. `shown_default`
     replaces the help's `[default: ...]` where the default is neither the field's nor the preset's. `bare`: the value
     of a choice given as the flag alone (`--compile` for `--compile default`), so that a switch can grow choices.
+    `file`: a Path option that names a file to write, never a folder (one already there is refused by the parser).
     `multiple`: the flag may be repeated, and the field holds what was given, in order; `nargs`: the words one flag
     takes; `aliases`: other flags of the same option; `envvar`: a variable of the environment that gives the value
     when the flag is not given. `text` writes a value of the field back as the word(s) the command line takes, where
@@ -94,6 +98,7 @@ class Option:
     negated: bool = False  # a switch that sets its field to False (--no-report)
     must: str = ""  # what a refused value must be, in the option's own terms (default: the range's description)
     bare: str = ""  # the value of the flag given without one (one of `choices`); "": a value is needed
+    file: bool = False
     multiple: bool = False
     nargs: int = 1
     aliases: tuple[str, ...] = ()
@@ -103,6 +108,7 @@ class Option:
     def __post_init__(self):
         assert not self.bare or self.bare in self.choices, (self.bare, self.choices)
         assert not (self.multiple and self.nargs > 1), "a repeated flag takes one word each time"
+        assert not self.file or self.kind in (None, Path), "a file is a Path"
 
 
 def option(section: str, help: str, *, default=dataclasses.MISSING, maths: bool = True, **declaration):
@@ -253,6 +259,13 @@ def options_type(name: str, options: list[Declared], doc: str, module: str):
 def value_problems(options: list[Declared], values) -> list[str]:
     """One message per given value that its option does not accept."""
     return [p for d in options if (p := d.problem(getattr(values, d.name))) is not None]
+
+
+def refuse_bad_values(options: list[Declared], values) -> None:
+    """Raise a UserError with one line per given value that its option does not accept (none: return)."""
+    problems = value_problems(options, values)
+    if problems:
+        raise UserError(*problems)
 
 
 def given(values: dict) -> dict:

@@ -99,3 +99,17 @@ def test_files_that_cannot_be_compared_are_refused_in_one_line(tiny_run, tmp_pat
         result = diff(snapshot, path)
         assert result.exit_code == 2 and result.stdout == "" and "Traceback" not in result.output, result.output
         assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith(line), result.stderr
+
+
+def test_limit_prints_that_many_differences_and_counts_them_all_and_is_bounded(tiny_run):
+    first, second = snapshots_of(tiny_run[1])
+    every = diff(first, second).output.splitlines()[:-1]
+    result = diff(first, second, limit=2)
+    assert result.exit_code == 1, result.output
+    assert result.output.splitlines() == [
+        *every[:2],
+        f"{len(every)} entries differ between {first} and {second} (first 2 shown)",
+    ]
+    for limit in (0, 10**6 + 1):
+        result = diff(first, second, limit=limit)
+        assert result.exit_code == 2 and result.output == f"error: --limit {limit}: must be from 1 to 1,000,000\n"

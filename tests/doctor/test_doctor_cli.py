@@ -37,6 +37,7 @@ def test_cpu_path_json_only_with_data(tmp_path):
     checks = {check["id"]: check for check in document["checks"]}
     assert proc.returncode == document["summary"]["exit_code"], proc.stderr
     assert document["options"]["precision"] == "auto"  # train's default, resolved as train resolves it
+    assert set(document["options"]) == {"data", "outdir", "quick", "precision"}  # what was checked, not --json
     assert "(auto: " in checks["functional.precision"]["value"], checks["functional.precision"]
     for cid in ["environment.torch", "functional.stylegan2", "functional.gloo_all_reduce", "data.open", "data.read"]:
         assert checks[cid]["status"] == "ok", checks[cid]

@@ -10,12 +10,16 @@ from hostile_harness import Case, assert_all_rejected
 
 from ganforge.bench.options import BENCH_OPTIONS
 from ganforge.cli import main
+from ganforge.compare.options import DIFF_OPTIONS
 from ganforge.data.options import BUILD_OPTIONS, VERIFY_OPTIONS
+from ganforge.doctor.options import DOCTOR_OPTIONS
 from ganforge.explore.options import EXPLORE_OPTIONS
 from ganforge.export.options import EXPORT_OPTIONS
 from ganforge.generate.options import GENERATE_OPTIONS
+from ganforge.interop.options import IMPORT_OPTIONS
 from ganforge.metrics.options import METRICS_OPTIONS
 from ganforge.project.options import PROJECT_OPTIONS
+from ganforge.report.options import REPORT_OPTIONS
 from ganforge.sweep.options import SWEEP_OPTIONS
 from ganforge.train.options import TRAIN_OPTIONS
 from launch_helpers import tiny_archive
@@ -71,6 +75,10 @@ DECLARED_COMMANDS = {
     "dataset verify": (VERIFY_OPTIONS, ("dataset", "verify", "data.zip"), "data.zip"),
     "explore": (EXPLORE_OPTIONS, ("explore", "--network", "G.safetensors"), "G.safetensors"),
     "sweep": (SWEEP_OPTIONS, ("sweep", "--data", "data.zip", "--outdir", "out"), "out"),
+    "doctor": (DOCTOR_OPTIONS, ("doctor", "--quick", "--outdir", "out"), "out"),
+    "report": (REPORT_OPTIONS, ("report", "run"), "run"),
+    "checkpoint diff": (DIFF_OPTIONS, ("checkpoint", "diff", "a", "b"), "a"),
+    "import": (IMPORT_OPTIONS, ("import", "G.pkl", "G.safetensors"), "G.safetensors"),
 }  # fmt: skip
 NEEDS = {
     ("generate", "--fps"): ("--interp", "2"),

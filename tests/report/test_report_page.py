@@ -128,6 +128,12 @@ def test_report_bad_folder_and_missing_matplotlib_exit_2(tiny_run, tmp_path, mon
     assert refresh_report(tiny_run) == "report.html not written: it needs matplotlib (pip install 'ganforge[report]')"
 
 
+def test_report_out_naming_a_folder_is_refused_before_anything_is_read(tmp_path):
+    result = CliRunner().invoke(main, ["report", str(tmp_path / "missing-run"), "--out", str(tmp_path)])
+    assert result.exit_code == 2 and result.output.startswith("error: "), result.output
+    assert f"Invalid value for '--out': File '{tmp_path}' is a directory." in result.output
+
+
 def test_demo_summary_ends_with_the_report(tiny_run, capsys):
     from ganforge.demo import where
 

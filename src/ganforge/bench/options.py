@@ -17,6 +17,7 @@ DEFAULT_RESOLUTION = 256  # without --data, for presets made for any resolution 
 DEFAULT_CHANNELS = 3
 MAX_REPEAT = 100
 MEASURE = "Measurement"
+OTHER = "Other"  # the help's last section: how the result is printed, beside --help
 # The `train` options the bench takes as train does; the others keep train's defaults.
 TRAINING = ("preset", "cond", "precision", "fp16_res", "compile", "kernels", "channels_last", "aug", "device", "cbase",
             "cmax", "g_arch", "d_arch", "g_attn", "d_attn")  # fmt: skip
@@ -30,7 +31,7 @@ class BenchOptions:
     device; `auto_batch`
     searches powers of two up to `max_batch_gpu`. `memory_cap_gb` makes any batch whose peak memory (the CUDA
     allocator's peak, or the estimate on CPU) exceeds it count as out of memory; on CPU without a cap, the available
-    system memory is the cap."""
+    system memory is the cap. `as_json` only says how the command prints the result."""
 
     preset: str | None = None
     cond: bool = False
@@ -106,6 +107,7 @@ class BenchOptions:
         default=3,
         range=Range(1, MAX_REPEAT),
     )
+    as_json: bool = option(OTHER, "Print one JSON object (schema: docs/bench.md).", default=False, flag="--json")
 
     def __post_init__(self):
         check(self)

@@ -17,8 +17,7 @@ from ganforge.cli.help import examples
     ),
 )
 @declared_options(BENCH_OPTIONS)
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (schema: docs/bench.md).")
-def bench(batch_gpu: str | None, as_json: bool, **flags):
+def bench(batch_gpu: str | None, **flags):
     """Time the real training step on synthetic data (shaped like --data's images when given): img/s with its
     spread over --repeat, per-phase ms, memory, TFLOP/s against the device's peak, and with --batch-gpu auto the
     batch to use; --aug ada times p = 0, where a run starts. Multi-GPU: torchrun -m ganforge bench."""
@@ -26,9 +25,10 @@ def bench(batch_gpu: str | None, as_json: bool, **flags):
 
     from ganforge import bench as bench_
 
-    result = bench_.run(bench_.BenchOptions.from_flags(batch_gpu, **flags))
+    options = bench_.BenchOptions.from_flags(batch_gpu, **flags)
+    result = bench_.run(options)
     if result is None:
         return
-    click.echo(json.dumps(result, indent=2) if as_json else bench_.table(result))
+    click.echo(json.dumps(result, indent=2) if options.as_json else bench_.table(result))
     if result["spread"]["warning"] is not None:
         click.echo(result["spread"]["warning"], err=True)

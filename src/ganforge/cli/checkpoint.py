@@ -1,14 +1,18 @@
 """`ganforge checkpoint verify` and `ganforge checkpoint diff`: is a checkpoint intact, and what differs between two.
 
-Heavy modules are imported inside each command so that `ganforge --help` stays instant.
+Heavy modules are imported inside each command so that `ganforge --help` stays instant. The options of `diff` are
+derived from the declarations on `DiffOptions` (`ganforge.compare.options`).
 """
 
 from pathlib import Path
 
 import click
 
+from ganforge.cli.declared import declared_options
 from ganforge.cli.help import examples
+from ganforge.compare.options import DIFF_OPTIONS, DiffOptions
 from ganforge.errors import UserError
+from ganforge.option import given
 
 
 @click.group("checkpoint")
@@ -46,9 +50,9 @@ def checkpoint_verify(path: Path):
 )
 @click.argument("first", type=click.Path(path_type=Path))
 @click.argument("second", type=click.Path(path_type=Path))
-@click.option("--limit", type=click.IntRange(1, 10**6), default=50, help="Print at most this many differences.")
+@declared_options(DIFF_OPTIONS)
 @click.pass_context
-def checkpoint_diff(ctx: click.Context, first: Path, second: Path, limit: int):
+def checkpoint_diff(ctx: click.Context, first: Path, second: Path, **options):
     """List what differs between two checkpoints (each a checkpoint folder, or a run: its newest checkpoint) or two
     snapshots (.safetensors): tensors with their max abs difference, state fields and metadata (architecture,
     constructor arguments, meta) with both values. A snapshot and a checkpoint: the snapshot's tensors against the
@@ -56,6 +60,7 @@ def checkpoint_diff(ctx: click.Context, first: Path, second: Path, limit: int):
     does), 2 when either cannot be read."""
     from ganforge.compare import compare
 
+    limit = DiffOptions(**given(options)).limit
     comparison = compare(first, second)
     if comparison.scope is not None:
         click.echo(f"comparing {comparison.scope}")

@@ -12,6 +12,7 @@ import click
 from ganforge.option import Declared
 
 KINDS = {int: click.INT, float: click.FLOAT, Path: click.Path(path_type=Path)}
+FILE = click.Path(dir_okay=False, path_type=Path)  # a Path option declared `file`: a folder there is refused
 
 
 def click_option(d: Declared):
@@ -23,6 +24,7 @@ def click_option(d: Declared):
     if d.kind is bool:
         return click.option(*flags, is_flag=True, help=help_text)
     kind = click.Choice(d.option.choices) if d.option.choices else KINDS.get(d.kind, click.STRING)
+    kind = FILE if d.option.file else kind
     if d.option.bare:  # the flag alone gives `bare`; a following word that is not an option is its value
         return click.option(*flags, type=kind, is_flag=False, flag_value=d.option.bare, help=help_text)
     return click.option(

@@ -2,66 +2,21 @@
 
 `run(Options(...))` returns a `Report`; every line is ok, warning or failure (or skipped, with the reason), and the
 report's exit code is 0 when all is ok, 1 with warnings, 2 with failures. The JSON form is documented in
-docs/doctor.md.
+docs/doctor.md. The names are loaded on first use: `ganforge --help` imports `ganforge.doctor.options` (and so
+this file), and must not pay for importing torch.
 """
 
-import dataclasses
-from pathlib import Path
+from ganforge import names_on_first_use
 
-from ganforge import __version__
-from ganforge.config import AUTO_PRECISION, PRECISIONS
-from ganforge.devices import cpu_flags, pick_precision
-from ganforge.doctor import benchmark, environment, functional, gpu, nvml, system
-from ganforge.doctor import report as r
-from ganforge.doctor.report import Check, Report
-from ganforge.monitor import nvml as nvml_reader
-from ganforge.urls import public_url
+_HOMES = {
+    "Check": "ganforge.doctor.report",
+    "Options": "ganforge.doctor.options",
+    "Report": "ganforge.doctor.report",
+    "run": "ganforge.doctor.command",
+    "train_precision": "ganforge.doctor.command",
+}
 
 __all__ = ["Check", "Options", "Report", "run"]
 
 
-@dataclasses.dataclass(frozen=True)
-class Options:
-    """What to check: `data` is a dataset to open and time, `outdir` where runs will be written, `quick` shortens
-    the benchmarks, `precision` is the one the tiny StyleGAN2 step runs in (train's `--precision`; `auto`, the
-    default there too, is resolved as train resolves it on this machine)."""
-
-    data: str | Path | None = None  # a folder, an archive or a URL
-    outdir: Path = Path(".")
-    quick: bool = False
-    precision: str = AUTO_PRECISION
-
-    def __post_init__(self):
-        assert self.precision in (*PRECISIONS, AUTO_PRECISION), self.precision
-
-
-def train_precision(precision: str, gpus: list[gpu.GpuProps]) -> tuple[str, str]:
-    """(mode, why --precision auto chose it, else "") as `ganforge train` would run here: on the first GPU, or the
-    CPU when there is none."""
-    if precision != AUTO_PRECISION:
-        return precision, ""
-    if gpus:
-        return pick_precision("cuda", (gpus[0].major, gpus[0].minor), frozenset())
-    return pick_precision("cpu", None, cpu_flags())
-
-
-def run(options: Options) -> Report:
-    """Run every check and return the report (nothing is printed)."""
-    with nvml_reader.session() as (handle, problem):
-        checks = environment.version_checks()
-        checks += environment.driver_checks(nvml.read_driver(handle, problem))
-        inventory, gpus = gpu.inventory(handle, problem)
-    checks += inventory
-    for props in gpus:
-        checks += benchmark.gpu_benchmarks(props, options.quick)
-    precision, why = train_precision(options.precision, gpus)
-    checks += functional.functional_checks(gpus, precision, options.quick, auto_reason=why)
-    checks += system.system_checks(options.outdir, len(gpus))
-    if options.data is not None:
-        fix = "pass a folder of images, an image zip, or an archive made by `ganforge dataset build`"
-        checks += r.guarded(
-            "data.open", "data", "dataset", fix, lambda: system.data_checks(options.data, options.quick)
-        )
-    settings = {**dataclasses.asdict(options), "data": options.data and public_url(str(options.data))}
-    settings["outdir"] = str(options.outdir)
-    return Report(checks, settings, __version__)
+__getattr__ = names_on_first_use(__name__, _HOMES)

@@ -22,6 +22,7 @@ from ganforge.durable import WriteError, check_destination, write_problem
 from ganforge.errors import UserError
 from ganforge.interop import official, official_stylegan3, r3gan, rosinality, tf_stylegan2
 from ganforge.interop.official_pickle import PersistentRecord, read_pickle
+from ganforge.interop.options import WHICH
 from ganforge.interop.r3gan_pickle import ModuleRecord, read_r3gan_pickle
 from ganforge.interop.tf_pickle import network_of, read_tf_pickle
 from ganforge.nets import Generator
@@ -30,7 +31,6 @@ from ganforge.snapshot import load_snapshot, save_discriminator, save_snapshot
 
 SNAPSHOT, NVLABS, ROSINALITY = "ganforge snapshot", "NVlabs pickle", "rosinality checkpoint"
 TENSORFLOW, R3GAN = "NVlabs TensorFlow pickle", "R3GAN pickle"
-WHICH = ("G_ema", "G", "D")
 SUPPORTED = (
     "supported: a ganforge snapshot (.safetensors), an NVlabs network pickle (.pkl) of stylegan2-ada-pytorch, "
     "stylegan3, or TensorFlow stylegan2 / stylegan2-ada, a released R3GAN network snapshot (.pkl), a rosinality "
