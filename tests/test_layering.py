@@ -137,3 +137,11 @@ def test_importing_each_part_alone_loads_nothing_from_a_higher_layer():
     upward = [problem for part in parts for problem in _upward(f"ganforge.{part}", set(loaded[part]))]
     assert not upward, upward
     assert "ganforge.train.precision" not in loaded["metrics"]  # fp32_math lives on the ground floor
+
+
+def test_the_command_line_loads_without_torch_or_numpy():
+    """`ganforge --help` and every command's help read only declarations: torch (a second of the ~1.6 s each
+    `ganforge` call took) and numpy load when a command runs (generate's edit checks once pulled both in)."""
+    script = "import sys, ganforge.cli; print(sorted(m for m in ('torch', 'numpy') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.strip() == "[]", out.stdout

@@ -183,7 +183,6 @@ def _load(path, device, kind: _Kind):
 
 LABEL_KINDS = ("classes", "vectors")
 MAX_LABEL_NAME = 64  # characters of one label's name that are kept
-MAX_NAMES_SHOWN = 8  # label names a message lists
 
 
 def label_space(meta: dict, c_dim: int) -> dict | None:
@@ -197,14 +196,6 @@ def label_space(meta: dict, c_dim: int) -> dict | None:
     if c_dim == 0 or len(names) != c_dim or not all(isinstance(name, str) for name in names):
         return None
     return {"kind": space["kind"], "names": [name[:MAX_LABEL_NAME] for name in names]}
-
-
-def shown_names(space: dict | None) -> str:
-    """The label names of a `label_space` for a message: " (round, bright, ...)", or "" where none are known."""
-    if space is None:
-        return ""
-    more = ", ..." if len(space["names"]) > MAX_NAMES_SHOWN else ""
-    return f" ({', '.join(space['names'][:MAX_NAMES_SHOWN])}{more})"
 
 
 def _checked_parts(path: Path, kind: _Kind) -> tuple[type, dict, dict, dict]:

@@ -14,7 +14,6 @@ import io
 import math
 
 from ganforge.errors import UserError
-from ganforge.snapshot import shown_names
 
 # A label file is read whole, so a larger one is refused by its size before a byte is read. 64 MiB holds 10,000
 # vectors of 1,000 numbers (ImageNet's classes, multi-hot or continuous) of up to 6 characters each ("0.123,"), each
@@ -25,6 +24,16 @@ MAX_LISTED_LINES = 10  # a file of thousands of bad lines is reported by its fir
 MAX_LISTED_CELLS = 3  # bad numbers named per vector; the count says how many more
 MAX_SHOWN = 24  # characters of a cell repeated in a message (of a whole --label: MAX_SHOWN_LABEL)
 MAX_SHOWN_LABEL = 60
+MAX_NAMES_SHOWN = 8  # label names a message lists
+
+
+def shown_names(space: dict | None) -> str:
+    """The label names of a snapshot's `label_space` for a message: " (round, bright, ...)", or "" where none are
+    known."""
+    if space is None:
+        return ""
+    more = ", ..." if len(space["names"]) > MAX_NAMES_SHOWN else ""
+    return f" ({', '.join(space['names'][:MAX_NAMES_SHOWN])}{more})"
 
 
 def finite_numbers(cells: list[str]) -> tuple[list[float] | None, str | None]:

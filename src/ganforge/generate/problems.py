@@ -6,8 +6,9 @@ import math
 
 from ganforge.errors import first_few
 from ganforge.generate import labels
-from ganforge.generate.edits import edit_flag_problems, edit_network_problems
 from ganforge.generate.typed import MAX_COUNT
+
+DIRECTION_FLAGS = (("--edit-dim", "edit_dim"), ("--edit-seed", "edit_seed"), ("--edit-file", "edit_file"))
 
 
 def combination_problems(seeds, typed: dict, fields: dict) -> list[str]:
@@ -161,3 +162,36 @@ def grid_for(count: int) -> str:
     """The most nearly square RxC grid of exactly `count` cells (R <= C), as --grid takes it."""
     rows = max(r for r in range(1, math.isqrt(count) + 1) if count % r == 0)
     return f"{rows}x{count // rows}"
+
+
+def edit_flag_problems(fields: dict, typed: dict, modes: list[str]) -> list[str]:
+    """Flags of an edit that do not go together: one direction, with an amount, for single images or a grid."""
+    directions = [flag for flag, name in DIRECTION_FLAGS if fields.get(name) is not None]
+    amount = fields.get("edit_amount") is not None
+    if not directions:
+        given = [flag for flag, value in (("--edit-amount", amount), ("--edit-layers", typed["edit_layers"])) if value]
+        return [f"{' and '.join(given)}: only used with --edit-dim, --edit-seed or --edit-file"] if given else []
+    problems = []
+    if len(directions) > 1:
+        problems.append(f"{' and '.join(directions)}: choose one direction to move the ws along")
+    if not amount:
+        problems.append(f"{directions[0]}: give --edit-amount too, how far to move along it (e.g. 2)")
+    moving = [mode for mode in modes if mode in ("--interp", "--style-mix")]
+    if moving:
+        problems.append(f"{directions[0]} with {moving[0]}: edits move the ws of single images and grids only")
+    return problems
+
+
+def edit_network_problems(o, G) -> list[str]:
+    """What of the edit the network `G` cannot honour: no W space, a dimension or a w it does not have."""
+    if o.edit_amount is None:
+        return []
+    if not G.has_w_space:
+        return [f"--edit-amount: {o.network} is an R3GAN generator, which has no W space to move in"]
+    problems = []
+    if o.edit_dim is not None and o.edit_dim >= G.w_dim:
+        problems.append(f"--edit-dim {o.edit_dim}: the ws of {o.network} have {G.w_dim} dimensions, 0 to {G.w_dim - 1}")
+    beyond = [layer for layer in o.edit_layers or () if layer >= G.num_ws]
+    if beyond:
+        problems.append(f"--edit-layers: {o.network} has ws 0 to {G.num_ws - 1}, not {first_few(beyond)}")
+    return problems

@@ -16,6 +16,7 @@ from ganforge import outputs as folders
 from ganforge.devices import pick_device
 from ganforge.errors import UserError
 from ganforge.generate import writers
+from ganforge.generate.labels import shown_names
 from ganforge.interop import load_network
 from ganforge.metrics.features import position_seed
 from ganforge.metrics.perceptual import load_perceptual
@@ -24,7 +25,6 @@ from ganforge.progress import Stage
 from ganforge.project import outputs, quality, search, tune
 from ganforge.project.options import VIDEO_SIZE, ProjectOptions
 from ganforge.project.targets import load_targets
-from ganforge.snapshot import shown_names
 
 
 def project(options: ProjectOptions) -> dict:
