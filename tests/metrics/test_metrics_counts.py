@@ -12,6 +12,7 @@ from ganforge.cli import main
 from ganforge.metrics import compute_metric
 from ganforge.metrics.inception import load_inception
 from ganforge.metrics.kid import kernel_inception_distance
+from ganforge.metrics.pr import precision_recall
 from ganforge.metrics.registry import METRICS
 
 
@@ -47,7 +48,12 @@ def test_the_fewest_images_kid_and_pr_take_are_measured_and_kid_is_the_mmd2_of_t
     assert dict(METRICS["kid50k_full"].kwargs) == {"num_subsets": 100, "subset_size": 1000}
     real, fake = _folder(tmp_path / "real", 4, 8), _folder(tmp_path / "fake", 4, 8)
     options = dict(real=real, fake=fake, device="cpu", progress=False, num_real=4, num_gen=4)
-    assert compute_metric("pr50k3_full", **options)["num_fake"] == 4
+    alike = tmp_path / "alike"  # two of the reals and two flat fakes a shade apart: precision and recall differ
+    alike.mkdir()
+    for index in range(2):
+        (alike / f"{index}.png").write_bytes((Path(real) / f"{index}.png").read_bytes())
+        PIL.Image.fromarray(np.full((8, 8, 3), 100 + index, np.uint8)).save(alike / f"{index + 2}.png")
+    pr = compute_metric("pr50k3_full", **dict(options, fake=str(alike)))
     two = dict(options, real=_folder(tmp_path / "real2", 2, 8), fake=_folder(tmp_path / "fake2", 2, 8), num_real=2,
                num_gen=2)  # fmt: skip
     assert compute_metric("kid50k_full", **two)["num_fake"] == 2
@@ -57,6 +63,9 @@ def test_the_fewest_images_kid_and_pr_take_are_measured_and_kid_is_the_mmd2_of_t
     mean, std = kernel_inception_distance(*features, num_subsets=100, subset_size=1000, seed=3)
     assert record["results"]["kid50k_full"] == pytest.approx(mean, rel=1e-5, abs=1e-9)
     assert record["std"] == pytest.approx(std, rel=1e-5, abs=1e-9)
+    precision, recall = precision_recall(features[0], network(_pixels(str(alike))), k=3)  # fakes in the reals'
+    assert (pr["results"]["pr50k3_full_precision"], pr["results"]["pr50k3_full_recall"]) == (precision, recall)
+    assert pr["num_fake"] == 4 and precision != recall
 
 
 def _pixels(folder: str) -> torch.Tensor:
