@@ -97,6 +97,9 @@ def test_blur_kernel_taps_by_hand():
     expected = torch.tensor([1 / 512, 1 / 16, 1 / 2, 1, 1 / 2, 1 / 16, 1 / 512]) / 2.12890625
     torch.testing.assert_close(blur_kernel(1.0), expected.float(), rtol=0, atol=1e-7)
     assert len(blur_kernel(7.5)) == 2 * 22 + 1 and len(blur_kernel(0.3)) == 1
+    # sigma 0.5, the smallest radius: offsets -1..1, weights 2^-((x / 0.5)^2) = 1/16, 1, 1/16 (sigma 1 hid x * sigma)
+    expected = torch.tensor([1 / 16, 1, 1 / 16]) / (1 + 2 / 16)
+    torch.testing.assert_close(blur_kernel(0.5), expected.float(), rtol=0, atol=1e-7)
 
 
 def _blur_reference(images: torch.Tensor, sigma: float) -> torch.Tensor:
