@@ -4,8 +4,8 @@ import math
 import pytest
 import torch
 
-from ganforge.augment import ops
-from ganforge.augment.pipe import GEOM, AdaptiveAugment, AugmentPipe
+from ganforge.augment import corrupt, ops
+from ganforge.augment.pipe import BLIT, COLOR, GEOM, AdaptiveAugment, AugmentPipe
 from ganforge.errors import UserError
 
 
@@ -293,3 +293,41 @@ def test_ada_rejects_bad_settings_all_at_once():
     with pytest.raises(UserError) as info:
         AdaptiveAugment(target=1.5, speed_kimg=0, interval=0)
     assert len(info.value.problems) == 3
+
+
+def _by_hand(group: str, x: torch.Tensor, p: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """What the pipe must do with `group`'s transforms alone, from the ops' own functions, drawing in its order."""
+    n, c, h, w = x.shape
+    if group == "blit":
+        return ops.apply_blit(x, ops.blit_matrices(BLIT, n, h, w, p, generator))
+    if group == "color":
+        return ops.apply_color(x, ops.color_matrices(COLOR, n, c, p, generator))
+    x = corrupt.apply_filter(x, corrupt.filter_gains(n, p, generator))
+    x = corrupt.add_noise(x, p, generator)
+    return x * corrupt.cutout_mask(n, h, w, p, generator)
+
+
+@pytest.mark.parametrize("group", ["blit", "color", "filter,noise,cutout"])
+def test_each_group_at_p_1_is_its_ops_applied_in_order(group):
+    """At p = 1 every image takes every transform of the group: the pipe's images are the ops' functions applied by
+    hand with the same draws (a group skipped, its images kept unchanged, or its operands swapped, fails)."""
+    x, p = _images(n=4), torch.tensor(1.0)
+    expected = _by_hand(group, x, p, torch.Generator().manual_seed(5))
+    torch.testing.assert_close(AugmentPipe(group, p=1.0)(x, generator=torch.Generator().manual_seed(5)), expected)
+    assert not torch.equal(expected, x)
+
+
+def test_ada_starts_at_p_0_keeps_p_without_measurements_and_counts_a_single_logit():
+    assert AugmentPipe("bgc").p.item() == 0.0  # ADA starts from no augmentation (Karras et al. 2020, sec. 3)
+    ada, pipe = AdaptiveAugment(target=0.6, speed_kimg=500, interval=1), AugmentPipe("bgc", p=0.5)
+    ada.update(pipe, 64)  # a D step that saw no reals' logits: nothing to adjust on
+    assert pipe.p.item() == 0.5 and math.isnan(ada.stats(pipe)["rt"])
+    ada.accumulate(torch.tensor([[2.0]]))  # one logit: r_t = 1 > 0.6
+    ada.update(pipe, 64)
+    assert ada.stats(pipe)["rt"] == 1.0 and pipe.p.item() == pytest.approx(0.5 + 64 / 500_000, abs=1e-7)
+
+
+@pytest.mark.parametrize("target", [0.0, 1.0])
+def test_an_ada_target_of_0_or_1_is_refused(target):
+    with pytest.raises(UserError, match=r"ADA target must be in \(0, 1\)"):
+        AdaptiveAugment(target=target)
