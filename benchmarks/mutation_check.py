@@ -608,6 +608,9 @@ MUTANTS = (
       "    return tdist.PrefixStore(f\"group-{attempt.add(f'groups-joined-by-rank-{rank}', 1)}\", attempt)",
       "    return attempt", ("tests/test_scaleout.py::"
                           "test_each_group_a_process_joins_sees_none_of_its_earlier_groups_keys_and_ranks_agree_on_it",)),
+    M("memory_advice_ignores_the_family", "train/step_memory.py",
+      "can_recompute = family_of(cfg.model.generator).recomputes and", "can_recompute = True and",
+      ("tests/train/test_step_memory.py::test_train_refuses_a_step_no_micro_batch_fits_with_the_figure_and_exit_2",)),
     M("project_takes_label_vectors_as_classes", "project/run.py",
       'if space is not None and space["kind"] == "vectors":', "if False:",
       ("tests/train/test_train_label_vectors.py::test_a_run_conditioned_on_label_vectors_from_shards",)),

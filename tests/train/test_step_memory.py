@@ -86,17 +86,18 @@ def test_the_largest_micro_batch_that_fits_is_found_and_confirmed(tiny, monkeypa
     assert "more than the 154 MiB on a toy; pass --batch-gpu 2 (about 120 MiB; the same --batch" in problem
 
 
-def test_train_refuses_a_step_no_micro_batch_fits_with_the_figure_and_exit_2(data, tmp_path):
+@pytest.mark.parametrize(("preset", "advice"), [("tiny", "--grad-checkpoint, "), ("tiny3", "")])
+def test_train_refuses_a_step_no_micro_batch_fits_with_the_figure_and_exit_2(data, tmp_path, preset, advice):
+    """--grad-checkpoint is suggested where the family can recompute its blocks (not StyleGAN3's: refused)."""
     available = 2**20  # 1 MiB: less than the weights
     args = tiny_args(data, tmp_path, batch=8, dry_run=True, gpu_memory=f"{(available + CUDA_CONTEXT_BYTES) / 2**30!r}")
+    args[args.index("--cfg") + 1] = preset
     result = CliRunner().invoke(cli_main, args)
     assert result.exit_code == 2, result.output
     (line,) = [line for line in result.output.splitlines() if line.strip()]
-    assert line.startswith("error: --batch-gpu 8: a training step of --cfg tiny at 16x16 in fp32 needs about")
+    assert line.startswith(f"error: --batch-gpu 8: a training step of --cfg {preset} at 16x16 in fp32 needs about")
     assert "more than the 1.0 MiB that --gpu-memory" in line
-    assert line.endswith(
-        "no smaller --batch-gpu fits: try --grad-checkpoint, a lower --cbase, or a GPU with more memory"
-    )
+    assert line.endswith(f"no smaller --batch-gpu fits: try {advice}a lower --cbase, or a GPU with more memory")
 
 
 def test_a_step_that_fits_is_let_through_and_the_rng_kept(tiny, tiny_peak):

@@ -26,6 +26,7 @@ from torch.utils._pytree import tree_leaves
 from ganforge import dist
 from ganforge.config import Config
 from ganforge.devices import COMPILE_OFF
+from ganforge.families import family_of
 from ganforge.memory import available_device_bytes, size_text
 from ganforge.train import growing
 from ganforge.train.build import build, build_networks
@@ -187,8 +188,8 @@ def fit_problem(cfg: Config, available: int, where: str, cuda: bool = True) -> s
     if fitting is not None:
         batch_gpu, smaller = fitting
         return f"{problem}; pass --batch-gpu {batch_gpu} (about {size_text(smaller)}; the same --batch in more rounds)"
-    recomputing = cfg.runtime.grad_checkpoint or cfg.model.generator.startswith("stylegan3")  # on, or refused
-    also = "" if recomputing else "--grad-checkpoint, "
+    can_recompute = family_of(cfg.model.generator).recomputes and not cfg.runtime.grad_checkpoint  # not on yet
+    also = "--grad-checkpoint, " if can_recompute else ""
     return f"{problem}; no smaller --batch-gpu fits: try {also}a lower --cbase, or a GPU with more memory"
 
 
