@@ -24,6 +24,7 @@ from ganforge.train.build import build
 from ganforge.train.options import TrainOptions
 from ganforge.train.phases import micro_batches, run_phase
 from ganforge.train.resolver import DatasetFacts, Facts, resolve
+from ganforge.train.schedules import plan_step
 
 PHASES = ("G_main", "D_main")
 
@@ -58,8 +59,9 @@ def run_rank(args) -> None:
             cfg, t, by_name, waits = setups[label]
             for name in PHASES:
                 index, phase = by_name[name]
+                plan = plan_step(cfg, 0, [phase for _, phase in by_name.values()])
                 start = time.perf_counter()
-                run_phase(t, phase, index, 0, micro_batches(cfg, index, 0, images, labels, t.G.num_ws))
+                run_phase(t, phase, index, plan, micro_batches(cfg, plan, index, images, labels, t.G.num_ws))
                 if r > 0:
                     times[label][name]["step"].append(time.perf_counter() - start)
                     times[label][name]["wait"].append(waits[-1])

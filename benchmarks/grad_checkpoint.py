@@ -31,6 +31,7 @@ from ganforge.train.logs import peak_memory_gb
 from ganforge.train.options import TrainOptions
 from ganforge.train.phases import micro_batches, run_phase
 from ganforge.train.resolver import DatasetFacts, Facts, resolve
+from ganforge.train.schedules import plan_step
 
 
 def current_memory_gb(device: torch.device) -> float:
@@ -66,13 +67,13 @@ def measure(args, grad_checkpoint: bool) -> dict:
     cfg = resolve(options, Facts(DatasetFacts(args.res, 3, 0, "bench"), 1, dev.type))
     cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, channel_base=args.cbase))
     t, phases, _ = build(cfg, dev)
-    by_name = {p.name: (i, p) for i, p in enumerate(phases)}
+    by_name, plan = {p.name: (i, p) for i, p in enumerate(phases)}, plan_step(cfg, 0, phases)
     images = torch.rand([args.batch, 3, args.res, args.res], device=dev) * 2 - 1
     labels = torch.zeros([args.batch, 0], device=dev)
 
     def step(name):
         index, phase = by_name[name]
-        run_phase(t, phase, index, 0, micro_batches(cfg, index, 0, images, labels, t.G.num_ws))
+        run_phase(t, phase, index, plan, micro_batches(cfg, plan, index, images, labels, t.G.num_ws))
         if dev.type == "cuda":
             torch.cuda.synchronize(dev)
 

@@ -20,7 +20,7 @@ from ganforge.train.build import build
 from ganforge.train.options import TrainOptions
 from ganforge.train.phases import micro_batches, run_phase
 from ganforge.train.resolver import DatasetFacts, Facts, resolve
-from ganforge.train.schedules import ema_beta, update_ema
+from ganforge.train.schedules import plan_step, update_ema
 
 
 def _cpu_seconds() -> float:
@@ -37,10 +37,11 @@ def _round(cfg, t, phases, G_ema, images, labels, steps: int, start_nimg: int) -
             nimg = start_nimg + k * s.batch
             begin = time.perf_counter()
             with monitor.step(nimg):
-                for index, phase in enumerate(phases):
-                    if (nimg // s.batch) % phase.interval == 0:
-                        run_phase(t, phase, index, nimg, micro_batches(cfg, index, nimg, images, labels, t.G.num_ws))
-                update_ema(G_ema, t.G, ema_beta(s.batch, nimg, s.ema_kimg, s.ema_rampup))
+                plan = plan_step(cfg, nimg, phases)
+                for index, (phase, due) in enumerate(zip(phases, plan.due, strict=True)):
+                    if due:
+                        run_phase(t, phase, index, plan, micro_batches(cfg, plan, index, images, labels, t.G.num_ws))
+                update_ema(G_ema, t.G, plan.ema_beta)
             times.append(time.perf_counter() - begin)
         monitor.tick({})
     return times, _cpu_seconds() - cpu_start

@@ -22,20 +22,20 @@ from ganforge.train.build import build
 from ganforge.train.options import TrainOptions
 from ganforge.train.phases import micro_batches, run_phase
 from ganforge.train.resolver import DatasetFacts, Facts, resolve
-from ganforge.train.schedules import ema_beta, update_ema
+from ganforge.train.schedules import plan_step, update_ema
 
 CPU = torch.device("cpu")
 
 
 def _step(cfg, t, phases, G_ema, images, labels, nimg: int) -> None:
     """One training step of the real phase code, labelled as the loop labels it."""
-    s = cfg.schedule
-    for index, phase in enumerate(phases):
-        if (nimg // s.batch) % phase.interval == 0:
+    plan = plan_step(cfg, nimg, phases)
+    for index, (phase, due) in enumerate(zip(phases, plan.due, strict=True)):
+        if due:
             with t.probe.label(phase.name.replace("_", " ")):
-                run_phase(t, phase, index, nimg, micro_batches(cfg, index, nimg, images, labels, t.G.num_ws))
+                run_phase(t, phase, index, plan, micro_batches(cfg, plan, index, images, labels, t.G.num_ws))
     with t.probe.label("EMA"):
-        update_ema(G_ema, t.G, ema_beta(s.batch, nimg, s.ema_kimg, s.ema_rampup))
+        update_ema(G_ema, t.G, plan.ema_beta)
 
 
 def _profiled(setup, folder: Path, steps: int, detail: bool) -> tuple[int, int, int]:

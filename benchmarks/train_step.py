@@ -61,11 +61,18 @@ def phase_runner(package: str, built, images, labels):
     """name -> a function running that phase once on the given images."""
     run_phase = importlib.import_module(f"{package}.train.phases").run_phase
     micro_batches = importlib.import_module(f"{package}.train.phases").micro_batches
+    schedules = importlib.import_module(f"{package}.train.schedules")
     cfg, t, by_name = built
+    planned = hasattr(schedules, "plan_step")  # a baseline from before the step plan takes the image count
+    start = schedules.plan_step(cfg, 0, [phase for _, phase in by_name.values()]) if planned else 0
 
     def run(name):
         index, phase = by_name[name]
-        run_phase(t, phase, index, 0, micro_batches(cfg, index, 0, images, labels, t.G.num_ws))
+        if planned:
+            mbs = micro_batches(cfg, start, index, images, labels, t.G.num_ws)
+        else:
+            mbs = micro_batches(cfg, index, start, images, labels, t.G.num_ws)
+        run_phase(t, phase, index, start, mbs)
         if images.device.type == "cuda":
             torch.cuda.synchronize(images.device)
 

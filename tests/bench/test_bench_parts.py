@@ -18,6 +18,7 @@ from ganforge.bench.training import training_config
 from ganforge.errors import UserError
 from ganforge.train.build import build
 from ganforge.train.phases import micro_batches, run_phase
+from ganforge.train.schedules import plan_step
 
 
 def test_flop_count_of_a_convolution_and_a_matmul_is_the_textbook_figure():
@@ -44,11 +45,11 @@ def test_flop_count_equals_flop_counter_mode_on_training_phases_and_runs_r1():
     cfg = training_config(options, choose_shape(options, None), 1, "cpu", 4)
     t, phases, _ = build(cfg, torch.device("cpu"))
     images, labels = torch.rand([4, 3, 8, 8]) * 2 - 1, torch.zeros([4, 0])
-    counts = {}
+    counts, plan = {}, plan_step(cfg, 0, phases)
     for index, phase in enumerate(phases):
 
         def call(index=index, phase=phase):
-            run_phase(t, phase, index, 0, micro_batches(cfg, index, 0, images, labels, t.G.num_ws))
+            run_phase(t, phase, index, plan, micro_batches(cfg, plan, index, images, labels, t.G.num_ws))
 
         counts[phase.name] = count_flops(call)
         if phase.name != "D_reg":  # FlopCounterMode cannot run R1's gradient w.r.t. a leaf (pytorch#131753)

@@ -18,6 +18,7 @@ from ganforge.train import resolve, run
 from ganforge.train.build import build
 from ganforge.train.phases import micro_batches, run_phase
 from ganforge.train.resolver import DatasetFacts, Facts
+from ganforge.train.schedules import plan_step
 
 CPU = torch.device("cpu")
 STEP = 0.008  # one batch of 8 images
@@ -63,7 +64,8 @@ def _one_step(cfg: Config, phase_name: str) -> tuple[dict, dict, list[int]]:
     phase = phases[index]
     counts = _count_forwards(t.G.synthesis.b16, t.D.b16)
     images = torch.rand([8, 1, 16, 16], generator=torch.Generator().manual_seed(5)) * 2 - 1
-    stats = run_phase(t, phase, index, 0, micro_batches(cfg, index, 0, images, torch.zeros([8, 0]), t.G.num_ws))
+    plan = plan_step(cfg, 0, phases)
+    stats = run_phase(t, phase, index, plan, micro_batches(cfg, plan, index, images, torch.zeros([8, 0]), t.G.num_ws))
     names = [name for name, _ in phase.network.module.named_parameters()]
     moments = {names[i]: s["exp_avg"] for i, s in phase.network.opt.state_dict()["state"].items()}
     return stats, moments, counts

@@ -23,7 +23,7 @@ from ganforge.train import resolve
 from ganforge.train.build import build
 from ganforge.train.phases import micro_batches, run_phase
 from ganforge.train.precision import Precision
-from ganforge.train.schedules import phase_due
+from ganforge.train.schedules import plan_step
 
 BATCH, BATCH_GPU, STEPS = 8, 4, 3
 
@@ -68,10 +68,11 @@ def _train(data, outdir, compile_mode, preset="tiny", steps=STEPS, batch_gpu=BAT
     images = torch.rand([steps, BATCH, 1, 8, 8], generator=torch.Generator().manual_seed(5)) * 2 - 1
     stats = []
     for step in range(steps):
-        for index, phase in enumerate(phases):
-            if phase_due(cfg.schedule, phase.network.name, phase.interval, step * BATCH):
-                mbs = micro_batches(cfg, index, step * BATCH, images[step], torch.zeros([BATCH, 0]), trainer.G.num_ws)
-                stats.append((phase.name, run_phase(trainer, phase, index, step * BATCH, mbs)))
+        plan = plan_step(cfg, step * BATCH, phases)
+        for index, (phase, due) in enumerate(zip(phases, plan.due, strict=True)):
+            if due:
+                mbs = micro_batches(cfg, plan, index, images[step], torch.zeros([BATCH, 0]), trainer.G.num_ws)
+                stats.append((phase.name, run_phase(trainer, phase, index, plan, mbs)))
     return trainer, stats
 
 

@@ -19,6 +19,7 @@ from ganforge.train import loop, resolve, run
 from ganforge.train.build import build
 from ganforge.train.options import TrainOptions
 from ganforge.train.phases import micro_batches, run_phase
+from ganforge.train.schedules import plan_step
 
 pytestmark = pytest.mark.cuda
 CUDA = torch.device("cuda")
@@ -42,8 +43,9 @@ def _one_phase(cfg, phase_name: str, scale: float | None = None) -> tuple[dict, 
     if scale is not None:
         phase.network.scaler = torch.amp.GradScaler("cuda", init_scale=scale)
     images = (torch.rand([8, 1, 8, 8], generator=torch.Generator().manual_seed(5)) * 2 - 1).to(CUDA)
-    mbs = micro_batches(cfg, index, 0, images, torch.zeros([8, 0], device=CUDA), t.G.num_ws)
-    stats = {key: value.cpu() for key, value in run_phase(t, phase, index, 0, mbs).items()}
+    plan = plan_step(cfg, 0, phases)
+    mbs = micro_batches(cfg, plan, index, images, torch.zeros([8, 0], device=CUDA), t.G.num_ws)
+    stats = {key: value.cpu() for key, value in run_phase(t, phase, index, plan, mbs).items()}
     names = [name for name, _ in phase.network.module.named_parameters()]
     moments = {names[i]: s["exp_avg"].cpu() for i, s in phase.network.opt.state_dict()["state"].items()}
     return stats, moments
@@ -91,9 +93,9 @@ def test_fp16_res_runs_the_top_resolution_in_float16_with_fp32_master_weights(da
     for name, module in (("G b4", t.G.synthesis.b4.conv1), ("G b8", t.G.synthesis.b8.conv1), ("D b8", t.D.b8.conv0)):
         module.register_forward_hook(record_dtype(dtypes, name))
     images = (torch.rand([8, 1, 8, 8], generator=torch.Generator().manual_seed(5)) * 2 - 1).to(CUDA)
+    plan, labels = plan_step(cfg, 0, phases), torch.zeros([8, 0], device=CUDA)
     for index, phase in enumerate(phases):  # the first steps may overflow and be skipped while the scale adapts
-        run_phase(t, phase, index, 0, micro_batches(cfg, index, 0, images, torch.zeros([8, 0], device=CUDA),
-                                                    t.G.num_ws))  # fmt: skip
+        run_phase(t, phase, index, plan, micro_batches(cfg, plan, index, images, labels, t.G.num_ws))
     assert dtypes == {"G b4": torch.float32, "G b8": torch.float16, "D b8": torch.float16}
     for module in (t.G, t.D):
         assert all(p.dtype == torch.float32 and torch.isfinite(p).all() for p in module.parameters())

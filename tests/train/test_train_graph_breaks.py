@@ -24,6 +24,7 @@ from ganforge.train import precision as precision_module
 from ganforge.train import resolve
 from ganforge.train.build import build
 from ganforge.train.phases import micro_batches, run_phase
+from ganforge.train.schedules import plan_step
 
 BATCH, RES = 4, 16
 
@@ -56,10 +57,11 @@ def _explain_step(cfg, monkeypatch) -> dict[str, object]:
     monkeypatch.setattr(precision_module.torch, "compile", explaining)
     trainer, phases, _ = build(cfg, torch.device("cpu"))
     images = torch.rand([BATCH, 1, RES, RES], generator=torch.Generator().manual_seed(0)) * 2 - 1
+    plan = plan_step(cfg, 0, phases)
     for index, phase in enumerate(phases):
         if phase.name.endswith("_main"):
-            mbs = micro_batches(cfg, index, 0, images, torch.zeros([BATCH, 0]), trainer.G.num_ws)
-            run_phase(trainer, phase, index, 0, mbs)
+            mbs = micro_batches(cfg, plan, index, images, torch.zeros([BATCH, 0]), trainer.G.num_ws)
+            run_phase(trainer, phase, index, plan, mbs)
     torch._dynamo.reset()
     return explained
 

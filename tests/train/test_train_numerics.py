@@ -25,6 +25,7 @@ from ganforge.train.phases import (
     run_phase,
     tick_scalars,
 )
+from ganforge.train.schedules import plan_step
 
 
 @pytest.fixture(scope="module")
@@ -47,9 +48,10 @@ def _phase_gradients(data, tmp_path, phase_name: str, **extra) -> dict:
     index = [p.name for p in phases].index(phase_name)
     phase = phases[index]
     images = torch.rand([8, 1, 8, 8], generator=torch.Generator().manual_seed(5)) * 2 - 1
-    mbs = micro_batches(cfg, index, 0, images, torch.zeros([8, 0]), t.G.num_ws)
+    plan = plan_step(cfg, 0, phases)
+    mbs = micro_batches(cfg, plan, index, images, torch.zeros([8, 0]), t.G.num_ws)
     assert len(mbs) == 8 // cfg.schedule.batch_gpu
-    run_phase(t, phase, index, 0, mbs)
+    run_phase(t, phase, index, plan, mbs)
     names = [name for name, _ in phase.network.module.named_parameters()]
     return {names[i]: s["exp_avg"] for i, s in phase.network.opt.state_dict()["state"].items()}
 
@@ -90,11 +92,11 @@ def test_train_nonfinite_step_is_skipped_with_weights_bitwise_unchanged(data, tm
     those of a fresh optimiser (zeros, step 0), and the next finite step is bitwise the step of a run that never
     tried the failed one."""
     cfg, t, phases, images = _trainer(data, tmp_path)
-    phase = phases[0]
+    phase, plan = phases[0], plan_step(cfg, 0, phases)
     assert phase.name == "G_main"
     before = {k: v.clone() for k, v in t.G.state_dict().items() if "w_avg" not in k}
     monkeypatch.setattr(L, "g_nonsaturating", lambda logits: logits.flatten() * float("nan"))
-    stats = run_phase(t, phase, 0, 0, micro_batches(cfg, 0, 0, images, torch.zeros([8, 0]), t.G.num_ws))
+    stats = run_phase(t, phase, 0, plan, micro_batches(cfg, plan, 0, images, torch.zeros([8, 0]), t.G.num_ws))
     assert stats["Skipped/G_main"].item() == 1
     after = t.G.state_dict()
     assert all(torch.equal(before[k], after[k]) for k in before)
@@ -103,10 +105,10 @@ def test_train_nonfinite_step_is_skipped_with_weights_bitwise_unchanged(data, tm
     assert t.nonfinite_in_a_row == 1
     # A finite step afterwards trains normally, as if the skipped one had never been tried, and resets the count.
     monkeypatch.undo()
-    stats = run_phase(t, phase, 0, 0, micro_batches(cfg, 0, 0, images, torch.zeros([8, 0]), t.G.num_ws))
+    stats = run_phase(t, phase, 0, plan, micro_batches(cfg, plan, 0, images, torch.zeros([8, 0]), t.G.num_ws))
     assert stats["Skipped/G_main"].item() == 0 and t.nonfinite_in_a_row == 0
     _, fresh, fresh_phases, _ = _trainer(data, tmp_path)
-    run_phase(fresh, fresh_phases[0], 0, 0, micro_batches(cfg, 0, 0, images, torch.zeros([8, 0]), t.G.num_ws))
+    run_phase(fresh, fresh_phases[0], 0, plan, micro_batches(cfg, plan, 0, images, torch.zeros([8, 0]), t.G.num_ws))
     trained = fresh.G.state_dict()
     assert all(torch.equal(trained[k], t.G.state_dict()[k]) for k in before)
     assert not torch.equal(before["synthesis.b8.torgb.weight"], t.G.state_dict()["synthesis.b8.torgb.weight"])
@@ -115,15 +117,15 @@ def test_train_nonfinite_step_is_skipped_with_weights_bitwise_unchanged(data, tm
 def test_train_a_skipped_path_length_step_keeps_the_mean(data, tmp_path, monkeypatch):
     """The path-length mean moves only with a step taken: decided on the device, bitwise kept on a skipped one."""
     cfg, t, phases, images = _trainer(data, tmp_path)
-    index = [p.name for p in phases].index("G_reg")
-    mbs = micro_batches(cfg, index, 0, images, torch.zeros([8, 0]), t.G.num_ws)
+    index, plan = [p.name for p in phases].index("G_reg"), plan_step(cfg, 0, phases)
+    mbs = micro_batches(cfg, plan, index, images, torch.zeros([8, 0]), t.G.num_ws)
     before = t.pl_mean.clone()
     lengths = L.path_lengths
     with monkeypatch.context() as patch:
         patch.setattr(L, "path_lengths", lambda img, ws, noise: lengths(img, ws, noise) * float("nan"))
-        stats = run_phase(t, phases[index], index, 0, mbs)
+        stats = run_phase(t, phases[index], index, plan, mbs)
     assert stats["Skipped/G_reg"].item() == 1 and torch.equal(t.pl_mean, before)
-    run_phase(t, phases[index], index, 0, mbs)
+    run_phase(t, phases[index], index, plan, mbs)
     assert not torch.equal(t.pl_mean, before) and torch.isfinite(t.pl_mean)
 
 
@@ -131,7 +133,8 @@ def test_train_fused_adam_never_takes_moments_of_another_shape(data, tmp_path):
     """Fused Adam would write such a moment past its end: restoring one is refused even where nothing checked the
     checkpoint before (the resume validator refuses it first)."""
     cfg, t, phases, images = _trainer(data, tmp_path)
-    run_phase(t, phases[0], 0, 0, micro_batches(cfg, 0, 0, images, torch.zeros([8, 0]), t.G.num_ws))
+    plan = plan_step(cfg, 0, phases)
+    run_phase(t, phases[0], 0, plan, micro_batches(cfg, plan, 0, images, torch.zeros([8, 0]), t.G.num_ws))
     source = DataSource(open_dataset(data), 1)
     state = checkpointing.capture(t, copy.deepcopy(t.G), {"cur_nimg": 0, "cur_tick": 0}, source)
     state["opt_G"]["state"][0]["exp_avg"] = torch.zeros(2)
@@ -141,11 +144,11 @@ def test_train_fused_adam_never_takes_moments_of_another_shape(data, tmp_path):
 
 def _d_main_steps(cfg, t, phases, images, count: int) -> dict:
     """`count` steps of D main, then what the tick reads: the statistics and the trainer's scalars."""
-    index = [p.name for p in phases].index("D_main")
-    mbs = micro_batches(cfg, index, 0, images, torch.zeros([8, 0]), t.G.num_ws)
+    index, plan = [p.name for p in phases].index("D_main"), plan_step(cfg, 0, phases)
+    mbs = micro_batches(cfg, plan, index, images, torch.zeros([8, 0]), t.G.num_ws)
     stats = TickStats()
     for _ in range(count):
-        stats.add(run_phase(t, phases[index], index, 0, mbs))
+        stats.add(run_phase(t, phases[index], index, plan, mbs))
     return stats.reduce(torch.device("cpu"), tick_scalars(t))
 
 

@@ -26,7 +26,7 @@ from ganforge.train.build import build
 from ganforge.train.options import TrainOptions
 from ganforge.train.phases import micro_batches
 from ganforge.train.resolver import DatasetFacts, Facts, resolve
-from ganforge.train.schedules import annealed, augment_p_at, beta2_at, ema_kimg_at, gamma_at
+from ganforge.train.schedules import annealed, augment_p_at, beta2_at, ema_kimg_at, gamma_at, plan_step
 
 R3 = ["--cfg", "tiny-r3gan", "--batch", "4", "--tick", "0.008", "--snap", "1", "--workers", "0", "--device", "cpu",
       "--no-report"]  # fmt: skip
@@ -92,7 +92,7 @@ def test_d_phase_is_rpgan_with_r1_on_reals_and_r2_on_fakes_and_g_phase_pairs_eac
     assert [p.name for p in phases] == ["D_main", "G_main"] and cfg.augment.mode == "noaug"
     perturb(trainer.D)
     reals = torch.rand(4, 1, 8, 8) * 2 - 1
-    (mb,) = micro_batches(cfg, 0, 0, reals, torch.zeros(4, 0), trainer.G.num_ws)
+    (mb,) = micro_batches(cfg, plan_step(cfg, 0, phases), 0, reals, torch.zeros(4, 0), trainer.G.num_ws)
     with torch.no_grad():
         fakes = trainer.G(mb.z, mb.c)  # R3GAN draws no noise: the phase's fakes are these
         d_real, d_fake = (trainer.D(x, mb.c).flatten() for x in (reals, fakes))
@@ -122,9 +122,9 @@ def test_d_then_g_train_at_every_step_with_adams_of_the_configured_rates_and_bet
         assert (phase.lr, group["lr"], group["betas"]) == (lr, lr, (cfg.optim.beta1, cfg.optim.beta2)), phase.name
     ran, run_phase = [], loop.run_phase
 
-    def record(trainer, phase, index, cur_nimg, mbs):
-        ran.append((phase.name, cur_nimg))
-        return run_phase(trainer, phase, index, cur_nimg, mbs)
+    def record(trainer, phase, index, plan, mbs):
+        ran.append((phase.name, plan.cur_nimg))
+        return run_phase(trainer, phase, index, plan, mbs)
 
     monkeypatch.setattr(loop, "run_phase", record)
     assert run(resolve(tiny_options(data, tmp_path / "run", preset="tiny-r3gan", batch=4, kimg=0.012))) == 0

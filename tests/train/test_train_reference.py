@@ -23,6 +23,7 @@ from ganforge.train import loss as L
 from ganforge.train import resolve
 from ganforge.train.build import build
 from ganforge.train.phases import derive_seed, micro_batches, run_phase
+from ganforge.train.schedules import plan_step
 
 GAMMA = 0.5
 PL_WEIGHT, PL_DECAY = 2.0, 0.01  # StyleGAN2 App. B: path-length weight 2, running mean decay 0.01
@@ -53,10 +54,11 @@ def _step(cfg, t, phases, images, name: str):
     """Run phase `name` once; -> (its stats, {parameter name: gradient}, the micro-batch, G and D before the step)."""
     index = [p.name for p in phases].index(name)
     phase = phases[index]
-    (mb,) = micro_batches(cfg, index, 0, images, LABELS, t.G.num_ws)
+    plan = plan_step(cfg, 0, phases)
+    (mb,) = micro_batches(cfg, plan, index, images, LABELS, t.G.num_ws)
     assert torch.equal(mb.c, LABELS)
     before = copy.deepcopy(t.G), copy.deepcopy(t.D)
-    stats = run_phase(t, phase, index, 0, [mb])
+    stats = run_phase(t, phase, index, plan, [mb])
     names = [n for n, _ in phase.network.module.named_parameters()]
     grads = {names[i]: s["exp_avg"] for i, s in phase.network.opt.state_dict()["state"].items()}
     return stats, grads, mb, before

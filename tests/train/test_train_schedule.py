@@ -25,8 +25,8 @@ def data(tmp_path_factory):
 def test_loop_runs_r1_every_16_and_path_length_every_4_steps_and_ramps_the_ema_up(data, tmp_path, monkeypatch):
     ran, betas, update_ema = [], [], loop.update_ema
 
-    def record(t, phase, index, cur_nimg, mbs):
-        ran.append((phase.name, cur_nimg))
+    def record(t, phase, index, plan, mbs):
+        ran.append((phase.name, plan.cur_nimg))
         return {}
 
     def record_ema(ema, model, beta):

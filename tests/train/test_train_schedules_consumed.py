@@ -49,8 +49,8 @@ def received(monkeypatch) -> dict:
 
         monkeypatch.setattr(owner, name, wrapper)
 
-    def phase_starts(trainer, phase, index, cur_nimg, mbs):
-        now.update(phase=phase.name, nimg=cur_nimg)
+    def phase_starts(trainer, phase, index, plan, mbs):
+        now.update(phase=phase.name, nimg=plan.cur_nimg)
 
     def adam_steps(opt, *args, **kwargs):
         note("lr", opt.param_groups[0]["lr"], by_phase=True)

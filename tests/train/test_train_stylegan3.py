@@ -21,7 +21,7 @@ from ganforge.train.build import build
 from ganforge.train.checkpointing import check_config, load_pretrained
 from ganforge.train.phases import micro_batches, run_phase
 from ganforge.train.resolver import DatasetFacts, Facts
-from ganforge.train.schedules import blur_sigma, magnitude_ema_beta
+from ganforge.train.schedules import blur_sigma, magnitude_ema_beta, plan_step
 
 DATASET_256 = DatasetFacts(resolution=256, channels=3, label_dim=0, name="faces")
 
@@ -140,8 +140,9 @@ def _tiny3(data, tmp_path, **loss):
 
 def _run(cfg, t, phases, images, name: str):
     index = [p.name for p in phases].index(name)
-    (mb,) = micro_batches(cfg, index, 0, images, torch.zeros([4, 0]), t.G.num_ws)
-    run_phase(t, phases[index], index, 0, [mb])
+    plan = plan_step(cfg, 0, phases)
+    (mb,) = micro_batches(cfg, plan, index, images, torch.zeros([4, 0]), t.G.num_ws)
+    run_phase(t, phases[index], index, plan, [mb])
 
 
 def test_magnitude_ema_is_updated_in_g_main_only_with_the_input_mean_square(data, tmp_path):
@@ -168,7 +169,8 @@ def test_d_sees_every_image_blurred_during_the_warm_up(data, tmp_path, name):
     t.D.register_forward_pre_hook(lambda module, args: seen.append(args[0].detach().clone()))
     t.G.synthesis.register_forward_hook(lambda module, args, out: fakes.append(out.detach().clone()))
     _run(cfg, t, phases, images, name)
-    assert micro_batches(cfg, 0, 0, images, torch.zeros([4, 0]), t.G.num_ws)[0].blur_sigma == 1.5
+    (mb,) = micro_batches(cfg, plan_step(cfg, 0, phases), 0, images, torch.zeros([4, 0]), t.G.num_ws)
+    assert mb.blur_sigma == 1.5
     # D main judges the fakes and the reals in one pass
     originals = {"G_main": fakes, "D_main": [torch.cat(fakes + [images])], "D_reg": [images]}[name]
     assert len(seen) == len(originals)

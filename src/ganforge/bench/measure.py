@@ -20,7 +20,7 @@ from ganforge.bench.memory import GIB, OutOfMemory
 from ganforge.config import Config
 from ganforge.train.build import build
 from ganforge.train.phases import Trainer, micro_batches, run_phase
-from ganforge.train.schedules import ema_beta, update_ema
+from ganforge.train.schedules import ema_beta, plan_step, update_ema
 from ganforge.train.step_memory import step_peak_bytes
 
 EMA = "EMA"
@@ -92,10 +92,12 @@ def _phase_calls(cfg: Config, phases, G_ema, device: torch.device) -> dict[str, 
     shape = [s.batch_gpu, d.channels, d.resolution * d.aspect[0], d.resolution * d.aspect[1]]  # H, W of the data's
     images = (torch.rand(shape, generator=generator) * 2 - 1).to(device)
     labels = torch.zeros([s.batch_gpu, d.label_dim], device=device)
+    plan = plan_step(cfg, 0, phases)  # its values; every phase is timed, due at 0 or not
 
     def phase_call(index: int, phase) -> Callable:
         def call(trainer: Trainer) -> dict:
-            return run_phase(trainer, phase, index, 0, micro_batches(cfg, index, 0, images, labels, trainer.G.num_ws))
+            mbs = micro_batches(cfg, plan, index, images, labels, trainer.G.num_ws)
+            return run_phase(trainer, phase, index, plan, mbs)
 
         return call
 

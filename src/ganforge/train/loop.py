@@ -32,7 +32,7 @@ from ganforge.snapshot import save_snapshot
 from ganforge.train import checkpointing, growing, logs
 from ganforge.train.build import Runtime, build
 from ganforge.train.phases import check_divergence, micro_batches, run_phase, tick_scalars
-from ganforge.train.schedules import augment_p_at, ema_beta, ema_kimg_at, phase_due, update_ema
+from ganforge.train.schedules import plan_step, update_ema
 from ganforge.train.sinks import folder_sinks
 from ganforge.urls import public_url
 
@@ -127,20 +127,24 @@ def training_loop(cfg: Config, runtime: Runtime, run_dir: Path, resume: dict | N
                 if cfg.model.grow:
                     images = growing.reals_at(images, growing.grow(trainer, G_ema, cur_nimg))
 
+                # Plan the step: every scheduled value it uses (learning rate, betas, gamma, blur, p, EMA decay) and
+                # which phases run, from the images seen so far.
+                plan = plan_step(cfg, cur_nimg, phases)
+
                 # Run phases: G main, G path length, D main, D R1, each on its interval (and G after D's warm-up);
                 # R3GAN: D main with R1 and R2, then G main, every step. An annealed --aug fixed p is set first.
-                _set_augment_p(trainer, augment_p_at(cfg.augment, s, cur_nimg))
-                for index, phase in enumerate(phases):
-                    if phase_due(s, phase.network.name, phase.interval, cur_nimg):
+                _set_augment_p(trainer, plan.augment_p)
+                for index, (phase, due) in enumerate(zip(phases, plan.due, strict=True)):
+                    if due:
                         with probe.label(_label(phase)):
-                            mbs = micro_batches(cfg, index, cur_nimg, images, labels, trainer.G.num_ws)
-                            tick_stats.add(run_phase(trainer, phase, index, cur_nimg, mbs))
+                            mbs = micro_batches(cfg, plan, index, images, labels, trainer.G.num_ws)
+                            tick_stats.add(run_phase(trainer, phase, index, plan, mbs))
                 if trainer.ada is not None:
                     trainer.ada.update(trainer.augment, s.batch)
 
                 # EMA: G_ema follows G with the configured half-life.
                 with probe.label("EMA"):
-                    update_ema(G_ema, trainer.G, ema_beta(s.batch, cur_nimg, ema_kimg_at(s, cur_nimg), s.ema_rampup))
+                    update_ema(G_ema, trainer.G, plan.ema_beta)
             cur_nimg += s.batch
             log.step(cur_nimg)  # the run's own speed and time, said once before the first tick
 

@@ -29,7 +29,7 @@ from ganforge.nets.configured import frozen_parameters
 from ganforge.train import loss as L
 from ganforge.train.grad_sync import GradientSync
 from ganforge.train.precision import Precision, make_adam, nonfinite_flag, step_unless
-from ganforge.train.schedules import beta2_at, blur_sigma, gamma_at, lr_factor
+from ganforge.train.schedules import StepPlan
 
 MAX_NONFINITE_IN_A_ROW = 20
 IN_A_ROW = "Train/nonfinite_in_a_row"  # read by a tick with its statistics, checked and removed before they are shown
@@ -249,15 +249,13 @@ def make_network(
     return Network(name, module, params, opt, precision.make_scaler(), sync, clip, averages_buffers=name == "G")
 
 
-def micro_batches(cfg: Config, phase_index: int, cur_nimg: int, images, labels, num_ws: int) -> list[MicroBatch]:
-    """Split this rank's images of the step into micro-batches and attach each sample's random draws.
+def micro_batches(cfg: Config, plan: StepPlan, phase_index: int, images, labels, num_ws: int) -> list[MicroBatch]:
+    """Split this rank's images of the step `plan` plans into micro-batches and attach each sample's random draws.
 
     Rank r holds positions j*W + r (j < B/W); micro-batch a takes j = a, a+A, a+2A, ... so micro-batch (a, r) holds
     exactly the positions congruent to a*W + r modulo A*W, however the A*W micro-batches are spread over ranks."""
-    s = cfg.schedule
+    s, cur_nimg = cfg.schedule, plan.cur_nimg
     world, rank, acc = cfg.world_size, dist.rank(), cfg.accumulation
-    blur = blur_sigma(cur_nimg, cfg.loss.blur_sigma, cfg.loss.blur_fade_kimg)
-    gamma = gamma_at(cfg.loss, s, cur_nimg)
     gen = torch.Generator().manual_seed(derive_seed(s.seed, cur_nimg, phase_index))
     device = images.device
     z = torch.randn([s.batch, cfg.model.z_dim], generator=gen)
@@ -277,8 +275,8 @@ def micro_batches(cfg: Config, phase_index: int, cur_nimg: int, images, labels, 
                 z2=z2[index].to(device, non_blocking=True),
                 cutoffs=cutoffs[index].to(device, non_blocking=True),
                 positions=range(cur_nimg + a * world + rank, cur_nimg + s.batch, acc * world),  # those of `index`
-                blur_sigma=blur,
-                gamma=gamma,
+                blur_sigma=plan.blur_sigma,
+                gamma=plan.gamma,
             )
         )
     return out
@@ -293,22 +291,22 @@ def _set_trainable(network: Network, modules: list[torch.nn.Module]) -> None:
         param.requires_grad_(True)
 
 
-def run_phase(trainer: Trainer, phase: Phase, phase_index: int, cur_nimg: int, mbs: list[MicroBatch]) -> dict:
-    """Accumulate the phase's loss over `mbs`, sum gradients over ranks, then step — or, if any loss or gradient on
-    any rank is non-finite, skip the step with the weights untouched. Returns the tick statistics of this phase."""
+def run_phase(trainer: Trainer, phase: Phase, phase_index: int, plan: StepPlan, mbs: list[MicroBatch]) -> dict:
+    """Accumulate the phase's loss over `mbs`, sum gradients over ranks, then step at the learning rate and betas
+    `plan` gives — or, if any loss or gradient on any rank is non-finite, skip the step with the weights untouched.
+    Returns the tick statistics of this phase."""
     network, cfg = phase.network, trainer.cfg
     _set_trainable(network, [trainer.G, trainer.D])
-    beta2 = beta2_at(cfg.optim, cfg.schedule, cur_nimg)
     for group in network.opt.param_groups:
-        group["lr"] = phase.lr * lr_factor(cfg.optim, cur_nimg)
-        if beta2 is not None:  # annealed (R3GAN, which has no lazy regulariser whose ratio would correct it)
-            group["betas"] = (cfg.optim.beta1, beta2)
+        group["lr"] = phase.lr * plan.lr_factor
+        if plan.beta2 is not None:  # annealed (R3GAN, which has no lazy regulariser whose ratio would correct it)
+            group["betas"] = (cfg.optim.beta1, plan.beta2)
     trainer.precision.clear_gradients(network.params)
     total = sum(phase.samples_per_mb(len(mb.z)) for mb in mbs) * cfg.world_size
     gain = phase.interval / total  # mean over the global batch; lazy regularisers weigh `interval` times more
     stats, loss_sum = {}, torch.zeros([], device=mbs[0].real.device)
     for count, mb in enumerate(mbs, 1):
-        torch.manual_seed(derive_seed(cfg.schedule.seed, cur_nimg, phase_index, mb.slot))
+        torch.manual_seed(derive_seed(cfg.schedule.seed, plan.cur_nimg, phase_index, mb.slot))
         trainer.precision.start_micro_batch()
         with trainer.probe.section("fwd_bwd"):
             with trainer.precision.autocast():

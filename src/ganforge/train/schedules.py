@@ -1,6 +1,7 @@
 """Everything in training that is a function of the images seen so far: which phases run, the EMA's decay, the
 learning rate, the discriminator blur's fade. Each is a pure function of `cur_nimg` (and the Config), so a resumed
-run, or one on another number of processes, does the same thing at the same image.
+run, or one on another number of processes, does the same thing at the same image. A step reads them all from one
+`StepPlan`, made once at its start (`plan_step`).
 
 Cadence: lazy regularisation (StyleGAN2 Sec. 3.1) and two-phase training, which trains D alone for `d_warmup_kimg`
 (G main and G regularisation skipped, G untouched), then gives G one step every `d_steps` D steps, as in the
@@ -36,10 +37,12 @@ would otherwise take their first steps with second moments that decayed towards 
 """
 
 import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 
-from ganforge.config import AugmentConfig, LossConfig, ModelConfig, OptimConfig, ScheduleConfig
+from ganforge.config import AugmentConfig, Config, LossConfig, ModelConfig, OptimConfig, ScheduleConfig
 from ganforge.nets.growth import scheduled_stage
 
 # ---- cadence -------------------------------------------------------------------------------------------------------
@@ -187,3 +190,37 @@ def stage_starts(model: ModelConfig, schedule: ScheduleConfig, resolution: int, 
     before = stage_at(model, schedule, resolution, cur_nimg - schedule.batch)
     now = stage_at(model, schedule, resolution, cur_nimg)
     return before[0] != now[0] or (before[1] < 1) != (now[1] < 1)
+
+
+# ---- the step's plan -----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StepPlan:
+    """Every scheduled value the training step at `cur_nimg` uses, computed once at its start (`plan_step`): the
+    phases, their micro-batches, the augmentation and the EMA read them from here and from nowhere else."""
+
+    cur_nimg: int  # images seen before this step: the seeds of its draws and the positions of its samples
+    due: tuple[bool, ...]  # per phase, in the phases' order: does it run in this step (cadence above)
+    lr_factor: float  # on every phase's base learning rate
+    beta2: float | None  # Adam's annealed beta2 (R3GAN); None: each optimiser keeps the betas it was built with
+    gamma: float  # the gradient penalties' weight
+    blur_sigma: float  # of every image D sees (StyleGAN3-R's warm-up; 0: none)
+    augment_p: float | None  # --aug fixed's annealed p; None: p stays where it is (ADA's, or a constant)
+    ema_beta: float  # G_ema's decay after the step
+
+
+def plan_step(cfg: Config, cur_nimg: int, phases: Sequence) -> StepPlan:
+    """The plan of the step at `cur_nimg` of a run with `phases` (`train.phases.Phase`s: each its network, whose name
+    says which cadence it follows, and its interval)."""
+    s = cfg.schedule
+    return StepPlan(
+        cur_nimg=cur_nimg,
+        due=tuple(phase_due(s, phase.network.name, phase.interval, cur_nimg) for phase in phases),
+        lr_factor=lr_factor(cfg.optim, cur_nimg),
+        beta2=beta2_at(cfg.optim, s, cur_nimg),
+        gamma=gamma_at(cfg.loss, s, cur_nimg),
+        blur_sigma=blur_sigma(cur_nimg, cfg.loss.blur_sigma, cfg.loss.blur_fade_kimg),
+        augment_p=augment_p_at(cfg.augment, s, cur_nimg),
+        ema_beta=ema_beta(s.batch, cur_nimg, ema_kimg_at(s, cur_nimg), s.ema_rampup),
+    )

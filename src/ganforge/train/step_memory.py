@@ -32,7 +32,7 @@ from ganforge.train import growing
 from ganforge.train.build import build, build_networks
 from ganforge.train.phases import micro_batches, run_phase
 from ganforge.train.precision import Precision
-from ganforge.train.schedules import update_ema
+from ganforge.train.schedules import plan_step, update_ema
 
 CUDA_BLOCK = 512  # the CUDA caching allocator rounds every allocation up to a multiple of 512 bytes
 HEADROOM = 0.1  # the share of a step's traced peak kept free for what the trace does not see
@@ -121,8 +121,9 @@ def run_step(cfg: Config, device: torch.device, networks: tuple) -> None:
     labels = torch.zeros([images_per_process, d.label_dim])
     if cfg.model.grow:
         images = growing.reals_at(images, growing.grow(trainer, G_ema, round(cfg.schedule.kimg * 1000)))
+    plan = plan_step(cfg, 0, phases)  # its values, not which phases it runs: every phase runs here
     for index, phase in enumerate(phases):
-        run_phase(trainer, phase, index, 0, micro_batches(cfg, index, 0, images, labels, trainer.G.num_ws))
+        run_phase(trainer, phase, index, plan, micro_batches(cfg, plan, index, images, labels, trainer.G.num_ws))
     update_ema(G_ema, trainer.G, 0.5)
 
 
