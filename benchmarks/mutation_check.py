@@ -1557,6 +1557,19 @@ MUTANTS = (
        "test_limit_prints_that_many_differences_and_counts_them_all_and_is_bounded",)),
     M("doctor_settings_record_the_output_format", "doctor/options.py", 'if name != "as_json"', "if name",
       ("tests/doctor/test_doctor_cli.py::test_cpu_path_json_only_with_data",)),
+    # nets/layers.py survivors of the mutation pass
+    M("fp16_prescale_by_the_channels_only", "nets/layers.py", "(1 / math.sqrt(in_ch * kh * kw) /",
+      "(1 / math.sqrt(in_ch) /",
+      ("tests/nets/test_nets_layers.py::test_modulated_conv2d_fp16_is_finite_wherever_its_result_fits_fp16",)),
+    M("conv_clamp_ignores_the_gain", "nets/layers.py",
+      "x.clamp(-self.conv_clamp * gain, self.conv_clamp * gain)", "x.clamp(-self.conv_clamp, self.conv_clamp)",
+      ("tests/nets/test_nets_layers.py::test_conv_layer_clamps_to_conv_clamp_times_its_gain",)),
+    M("pixel_norm_without_eps", "nets/layers.py", "(x.square().mean(dim=1, keepdim=True) + eps)",
+      "x.square().mean(dim=1, keepdim=True)",
+      ("tests/nets/test_nets_layers.py::test_normalize_2nd_moment_keeps_a_zero_row_zero",)),
+    M("fp16_down_to_4x4", "nets/layers.py", "+ 1 - num_fp16_res), 8)", "+ 1 - num_fp16_res), 4)",
+      ("tests/nets/test_nets_layers_arch.py::test_a_generator_with_every_resolution_in_fp16_keeps_its_4x4_block_in_fp32",
+       "tests/nets/test_nets_layers_arch.py::test_fp16_runs_in_the_top_resolutions_and_never_below_8")),
 )  # fmt: skip
 
 

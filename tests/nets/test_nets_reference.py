@@ -25,7 +25,7 @@ def _state(module: torch.nn.Module) -> dict:
     return {name: value.double() for name, value in module.state_dict().items()}
 
 
-@pytest.mark.parametrize("kernel", [1, 3])
+@pytest.mark.parametrize("kernel", [1, 3, 5])
 def test_downsampling_conv_is_convolution_then_fir_decimation(kernel):
     torch.manual_seed(0)
     layer = Conv2dLayer(3, 5, kernel, bias=False, down=True)
