@@ -3,6 +3,8 @@
 import contextlib
 import hashlib
 import os
+import random
+import shutil
 import signal
 import socket
 import subprocess
@@ -117,6 +119,49 @@ def wait_for_checkpoint(proc: subprocess.Popen, outdir: Path) -> Path:
         assert time.monotonic() < deadline, "no checkpoint in time"
         time.sleep(0.02)
     return checkpoints(outdir)[-1]
+
+
+def timed_run(command: list[str], outdir: Path) -> float:
+    """Run to the end; return the seconds from its first checkpoint to its exit (the window a kill can hit)."""
+    proc = start(command)
+    try:
+        wait_for_checkpoint(proc, outdir)
+        first = time.monotonic()
+        output = proc.communicate(timeout=TIMEOUT)[0]
+    finally:
+        kill_all(proc)
+    assert proc.returncode == 0, output[-4000:]
+    return time.monotonic() - first
+
+
+def kill_at(command: list[str], outdir: Path, delay: float, final_nimg: int) -> bool:
+    """Start `command`, SIGKILL it (workers included) `delay` seconds after its first checkpoint; False if it
+    finished first, or wrote its final checkpoint, at `final_nimg` (a rerun would then have nothing left to do)."""
+    proc = start(command)
+    try:
+        wait_for_checkpoint(proc, outdir)
+        time.sleep(delay)
+        finished = proc.poll() is not None or checkpoints(outdir)[-1].name == f"ckpt-{final_nimg:09d}"
+    finally:
+        workers = descendants(proc.pid)
+        kill_all(proc)
+        proc.wait(timeout=TIMEOUT)
+    deadline = time.monotonic() + 10
+    while [pid for pid in workers if alive(pid)] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [pid for pid in workers if alive(pid)], "workers outlived the kill"
+    return not finished
+
+
+def kill_then_rerun(command: list[str], outdir: Path, window: float, final_nimg: int) -> str:
+    """Kill `command` at a random moment of its training `window` (`timed_run`'s; printed, to replay a failure), then
+    run the same command to its end: that run's output."""
+    delay = random.uniform(0.0, 0.8 * window)
+    print(f"killing {delay:.3f} s after the first checkpoint (window {window:.3f} s)")
+    if not kill_at(command, outdir, delay, final_nimg):  # a loaded machine ran faster than the reference: kill at once
+        shutil.rmtree(outdir)
+        assert kill_at(command, outdir, 0.0, final_nimg), "the run finished before it could be killed"
+    return run_command(command)
 
 
 def run_dir(outdir: Path) -> Path:

@@ -2,8 +2,8 @@
 
 A tiny preset on a tiny generated dataset: a run that was never interrupted and one killed with SIGKILL at a random
 moment after its first checkpoint, then resumed by running the same command, end with bitwise-identical G, D, G_ema
-and optimiser states, in one process and in two gloo processes under torchrun. All on the CPU, where every kernel is
-deterministic.
+and optimiser states (in two gloo processes under torchrun: tests/test_scaleout.py). All on the CPU, where every kernel
+is deterministic.
 
 The run is 17 steps of 8 images with one checkpoint in between, before step 13 (104 images), so every resumed stretch
 holds an R1 step (every 16 steps: 0 and 16), path-length steps (every 4: 16), an ADA adjustment from accumulators
@@ -12,10 +12,7 @@ adjustment moves p by 0.32, and --target 0.2 lies below what D reaches on these 
 """
 
 import errno
-import random
-import shutil
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -27,18 +24,13 @@ from ganforge.checkpoint import store
 from ganforge.cli import main
 from launch_helpers import (
     CHILD_THREADS,
-    TIMEOUT,
-    alive,
     assert_identical,
-    checkpoints,
-    descendants,
     intra_op_threads,
-    kill_all,
+    kill_then_rerun,
     run_command,
     run_dir,
-    start,
+    timed_run,
     tiny_archive,
-    wait_for_checkpoint,
 )
 
 KIMG, MIDDLE = 0.136, 104  # 17 steps of 8 images; the checkpoint in between, at 104 images
@@ -66,24 +58,11 @@ def _final_state(outdir: Path) -> dict:
     return state
 
 
-def _timed_run(command: list[str], outdir: Path) -> float:
-    """Run to the end; return the seconds from its first checkpoint to its exit (the window a kill can hit)."""
-    proc = start(command)
-    try:
-        wait_for_checkpoint(proc, outdir)
-        first = time.monotonic()
-        output = proc.communicate(timeout=TIMEOUT)[0]
-    finally:
-        kill_all(proc)
-    assert proc.returncode == 0, output[-4000:]
-    return time.monotonic() - first
-
-
 @pytest.fixture(scope="module")
 def reference_run(data, tmp_path_factory) -> tuple[Path, dict, float]:
     """The uninterrupted single-process run: its OUTDIR, final state and kill window."""
     outdir = tmp_path_factory.mktemp("reference")
-    window = _timed_run(_command(data, outdir), outdir)
+    window = timed_run(_command(data, outdir), outdir)
     middle = checkpoint.load(run_dir(outdir) / "checkpoints" / f"ckpt-{MIDDLE:09d}")
     # What a resume from the middle checkpoint must carry on: augmentation at p > 0 and ADA's accumulators mid-way.
     assert middle["augment"]["pipe"]["p"].item() > 0.1 and middle["augment"]["ada"]["updates"] == 1, middle["augment"]
@@ -127,47 +106,12 @@ def test_a_resume_under_another_thread_count_says_so_and_under_the_same_one_says
     assert "resuming at 0.016 kimg" in same and "intra-op" not in same
 
 
-def _kill_at(command: list[str], outdir: Path, delay: float) -> bool:
-    """Start `command`, SIGKILL it (workers included) `delay` seconds after its first checkpoint; False if it
-    finished first, or wrote its final checkpoint (a rerun would then have nothing left to do)."""
-    proc = start(command)
-    try:
-        wait_for_checkpoint(proc, outdir)
-        time.sleep(delay)
-        finished = proc.poll() is not None or checkpoints(outdir)[-1].name == f"ckpt-{round(KIMG * 1000):09d}"
-    finally:
-        workers = descendants(proc.pid)
-        kill_all(proc)
-        proc.wait(timeout=TIMEOUT)
-    deadline = time.monotonic() + 10
-    while [pid for pid in workers if alive(pid)] and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not [pid for pid in workers if alive(pid)], "workers outlived the kill"
-    return not finished
-
-
-def _kill_and_resume(data: Path, outdir: Path, nproc: int, window: float) -> dict:
-    """Kill at a random moment of the training window (printed, to replay a failure), then rerun the same command."""
-    delay = random.uniform(0.0, 0.8 * window)
-    print(f"killing {delay:.3f} s after the first checkpoint (window {window:.3f} s)")
-    command = _command(data, outdir, nproc)
-    if not _kill_at(command, outdir, delay):  # a loaded machine ran faster than the reference: kill at once
-        shutil.rmtree(outdir)
-        assert _kill_at(command, outdir, 0.0), "the run finished before it could be killed"
-    output = run_command(command)
-    assert f"at {MIDDLE / 1000:g} kimg" in output and "resuming" in output, output[-4000:]
-    return _final_state(outdir)
-
-
-def test_sigkill_then_rerun_equals_uninterrupted_one_process(data, reference_run, tmp_path):
+def test_sigkill_then_rerun_equals_uninterrupted(data, reference_run, tmp_path):
     _, reference, window = reference_run
-    assert_identical(reference, _kill_and_resume(data, tmp_path / "killed", 1, window))
-
-
-def test_sigkill_then_rerun_equals_uninterrupted_two_processes(data, tmp_path):
-    window = _timed_run(_command(data, tmp_path / "uninterrupted", nproc=2), tmp_path / "uninterrupted")
-    killed = _kill_and_resume(data, tmp_path / "killed", 2, window)
-    assert_identical(_final_state(tmp_path / "uninterrupted"), killed)
+    outdir = tmp_path / "killed"
+    output = kill_then_rerun(_command(data, outdir), outdir, window, round(KIMG * 1000))
+    assert f"at {MIDDLE / 1000:g} kimg" in output and "resuming" in output, output[-4000:]
+    assert_identical(reference, _final_state(outdir))
 
 
 def test_full_disk_is_reported_and_rerun_continues_exactly(data, reference, tmp_path, monkeypatch):

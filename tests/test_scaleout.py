@@ -1,8 +1,10 @@
-"""Scale-out through torchrun on one machine, with gloo: elastic restart, two launchers as two nodes, and what
-happens to the workers when only their launcher is killed.
+"""Scale-out through torchrun on one machine, with gloo: a SIGKILL of the whole group and a rerun, elastic restart,
+two launchers as two nodes, and what happens to the workers when only their launcher is killed.
 
-Every run is the same 8 steps of 8 images on 2 ranks (checkpoints every 2 steps); a run that went through a restart
-or ran as two nodes must end with the tensors of the plain 2-process run, bit for bit.
+Every run is the same 8 steps of 8 images on 2 ranks (checkpoints every 2 steps) with ADA moving p (--ada-kimg 0.1:
+0.32 an adjustment, towards a --target below what D reaches), so a run resumed from a checkpoint continues from p > 0
+and ADA's accumulators mid-way; a run that was killed and rerun, went through a restart or ran as two nodes must end
+with the tensors of the plain 2-process run, bit for bit.
 """
 
 import os
@@ -23,17 +25,19 @@ from launch_helpers import (
     assert_identical,
     descendants,
     kill_all,
+    kill_then_rerun,
     rendezvous_store,
-    run_command,
     run_dir,
     start,
+    timed_run,
     tiny_archive,
     wait_for_checkpoint,
 )
 
 NIMG = 64
 TRAIN_ARGS = ["--cfg", "tiny", "--batch", "8", "--batch-gpu", "4", "--kimg", str(NIMG / 1000), "--tick", "0.016",
-              "--snap", "1", "--seed", "3", "--workers", "0", "--device", "cpu", "--no-report"]  # fmt: skip
+              "--snap", "1", "--seed", "3", "--workers", "0", "--device", "cpu", "--ada-kimg", "0.1", "--target",
+              "0.2", "--no-report"]  # fmt: skip
 STOP_SECONDS = 20  # a worker whose launcher died must be gone well within this
 
 
@@ -54,11 +58,27 @@ def _final_state(outdir: Path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def reference(data, tmp_path_factory) -> dict:
-    """The final state of one launcher with 2 processes, never interrupted."""
+def reference_run(data, tmp_path_factory) -> tuple[dict, float]:
+    """One launcher with 2 processes, never interrupted: its final state and kill window."""
     outdir = tmp_path_factory.mktemp("reference")
-    run_command(_torchrun(data, outdir, "--standalone", "--nproc-per-node=2"))
-    return _final_state(outdir)
+    window = timed_run(_torchrun(data, outdir, "--standalone", "--nproc-per-node=2"), outdir)
+    middle = checkpoint.load(run_dir(outdir) / "checkpoints" / "ckpt-000000048")
+    # What a resume from this checkpoint carries on: p > 0 and ADA's accumulators mid-way
+    assert middle["augment"]["pipe"]["p"].item() > 0.1 and middle["augment"]["ada"]["count"] > 0, middle["augment"]
+    return _final_state(outdir), window
+
+
+@pytest.fixture(scope="module")
+def reference(reference_run) -> dict:
+    return reference_run[0]
+
+
+def test_the_group_killed_at_a_random_moment_then_rerun_ends_as_if_uninterrupted(data, reference_run, tmp_path):
+    """SIGKILL of the launcher and both workers at once (the machine dies), then the same command."""
+    reference, window = reference_run
+    output = kill_then_rerun(_torchrun(data, tmp_path, "--standalone", "--nproc-per-node=2"), tmp_path, window, NIMG)
+    assert "resuming at" in output, output[-4000:]
+    assert_identical(reference, _final_state(tmp_path))
 
 
 def test_a_worker_killed_mid_run_is_restarted_and_the_run_ends_as_if_uninterrupted(data, reference, tmp_path):
