@@ -1,5 +1,6 @@
 """A conditional run on label vectors streamed from shards: the networks take the vectors' length as their
-conditioning dimension, and the reals' vectors reach the discriminator and the generator."""
+conditioning dimension, the reals' vectors reach the discriminator and the generator, and the run continues from its
+checkpoint."""
 
 import json
 
@@ -50,3 +51,7 @@ def test_a_run_conditioned_on_label_vectors_from_shards(tmp_path):
         "error: --class: the network takes label vectors of 3 numbers (round, bright, size), not classes; "
         "ganforge project conditions on a class only\n"
     )
+    # The same command with more kimg continues the run: a resume's checks build the conditional networks its
+    # checkpoint describes (3 label inputs) and find its tensors in them.
+    longer = CliRunner().invoke(main, tiny_args(tmp_path / "shards", tmp_path / "runs", kimg=0.024, cond=True))
+    assert longer.exit_code == 0 and "resuming at 0.016 kimg" in longer.output, longer.output

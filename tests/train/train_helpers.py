@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import PIL.Image
 
-from ganforge.config import flatten
+from ganforge.config.architecture import architecture_of
 from ganforge.interop.pretrained import PretrainedFacts
 from ganforge.nets.configured import network_arguments
 from ganforge.train.options import TrainOptions
@@ -53,7 +53,7 @@ def tiny_options(data: Path, outdir: Path, kimg: float = 0.032, batch: int = 8, 
 def weights_found(resume: str, cfg) -> Found:
     """What `observe` finds for `--resume FILES` naming pretrained files of `cfg`'s architecture, G_ema and D (no
     files made, no hashes: for resolving options without reading any)."""
-    g_arch, d_arch = network_arguments(flatten(cfg.to_dict()))
+    g_arch, d_arch = network_arguments(architecture_of(cfg))
     generator = g_arch.pop("generator")
     facts = PretrainedFacts(generator, g_arch, d_arch, ("G_ema", "D"), None, (), ())
     return Found(Source("weights", resume, pretrained=facts))

@@ -31,6 +31,7 @@ from ganforge.checkpoint.schema import Refused, entries, is_finite_number, numbe
 from ganforge.checkpoint.serialize import describe
 from ganforge.checkpoint.store import MAX_NIMG, TENSORS, InvalidCheckpoint
 from ganforge.config import AUGMENTS, PRECISIONS, Config, field_defaults, flatten, is_maths, upgrade
+from ganforge.config.architecture import Architecture
 from ganforge.errors import UserError
 from ganforge.families import GENERATORS
 from ganforge.limits import MAX_RESOLUTION, MIN_RESOLUTION, architecture_problems
@@ -181,7 +182,7 @@ class _Facts:
 def _architecture(fields: dict) -> tuple[_Net, _Net]:
     """(G, D) as the stored config describes them (the construction `train` uses for a run's networks)."""
     try:
-        g_arguments, d_arguments = network_arguments(fields)
+        g_arguments, d_arguments = network_arguments(Architecture.from_fields(fields))
     except UserError as error:  # values the architecture is derived from (R3GAN's stages)
         refuse("config", f"describes a network beyond ganforge's limits: {error.problems[0][:200]}")
     _check_bounds(g_arguments, d_arguments)

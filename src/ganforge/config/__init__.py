@@ -85,21 +85,23 @@ class Config:
 
 def from_flat(values: dict) -> Config:
     """A Config from its dotted fields (`{"loss.gamma": 10.0, ...}`); a field left out takes its default."""
-
-    def build(cls, prefix: str):
-        kwargs = {}
-        for field in dataclasses.fields(cls):
-            path = f"{prefix}{field.name}"
-            if dataclasses.is_dataclass(field.type):
-                kwargs[field.name] = build(field.type, f"{path}.")
-            elif path in values:
-                value = values[path]
-                kwargs[field.name] = tuple(value) if isinstance(value, list) else value
-        return cls(**kwargs)
-
     unknown = set(values) - {f"{p}.{f.name}" if p else f.name for p, f in _fields(Config)}
     assert not unknown, f"not fields of Config: {sorted(unknown)}"
-    return build(Config, "")
+    return section_from_flat(Config, "", values)
+
+
+def section_from_flat(cls, prefix: str, values: dict):
+    """The section `cls` of a Config (the whole Config with prefix "") from the dotted fields in `values` that start
+    with `prefix` ("model."); a field left out takes its default, a JSON list becomes the tuple the field holds."""
+    kwargs = {}
+    for field in dataclasses.fields(cls):
+        path = f"{prefix}{field.name}"
+        if dataclasses.is_dataclass(field.type):
+            kwargs[field.name] = section_from_flat(field.type, f"{path}.", values)
+        elif path in values:
+            value = values[path]
+            kwargs[field.name] = tuple(value) if isinstance(value, list) else value
+    return cls(**kwargs)
 
 
 def _fields(cls, prefix: str = "") -> list[tuple[str, dataclasses.Field]]:

@@ -30,8 +30,8 @@ class Family:
     ema_from_trained_batch: bool  # `auto` derives the EMA half-life from the batch trained with (StyleGAN3)
     gamma_per_pixel: float  # the `auto` R1 weight heuristic: gamma = gamma_per_pixel x res^2 / batch
     describe: Callable  # (cfg) -> lines: its networks and loss, for the start of a run and --dry-run
-    # (a Config's flattened fields) -> (G's constructor arguments with "generator", D's): how a config builds its
-    # networks (nets.configured builds them from these)
+    # (an Architecture, ganforge.config.architecture) -> (G's constructor arguments with "generator", D's): how a
+    # config builds its networks (nets.configured builds them from these)
     network_arguments: Callable
     # (G's constructor arguments, D's or None) -> the Config fields a pretrained network of the family decides
     pretrained_fields: Callable

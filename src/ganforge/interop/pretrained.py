@@ -22,6 +22,7 @@ from pathlib import Path
 import torch
 
 from ganforge import checkpoint
+from ganforge.config.architecture import Architecture
 from ganforge.errors import UserError
 from ganforge.interop.network import NVLABS, ROSINALITY, SNAPSHOT, convert, file_kind, holds, parse, sha256_of
 from ganforge.interop.official_pickle import PersistentRecord
@@ -135,7 +136,7 @@ def from_checkpoint(trained: checkpoint.Trained) -> Pretrained:
     adapted it; its format names the checkpoint. The checkpoint passed a resume's checks, so its networks are within
     the limits and its tensors fit them."""
     fields = trained.fields
-    G, D = build_networks_from(*network_arguments(fields))
+    G, D = build_networks_from(*network_arguments(Architecture.from_fields(fields)))
     networks = {"G": G, "G_ema": copy.deepcopy(G), "D": D}
     for name, network in networks.items():
         network.load_state_dict(trained.state[name])

@@ -2,11 +2,10 @@
 training and the bench, on the meta device by the resolver (to size the first checkpoint before anything is
 allocated), and by the checkpoint validator (to know the tensors a checkpoint of that config must hold)."""
 
-from collections.abc import Mapping
-
 import torch
 
-from ganforge.config import Config, flatten
+from ganforge.config import Config
+from ganforge.config.architecture import Architecture, architecture_of
 from ganforge.families import family_of
 from ganforge.nets.discriminator import Discriminator
 from ganforge.nets.generator import Generator
@@ -16,10 +15,10 @@ from ganforge.nets.stylegan3 import StyleGAN3Generator
 Networks = tuple[Generator | StyleGAN3Generator | R3GANGenerator, Discriminator | R3GANDiscriminator]
 
 
-def network_arguments(fields: Mapping) -> tuple[dict, dict]:
-    """(G's constructor arguments, D's) from a Config's flattened fields (`loss.gamma`-style names, as checkpoints
-    store them), as the generator's family builds them (its `network_arguments`); G's include `generator`."""
-    return family_of(fields["model.generator"]).network_arguments(fields)
+def network_arguments(arch: Architecture) -> tuple[dict, dict]:
+    """(G's constructor arguments, D's) of the networks `arch` describes, as the generator's family builds them (its
+    `network_arguments`); G's include `generator`."""
+    return family_of(arch.model.generator).network_arguments(arch)
 
 
 # Each family's generator and discriminator classes, by the family's name.
@@ -40,7 +39,7 @@ def build_networks_from(g_arguments: dict, d_arguments: dict) -> Networks:
 def make_networks(cfg: Config) -> Networks:
     """G (StyleGAN2, the alias-free StyleGAN3, or R3GAN's) and D with the Config's architecture and fp16 layers, on
     the current default device, initialised from the current RNG state."""
-    return build_networks_from(*network_arguments(flatten(cfg.to_dict())))
+    return build_networks_from(*network_arguments(architecture_of(cfg)))
 
 
 def frozen_parameters(G: torch.nn.Module, D: Discriminator, freeze_d: int, freeze_g_mapping: bool) -> dict[str, set]:

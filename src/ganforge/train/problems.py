@@ -6,7 +6,8 @@ import torch
 
 from ganforge.checkpoint import Retention
 from ganforge.checkpoint.sizes import first_save_bytes
-from ganforge.config import DIFFAUG_OPS, Config, flatten
+from ganforge.config import DIFFAUG_OPS, Config
+from ganforge.config.architecture import architecture_of
 from ganforge.devices import kernels_problem
 from ganforge.errors import UserError
 from ganforge.families import FAMILIES, Preset, family_of, titles_where
@@ -49,7 +50,7 @@ def _width_problems(cfg: Config) -> list[str]:
         return [f"--cmax {m.channel_max}: {family.title}'s layers have at most {family.max_channels} channels"]
     if m.group_channels is None:  # no grouped convolutions
         return []
-    g, _ = network_arguments(flatten(cfg.to_dict()))
+    g, _ = network_arguments(architecture_of(cfg))
     uneven = [
         f"{width} at {r}x{r}"
         for r, width, groups in zip(stage_resolutions(res), g["widths"], g["cardinalities"], strict=True)

@@ -65,32 +65,33 @@ def describe_r3gan(cfg) -> list[str]:
           "no autocast"] if (p := cfg.precision).fp16_res else [])  # fmt: skip
 
 
-def network_arguments(fields) -> tuple[dict, dict]:
+def network_arguments(arch) -> tuple[dict, dict]:
     """R3GAN's stages from the Config: widths min(channel_base / res, channel_max) as StyleGAN's, each stage's
     convolution grouped in width / group_channels groups; the class embedding is z_dim wide in G and as wide as the
     4x4 stage in D (as released)."""
+    model = arch.model
     problems = [
-        f"{key}={shown(fields.get(key))}: must be an integer from 1 to {high}"
-        for key, high in (("data.resolution", MAX_RESOLUTION), ("model.channel_base", MAX_CHANNEL_BASE),
-                          ("model.channel_max", MAX_R3GAN_WIDTH), ("model.group_channels", MAX_R3GAN_WIDTH),
-                          ("model.blocks_per_stage", MAX_R3GAN_BLOCKS))
-        if type(fields.get(key)) is not int or not 1 <= fields[key] <= high
+        f"{key}={shown(value)}: must be an integer from 1 to {high}"
+        for key, value, high in (("data.resolution", arch.resolution, MAX_RESOLUTION),
+                                 ("model.channel_base", model.channel_base, MAX_CHANNEL_BASE),
+                                 ("model.channel_max", model.channel_max, MAX_R3GAN_WIDTH),
+                                 ("model.group_channels", model.group_channels, MAX_R3GAN_WIDTH),
+                                 ("model.blocks_per_stage", model.blocks_per_stage, MAX_R3GAN_BLOCKS))
+        if type(value) is not int or not 1 <= value <= high
     ]  # fmt: skip
     if problems:  # the values below are computed from these, so they are checked first (a stored config is untrusted)
         raise UserError(*problems)
-    resolution = fields["data.resolution"]
-    widths = [channels_at(res, fields["model.channel_base"], fields["model.channel_max"]) for res in
-              stage_resolutions(resolution)]  # fmt: skip
+    widths = [channels_at(res, model.channel_base, model.channel_max) for res in stage_resolutions(arch.resolution)]
     stages = dict(
-        resolution=resolution,
-        img_channels=fields["data.channels"],
-        c_dim=fields["data.label_dim"],
+        resolution=arch.resolution,
+        img_channels=arch.channels,
+        c_dim=arch.label_dim,
         widths=widths,
-        cardinalities=[max(width // fields["model.group_channels"], 1) for width in widths],
-        blocks=[fields["model.blocks_per_stage"]] * len(widths),
-        num_fp16_res=fields["precision.fp16_res"],
+        cardinalities=[max(width // model.group_channels, 1) for width in widths],
+        blocks=[model.blocks_per_stage] * len(widths),
+        num_fp16_res=arch.fp16_res,
     )
-    g = dict(generator="r3gan", z_dim=fields["model.z_dim"], embed_dim=fields["model.z_dim"], **stages)
+    g = dict(generator="r3gan", z_dim=model.z_dim, embed_dim=model.z_dim, **stages)
     return g, dict(embed_dim=widths[0], **stages)
 
 

@@ -75,40 +75,40 @@ def _describe_growth(cfg) -> list[str]:
     ]
 
 
-def stylegan_arguments(fields) -> tuple[dict, dict, dict]:
-    """(what G and D share, G's latent and mapping arguments, D's arguments) from a Config's flattened fields, as
-    StyleGAN2 and StyleGAN3 build them (both train StyleGAN2's D, grown where the config grows)."""
+def stylegan_arguments(arch) -> tuple[dict, dict, dict]:
+    """(what G and D share, G's latent and mapping arguments, D's arguments) from an `Architecture`
+    (ganforge.config.architecture), as StyleGAN2 and StyleGAN3 build them (both train StyleGAN2's D, grown where the
+    config grows)."""
+    model = arch.model
     common = dict(
-        resolution=fields["data.resolution"],
-        img_channels=fields["data.channels"],
-        c_dim=fields["data.label_dim"],
-        channel_base=fields["model.channel_base"],
-        channel_max=fields["model.channel_max"],
-        num_fp16_res=fields["precision.fp16_res"],
-        conv_clamp=fields["precision.conv_clamp"],
+        resolution=arch.resolution,
+        img_channels=arch.channels,
+        c_dim=arch.label_dim,
+        channel_base=model.channel_base,
+        channel_max=model.channel_max,
+        num_fp16_res=arch.fp16_res,
+        conv_clamp=arch.conv_clamp,
     )
-    mapping = dict(
-        z_dim=fields["model.z_dim"], w_dim=fields["model.w_dim"], mapping_layers=fields["model.mapping_layers"]
-    )
-    return common, mapping, _d_arguments(fields, common)
+    mapping = dict(z_dim=model.z_dim, w_dim=model.w_dim, mapping_layers=model.mapping_layers)
+    return common, mapping, _d_arguments(model, common)
 
 
-def _d_arguments(fields, common: dict) -> dict:
-    growing = {"progressive": True} if fields.get("model.grow") is True else {}  # older configs have no such field
-    return dict(mbstd_group_size=fields["model.mbstd_group"], architecture=fields["model.d_arch"],
-                attention=list(fields["model.d_attn"]), **common, **growing)  # fmt: skip
+def _d_arguments(model, common: dict) -> dict:
+    growing = {"progressive": True} if model.grow is True else {}
+    return dict(mbstd_group_size=model.mbstd_group, architecture=model.d_arch, attention=list(model.d_attn), **common,
+                **growing)  # fmt: skip
 
 
-def network_arguments(fields) -> tuple[dict, dict]:
+def network_arguments(arch) -> tuple[dict, dict]:
     """StyleGAN2's G and D: their layouts (`architecture`), where they attend (`attention`), whether they can grow
     (`progressive`), and a non-square aspect where the data has one (networks of square images are built without)."""
-    common, mapping, _ = stylegan_arguments(fields)
-    aspect = list(fields.get("data.aspect", [1, 1]))  # older configs have no such field
+    common, mapping, _ = stylegan_arguments(arch)
+    model, aspect = arch.model, list(arch.aspect)
     common |= {} if aspect == [1, 1] else {"aspect": aspect}
-    growing = {"progressive": True} if fields.get("model.grow") is True else {}
-    g = {"generator": fields["model.generator"], **common, **mapping, "architecture": fields["model.g_arch"],
-         "attention": list(fields["model.g_attn"]), **growing}  # fmt: skip
-    return g, _d_arguments(fields, common)
+    growing = {"progressive": True} if model.grow is True else {}
+    g = {"generator": model.generator, **common, **mapping, "architecture": model.g_arch,
+         "attention": list(model.g_attn), **growing}  # fmt: skip
+    return g, _d_arguments(model, common)
 
 
 def stylegan_pretrained_fields(g: dict, d: dict | None) -> dict:

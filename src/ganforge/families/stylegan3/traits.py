@@ -24,11 +24,11 @@ PRESETS = {
 }  # fmt: skip
 
 
-def network_arguments(fields) -> tuple[dict, dict]:
+def network_arguments(arch) -> tuple[dict, dict]:
     """The alias-free G of config T or R with its synthesis layer count, and the StyleGAN2 D it trains with."""
-    common, mapping, d = stylegan_arguments(fields)
-    generator = fields["model.generator"]
-    layers = dict(config=generator.removeprefix("stylegan3-"), num_layers=fields["model.synthesis_layers"])
+    common, mapping, d = stylegan_arguments(arch)
+    generator = arch.model.generator
+    layers = dict(config=generator.removeprefix("stylegan3-"), num_layers=arch.model.synthesis_layers)
     return {"generator": generator, **common, **mapping, **layers}, d
 
 
