@@ -15,7 +15,8 @@ PACKAGE = Path(ganforge.__file__).parent
 # Lowest first. A name is a top-level module or subpackage of ganforge; "" is the package root (its __version__).
 LAYERS = (
     ("", "errors", "urls", "numerics", "durable", "tensorfile", "digest", "option", "config", "presets", "families",
-     "limits", "outputs", "devices", "progress", "allocator", "metric_names", "projected", "memory", "events"),
+     "limits", "outputs", "devices", "progress", "allocator", "metric_names", "stat_names", "projected", "memory",
+     "events"),
     ("dist", "preempt"),
     ("nets", "augment", "data", "checkpoint", "monitor"),
     ("snapshot", "compare"),

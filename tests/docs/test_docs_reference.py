@@ -1,8 +1,9 @@
 """The generated references cover what they document: every command and group of the command line has a section on
 the CLI page, with every option, the default, `required` and range that click's own `--help` shows for it, and every
 example line its help ends with; every public member of `ganforge.api.Network` is on the Python API page; and the
-pages themselves hold only the markers the hooks replace (nothing of the reference is written by hand); and the
-architecture page's list of a checkpoint's state is the one in `checkpoint/layout.py`."""
+pages themselves hold only the markers the hooks replace (nothing of the reference is written by hand); the
+architecture page's list of a checkpoint's state is the one in `checkpoint/layout.py`; and the watching page's table of
+a tick's statistics is `stat_names.STATS`, which names every statistic that module declares."""
 
 import importlib.util
 import re
@@ -13,7 +14,7 @@ import pytest
 from doc_blocks import DOCS
 
 from cli_helpers import leaf_commands
-from ganforge import api
+from ganforge import api, stat_names
 from ganforge.checkpoint import layout
 from ganforge.cli import main
 
@@ -36,6 +37,7 @@ def _hook(name: str):
 CLI = _hook("cli_reference")
 API = _hook("api_reference")
 STATE = _hook("checkpoint_state")
+STATS = _hook("stat_names")
 CLI_PAGE = CLI.reference()
 
 
@@ -129,3 +131,16 @@ def test_the_architecture_pages_list_of_the_checkpoint_state_is_the_layouts():
     assert all(entry.holds and "\n" not in entry.holds for entry in layout.ENTRIES)
     other = "# Other\n\n" + STATE.MARKER
     assert STATE.on_page_markdown(other, _Page("other.md"), None, None) == other
+
+
+def test_the_watching_pages_table_of_statistics_is_stat_names_and_names_each_once():
+    declared = {value for key, value in vars(stat_names).items() if key.isupper() and isinstance(value, str)}
+    listed = [name for name, _ in stat_names.STATS]
+    assert sorted(listed) == sorted(declared) and len(set(listed)) == len(listed)
+    assert all(meaning and "\n" not in meaning for _, meaning in stat_names.STATS)
+    text = (DOCS / STATS.PAGE).read_text()
+    assert text.count(STATS.MARKER) == 1 and "Loss/G/main" not in text  # no hand-written table beside it
+    built = STATS.on_page_markdown(text, _Page(STATS.PAGE), None, None)
+    rows = [line for line in built.splitlines() if line.startswith("| `")]
+    assert rows[0] == f"| `{stat_names.LOSS_G}` | {stat_names.STATS[0][1]} |" and len(rows) == len(listed)
+    assert f"| `{stat_names.SKIPPED}<phase>` |" in built

@@ -10,15 +10,27 @@ from collections import deque
 from collections.abc import Callable
 
 from ganforge.monitor.nvml import THROTTLE_REASONS
+from ganforge.stat_names import (
+    ALLOCATED_GB,
+    ALLREDUCE_SHARE,
+    DATA_WAIT_SHARE,
+    LOSS_D,
+    LOSS_G,
+    PEAK_GB,
+    SCORES_FAKE_D,
+    SCORES_REAL,
+    SKIPPED,
+    TOTAL_GB,
+)
 
 HOT_C = 85  # most data-centre GPUs start slowing down a few degrees above this
-LOW_UTIL_PCT, DATA_WAIT_SHARE = 70, 0.10
+LOW_UTIL_PCT, DATA_WAIT_LIMIT = 70, 0.10
 GROWTH_TICKS = 5
 MEMORY_SHARE = 0.95
-ALLREDUCE_SHARE = 0.25
+ALLREDUCE_LIMIT = 0.25
 STUCK_TICKS = 5
 STUCK_TOLERANCE = 1e-6
-WATCHED_LOSSES = ("Loss/G/main", "Loss/D/main")
+WATCHED_LOSSES = (LOSS_G, LOSS_D)
 _GPU_TEMP = re.compile(r"^((?:node\d+/)?GPU\d+)/temp$")
 
 Rule = Callable[[dict, list[dict], int], dict[str, str]]
@@ -47,8 +59,8 @@ def hot_gpus(record: dict, history: list[dict], world: int) -> dict[str, str]:
 def data_bound(record: dict, history: list[dict], world: int) -> dict[str, str]:
     """GPUs idle while the step waits for images: the input pipeline is the bottleneck."""
     utils = [v for k, v in record.items() if re.fullmatch(r"(?:node\d+/)?GPU\d+/util", k)]
-    wait = record.get("Timing/data_wait_share", 0.0)
-    if not utils or wait < DATA_WAIT_SHARE or sum(utils) / len(utils) >= LOW_UTIL_PCT:
+    wait = record.get(DATA_WAIT_SHARE, 0.0)
+    if not utils or wait < DATA_WAIT_LIMIT or sum(utils) / len(utils) >= LOW_UTIL_PCT:
         return {}
     return {
         "data_bound": f"data-bound: GPU utilisation {sum(utils) / len(utils):.0f}% while {100 * wait:.0f}% of "
@@ -59,7 +71,7 @@ def data_bound(record: dict, history: list[dict], world: int) -> dict[str, str]:
 
 def memory_growth(record: dict, history: list[dict], world: int) -> dict[str, str]:
     """Allocated memory that grows tick after tick is a leak: the steady state of a training step is flat."""
-    series = [r["Memory/allocated_gb"] for r in [*history, record] if "Memory/allocated_gb" in r]
+    series = [r[ALLOCATED_GB] for r in [*history, record] if ALLOCATED_GB in r]
     recent = series[-GROWTH_TICKS - 1 :]
     if len(recent) <= GROWTH_TICKS or not all(b > a for a, b in zip(recent, recent[1:], strict=False)):
         return {}
@@ -72,7 +84,7 @@ def memory_growth(record: dict, history: list[dict], world: int) -> dict[str, st
 
 
 def memory_full(record: dict, history: list[dict], world: int) -> dict[str, str]:
-    peak, total = record.get("Memory/peak_gb"), record.get("Memory/total_gb")
+    peak, total = record.get(PEAK_GB), record.get(TOTAL_GB)
     if peak is None or not total or peak < MEMORY_SHARE * total:
         return {}
     return {
@@ -82,8 +94,8 @@ def memory_full(record: dict, history: list[dict], world: int) -> dict[str, str]
 
 
 def interconnect_bound(record: dict, history: list[dict], world: int) -> dict[str, str]:
-    share = record.get("Timing/allreduce_share", 0.0)
-    if world < 2 or share < ALLREDUCE_SHARE:
+    share = record.get(ALLREDUCE_SHARE, 0.0)
+    if world < 2 or share < ALLREDUCE_LIMIT:
         return {}
     return {
         "interconnect": f"interconnect-bound: all-reduce takes {100 * share:.0f}% of the step on {world} "
@@ -94,9 +106,9 @@ def interconnect_bound(record: dict, history: list[dict], world: int) -> dict[st
 
 def scores_flipped(record: dict, history: list[dict], world: int) -> dict[str, str]:
     """D(real) - D(fake) is positive while D tells reals from fakes; below zero it rates the fakes as more real."""
-    if "Scores/real" not in record or "Scores/fake_D" not in record:
+    if SCORES_REAL not in record or SCORES_FAKE_D not in record:
         return {}
-    margin = record["Scores/real"] - record["Scores/fake_D"]
+    margin = record[SCORES_REAL] - record[SCORES_FAKE_D]
     if margin >= 0:
         return {}
     return {
@@ -122,8 +134,8 @@ def losses_stuck(record: dict, history: list[dict], world: int) -> dict[str, str
 
 def skipped_rising(record: dict, history: list[dict], world: int) -> dict[str, str]:
     """More non-finite steps than the tick before: the run is drifting toward divergence."""
-    now = sum(v for k, v in record.items() if k.startswith("Skipped/"))
-    before = sum(v for k, v in history[-1].items() if k.startswith("Skipped/")) if history else 0.0
+    now = sum(v for k, v in record.items() if k.startswith(SKIPPED))
+    before = sum(v for k, v in history[-1].items() if k.startswith(SKIPPED)) if history else 0.0
     if now <= before:
         return {}
     return {

@@ -9,6 +9,7 @@ from typing import Any
 import psutil
 
 from ganforge.monitor import nvml as nvml_reader
+from ganforge.stat_names import CPU_AVAIL_GB, CPU_RSS_GB, CPU_UTIL
 
 
 class GpuReader:
@@ -37,9 +38,9 @@ class CpuReader:
 
     def read(self) -> dict[str, float]:
         return {
-            "CPU/util": self.process.cpu_percent(),
-            "CPU/rss_gb": self.process.memory_info().rss / 2**30,
-            "CPU/avail_gb": psutil.virtual_memory().available / 2**30,
+            CPU_UTIL: self.process.cpu_percent(),
+            CPU_RSS_GB: self.process.memory_info().rss / 2**30,
+            CPU_AVAIL_GB: psutil.virtual_memory().available / 2**30,
         }
 
 

@@ -21,6 +21,18 @@ from ganforge.monitor.probe import Probe
 from ganforge.monitor.profiler import StepProfiler
 from ganforge.monitor.readers import CpuReader, GpuReader, gpu_handles
 from ganforge.monitor.sampler import Sampler
+from ganforge.stat_names import (
+    ALLOCATED_GB,
+    CPU_RSS_GB,
+    CPU_UTIL,
+    FRAGMENTATION_GB,
+    LOSS_D,
+    LOSS_D_OVER_G,
+    LOSS_G,
+    RESERVED_GB,
+    TOTAL_GB,
+    timing_share,
+)
 
 
 def step_probe(cfg: Config, device: torch.device) -> Probe:
@@ -86,14 +98,14 @@ class Monitor:
         """`stats` with this tick's telemetry, section shares, allocator statistics and D/G loss ratio. Collective
         when telemetry is on (every process calls it at every tick)."""
         out = dict(stats)
-        if "Loss/D/main" in stats and stats.get("Loss/G/main"):
-            out["Loss/D_over_G"] = stats["Loss/D/main"] / stats["Loss/G/main"]
+        if LOSS_D in stats and stats.get(LOSS_G):
+            out[LOSS_D_OVER_G] = stats[LOSS_D] / stats[LOSS_G]
         out |= allocator_stats(self.device)
         if self.interval <= 0:
             return out
         now, seconds = time.monotonic(), self.probe.drain()
         elapsed, self._since = now - (self._since or now), now
-        out |= {f"Timing/{name}_share": spent / max(elapsed, 1e-9) for name, spent in seconds.items()}
+        out |= {timing_share(name): spent / max(elapsed, 1e-9) for name, spent in seconds.items()}
         if self._sampler is not None and (problem := self._sampler.take_problem()):
             self.say(f"warning: {problem}")
         drained = self._sampler.drain() if self._sampler is not None else {}
@@ -131,10 +143,10 @@ def allocator_stats(device: torch.device) -> dict[str, float]:
         return {}
     allocated, reserved = torch.cuda.memory_allocated(device) / 2**30, torch.cuda.memory_reserved(device) / 2**30
     return {
-        "Memory/allocated_gb": allocated,
-        "Memory/reserved_gb": reserved,
-        "Memory/fragmentation_gb": reserved - allocated,
-        "Memory/total_gb": torch.cuda.get_device_properties(device).total_memory / 2**30,
+        ALLOCATED_GB: allocated,
+        RESERVED_GB: reserved,
+        FRAGMENTATION_GB: reserved - allocated,
+        TOTAL_GB: torch.cuda.get_device_properties(device).total_memory / 2**30,
     }
 
 
@@ -144,6 +156,6 @@ def status_text(record: dict) -> str | None:
     temps = [v for k, v in record.items() if re.fullmatch(r"(?:node\d+/)?GPU\d+/temp", k)]
     if utils:
         return f"gpu {sum(utils) / len(utils):.0f}%" + (f" {max(temps):.0f}C" if temps else "")
-    if "CPU/util" in record:
-        return f"cpu {record['CPU/util']:.0f}% rss {record['CPU/rss_gb']:.1f} GB"
+    if CPU_UTIL in record:
+        return f"cpu {record[CPU_UTIL]:.0f}% rss {record[CPU_RSS_GB]:.1f} GB"
     return None

@@ -13,6 +13,22 @@ from dataclasses import dataclass
 from ganforge.report import hardware
 from ganforge.report.protocols import Protocol, protocol
 from ganforge.report.rundata import Run, number
+from ganforge.stat_names import (
+    AUG_P,
+    AUG_RT,
+    DATA_WAIT_SHARE,
+    GRAD_NORM,
+    IMG_PER_S,
+    LOSS_D,
+    LOSS_D_OVER_G,
+    LOSS_D_R1,
+    LOSS_G,
+    LOSS_G_PL,
+    LR,
+    SCORES_FAKE,
+    SCORES_FAKE_D,
+    SCORES_REAL,
+)
 
 MAX_POINTS = 400
 # A run has ~30 figures (losses, norms, rates, 7 metrics, speed, ~8 telemetry signals) of at most a few hundred
@@ -25,21 +41,21 @@ MAX_CURVES = 256
 _FIXED = (
     (
         "Losses",
-        {"Loss/G/main": "G main", "Loss/D/main": "D main", "Loss/G/pl": "G path length", "Loss/D/r1": "D R1"},
+        {LOSS_G: "G main", LOSS_D: "D main", LOSS_G_PL: "G path length", LOSS_D_R1: "D R1"},
         False,
     ),
     (
         "D outputs (logits)",
-        {"Scores/real": "D(real)", "Scores/fake": "D(fake), G step", "Scores/fake_D": "D(fake), D step"},
+        {SCORES_REAL: "D(real)", SCORES_FAKE: "D(fake), G step", SCORES_FAKE_D: "D(fake), D step"},
         False,
     ),
 )
 _LATER = (
-    ("Speed (img/s)", {"Timing/img_per_s": "img/s"}, False),
-    ("Data wait (share of tick time)", {"Timing/data_wait_share": "data wait"}, False),
+    ("Speed (img/s)", {IMG_PER_S: "img/s"}, False),
+    ("Data wait (share of tick time)", {DATA_WAIT_SHARE: "data wait"}, False),
 )
 # p, and the overfitting heuristic r_t = E[sign(D(real))] that ADA steers toward its target (Karras et al. 2020)
-ADA = ("Adaptive augmentation", {"Aug/p": "p", "Aug/rt": "r_t"})
+ADA = ("Adaptive augmentation", {AUG_P: "p", AUG_RT: "r_t"})
 
 
 @dataclass(frozen=True)
@@ -94,12 +110,12 @@ def stats_curve(stats: list[dict], key: str, label: str) -> Curve | None:
 
 def ratio_curve(stats: list[dict]) -> Curve | None:
     """D loss / G loss per tick: the recorded `Loss/D_over_G`, else computed from the two main losses."""
-    if any("Loss/D_over_G" in r for r in stats):
-        return stats_curve(stats, "Loss/D_over_G", "D/G")
+    if any(LOSS_D_OVER_G in r for r in stats):
+        return stats_curve(stats, LOSS_D_OVER_G, "D/G")
     ratios = [
-        r | {"ratio": r["Loss/D/main"] / r["Loss/G/main"]}
+        r | {"ratio": r[LOSS_D] / r[LOSS_G]}
         for r in stats
-        if _finite(r.get("Loss/D/main")) and _finite(r.get("Loss/G/main")) and r["Loss/G/main"] != 0
+        if _finite(r.get(LOSS_D)) and _finite(r.get(LOSS_G)) and r[LOSS_G] != 0
     ]
     return stats_curve(ratios, "ratio", "D/G")
 
@@ -187,8 +203,8 @@ def plots(runs: list[Run]) -> list[Plot | ResultTable]:
     all_stats = [r for run in runs for r in run.stats]
     everything = [_from_keys(runs, title, each(keys), log_y=log_y) for title, keys, log_y in _FIXED]
     everything.append(Plot("D/G loss ratio", [(run.label, c) for run in runs if (c := ratio_curve(run.stats))]))
-    everything.append(_from_keys(runs, "Gradient norms", each(_keyed(all_stats, "GradNorm/")), log_y=True))
-    everything.append(_from_keys(runs, "Learning rates", each(_keyed(all_stats, "LR/"))))
+    everything.append(_from_keys(runs, "Gradient norms", each(_keyed(all_stats, GRAD_NORM)), log_y=True))
+    everything.append(_from_keys(runs, "Learning rates", each(_keyed(all_stats, LR))))
     everything += [metric_figure(runs, name) for name in sorted({name for run in runs for name in run.metrics})]
     everything += [_from_keys(runs, title, each(keys), log_y=log_y) for title, keys, log_y in _LATER]
     everything.append(_from_keys(runs, "Peak memory (GB)", hardware.memory_keys, unit="GB"))

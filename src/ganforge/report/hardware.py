@@ -9,6 +9,7 @@ range: a run that has both gets only the sampled one, so that one signal is not 
 import re
 
 from ganforge.report.rundata import Run
+from ganforge.stat_names import CPU_RSS_GB, PEAK_GB, TOTAL_GB
 
 # kind (GPU or CPU) -> signal -> (title, unit): what monitor/readers.py and nvml.read_load record
 SIGNALS = {
@@ -28,9 +29,9 @@ SIGNALS = {
 }
 # A device's size drawn beside its use, in that signal's figure: (signal, legend word)
 BESIDE = {"mem_total_gb": ("mem_used_gb", "total"), "power_limit_w": ("power_w", "limit")}
-RESIDENT = "CPU/rss_gb"
-PEAK = "Memory/peak_gb"
-CUDA_ONLY = "Memory/total_gb"  # the CUDA allocator's statistics: every tick of a CUDA run, none of a CPU run
+RESIDENT = CPU_RSS_GB
+PEAK = PEAK_GB
+CUDA_ONLY = TOTAL_GB  # the CUDA allocator's statistics: every tick of a CUDA run, none of a CPU run
 _TELEMETRY = re.compile(r"^((?:node\d+/)?(GPU\d+|CPU))/(.+?)(?:/(min|max))?$")
 
 

@@ -17,6 +17,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ganforge.stat_names import TOTAL_S
+
 STALE_AFTER_S = 30 * 60
 STALE_TICKS = 5  # that many of the slowest tick's duration without a write
 
@@ -49,7 +51,7 @@ def _event(line: str) -> str | None:
 
 def _slowest_tick_s(stats: list[dict]) -> float:
     """The longest time between two ticks of one session (Timing/total_s restarts at 0 on resume)."""
-    totals = [r["Timing/total_s"] for r in stats if "Timing/total_s" in r]
+    totals = [r[TOTAL_S] for r in stats if TOTAL_S in r]
     return max([b - a for a, b in zip(totals, totals[1:], strict=False) if b > a] + totals[:1] + [0.0])
 
 

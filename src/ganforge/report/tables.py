@@ -13,6 +13,7 @@ from ganforge.config.describe import describe_derived
 from ganforge.durable import shorten
 from ganforge.report.protocols import Protocol, protocol
 from ganforge.report.rundata import Run, number
+from ganforge.stat_names import IMG_PER_S, SKIPPED
 
 MAX_CELL_CHARS = 1000
 MAX_ETA_S = 10 * 365 * 86400  # an ETA beyond ten years is no estimate
@@ -83,7 +84,7 @@ def summary(run: Run) -> dict[str, str]:
     cfg = run.config or {}
     last = run.stats[-1] if run.stats else {}
     done, total = last.get("kimg", 0.0), number(_section(cfg, "schedule").get("kimg"))
-    rate = last.get("Timing/img_per_s")
+    rate = last.get(IMG_PER_S)
     data = _section(cfg, "data")
     name, resolution, channels = (shorten(data.get(k, "?"), 100) for k in ("name", "resolution", "channels"))
     return {
@@ -159,10 +160,10 @@ def alerts(run: Run) -> list[tuple[str, str]]:
 def skipped_steps(run: Run) -> list[tuple[str, str, str]]:
     """(kimg, phase, steps skipped in that tick) for every tick with non-finite steps skipped."""
     return [
-        (f"{record['kimg']:g}", key.removeprefix("Skipped/"), f"{value:g}")
+        (f"{record['kimg']:g}", key.removeprefix(SKIPPED), f"{value:g}")
         for record in run.stats
         for key, value in sorted(record.items())
-        if key.startswith("Skipped/") and value
+        if key.startswith(SKIPPED) and value
     ]
 
 

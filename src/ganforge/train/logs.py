@@ -19,6 +19,7 @@ from ganforge.data.grid import image_grid
 from ganforge.data.loader import to_float
 from ganforge.durable import replacing
 from ganforge.events import FanOut, Sink
+from ganforge.stat_names import DATA_WAIT_SHARE, IMG_PER_S, PEAK_GB, SEC_PER_KIMG, SKIPPED, TOTAL_S
 from ganforge.train.sinks import folder_sinks
 from ganforge.train.text_sink import hms
 
@@ -55,7 +56,7 @@ class TickStats:
         n = len(keys)
         self._sums.clear()
         self._counts.clear()
-        out = {k: values[i] if k.startswith("Skipped/") else values[i] / values[n + i] for i, k in enumerate(keys)}
+        out = {k: values[i] if k.startswith(SKIPPED) else values[i] / values[n + i] for i, k in enumerate(keys)}
         out |= {k: v for k, v in replicated.items() if not isinstance(v, torch.Tensor)}
         return out | dict(zip(on_device, values[2 * n :], strict=True))
 
@@ -151,11 +152,11 @@ class RunLog:
             "tick": cur_tick,
             "kimg": cur_nimg / 1000,
             **stats,
-            "Timing/img_per_s": rate,
-            "Timing/sec_per_kimg": 1000 / max(rate, 1e-9),
-            "Timing/data_wait_share": self._data_seconds / max(seconds, 1e-9),
-            "Timing/total_s": now - self._start_time,
-            "Memory/peak_gb": peak_memory_gb(device),
+            IMG_PER_S: rate,
+            SEC_PER_KIMG: 1000 / max(rate, 1e-9),
+            DATA_WAIT_SHARE: self._data_seconds / max(seconds, 1e-9),
+            TOTAL_S: now - self._start_time,
+            PEAK_GB: peak_memory_gb(device),
         }
         self._tick_time, self._tick_nimg, self._data_seconds = now, cur_nimg, 0.0
         if self._quiet or images == 0:  # nothing trained since the last record (start or resume)

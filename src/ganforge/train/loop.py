@@ -29,6 +29,7 @@ from ganforge.nets.growth import describe_stage, stage_of
 from ganforge.preempt import PreemptionGuard
 from ganforge.report import refresh_report
 from ganforge.snapshot import save_snapshot
+from ganforge.stat_names import AUG_P, AUG_RT
 from ganforge.train import checkpointing, growing, logs
 from ganforge.train.build import Runtime, build
 from ganforge.train.phases import check_divergence, micro_batches, run_phase, tick_scalars
@@ -163,9 +164,9 @@ def _augment_stats(trainer) -> dict:
     """The augmentation's p (and ADA's r_t) as device scalars, for the tick to read with its statistics."""
     if trainer.ada is None:
         annealed = trainer.cfg.schedule.anneal_kimg is not None and trainer.cfg.augment.mode == "fixed"
-        return {"Aug/p": trainer.augment.p} if annealed else {}
+        return {AUG_P: trainer.augment.p} if annealed else {}
     scalars = trainer.ada.scalars(trainer.augment)
-    return {"Aug/p": scalars["p"], "Aug/rt": scalars["rt"]}
+    return {AUG_P: scalars["p"], AUG_RT: scalars["rt"]}
 
 
 def _trackers(cfg: Config, run_dir: Path, say):

@@ -26,6 +26,22 @@ from ganforge.errors import UserError
 from ganforge.monitor.probe import Probe
 from ganforge.nets.attention import twice_differentiable
 from ganforge.nets.configured import frozen_parameters
+from ganforge.stat_names import (
+    CLIPPED,
+    GRAD_NORM,
+    LOSS_D,
+    LOSS_D_R1,
+    LOSS_G,
+    LOSS_G_PL,
+    LR,
+    PL_LENGTH,
+    PL_MEAN,
+    SCORES_FAKE,
+    SCORES_FAKE_D,
+    SCORES_REAL,
+    SKIPPED,
+    per_phase,
+)
 from ganforge.train import loss as L
 from ganforge.train.grad_sync import GradientSync
 from ganforge.train.precision import Precision, make_adam, nonfinite_flag, step_unless
@@ -139,7 +155,7 @@ def g_main(trainer: Trainer, mb: MicroBatch):
     img, _ = trainer.generate(mb)
     logits = trainer.discriminate(img, mb)
     loss = L.g_nonsaturating(logits)
-    return loss, {"Loss/G/main": loss, "Scores/fake": logits}
+    return loss, {LOSS_G: loss, SCORES_FAKE: logits}
 
 
 def g_reg(trainer: Trainer, mb: MicroBatch):
@@ -149,7 +165,7 @@ def g_reg(trainer: Trainer, mb: MicroBatch):
     noise = torch.stack([_position_noise(cfg, p, img.shape[1:], img.device) for p in mb.positions[: len(img)]])
     lengths = L.path_lengths(img, ws, noise / (img.shape[2] * img.shape[3]) ** 0.5)
     penalty = L.path_length_penalty(lengths, trainer.pl_mean) * cfg.loss.pl_weight
-    return penalty, {"Loss/G/pl": penalty, "PL/length": lengths}
+    return penalty, {LOSS_G_PL: penalty, PL_LENGTH: lengths}
 
 
 def d_main(trainer: Trainer, mb: MicroBatch):
@@ -159,7 +175,7 @@ def d_main(trainer: Trainer, mb: MicroBatch):
     if trainer.ada is not None:
         trainer.ada.accumulate(real_logits.detach())
     loss = L.d_logistic(real_logits, fake_logits)
-    return loss, {"Loss/D/main": loss, "Scores/real": real_logits, "Scores/fake_D": fake_logits}
+    return loss, {LOSS_D: loss, SCORES_REAL: real_logits, SCORES_FAKE_D: fake_logits}
 
 
 def d_reg(trainer: Trainer, mb: MicroBatch):
@@ -167,7 +183,7 @@ def d_reg(trainer: Trainer, mb: MicroBatch):
     with twice_differentiable():  # R1 is a gradient, itself differentiated
         logits = trainer.discriminate(real, mb, main=False)
     (penalty,) = L.zero_centred_penalties((logits,), (real,), mb.gamma)
-    return penalty, {"Loss/D/r1": penalty}
+    return penalty, {LOSS_D_R1: penalty}
 
 
 def _position_noise(cfg: Config, position: int, shape, device) -> torch.Tensor:
@@ -180,7 +196,7 @@ def update_pl_mean(trainer: Trainer, stats: dict, skipped: torch.Tensor) -> None
     """After a G_reg step, from the step's path lengths (its stats): a <- lerp(a, mean length over all ranks and
     micro-batches, decay) (StyleGAN2 Sec. 3.2), unless the step was `skipped` (then a stays bitwise as it was). The
     penalty of the step used the mean from before it, so every micro-batch and rank saw the same target."""
-    lengths = stats["PL/length"]
+    lengths = stats[PL_LENGTH]
     total = dist.all_reduce_sum_(torch.stack([lengths.sum(), lengths.new_full([], len(lengths))]))
     updated = L.update_pl_mean(trainer.pl_mean, total[0] / total[1], trainer.cfg.loss.pl_decay)
     trainer.pl_mean = torch.where(skipped > 0, trainer.pl_mean, updated)
@@ -343,11 +359,11 @@ def _finish_step(trainer: Trainer, phase: Phase, stats: dict, loss_sum: torch.Te
         with trainer.probe.section("allreduce", "all-reduce"):
             _average_buffers(network.module)
     out = dict(stats)
-    out[f"GradNorm/{phase.name}"] = grad_norm.reshape(1)  # before clipping
+    out[per_phase(GRAD_NORM, phase.name)] = grad_norm.reshape(1)  # before clipping
     if clip is not None:
-        out[f"Clipped/{phase.name}"] = (grad_norm > clip).float().reshape(1)  # its tick mean: the share clipped
-    out[f"Skipped/{phase.name}"] = skipped.reshape(1)
-    out[f"LR/{phase.name}"] = torch.full([1], network.opt.param_groups[0]["lr"], device=grad_norm.device)
+        out[per_phase(CLIPPED, phase.name)] = (grad_norm > clip).float().reshape(1)  # its tick mean: the share clipped
+    out[per_phase(SKIPPED, phase.name)] = skipped.reshape(1)
+    out[per_phase(LR, phase.name)] = torch.full([1], network.opt.param_groups[0]["lr"], device=grad_norm.device)
     return out
 
 
@@ -355,7 +371,7 @@ def tick_scalars(trainer: Trainer) -> dict[str, torch.Tensor | int]:
     """What a tick reads of the trainer besides the step statistics: the path-length mean and the count of
     non-finite steps in a row (`IN_A_ROW`, for `check_divergence`), device scalars to read in the statistics'
     transfer."""
-    return {"PL/mean": trainer.pl_mean, IN_A_ROW: trainer.nonfinite_in_a_row}
+    return {PL_MEAN: trainer.pl_mean, IN_A_ROW: trainer.nonfinite_in_a_row}
 
 
 def check_divergence(values: dict[str, float]) -> None:
@@ -365,7 +381,7 @@ def check_divergence(values: dict[str, float]) -> None:
     in_a_row = round(values.pop(IN_A_ROW))
     if in_a_row < MAX_NONFINITE_IN_A_ROW:
         return
-    skips = sorted((k.removeprefix("Skipped/"), v) for k, v in values.items() if k.startswith("Skipped/") and v)
+    skips = sorted((k.removeprefix(SKIPPED), v) for k, v in values.items() if k.startswith(SKIPPED) and v)
     skipped = ", ".join(f"{name} {count:g}" for name, count in skips)
     raise DivergedError(
         f"training diverged: {in_a_row} optimizer steps in a row had non-finite losses or gradients (skipped since "

@@ -11,6 +11,16 @@ import torch
 
 from ganforge.config import Config
 from ganforge.nets.configured import frozen_parameters
+from ganforge.stat_names import (
+    LOSS_D,
+    LOSS_D_R1,
+    LOSS_D_R2,
+    LOSS_G,
+    SCORES_FAKE,
+    SCORES_FAKE_D,
+    SCORES_REAL,
+    SCORES_REAL_G,
+)
 from ganforge.train import loss as L
 from ganforge.train.phases import MicroBatch, Network, Phase, Trainer, make_network
 from ganforge.train.precision import Precision
@@ -21,7 +31,7 @@ def g_main(trainer: Trainer, mb: MicroBatch):
     fakes, _ = trainer.generate(mb)
     fake_logits, real_logits = trainer.discriminate_pair(fakes, mb.real, mb)
     loss = L.g_relativistic(fake_logits, real_logits)
-    return loss, {"Loss/G/main": loss, "Scores/fake": fake_logits, "Scores/real_G": real_logits}
+    return loss, {LOSS_G: loss, SCORES_FAKE: fake_logits, SCORES_REAL_G: real_logits}
 
 
 def d_main(trainer: Trainer, mb: MicroBatch):
@@ -35,8 +45,8 @@ def d_main(trainer: Trainer, mb: MicroBatch):
         trainer.ada.accumulate(real_logits.detach())
     r1, r2 = L.zero_centred_penalties((real_logits, fake_logits), (reals, fakes), mb.gamma)
     loss = L.d_relativistic(real_logits, fake_logits)
-    stats = {"Loss/D/main": loss, "Loss/D/r1": r1, "Loss/D/r2": r2}
-    return loss + r1 + r2, stats | {"Scores/real": real_logits, "Scores/fake_D": fake_logits}
+    stats = {LOSS_D: loss, LOSS_D_R1: r1, LOSS_D_R2: r2}
+    return loss + r1 + r2, stats | {SCORES_REAL: real_logits, SCORES_FAKE_D: fake_logits}
 
 
 def build_phases(

@@ -7,6 +7,18 @@ from pathlib import Path
 from ganforge.events import Quiet
 from ganforge.monitor.telemetry import status_text
 from ganforge.progress import progress_bar
+from ganforge.stat_names import (
+    AUG_P,
+    DATA_WAIT_SHARE,
+    IMG_PER_S,
+    LOSS_D,
+    LOSS_G,
+    PEAK_GB,
+    SCORES_REAL,
+    SEC_PER_KIMG,
+    SKIPPED,
+    TOTAL_S,
+)
 from ganforge.urls import public_text
 
 
@@ -45,9 +57,9 @@ class TextSink(Quiet):
     def tick(self, record: dict[str, float], alerts: list[str], nimg: int) -> None:
         if self._bar is not None:
             self._bar.update(nimg / 1000 - self._bar.n)
-            self._bar.set_postfix_str(f"{record['Timing/img_per_s']:.1f} img/s")
+            self._bar.set_postfix_str(f"{record[IMG_PER_S]:.1f} img/s")
         # the rate of the whole run so far, from when its clock started: what the rest most likely takes
-        done_rate = (nimg - self.start_nimg) / max(record["Timing/total_s"], 1e-9)
+        done_rate = (nimg - self.start_nimg) / max(record[TOTAL_S], 1e-9)
         self.print(status_line(record, self.total_nimg, (self.total_nimg - nimg) / max(done_rate, 1e-9)))
         for alert in alerts:
             self.print(f"warning: {alert}")
@@ -63,20 +75,20 @@ class TextSink(Quiet):
 
 
 def status_line(r: dict, total_nimg: int, eta_s: float) -> str:
-    skipped = sum(v for k, v in r.items() if k.startswith("Skipped/"))
+    skipped = sum(v for k, v in r.items() if k.startswith(SKIPPED))
     parts = [
         f"tick {r['tick']:<4d}",
         f"kimg {r['kimg']:.3f}/{total_nimg / 1000:g}",
-        f"{r['Timing/img_per_s']:.1f} img/s",
-        f"{r['Timing/sec_per_kimg']:.1f} s/kimg",
-        f"data {100 * r['Timing/data_wait_share']:.0f}%",
+        f"{r[IMG_PER_S]:.1f} img/s",
+        f"{r[SEC_PER_KIMG]:.1f} s/kimg",
+        f"data {100 * r[DATA_WAIT_SHARE]:.0f}%",
     ]
-    for key, label in (("Loss/G/main", "G"), ("Loss/D/main", "D"), ("Scores/real", "D(real)"), ("Aug/p", "p")):
+    for key, label in ((LOSS_G, "G"), (LOSS_D, "D"), (SCORES_REAL, "D(real)"), (AUG_P, "p")):
         if key in r:
             parts.append(f"{label} {r[key]:.3f}")
     hardware = status_text(r)
     parts += [
-        f"mem {r['Memory/peak_gb']:.2f} GB",
+        f"mem {r[PEAK_GB]:.2f} GB",
         *([hardware] if hardware else []),
         f"skipped {skipped:g}",
         f"eta {hms(eta_s)}",
