@@ -122,7 +122,7 @@ def test_trimmed_mean_keeps_the_lower_1st_to_the_higher_99th_percentile():
 
 def test_slerp_of_nearly_parallel_or_opposite_latents_stays_finite_and_on_the_arc():
     """Latents about 1e-4 apart in direction (or from each other's antipode): their cosine rounds past +-1 in float32
-    for some rows (2 and 5 of these 64), and the arc is still followed (float32 resolves such angles to about 3e-4)."""
+    for some of these 64 rows, and the arc is still followed (float32 resolves such angles to about 3e-4 only)."""
     gen = torch.Generator().manual_seed(0)
     a, nudge = torch.randn(64, 8, generator=gen), 3e-4 * torch.randn(64, 8, generator=gen)
     t = torch.rand(64, 1, generator=gen)
@@ -132,7 +132,7 @@ def test_slerp_of_nearly_parallel_or_opposite_latents_stays_finite_and_on_the_ar
     expected = torch.stack([_slerp64(x, y, float(s)) for x, y, s in pairs])
     torch.testing.assert_close(near.double(), expected, rtol=0, atol=1e-3)
     opposite = ppl.slerp(a, nudge - a, t).double()  # the nudge picks the great circle to the antipode
-    torch.testing.assert_close(opposite.norm(dim=1), torch.ones(64, dtype=torch.float64))
+    torch.testing.assert_close(opposite.norm(dim=1), torch.ones(64, dtype=torch.float64), rtol=0, atol=1e-6)
     torch.testing.assert_close((opposite * unit_a).sum(dim=1), torch.cos(math.pi * t[:, 0]).double(), rtol=0, atol=1e-3)
 
 
