@@ -122,7 +122,8 @@ def test_trimmed_mean_keeps_the_lower_1st_to_the_higher_99th_percentile():
 
 def test_slerp_of_nearly_parallel_or_opposite_latents_stays_finite_and_on_the_arc():
     """Latents about 1e-4 apart in direction (or from each other's antipode): their cosine rounds past +-1 in float32
-    for some of these 64 rows, and the arc is still followed (float32 resolves such angles to about 3e-4 only)."""
+    for some of these 64 rows, and the arc is still followed (float32 resolves such angles to about 3e-4 only); near
+    the antipode the direction orthogonal to a is mostly rounding, and the point is still of unit length."""
     gen = torch.Generator().manual_seed(0)
     a, nudge = torch.randn(64, 8, generator=gen), 3e-4 * torch.randn(64, 8, generator=gen)
     t = torch.rand(64, 1, generator=gen)
