@@ -1574,6 +1574,17 @@ MUTANTS = (
     M("fp16_down_to_4x4", "nets/layers.py", "+ 1 - num_fp16_res), 8)", "+ 1 - num_fp16_res), 4)",
       ("tests/nets/test_nets_layers_arch.py::test_a_generator_with_every_resolution_in_fp16_keeps_its_4x4_block_in_fp32",
        "tests/nets/test_nets_layers_arch.py::test_fp16_runs_in_the_top_resolutions_and_never_below_8")),
+    # metrics/ppl.py and swd.py survivors of the mutation pass
+    M("ppl_slerp_cosine_unclamped", "metrics/ppl.py", "keepdim=True).clamp(-1, 1)", "keepdim=True)",
+      (PPL_TESTS + "test_slerp_of_nearly_parallel_or_opposite_latents_stays_finite_and_on_the_arc",)),
+    M("ppl_every_path_takes_the_first_label", "metrics/ppl.py", 'position_rng(seed, "c", p)',
+      'position_rng(seed, "c", 0)',
+      (PPL_TESTS + "test_a_conditional_generator_takes_the_datasets_labels_and_needs_the_dataset",)),
+    M("swd_flat_channel_divided_by_zero", "metrics/swd.py", ".clamp_min(1e-8)", "",
+      ("tests/metrics/test_metrics_swd.py::"
+       "test_descriptors_are_normalised_per_colour_channel_and_a_flat_channel_is_zero",)),
+    M("swd_avg_is_the_sum_of_the_levels", "metrics/swd.py", "sum(levels) / len(levels)", "sum(levels)",
+      ("tests/metrics/test_metrics_swd.py::test_swd_is_zero_for_identical_sets_and_grows_with_noise",)),
 )  # fmt: skip
 
 

@@ -135,9 +135,10 @@ def test_patch_corners_cover_each_dimension_and_keep_the_square_draws():
 
 def test_ppl_of_a_non_square_generator_sees_the_whole_frame_and_says_so(tmp_path):
     vgg16 = save_stand_in(tmp_path / "vgg16.pt")
-    record = compute_metric("ppl_wend", generator=_generator(TALL), device="cpu", num_gen=4, batch_size=4,
+    record = compute_metric("ppl_zfull", generator=_generator(TALL), device="cpu", num_gen=4, batch_size=4,
                             vgg16=vgg16, progress=False)  # fmt: skip
     assert math.isfinite(record["value"]) and record["value"] > 0
+    assert record["protocol"].startswith("karras2019-ppl: slerp of unit z, t~U[0,1)")  # its own path and t
     assert "whole non-square frame" in record["protocol"] and "face crop" not in record["protocol"]
     square = compute_metric("ppl_wend", generator=_generator((1, 1)), device="cpu", num_gen=4, batch_size=4,
                             vgg16=vgg16, progress=False)  # fmt: skip

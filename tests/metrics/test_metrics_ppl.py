@@ -56,11 +56,12 @@ def _percentile_index(q, n, rounding):
 
 
 def reference_ppl(G, count, pairs, seed, space, sampling, c=None):
-    """The official protocol one path at a time in float64 (the generator itself runs in float32, as it must)."""
+    """The official protocol one path at a time in float64 (the generator itself runs in float32, as it must); `c`
+    [count, c_dim]: each path's label."""
     G = copy.deepcopy(G)
     distance = StandInLPIPS().double()
     noise = [buffer for name, buffer in G.named_buffers() if name.endswith(".noise_const")]
-    c = torch.zeros(1, G.c_dim) if c is None else c
+    labels = torch.zeros(count, G.c_dim) if c is None else c
     values = []
     for p in range(count):
         if p % pairs == 0:  # one noise draw per batch of `pairs` paths, from (seed, batch)
@@ -70,6 +71,7 @@ def reference_ppl(G, count, pairs, seed, space, sampling, c=None):
         gen = position_rng(seed, "ppl", p)
         z = torch.randn([2, G.z_dim], generator=gen).double()
         t = float(torch.rand([], generator=gen, dtype=torch.float64)) if sampling == "full" else 0.0
+        c = labels[p : p + 1]
         with torch.no_grad():  # both ends of the step in one call: they share the batch's noise
             if space == "z":
                 ends = torch.stack([_slerp64(z[0], z[1], t), _slerp64(z[0], z[1], t + EPS)])
@@ -104,6 +106,7 @@ def test_each_variant_equals_the_float64_reference(name, count, vgg16):
     assert record["results"] == {name: record["value"]} and record["num_fake"] == count and record["num_real"] == 0
     path = "slerp of unit z" if space == "z" else "lerp of w"
     assert path in record["protocol"] and "vgg16-lpips squared / eps^2" in record["protocol"]
+    assert "face crop" in record["protocol"] and "non-square" not in record["protocol"]
     assert record["feature_network"] == "vgg16-lpips"
     assert all(torch.equal(value, before[key]) for key, value in G.state_dict().items()), "G's noise given back"
 
@@ -117,15 +120,31 @@ def test_trimmed_mean_keeps_the_lower_1st_to_the_higher_99th_percentile():
     assert trimmed_mean(torch.tensor([3.0] * 5 + [4.0])) == pytest.approx(19 / 6)  # too few samples to trim
 
 
+def test_slerp_of_nearly_parallel_or_opposite_latents_stays_finite_and_on_the_arc():
+    """Latents about 1e-4 apart in direction (or from each other's antipode): their cosine rounds past +-1 in float32
+    for some of these 64 rows, and the arc is still followed (float32 resolves such angles to about 3e-4 only); near
+    the antipode the direction orthogonal to a is mostly rounding, and the point is still of unit length."""
+    gen = torch.Generator().manual_seed(0)
+    a, nudge = torch.randn(64, 8, generator=gen), 3e-4 * torch.randn(64, 8, generator=gen)
+    t = torch.rand(64, 1, generator=gen)
+    unit_a = a.double() / a.double().norm(dim=1, keepdim=True)
+    near = ppl.slerp(a, a + nudge, t)
+    pairs = zip(a.double(), (a + nudge).double(), t.double(), strict=True)
+    expected = torch.stack([_slerp64(x, y, float(s)) for x, y, s in pairs])
+    torch.testing.assert_close(near.double(), expected, rtol=0, atol=1e-3)
+    opposite = ppl.slerp(a, nudge - a, t).double()  # the nudge picks the great circle to the antipode
+    torch.testing.assert_close(opposite.norm(dim=1), torch.ones(64, dtype=torch.float64), rtol=0, atol=1e-6)
+    torch.testing.assert_close((opposite * unit_a).sum(dim=1), torch.cos(math.pi * t[:, 0]).double(), rtol=0, atol=1e-3)
+
+
 def test_large_frames_are_averaged_over_blocks_to_256_px_after_the_face_crop():
-    images = torch.rand([1, 1, 512, 512], dtype=torch.float64) * 2 - 1
+    images = torch.rand([2, 3, 512, 512], dtype=torch.float64) * 2 - 1
     out = lpips_pixels(images, 512)
-    assert out.shape == (1, 1, 128, 128)  # the 256 x 256 crop of a 512 frame, halved
-    crop = images[0, 0, 192:448, 128:384]
-    for y, x in [(0, 0), (37, 101), (127, 127)]:
-        block = crop[2 * y : 2 * y + 2, 2 * x : 2 * x + 2]
-        assert float(out[0, 0, y, x]) == pytest.approx((float(block.mean()) + 1) * 127.5, rel=1e-12)
-    assert lpips_pixels(images[:, :, :256, :256], 256).shape == (1, 1, 128, 128)  # 256 px: cropped only
+    assert out.shape == (2, 3, 128, 128)  # the 256 x 256 crop of a 512 frame, halved
+    for n, c, y, x in [(0, 0, 0, 0), (1, 2, 37, 101), (0, 1, 127, 127), (1, 0, 5, 64)]:
+        block = images[n, c, 192 + 2 * y : 194 + 2 * y, 128 + 2 * x : 130 + 2 * x]
+        assert float(out[n, c, y, x]) == pytest.approx((float(block.mean()) + 1) * 127.5, rel=1e-12)
+    assert lpips_pixels(images[:, :, :256, :256], 256).shape == (2, 3, 128, 128)  # 256 px: cropped only
 
 
 def test_deterministic_by_seed_and_independent_of_the_number_of_ranks(vgg16, monkeypatch):
@@ -152,6 +171,15 @@ def test_deterministic_by_seed_and_independent_of_the_number_of_ranks(vgg16, mon
     assert [int((part != 0).sum()) for part in ranks] == [3, 2, 2]  # 4 batches of 2 paths (the last 1): 0 and 3, 1, 2
 
 
+def test_a_batch_of_one_image_measures_one_path_per_pass_with_its_own_noise(vgg16):
+    """--batch 1 still generates both ends of a path in each pass: one path per batch, each with its noise draw."""
+    G = _generator()
+    record = compute_metric("ppl_wfull", generator=G, device="cpu", num_gen=3, batch_size=1, seed=2, vgg16=vgg16,
+                            progress=False)  # fmt: skip
+    expected, _ = reference_ppl(G, 3, pairs=1, seed=2, space="w", sampling="full")
+    assert record["value"] == pytest.approx(expected, rel=2e-3) and record["num_fake"] == 3
+
+
 def test_stylegan3_has_no_noise_buffers_and_still_has_a_path_length(vgg16):
     torch.manual_seed(0)
     G = StyleGAN3Generator(resolution=16, z_dim=8, w_dim=8, channel_base=64, channel_max=4).eval()
@@ -166,7 +194,7 @@ def _labelled_folder(path):
     rng = np.random.default_rng(0)
     for i in range(4):
         PIL.Image.fromarray(rng.integers(0, 256, (8, 8, 3)).astype(np.uint8)).save(path / f"{i}.png")
-    labels = [[f"{i}.png", 1] for i in range(4)]  # every image is class 1 of 2
+    labels = [[f"{i}.png", i % 2] for i in range(4)]  # images 0 and 2 are class 0 of 2, images 1 and 3 class 1
     (path / "dataset.json").write_text(json.dumps({"labels": labels, "label_names": ["a", "b"]}))
     return path
 
@@ -186,10 +214,15 @@ def test_a_conditional_generator_takes_the_datasets_labels_and_needs_the_dataset
     G, data = _generator(c_dim=2), _labelled_folder(tmp_path / "data")
     options = dict(generator=G, device="cpu", num_gen=5, batch_size=4, vgg16=vgg16, progress=False)
     record = compute_metric("ppl_wend", real=data, **options)
-    expected, _ = reference_ppl(G, 5, pairs=2, seed=0, space="w", sampling="end", c=torch.tensor([[0.0, 1.0]]))
+    picks = [int(torch.randint(4, (), generator=position_rng(0, "c", p))) for p in range(5)]  # as generator_batches
+    assert 0 < sum(i % 2 for i in picks) < 5, picks  # both classes among the paths
+    labels = torch.nn.functional.one_hot(torch.tensor(picks) % 2, 2).float()
+    expected, _ = reference_ppl(G, 5, pairs=2, seed=0, space="w", sampling="end", c=labels)
     assert record["value"] == pytest.approx(expected, rel=2e-3)
     with pytest.raises(UserError, match="--data: ppl_wend of a conditional generator draws its labels"):
         compute_metric("ppl_wend", **options)
+    with pytest.raises(UserError, match="--data: ppl_wend of a conditional generator draws its labels"):
+        compute_metric("ppl_wend", **options | {"generator": _generator(c_dim=1)})  # one class is a label too
 
 
 def test_without_the_vgg16_file_it_refuses_before_any_work(vgg16, tmp_path, monkeypatch):

@@ -5,7 +5,7 @@ import torch
 
 from ganforge.metrics import compute_metric
 from ganforge.metrics.features import position_rng
-from ganforge.metrics.swd import _blur, laplacian_pyramid, num_levels, sliced_wasserstein
+from ganforge.metrics.swd import _blur, laplacian_pyramid, normalize_descriptors, num_levels, sliced_wasserstein
 
 
 def test_sliced_wasserstein_of_a_shifted_set_is_the_mean_projected_shift():
@@ -74,6 +74,20 @@ def test_laplacian_pyramid_reconstructs_the_image():
     up[:, :, ::2, ::2] = bands[1]
     torch.testing.assert_close(bands[0] + _blur(up, gain=4.0), image)
     assert num_levels(8) == 1 and num_levels(16) == 1 and num_levels(64) == 3 and num_levels(1024) == 7
+    # other sizes: a level larger than 16 px is halved once more (34 -> 17 -> 8), one of 16 or less is the last
+    assert num_levels(17) == 2 and num_levels(33) == 2 and num_levels(34) == 3
+
+
+def test_descriptors_are_normalised_per_colour_channel_and_a_flat_channel_is_zero():
+    """Each channel over all descriptors and their 49 pixels: mean 0, standard deviation 1; a channel that never
+    varies (a flat colour plane has no detail in any band) is 0, not 0 / 0."""
+    gen = torch.Generator().manual_seed(0)
+    scale, shift = torch.tensor([[2.0], [0.5], [0.0]]), torch.tensor([[1.0], [-3.0], [4.0]])  # per channel
+    desc = torch.randn(300, 3, 49, generator=gen) * scale + shift  # [N, C, 49]
+    out = normalize_descriptors(desc.flatten(1).half(), channels=3).view(300, 3, 49)
+    torch.testing.assert_close(out.mean(dim=(0, 2)), torch.zeros(3), rtol=0, atol=1e-5)
+    torch.testing.assert_close(out[:, :2].std(dim=(0, 2)), torch.ones(2))
+    assert torch.equal(out[:, 2], torch.zeros(300, 49))
 
 
 def _folder(path, images):
@@ -94,6 +108,8 @@ def test_swd_is_zero_for_identical_sets_and_grows_with_noise(tmp_path):
         r = compute_metric("swd16k", real=real, fake=fake, cache_dir=tmp_path / "cache", progress=False)
         assert r["num_real"] == r["num_fake"] == 6 and r["protocol"].startswith("laplacian")
         assert set(r["results"]) == {"swd16k_32", "swd16k_16", "swd16k_avg"}
+        levels = r["results"]["swd16k_32"], r["results"]["swd16k_16"]
+        assert r["results"]["swd16k_avg"] == pytest.approx(sum(levels) / 2)
         results.append(r["results"]["swd16k_avg"])
     assert results[0] == pytest.approx(0, abs=1e-6)
     assert results[0] < results[1] < results[2]
