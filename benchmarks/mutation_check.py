@@ -1012,6 +1012,8 @@ MUTANTS = (
       "gain = ACTIVATION_GAIN", (R3GAN_FIXUP,)),
     M("r3gan_groups_per_channel_count", "families/r3gan/traits.py", "max(width // model.group_channels, 1)",
       "model.group_channels", (R3GAN_COUNTS,)),
+    M("swd_level_named_by_a_rounded_down_side", "metrics/swd.py", "level_name(-(-height // 2**i), -(-width // 2**i))",
+      "level_name(height >> i, width >> i)", ("tests/metrics/test_metrics_swd.py",)),
     M("stored_architecture_square", "config/architecture.py", 'aspect=tuple(fields["data.aspect"]),',
       "aspect=(1, 1),", ("tests/train/test_train_nonsquare.py",)),
     M("stored_architecture_unconditional", "config/architecture.py", 'label_dim=fields["data.label_dim"],',

@@ -5,7 +5,14 @@ import torch
 
 from ganforge.metrics import compute_metric
 from ganforge.metrics.features import position_rng
-from ganforge.metrics.swd import _blur, laplacian_pyramid, normalize_descriptors, num_levels, sliced_wasserstein
+from ganforge.metrics.swd import (
+    _blur,
+    laplacian_pyramid,
+    level_names,
+    normalize_descriptors,
+    num_levels,
+    sliced_wasserstein,
+)
 
 
 def test_sliced_wasserstein_of_a_shifted_set_is_the_mean_projected_shift():
@@ -74,8 +81,16 @@ def test_laplacian_pyramid_reconstructs_the_image():
     up[:, :, ::2, ::2] = bands[1]
     torch.testing.assert_close(bands[0] + _blur(up, gain=4.0), image)
     assert num_levels(8) == 1 and num_levels(16) == 1 and num_levels(64) == 3 and num_levels(1024) == 7
-    # other sizes: a level larger than 16 px is halved once more (34 -> 17 -> 8), one of 16 or less is the last
+    # other sizes: a level larger than 16 px is halved once more (34 -> 17 -> 9), one of 16 or less is the last
     assert num_levels(17) == 2 and num_levels(33) == 2 and num_levels(34) == 3
+
+
+def test_each_level_is_named_by_the_size_of_its_band():
+    """Odd sides round up, as the bands keep every second row and column: 34 px images give bands of 34, 17 and 9."""
+    image = torch.rand(1, 1, 34, 68, generator=torch.Generator().manual_seed(2))
+    bands = laplacian_pyramid(image, num_levels(34))
+    assert [f"{b.shape[-1]}x{b.shape[-2]}" for b in bands] == level_names(34, 68, 3) == ["68x34", "34x17", "17x9"]
+    assert level_names(34, 34, 3) == ["34", "17", "9"] and level_names(64, 64, 3) == ["64", "32", "16"]
 
 
 def test_descriptors_are_normalised_per_colour_channel_and_a_flat_channel_is_zero():

@@ -1,10 +1,11 @@
 """Sliced Wasserstein distance on Laplacian-pyramid patches (Karras et al. 2018, ProGAN, sec. 5 and appendix D).
 
-Per pyramid level (full resolution down to 16x16; for a non-square image, until its short side is 16), 128 random 7x7
-neighbourhoods per image, anywhere a patch fits in each dimension, are the descriptors; each set of descriptors is
-normalised per colour channel by its own mean and standard deviation; the distance between the real and fake sets is
-the sliced Wasserstein distance over 4 x 512 random directions (Rabin et al. 2011). Reported x 1e3 per level (keyed by
-its side, or by its width x height for non-square images) and averaged. Needs no pretrained network. Descriptors are
+Per pyramid level (full resolution down to 16x16, or to the first level of 16 px or less for sides that are not
+powers of two; for a non-square image, by its short side), 128 random 7x7 neighbourhoods per image, anywhere a patch
+fits in each dimension, are the descriptors; each set of descriptors is normalised per colour channel by its own mean
+and standard deviation; the distance between the real and fake sets is the sliced Wasserstein distance over 4 x 512
+random directions (Rabin et al. 2011). Reported x 1e3 per level (keyed by its band's side, or by its width x height
+for non-square images) and averaged. Needs no pretrained network. Descriptors are
 kept as float16 (about 1.2 GB per level per set at 16k images), and each level is compared on the metric device in
 float32.
 """
@@ -136,6 +137,12 @@ def level_name(height: int, width: int) -> str:
     return str(height) if height == width else f"{width}x{height}"
 
 
+def level_names(height: int, width: int, levels: int) -> list[str]:
+    """The result keys of the pyramid's `levels` levels of height x width images, finest first: each level the size
+    of its band, which keeps every second row and column of the one above (odd sides round up: 34, 17, 9)."""
+    return [level_name(-(-height // 2**i), -(-width // 2**i)) for i in range(levels)]
+
+
 def swd(ev, num_real: int | None, num_gen: int) -> dict | None:
     """SWD between equally many real and fake images (the smaller count); None on ranks other than 0."""
     assert ev.real_shape == ev.fake_shape, "refused by Evaluator.check_comparable, the metric's prepare step"
@@ -150,6 +157,6 @@ def swd(ev, num_real: int | None, num_gen: int) -> dict | None:
     channels, height, width = ev.real_shape
     with ev.stage(f"metrics: SWD, {len(real)} pyramid level{'s' * (len(real) > 1)}"):
         levels = swd_levels(real, fake, channels, ev.options.seed, ev.device)
-    names = [level_name(height >> i, width >> i) for i in range(len(levels))]
+    names = level_names(height, width, len(levels))
     results = dict(zip(names, levels, strict=True)) | {"avg": sum(levels) / len(levels)}
     return {"results": results, "num_real": count, "num_fake": count}
