@@ -73,6 +73,8 @@ CONTROLS = "tests/train/test_train_controls.py::"
 CONTROLS_RUN = CONTROLS + "test_tick_stats_report_scheduled_rates_and_clipping"
 CLIPPING = "tests/train/test_train_clipping.py::test_clipping_caps_the_unscaled_norm_and_reports_the_norm_before"
 DIFFAUG = "tests/train/test_diffaugment.py::"
+DIFFAUG_REF = "tests/train/test_diffaugment_reference.py::"
+CORRUPT_REF = "tests/train/test_corrupt_reference.py::"
 R3GAN = "tests/train/test_train_r3gan.py::"
 SHARDS = "tests/data/test_data_shards.py::"
 TARSTREAM_REFUSALS = "tests/data/test_data_tarstream.py::test_refuses_with_a_reason_and_bounded_reads"
@@ -1587,6 +1589,19 @@ MUTANTS = (
        "test_descriptors_are_normalised_per_colour_channel_and_a_flat_channel_is_zero",)),
     M("swd_avg_is_the_sum_of_the_levels", "metrics/swd.py", "sum(levels) / len(levels)", "sum(levels)",
       ("tests/metrics/test_metrics_swd.py::test_swd_is_zero_for_identical_sets_and_grows_with_noise",)),
+    # augment/diffaugment.py and corrupt.py survivors of the mutation pass
+    M("diffaug_rows_take_the_column_shift", "augment/diffaugment.py",
+      "[None, :] - shifts[0]  # [N, H]", "[None, :] - shifts[1]  # [N, H]",
+      (DIFFAUG_REF + "test_translation_reaches_every_shift_up_to_an_eighth_rounded_half_up_and_no_further",)),
+    M("diffaug_saturation_up_to_one", "augment/diffaugment.py", "0.0, 2.0, images", "0.0, 1.0, images",
+      (DIFFAUG_REF + "test_color_is_brightness_saturation_and_contrast_in_their_documented_ranges",)),
+    M("ada_filter_bands_ignore_the_vertical_frequency", "augment/corrupt.py", "torch.maximum(fx, fy)",
+      "torch.maximum(fx, fx)",
+      (CORRUPT_REF + "test_filter_bands_take_the_larger_of_the_vertical_and_horizontal_frequency",)),
+    M("ada_gate_applies_at_a_draw_equal_to_p", "augment/corrupt.py",
+      "return torch.rand(n, device=p.device, generator=generator) < p",
+      "return torch.rand(n, device=p.device, generator=generator) <= p",
+      (CORRUPT_REF + "test_noise_adds_gaussian_noise_of_a_drawn_sigma_to_the_gated_images_only",)),
 )  # fmt: skip
 
 
