@@ -9,7 +9,7 @@ Pipeline (appendix B, figure 24), in this order:
   blit      xflip, rotate90, xint           exact pixel moves (one gather), mirrored at the border
   geom      scale, rotate, aniso, xfrac     one matrix per image, one band-limited resampling
   color     brightness, contrast, lumaflip, hue, saturation     one 4x4 colour matrix per image
-  filter    four frequency bands amplified at random                (augment_corrupt.py)
+  filter    four frequency bands amplified at random                (corrupt.py)
   noise     additive Gaussian noise
   cutout    a square of half the image size set to mid-grey
 The paper composes blit and geom into one matrix; we apply blit separately because its moves are whole pixels, and
