@@ -1602,6 +1602,18 @@ MUTANTS = (
       "return torch.rand(n, device=p.device, generator=generator) < p",
       "return torch.rand(n, device=p.device, generator=generator) <= p",
       (CORRUPT_REF + "test_noise_adds_gaussian_noise_of_a_drawn_sigma_to_the_gated_images_only",)),
+    # augment/ops.py survivors of the mutation pass
+    M("ada_gate_takes_a_draw_equal_to_p", "augment/ops.py", "generator=generator) < p", "generator=generator) <= p",
+      ("tests/train/test_augment_draws.py::test_p_0_never_transforms_even_on_a_draw_of_exactly_0",)),
+    M("ada_integer_translation_axes_swapped", "augment/ops.py", "_translate2d(-2 * tx, -2 * ty)",
+      "_translate2d(-2 * ty, -2 * tx)",
+      ("tests/train/test_augment.py::test_integer_translation_matches_mirrored_shift",)),
+    M("ada_fractional_translation_one_draw_for_both_axes", "augment/ops.py", "-t[:, 1] * height)", "-t[:, 0] * height)",
+      ("tests/train/test_augment.py::test_geometric_parameter_distributions",)),
+    M("ada_rotation_angle_without_pi", "augment/ops.py",
+      "theta = (torch.rand(n, device=p.device, generator=generator) * 2 - 1) * math.pi",
+      "theta = torch.rand(n, device=p.device, generator=generator) * 2 - 1",
+      ("tests/train/test_augment_draws.py::test_rotation_angles_are_uniform_on_the_circle",)),
 )  # fmt: skip
 
 

@@ -59,7 +59,7 @@ OWNERS = {
     "augment/blur.py": (TRAIN + "test_train_stylegan3.py",),
     "augment/corrupt.py": (TRAIN + "test_diffaugment.py", TRAIN + "test_corrupt_reference.py"),
     "augment/diffaugment.py": (TRAIN + "test_diffaugment.py", TRAIN + "test_diffaugment_reference.py"),
-    "augment/ops.py": (TRAIN + "test_augment.py",),
+    "augment/ops.py": (TRAIN + "test_augment_draws.py", TRAIN + "test_augment.py"),
     "augment/pipe.py": (TRAIN + "test_augment.py",),
     "nets/layers.py": (NETS + "test_nets_layers_arch.py", NETS + "test_nets_layers.py",
                        NETS + "test_nets_fir_derivatives.py", NETS + "test_nets_reference.py"),

@@ -76,22 +76,26 @@ def test_rotate90_turns_non_square_images_by_half_turns_only():
     assert all(h != s for h, s in zip(half, same, strict=True)) and 0 < sum(half) < 64
 
 
-def test_integer_translation_matches_mirrored_shift():
-    size, x = 16, _images(n=64)
+@pytest.mark.parametrize(("height", "width"), [(16, 16), (8, 32)])
+def test_integer_translation_matches_mirrored_shift(height, width):
+    """Each axis moves by whole pixels, up to 1/8 of its own length (appendix B)."""
+    x = torch.rand(64, 3, height, width, generator=torch.Generator().manual_seed(0)) * 2 - 1
     y = _run("xint", x)
-    limit = round(0.125 * size)
-    padded = _mirror_pad(x, size)
+    x_limit, y_limit = round(0.125 * width), round(0.125 * height)
+    pad = max(x_limit, y_limit)
+    padded = _mirror_pad(x, pad)
     shifts = []
     for i in range(len(x)):
         # Forward translation by (tx, ty): out[y, x] = in[y - ty, x - tx].
         matches = [
             (tx, ty)
-            for tx, ty in itertools.product(range(-limit, limit + 1), repeat=2)
-            if torch.equal(y[i], padded[i, :, size - ty : 2 * size - ty, size - tx : 2 * size - tx])
+            for tx, ty in itertools.product(range(-x_limit, x_limit + 1), range(-y_limit, y_limit + 1))
+            if torch.equal(y[i], padded[i, :, pad - ty : pad - ty + height, pad - tx : pad - tx + width])
         ]
         assert len(matches) == 1
         shifts += matches
-    assert len(set(shifts)) > 10
+    assert {abs(tx) for tx, _ in shifts} == set(range(x_limit + 1))
+    assert {abs(ty) for _, ty in shifts} == set(range(y_limit + 1))
 
 
 @pytest.mark.parametrize("channels", [1, 3])
@@ -130,7 +134,9 @@ def test_hue_and_saturation_on_constant_colour():
     assert torch.allclose(luma, luma0, atol=1e-6)  # rotation about the luma axis keeps luma
     assert torch.allclose(chroma.norm(dim=1), chroma0.norm(dim=1), atol=1e-6)
     cos = (chroma @ chroma0[0]) / chroma0.norm() ** 2
-    assert abs(cos.mean().item()) < 0.05  # theta ~ U(-pi, pi): the mean cosine vanishes
+    sin = torch.linalg.cross(chroma0.expand_as(chroma), chroma).sum(dim=1) / math.sqrt(3) / chroma0.norm() ** 2
+    assert abs(cos.mean().item()) < 0.05  # theta ~ U(-pi, pi): the mean cosine and sine vanish
+    assert abs(sin.mean().item()) < 0.05
     sat = _run("saturation", x)[:, :, 0, 0]
     luma, chroma = _luma_chroma(sat)
     assert torch.allclose(luma, luma0, atol=1e-6)
@@ -167,8 +173,11 @@ def test_geometric_parameter_distributions():
     assert abs(torch.log2(scale[:, 0, 0]).std().item() - 0.2) < 0.01
     aniso = ops.geometric_matrices(("aniso",), n, size, size, p)
     assert torch.allclose(aniso[:, 0, 0] * aniso[:, 1, 1], torch.ones(n))
-    shift = ops.geometric_matrices(("xfrac",), n, size, size, p)[:, :2, 2] / size
+    # On a non-square image each axis moves by its own length times an independent draw.
+    shift = ops.geometric_matrices(("xfrac",), n, size // 2, size, p, torch.Generator().manual_seed(0))[:, :2, 2]
+    shift = shift / torch.tensor([size, size // 2])
     assert (shift.std(dim=0) - 0.125).abs().max() < 0.006
+    assert abs(torch.corrcoef(shift.T)[0, 1].item()) < 0.05
 
 
 def test_resample_references():
