@@ -1598,7 +1598,7 @@ MUTANTS = (
     M("ada_filter_bands_ignore_the_vertical_frequency", "augment/corrupt.py", "torch.maximum(fx, fy)",
       "torch.maximum(fx, fx)",
       (CORRUPT_REF + "test_filter_bands_take_the_larger_of_the_vertical_and_horizontal_frequency",)),
-    M("ada_gate_applies_at_a_draw_equal_to_p", "augment/corrupt.py",
+    M("ada_gate_applies_at_a_draw_equal_to_p", "augment/ops.py",
       "return torch.rand(n, device=p.device, generator=generator) < p",
       "return torch.rand(n, device=p.device, generator=generator) <= p",
       (CORRUPT_REF + "test_noise_adds_gaussian_noise_of_a_drawn_sigma_to_the_gated_images_only",)),

@@ -24,10 +24,6 @@ NOISE_STD = 0.1
 CUTOUT_SIZE = 0.5
 
 
-def _gate(n: int, p: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
-    return torch.rand(n, device=p.device, generator=generator) < p
-
-
 def _band_index(height: int, width: int, device: torch.device) -> torch.Tensor:
     """Band (0-3) of every coefficient of rfft2 of an H x W image, [H, W // 2 + 1]."""
     fy = torch.fft.fftfreq(height, device=device).abs()[:, None] * 2 * math.pi
@@ -57,7 +53,7 @@ def apply_filter(images: torch.Tensor, gains: torch.Tensor) -> torch.Tensor:
 def add_noise(images: torch.Tensor, p: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
     n = images.shape[0]
     sigma = torch.randn(n, device=images.device, generator=generator).abs() * NOISE_STD
-    sigma = torch.where(_gate(n, p, generator), sigma, torch.zeros_like(sigma))
+    sigma = torch.where(ops.draw_gate(n, p, generator), sigma, torch.zeros_like(sigma))
     noise = torch.randn(images.shape, device=images.device, generator=generator, dtype=images.dtype)
     return images + noise * sigma[:, None, None, None]
 
@@ -65,7 +61,7 @@ def add_noise(images: torch.Tensor, p: torch.Tensor, generator: torch.Generator 
 def cutout_mask(n: int, height: int, width: int, p: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
     """[N, 1, H, W] of 0 inside each gated image's square and 1 elsewhere."""
     centre = torch.rand(n, 2, device=p.device, generator=generator)
-    gate = _gate(n, p, generator)
+    gate = ops.draw_gate(n, p, generator)
     y = (torch.arange(height, device=p.device) + 0.5) / height
     x = (torch.arange(width, device=p.device) + 0.5) / width
     inside_y = (y[None, :] - centre[:, :1]).abs() < CUTOUT_SIZE / 2  # [N, H]

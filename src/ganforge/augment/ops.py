@@ -32,8 +32,8 @@ def constant(values, device: torch.device) -> torch.Tensor:
     return torch.tensor(values, dtype=torch.float32).to(device, non_blocking=True)
 
 
-def _gate(n: int, p: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
-    """One Bernoulli(p) draw per sample: whether this transform is applied to it."""
+def draw_gate(n: int, p: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+    """One Bernoulli(p) draw per sample: whether this transform (or corruption) is applied to it."""
     return torch.rand(n, device=p.device, generator=generator) < p
 
 
@@ -75,20 +75,20 @@ def blit_matrices(ops, n, height, width, p, generator=None) -> torch.Tensor:
     """
     inverse = _eye(n, 3, p.device)
     if "xflip" in ops:
-        flip = _gate(n, p, generator) & (torch.randint(2, (n,), device=p.device, generator=generator) == 1)
+        flip = draw_gate(n, p, generator) & (torch.randint(2, (n,), device=p.device, generator=generator) == 1)
         sx = torch.where(flip, -1.0, 1.0)
         inverse = inverse @ _scale2d(sx, torch.ones_like(sx))
     if "rotate90" in ops:
         turns = torch.randint(4, (n,), device=p.device, generator=generator)
         if height != width:  # a quarter turn would not fit a non-square frame: half turns only, as often
             turns = turns // 2 * 2
-        turns = torch.where(_gate(n, p, generator), turns, torch.zeros_like(turns))
+        turns = torch.where(draw_gate(n, p, generator), turns, torch.zeros_like(turns))
         # Exact integer cos/sin of -turns * 90 degrees (the inverse rotation).
         cos = constant([1.0, 0.0, -1.0, 0.0], p.device)[turns]
         sin = constant([0.0, -1.0, 0.0, 1.0], p.device)[turns]
         inverse = inverse @ _rotate2d(cos, sin)
     if "xint" in ops:
-        gate = _gate(n, p, generator)
+        gate = draw_gate(n, p, generator)
         t = (torch.rand(n, 2, device=p.device, generator=generator) * 2 - 1) * INT_TRANSLATE_MAX
         t = torch.where(gate[:, None], t, torch.zeros_like(t))
         tx, ty = torch.round(t[:, 0] * width), torch.round(t[:, 1] * height)
@@ -106,15 +106,15 @@ def geometric_matrices(ops, n, height, width, p, generator=None) -> torch.Tensor
     p_rot = 1 - torch.sqrt((1 - p).clamp(min=0))
     for op in ("scale", "rotate_pre", "aniso", "rotate_post", "xfrac"):
         if op.startswith("rotate") and "rotate" in ops:
-            gate = _gate(n, p_rot, generator)
+            gate = draw_gate(n, p_rot, generator)
             theta = (torch.rand(n, device=p.device, generator=generator) * 2 - 1) * math.pi
             theta = torch.where(gate, theta, torch.zeros_like(theta))
             inverse = inverse @ _rotate2d(torch.cos(-theta), torch.sin(-theta))
         elif op in ("scale", "aniso") and op in ops:
-            s = _lognormal(n, SCALE_LOG2_STD, _gate(n, p, generator), generator)
+            s = _lognormal(n, SCALE_LOG2_STD, draw_gate(n, p, generator), generator)
             inverse = inverse @ (_scale2d(1 / s, 1 / s) if op == "scale" else _scale2d(1 / s, s))
         elif op == "xfrac" and op in ops:
-            gate = _gate(n, p, generator)
+            gate = draw_gate(n, p, generator)
             t = torch.randn(n, 2, device=p.device, generator=generator) * FRAC_TRANSLATE_STD
             t = torch.where(gate[:, None], t, torch.zeros_like(t))
             inverse = inverse @ _translate2d(-t[:, 0] * width, -t[:, 1] * height)
@@ -144,21 +144,21 @@ def color_matrices(ops, n, channels, p, generator=None) -> torch.Tensor:
     color = _eye(n, 4, dev)
     if "brightness" in ops:
         b = torch.randn(n, device=dev, generator=generator) * BRIGHTNESS_STD
-        b = torch.where(_gate(n, p, generator), b, torch.zeros_like(b))
+        b = torch.where(draw_gate(n, p, generator), b, torch.zeros_like(b))
         color = _rgb_affine(eye3, b[:, None].expand(n, 3)) @ color
     if "contrast" in ops:
-        c = _lognormal(n, CONTRAST_LOG2_STD, _gate(n, p, generator), generator)
+        c = _lognormal(n, CONTRAST_LOG2_STD, draw_gate(n, p, generator), generator)
         color = _rgb_affine(eye3 * c[:, None, None]) @ color
     if "lumaflip" in ops:
-        flip = _gate(n, p, generator) & (torch.randint(2, (n,), device=dev, generator=generator) == 1)
+        flip = draw_gate(n, p, generator) & (torch.randint(2, (n,), device=dev, generator=generator) == 1)
         # Householder reflection I - 2 v v^T mirrors colours through the plane orthogonal to the luma axis.
         color = _rgb_affine(eye3 - 2 * vvt * flip[:, None, None]) @ color
     if "hue" in ops and channels == 3:
         theta = (torch.rand(n, device=dev, generator=generator) * 2 - 1) * math.pi
-        theta = torch.where(_gate(n, p, generator), theta, torch.zeros_like(theta))
+        theta = torch.where(draw_gate(n, p, generator), theta, torch.zeros_like(theta))
         color = _rgb_affine(_rotation_about(v, theta)) @ color
     if "saturation" in ops and channels == 3:
-        s = _lognormal(n, SATURATION_LOG2_STD, _gate(n, p, generator), generator)
+        s = _lognormal(n, SATURATION_LOG2_STD, draw_gate(n, p, generator), generator)
         color = _rgb_affine(vvt + (eye3 - vvt) * s[:, None, None]) @ color
     return color
 
