@@ -64,7 +64,8 @@ class HostileServer:
         self._loop = asyncio.new_event_loop()
         self._connections: set[asyncio.Task] = set()
         self._gets: collections.Counter = collections.Counter()  # GETs by (first path segment, file)
-        self._bomb: bytes | None = None
+        # Made before serving: made at the first request, it took longer than a short read time-out on a busy machine
+        self._bomb = gzip.compress(bytes(2**24), 9) * (GZIP_BOMB_BYTES // 2**24)
 
     def url_for(self, mode: str) -> str:
         return f"{self.url}/{mode}"
@@ -126,8 +127,7 @@ class HostileServer:
         if mode == "huge-headers":
             return 200, {"X-Filler": "a" * HUGE_HEADER_BYTES, "Content-Length": "0"}, b""
         if mode == "gzip-bomb":
-            bomb = await self._gzip_bomb()
-            return 200, {"Content-Encoding": "gzip", "Content-Length": str(len(bomb))}, bomb
+            return 200, {"Content-Encoding": "gzip", "Content-Length": str(len(self._bomb))}, self._bomb
         data = file.read_bytes()
         if mode == "no-range":
             return 200, {"Content-Length": str(len(data))}, data
@@ -138,12 +138,6 @@ class HostileServer:
             del fields["Content-Length"]
             fields["Connection"] = "close"
         return status, fields, body
-
-    async def _gzip_bomb(self) -> bytes:
-        if self._bomb is None:
-            member = await asyncio.to_thread(gzip.compress, bytes(2**24), 9)
-            self._bomb = member * (GZIP_BOMB_BYTES // 2**24)
-        return self._bomb
 
     async def _send(self, writer, mode: str, status: int, fields: dict, body: bytes) -> None:
         lines = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}"]

@@ -133,7 +133,9 @@ def _shard_failure(url: str, **options) -> str:
         dataset = ShardDataset(url, limits=SHORT, **options)
         for number in range(len(dataset.shards)):
             list(dataset.samples(number))
-    assert time.monotonic() - start < 3, "a hostile server held the reader past its limits"
+    # Within the limits' worst case (six tries of a 0.8 s request), not at the test's 30 s time-out: the message
+    # then says which limit held it (a busy machine took over 3 s for an endless shard)
+    assert time.monotonic() - start < 10, "a hostile server held the reader past its limits"
     assert len(raised.value.problems) == 1, raised.value.problems
     return raised.value.problems[0]
 
