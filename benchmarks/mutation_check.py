@@ -1016,6 +1016,8 @@ MUTANTS = (
       "model.group_channels", (R3GAN_COUNTS,)),
     M("swd_level_named_by_a_rounded_down_side", "metrics/swd.py", "level_name(-(-height // 2**i), -(-width // 2**i))",
       "level_name(height >> i, width >> i)", ("tests/metrics/test_metrics_swd.py",)),
+    M("eq_r_over_half_the_circle", "metrics/equivariance.py", "dtype=torch.float64)) * 2 - 1) * math.pi",
+      "dtype=torch.float64)) * 2 - 1) * math.pi / 2", ("tests/metrics/test_metrics_equivariance_draws.py",)),
     M("stored_architecture_square", "config/architecture.py", 'aspect=tuple(fields["data.aspect"]),',
       "aspect=(1, 1),", ("tests/train/test_train_nonsquare.py",)),
     M("stored_architecture_unconditional", "config/architecture.py", 'label_dim=fields["data.label_dim"],',

@@ -72,7 +72,8 @@ OWNERS = {
     "metrics/swd.py": (METRICS + "test_metrics_swd.py", METRICS + "test_metrics_nonsquare.py"),
     "metrics/inception_score.py": (METRICS + "test_metrics_is.py",),
     "metrics/ppl.py": (METRICS + "test_metrics_ppl.py", METRICS + "test_metrics_nonsquare.py"),
-    "metrics/equivariance.py": (METRICS + "test_metrics_equivariance.py",),
+    "metrics/equivariance.py": (METRICS + "test_metrics_equivariance_draws.py",
+                                METRICS + "test_metrics_equivariance.py"),
     "metrics/inception.py": (METRICS + "test_metrics_reference.py", METRICS + "test_metrics_inception.py"),
     "metrics/perceptual.py": (PROJECT + "test_project_parts.py",),
 }  # fmt: skip

@@ -1,0 +1,36 @@
+"""The transforms EQ-T and EQ-R draw per path (StyleGAN3, App. E): EQ-R's angle uniform over the whole circle, EQ-T's
+translation uniform up to an eighth of the image per axis, each axis its own draw, EQ-T_int's rounded to whole pixels.
+Read from the operators `draw` returns, over many positions; no network."""
+
+import math
+
+import torch
+
+from ganforge.metrics.equivariance import TRANSLATE_MAX, draw
+
+POSITIONS, RESOLUTION = 4000, 16
+
+
+def _quarters(values: torch.Tensor, low: float, high: float) -> list[float]:
+    """The share of `values` in each quarter of [low, high]."""
+    edges = torch.linspace(low, high, 5, dtype=torch.float64)
+    return [((values >= a) & (values < b)).double().mean().item() for a, b in zip(edges[:-1], edges[1:], strict=True)]
+
+
+def test_eq_r_draws_angles_uniform_over_the_whole_circle():
+    angles = torch.tensor([draw("eqr", 7, p, RESOLUTION)[1].keywords["angle"] for p in range(POSITIONS)])
+    assert angles.min() >= -math.pi and angles.max() < math.pi
+    assert angles.min() < -0.98 * math.pi and angles.max() > 0.98 * math.pi
+    assert all(abs(share - 0.25) < 0.03 for share in _quarters(angles, -math.pi, math.pi))
+
+
+def test_eq_t_draws_each_axis_uniform_up_to_an_eighth_and_eq_t_int_whole_pixels():
+    ops = [draw("eqt_frac", 7, p, RESOLUTION)[1].keywords for p in range(POSITIONS)]
+    tx, ty = (torch.tensor([op[axis] for op in ops], dtype=torch.float64) for axis in ("tx", "ty"))
+    for t in (tx, ty):
+        assert t.abs().max() <= TRANSLATE_MAX == 0.125 and t.min() < -0.12 and t.max() > 0.12
+        assert all(abs(share - 0.25) < 0.03 for share in _quarters(t, -TRANSLATE_MAX, TRANSLATE_MAX))
+    assert abs(torch.corrcoef(torch.stack([tx, ty]))[0, 1]) < 0.05  # two draws, not one for both axes
+    whole = [draw("eqt_int", 7, p, RESOLUTION)[1].keywords for p in range(200)]
+    pixels = torch.tensor([[op["tx"], op["ty"]] for op in whole], dtype=torch.float64) * RESOLUTION
+    assert torch.equal(pixels, pixels.round()) and pixels.abs().max() == RESOLUTION * TRANSLATE_MAX
