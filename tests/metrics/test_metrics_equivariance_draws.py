@@ -1,12 +1,13 @@
 """The transforms EQ-T and EQ-R draw per path (StyleGAN3, App. E): EQ-R's angle uniform over the whole circle, EQ-T's
 translation uniform up to an eighth of the image per axis, each axis its own draw, EQ-T_int's rounded to whole pixels.
-Read from the operators `draw` returns, over many positions; no network."""
+Read from the operators `draw` returns, over many positions; no network. And the masks of the translations: the
+pixels whose sources lie inside the image."""
 
 import math
 
 import torch
 
-from ganforge.metrics.equivariance import TRANSLATE_MAX, draw
+from ganforge.metrics.equivariance import LANCZOS_A, TRANSLATE_MAX, draw, translate_fractional, translate_integer
 
 POSITIONS, RESOLUTION = 4000, 16
 
@@ -34,3 +35,23 @@ def test_eq_t_draws_each_axis_uniform_up_to_an_eighth_and_eq_t_int_whole_pixels(
     whole = [draw("eqt_int", 7, p, RESOLUTION)[1].keywords for p in range(200)]
     pixels = torch.tensor([[op["tx"], op["ty"]] for op in whole], dtype=torch.float64) * RESOLUTION
     assert torch.equal(pixels, pixels.round()) and pixels.abs().max() == RESOLUTION * TRANSLATE_MAX
+
+
+def test_translation_masks_keep_exactly_the_pixels_whose_sources_lie_inside():
+    """Integer shifts: output (r, c) comes from (r - iy, c - ix); fractional shifts by t = i + f: output n reads the
+    2a Lanczos taps n - i - a .. n - i + a - 1. Both signs, zero, and non-square images, against loops."""
+    h, w = 12, 16
+    image = torch.rand(1, 1, h, w, generator=torch.Generator().manual_seed(3))
+    for ix, iy in ((3, -2), (-4, 1), (0, 2), (-1, 0)):
+        _, mask = translate_integer(image, ix / w, iy / h)
+        expected = [[float(0 <= r - iy < h and 0 <= c - ix < w) for c in range(w)] for r in range(h)]
+        assert mask[0, 0].tolist() == expected, (ix, iy)
+
+    def inside(n: int, i: int, size: int) -> bool:
+        return all(0 <= k < size for k in range(n - i - LANCZOS_A, n - i + LANCZOS_A))
+
+    for tx, ty in ((1.3, -0.6), (-2.7, 0.4), (0.25, 1.5), (-4.5, 2.6), (2.6, -4.5)):
+        _, mask = translate_fractional(image, tx / w, ty / h)
+        ix, iy = math.floor(tx), math.floor(ty)
+        expected = [[float(inside(r, iy, h) and inside(c, ix, w)) for c in range(w)] for r in range(h)]
+        assert mask[0, 0].tolist() == expected, (tx, ty)
