@@ -1,13 +1,23 @@
 """The transforms EQ-T and EQ-R draw per path (StyleGAN3, App. E): EQ-R's angle uniform over the whole circle, EQ-T's
 translation uniform up to an eighth of the image per axis, each axis its own draw, EQ-T_int's rounded to whole pixels.
 Read from the operators `draw` returns, over many positions; no network. And the masks of the translations: the
-pixels whose sources lie inside the image."""
+pixels whose sources lie inside the image; the PSNR they are reported as; the classes a conditional generator is
+given."""
 
 import math
+from types import SimpleNamespace
 
 import torch
 
-from ganforge.metrics.equivariance import LANCZOS_A, TRANSLATE_MAX, draw, translate_fractional, translate_integer
+from ganforge.metrics.equivariance import (
+    LANCZOS_A,
+    TRANSLATE_MAX,
+    _labels,
+    draw,
+    psnr,
+    translate_fractional,
+    translate_integer,
+)
 
 POSITIONS, RESOLUTION = 4000, 16
 
@@ -55,3 +65,17 @@ def test_translation_masks_keep_exactly_the_pixels_whose_sources_lie_inside():
         ix, iy = math.floor(tx), math.floor(ty)
         expected = [[float(inside(r, iy, h) and inside(c, ix, w)) for c in range(w)] for r in range(h)]
         assert mask[0, 0].tolist() == expected, (tx, ty)
+
+
+def test_psnr_is_the_peak_to_peak_two_over_the_mean_squared_error_in_decibels():
+    assert psnr(0.0, 5.0) == math.inf
+    assert psnr(1.0, 4.0) == 20 * math.log10(2) - 10 * math.log10(1 / 4)  # 12.04 dB
+    assert abs(psnr(0.02, 10.0) - 10 * math.log10(4 / 0.002)) < 1e-12  # 33.01 dB
+
+
+def test_a_conditional_generator_gets_one_hot_classes_drawn_per_position():
+    for c_dim in (1, 3):
+        labels = _labels(SimpleNamespace(c_dim=c_dim), list(range(40)), seed=5)
+        assert labels.shape == (40, c_dim) and torch.equal(labels.sum(1), torch.ones(40))
+        assert set(labels.argmax(1).tolist()) == set(range(c_dim)) and set(labels.flatten().tolist()) <= {0.0, 1.0}
+    assert _labels(SimpleNamespace(c_dim=0), [0, 1], seed=5).shape == (2, 0)
