@@ -1018,6 +1018,8 @@ MUTANTS = (
       "level_name(height >> i, width >> i)", ("tests/metrics/test_metrics_swd.py",)),
     M("eq_r_over_half_the_circle", "metrics/equivariance.py", "dtype=torch.float64)) * 2 - 1) * math.pi",
       "dtype=torch.float64)) * 2 - 1) * math.pi / 2", ("tests/metrics/test_metrics_equivariance_draws.py",)),
+    M("eq_psnr_of_a_peak_of_one", "metrics/equivariance.py", "return 20 * math.log10(2) - 10",
+      "return 20 * math.log10(1) - 10", ("tests/metrics/test_metrics_equivariance_draws.py",)),
     M("stored_architecture_square", "config/architecture.py", 'aspect=tuple(fields["data.aspect"]),',
       "aspect=(1, 1),", ("tests/train/test_train_nonsquare.py",)),
     M("stored_architecture_unconditional", "config/architecture.py", 'label_dim=fields["data.label_dim"],',
